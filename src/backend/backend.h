@@ -1,0 +1,84 @@
+#pragma once
+// Parent-side backend interface: compile candidates, derive launch plans, probe devices. The
+// engine sees only this; CUDA, HIP and HLSL plug in without changes to the core.
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "context/context.h"
+#include "runner/client.h"
+#include "runner/protocol.h"
+#include "util/disposition.h"
+
+namespace peak {
+
+using Config = std::map<std::string, int64_t>;  // tuning values
+std::string config_text(const Config& c);         // "TILE=16 TK=8"
+nlohmann::json config_json(const Config& c);
+
+struct BuildRequest {
+  const KernelContext* context = nullptr;
+  std::string source;  // the whole source file (regions joined)
+  Config defines;      // tuning values, injected as preprocessor defines
+  DeviceFacts device;
+  std::filesystem::path cache_dir;  // content-addressed build cache
+};
+
+struct BuildResult {
+  Disposition disposition = Disposition::not_run;  // passed, compile_failed, forbidden_api
+  std::filesystem::path artifact;
+  std::string log;      // compiler diagnostics
+  std::string command;  // the command line (or in-process compiler options)
+  std::string toolchain;  // "shaderc 2023.2 / glslang 12", "nvcc 13.0.88"
+  nlohmann::json resources = nlohmann::json::object();  // registers, shared memory, spills
+  double seconds = 0;
+  bool cached = false;
+};
+
+struct PlanResult {
+  Disposition disposition = Disposition::passed;  // passed, invalid_config, compile_failed
+  std::string message;
+  nlohmann::json plan = nlohmann::json::object();
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;              // "hlsl", "cuda"
+  virtual std::string source_extension() const = 0;  // ".hlsl", ".cu"
+  // Phrase -> spelling for prompts ("thread index in the block" -> "threadIdx" / "SV_GroupThreadID").
+  virtual std::map<std::string, std::string> translation_table() const = 0;
+  virtual std::filesystem::path runner() const = 0;
+  virtual std::vector<std::pair<std::string, std::string>> toolchain() const = 0;
+  // Probes through the runner; `selector` picks a device by index or name substring.
+  virtual Result<DeviceFacts> probe(const std::string& selector, bool microbench) = 0;
+  // Thread-safe: the tuner compiles configurations in parallel.
+  virtual BuildResult build(const BuildRequest& req) = 0;
+  // Launch plan for one shape and configuration.
+  virtual PlanResult plan(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
+                          const Config& config, const DeviceFacts& device) = 0;
+  // The vendor-library baseline for this context on this device ("cublas", "" = none).
+  virtual std::string baseline(const KernelContext& ctx, const DeviceFacts& device) const = 0;
+};
+
+// "hlsl", "cuda" (the CUDA backend is always present; it fails to probe without a GPU).
+// Defined in engine/backends.cpp (the one place that knows every backend).
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
+std::vector<std::string> backend_names();
+
+// Documented peaks of known devices (datasheet numbers), matched by device-name substring.
+struct DevicePeaks {
+  std::string device;   // the table row's name
+  double fp32_tflops = 0;
+  double tf32_tflops = 0;
+  double fp16_tflops = 0;  // dense, fp32 accumulation
+  double memory_gbs = 0;
+  std::string source;   // where the number comes from
+};
+std::optional<DevicePeaks> documented_peaks(const std::string& device_name);
+
+}  // namespace peak

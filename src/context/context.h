@@ -1,0 +1,140 @@
+#pragma once
+// Kernel context: everything needed to run, check and refine one kernel.
+// On disk: kernel.toml (format documented in docs/kernel-context.md) + one source file whose
+// regions are marked by comment lines:
+//     // peak:begin macros      ...      // peak:end macros
+//     // peak:begin device      ...      // peak:end device
+//     // peak:begin host        ...      // peak:end host
+// Text before, between and after the regions is fixed (peak-owned; the LLM never edits it).
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "expr/expr.h"
+#include "util/result.h"
+
+namespace peak {
+
+inline constexpr int kContextFormatVersion = 1;
+
+enum class DType { f32, f16, i32 };
+std::string_view to_string(DType t);
+std::optional<DType> dtype_from_string(std::string_view s);
+size_t dtype_size(DType t);
+
+enum class Region { macros, device, host };
+std::string_view to_string(Region r);
+std::optional<Region> region_from_string(std::string_view s);
+inline constexpr Region kAllRegions[] = {Region::macros, Region::device, Region::host};
+
+struct Initializer {
+  enum class Kind { uniform, normal, ones, zeros, iota };
+  Kind kind = Kind::uniform;
+  double a = -1.0;  // uniform: low;  normal: mean
+  double b = 1.0;   // uniform: high; normal: stddev
+  std::string text() const;  // "uniform(-1, 1)", "normal(0, 1)", "ones", ...
+};
+Result<Initializer> parse_initializer(std::string_view text);
+
+struct ArraySpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::string size;  // element count, an expression of the scalars ("M * K")
+  Initializer init;
+  bool output = false;  // only outputs are compared; outputs are poisoned before each run
+};
+
+struct ScalarSpec {
+  std::string name;
+  DType dtype = DType::i32;
+};
+
+// One instantiation of the scalars ("M=2048, N=2048, K=2048").
+struct Shape {
+  std::map<std::string, int64_t> values;
+  std::string text() const;  // "M=2048 N=2048 K=2048", in insertion-independent sorted order
+};
+
+struct TuningParam {
+  std::string name;
+  std::vector<int64_t> values;
+  int64_t default_value = 0;
+};
+
+enum class ReferenceKind { seed, cpu };
+
+struct KernelContext {
+  int format = kContextFormatVersion;
+  std::string name;
+  std::string description;
+  std::string backend;    // "hlsl", "cuda", "hip"
+  std::string family;     // "matmul" (enables the CPU reference), or "" for generic kernels
+  std::string precision;  // free text shown in reports ("fp32", "fp16-in/fp32-acc")
+  std::string source_file;  // file name next to kernel.toml
+  std::string entry = "main";  // kernel entry point (HLSL) / host function (CUDA)
+
+  std::vector<ArraySpec> arrays;
+  std::vector<ScalarSpec> scalars;
+  std::string valid;  // validity of a shape, e.g. "M > 0 && N > 0 && K > 0"
+
+  std::vector<Shape> bench_shapes;       // timed; shown to the LLM
+  std::vector<Shape> validation_shapes;  // checked; shown to the LLM
+  std::vector<Shape> hidden_shapes;      // checked; never shown to the LLM
+  std::vector<Shape> small_shapes;       // used by `peak demo --small` and CPU-device runs
+
+  std::vector<TuningParam> tuning;
+  std::string tuning_valid;  // constraint over tuning params and device limits ("" = always)
+
+  std::string flops;  // "2 * M * N * K"
+  std::string bytes;  // "4 * (M * K + K * N + M * N)"
+  ReferenceKind reference = ReferenceKind::seed;
+  // Tolerances; 0 means "use the dtype default" (validate module).
+  double rtol = 0, atol = 0;
+  std::string reduction;  // expression for the reduction length used to scale tolerance ("K")
+
+  std::filesystem::path dir;  // where kernel.toml was loaded from (not serialized)
+};
+
+// Loads `path` (a directory holding kernel.toml, or the kernel.toml itself). Errors name
+// file:line:column and what was expected.
+Result<KernelContext> load_context(const std::filesystem::path& path);
+// Parses kernel.toml text; `filename` is used in error messages; `dir` is stored in the result.
+Result<KernelContext> parse_context(std::string_view toml_text, std::string_view filename,
+                                    const std::filesystem::path& dir = {});
+// Serializes back to kernel.toml text (stable order; round-trips through parse_context).
+std::string to_toml(const KernelContext& ctx);
+
+// Environment for expressions of one shape: scalars, plus "<array>.size" for every array.
+Result<expr::Env> shape_env(const KernelContext& ctx, const Shape& shape);
+// Element count of each array for a shape (evaluates the size expressions).
+Result<std::map<std::string, int64_t>> array_sizes(const KernelContext& ctx, const Shape& shape);
+// True when the shape satisfies `valid`.
+Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape);
+// FLOPs of one run (0 when no expression is given).
+Result<double> shape_flops(const KernelContext& ctx, const Shape& shape);
+Result<double> shape_bytes(const KernelContext& ctx, const Shape& shape);
+
+// ---- Source regions ----
+struct SourceRegions {
+  std::string before;  // fixed text before the macros region
+  std::string macros;
+  std::string between_macros_device;
+  std::string device;
+  std::string between_device_host;
+  std::string host;
+  std::string after;
+  std::string& get(Region r);
+  const std::string& get(Region r) const;
+};
+// Fails with "FILE:LINE: ..." when a marker is missing, duplicated or out of order.
+Result<SourceRegions> split_regions(std::string_view source, std::string_view filename);
+// Inverse of split_regions (byte-identical round trip).
+std::string join_regions(const SourceRegions& regions);
+// The marker lines themselves, e.g. "// peak:begin device".
+std::string begin_marker(Region r);
+std::string end_marker(Region r);
+
+}  // namespace peak

@@ -1,0 +1,35 @@
+#pragma once
+// The parent side of the runner protocol: starts runner processes, enforces deadlines, kills
+// the process group on a hang, charges a crash to the task in flight, and restarts a fresh
+// runner for the tasks left.
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runner/protocol.h"
+
+namespace peak {
+
+struct RunnerOptions {
+  std::filesystem::path executable;  // peak-runner / peak-runner-cuda
+  double task_timeout_s = 60;        // a task (check + timing) that reports nothing for this long
+  double start_timeout_s = 120;      // first output of a new runner (device start-up)
+  std::map<std::string, std::string> env;
+  int max_restarts = 1000;
+};
+
+using TaskCallback = std::function<void(const TaskResult&, size_t done, size_t total)>;
+
+// Runs every task of `job`; returns one result per task, in task order. Fails only when the
+// runner cannot be started at all (missing executable, no device).
+Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOptions& opts,
+                                        const TaskCallback& on_result = {});
+// mode "probe": the device facts (and the FP32 microbenchmark when job.microbench).
+Result<DeviceFacts> probe_device(const RunnerJob& job, const RunnerOptions& opts);
+
+// Where the runner executables are: next to the running peak binary, else the build folder.
+std::filesystem::path find_runner(const std::string& name);
+
+}  // namespace peak

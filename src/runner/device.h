@@ -1,0 +1,70 @@
+#pragma once
+// Runner-side device interface: what the runner needs from a GPU API. Implemented by the Vulkan
+// device (backend/hlsl/vk_device_main.cpp) and the CUDA device (backend/cuda/cuda_device_main.cpp),
+// each linked into its own runner executable; runner/main.cpp holds everything else (inputs,
+// poisoning, integrity checks, the timing loop).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/protocol.h"
+
+namespace peak {
+
+struct DeviceBuffer {
+  void* handle = nullptr;  // implementation-defined
+  size_t bytes = 0;
+};
+
+struct LaunchOutcome {
+  Disposition disposition = Disposition::passed;  // passed, invalid_config, launch_failed,
+                                                  // crashed (sticky error), forbidden_api
+  std::string message;
+  double device_ms = 0;  // from device timers (timestamps / events), when timed
+  double host_ms = 0;    // host clock around launch + full device synchronization
+};
+
+class LoadedKernel {
+ public:
+  virtual ~LoadedKernel() = default;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DeviceFacts facts() = 0;
+  // FP32 FMA throughput in TFLOP/s from a microbenchmark kernel.
+  virtual double measure_fp32_tflops() = 0;
+
+  virtual Result<DeviceBuffer> alloc(size_t bytes) = 0;
+  virtual void free(DeviceBuffer& b) = 0;
+  virtual Status upload(DeviceBuffer& b, const void* data, size_t bytes) = 0;
+  virtual Status download(const DeviceBuffer& b, void* data, size_t bytes) = 0;
+  virtual Status fill_u32(DeviceBuffer& b, uint32_t word) = 0;  // poison
+
+  virtual Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task,
+                                                     const RunnerJob& job) = 0;
+  // One launch with arrays bound in spec order and scalars by name. `timed`: measure device_ms
+  // (timer around the launch, full device synchronization before the end mark) and host_ms.
+  virtual LaunchOutcome launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
+                               std::vector<DeviceBuffer>& arrays, bool timed) = 0;
+  // The vendor library doing the same work (`name` as in RunnerTask::baseline); returns
+  // disposition not_run when unknown for this device.
+  virtual LaunchOutcome baseline(const std::string& name, const RunnerTask& task,
+                                 const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
+                                 bool timed) = 0;
+  // Evicts caches between timed samples (writes a buffer twice the L2 size).
+  virtual void flush_caches() = 0;
+  // Current SM/graphics clock in MHz, 0 when unknown.
+  virtual double clock_mhz() = 0;
+  // True after an error that poisons the context (CUDA sticky errors, VK_ERROR_DEVICE_LOST):
+  // the runner reports the task as crashed and exits so the parent starts a fresh one.
+  virtual bool lost() = 0;
+};
+
+// Defined by each runner's device file. Fails with a message when no usable device exists.
+Result<std::unique_ptr<Device>> make_device(const RunnerJob& job);
+
+}  // namespace peak

@@ -1,0 +1,113 @@
+#pragma once
+// The runner protocol: peak (the parent) starts a runner executable (peak-runner for Vulkan,
+// peak-runner-cuda for CUDA), writes one job document (JSON) on its stdin, and reads one JSON
+// object per line from its stdout:
+//   {"event":"probe","device":{...DeviceFacts...}}          (mode "probe")
+//   {"event":"begin","id":"..."}                            before each task
+//   {"event":"result", ...TaskResult...}                    after each task
+//   {"event":"done"}                                        at the end
+// A task that never reports its result (crash, hang) is charged to the task named by the last
+// "begin"; the parent restarts a fresh runner for the remaining tasks (runner/client.h).
+// The runner never judges correctness or computes statistics: it returns raw output bytes (in
+// files) and raw timing samples; the parent compares and summarizes.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "context/context.h"
+#include "util/disposition.h"
+
+namespace peak {
+
+inline constexpr int kRunnerProtocolVersion = 1;
+using json = nlohmann::json;
+
+struct DeviceFacts {
+  std::string backend;  // "hlsl", "cuda"
+  std::string name;     // "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string vendor;
+  std::string driver;       // driver version / name
+  std::string api_version;  // Vulkan API version, CUDA runtime version
+  std::string arch;         // "sm_90a" for CUDA; "" for Vulkan
+  bool is_cpu = false;      // lavapipe and friends
+  int compute_units = 0;    // SMs / CUs
+  int subgroup_size = 0;
+  int64_t shared_memory_per_group = 0;  // bytes (default limit)
+  int64_t shared_memory_per_group_optin = 0;  // bytes (CUDA opt-in maximum)
+  int64_t max_threads_per_group = 0;
+  int64_t l2_bytes = 0;
+  int64_t memory_bytes = 0;
+  double clock_mhz = 0;
+  double measured_fp32_tflops = 0;  // FMA-throughput microbenchmark (0 = not measured)
+  std::map<std::string, std::string> extra;
+  json to_json() const;
+  static DeviceFacts from_json(const json& j);
+};
+
+struct TimingPolicy {
+  int warmup = 3;
+  int min_samples = 10;
+  int max_samples = 100;
+  double max_seconds = 5.0;         // sampling stops at this budget (per task)
+  double target_rel_spread = 0.02;  // stop once (p75 - p25) / median is under this
+  bool flush_l2 = true;             // write a buffer of twice the L2 before each sample
+  json to_json() const;
+  static TimingPolicy from_json(const json& j);
+};
+
+struct RunnerTask {
+  std::string id;
+  std::string artifact;   // path of the compiled artifact (SPIR-V file, shared object)
+  json plan;              // backend launch plan (HLSL: {"groups":[x,y,z]}); {} for CUDA
+  Shape shape;            // scalar values
+  std::map<std::string, int64_t> sizes;  // elements per array
+  uint64_t seed = 1;
+  int variant = 0;        // input distribution variant (context/inputs.h)
+  bool check = true;      // write outputs of a checked run to output_dir
+  bool repeat = true;     // a second checked run with fresh poison; report if outputs differ
+  std::optional<TimingPolicy> timing;  // time the kernel after checking
+  std::string baseline;   // vendor baseline timed interleaved ("cublas"; "" = none)
+  bool baseline_outputs = false;  // mode "reference": run the baseline and write its outputs
+  std::string output_dir;
+  json to_json() const;
+  static RunnerTask from_json(const json& j);
+};
+
+struct RunnerJob {
+  int format = kRunnerProtocolVersion;
+  std::string mode = "run";  // "run" or "probe"
+  std::string device;        // device selector ("" = best: a discrete GPU, else a CPU device)
+  bool microbench = false;   // probe: also measure FP32 FMA throughput
+  std::string family;
+  std::vector<ArraySpec> arrays;
+  std::vector<ScalarSpec> scalars;
+  std::vector<RunnerTask> tasks;
+  json to_json() const;
+  static Result<RunnerJob> from_json(const json& j);
+};
+
+struct TaskResult {
+  std::string id;
+  Disposition disposition = Disposition::not_run;  // passed, invalid_config, launch_failed,
+                                                   // crashed, timeout, inputs_modified,
+                                                   // forbidden_api
+  std::string message;
+  bool nondeterministic = false;  // the two checked runs wrote different bytes
+  std::map<std::string, std::string> outputs;        // array -> file with raw output bytes
+  std::map<std::string, std::string> timed_outputs;  // outputs after the last timed launch
+  std::vector<double> samples_ms;           // device time per launch
+  std::vector<double> host_ms;              // host wall clock per launch (cross-check)
+  std::vector<double> baseline_samples_ms;  // interleaved with the candidate
+  std::vector<double> baseline_host_ms;
+  double clock_mhz_before = 0, clock_mhz_after = 0;
+  int threads_before = 0, threads_after = 0;  // process threads around the launches
+  double seconds = 0;
+  json to_json() const;
+  static TaskResult from_json(const json& j);
+};
+
+}  // namespace peak

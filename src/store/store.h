@@ -1,0 +1,164 @@
+#pragma once
+// The workspace store: .peak/peak.db (SQLite, WAL, schema version in user_version) and
+// content-addressed blobs under .peak/blobs/ab/cdef... (sha256). Append-only: rows are inserted,
+// never rewritten, except refs (branch heads) and the run-state row of a resumable run.
+// See docs/store.md.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace peak {
+
+inline constexpr int kStoreSchemaVersion = 1;
+
+struct CheckpointRecord {
+  int64_t id = 0;
+  std::optional<int64_t> parent;
+  std::string branch;          // branch it was made on
+  std::string transformation;  // "" for the seed
+  std::string message;         // "seed", "apply tb-tiling", "manual edit", ...
+  std::string context_blob;    // kernel.toml text
+  std::string source_blob;     // kernel source text
+  std::string summary_json;    // evaluation summary (disposition, best config, GFLOP/s, ...)
+  std::string top_configs_json;  // top-k tuning configurations carried forward
+  std::string created_at;      // ISO 8601 UTC
+};
+
+struct AttemptRecord {
+  int64_t id = 0;
+  int64_t workflow_id = 0;
+  std::optional<int64_t> parent_checkpoint;
+  std::string transformation;
+  int pass_index = 0;
+  int attempt = 0;
+  std::string region;
+  std::string driver, model, producer;
+  std::string prompt_key;
+  std::string prompt_blob, reply_blob;  // blob hashes ("" if none)
+  int prompt_tokens = 0, completion_tokens = 0;
+  double latency_s = 0;
+  std::string disposition;  // to_string(Disposition)
+  std::string error;
+  std::string created_at;
+};
+
+struct BuildRecord {
+  int64_t id = 0;
+  std::optional<int64_t> attempt_id;
+  std::string source_hash;
+  std::string config_json;  // tuning values
+  std::string command;
+  int exit_code = 0;
+  std::string log_blob;
+  double seconds = 0;
+  std::string disposition;
+  std::string resources_json;  // registers, shared memory, spills
+  std::string toolchain;
+  bool cached = false;
+};
+
+struct ValidationRecord {
+  int64_t id = 0;
+  std::optional<int64_t> attempt_id;
+  std::optional<int64_t> checkpoint_id;
+  std::string config_json;
+  std::string shape;  // "M=.. N=.. K=.."
+  bool hidden = false;
+  int64_t seed = 0;
+  double max_abs_err = 0, max_rel_err = 0;
+  std::string disposition;
+  std::string message;
+  double seconds = 0;
+};
+
+struct MeasurementRecord {
+  int64_t id = 0;
+  std::optional<int64_t> attempt_id;
+  std::optional<int64_t> checkpoint_id;
+  std::string config_json;
+  std::string shape;
+  std::string what;            // "candidate" or "baseline:<name>"
+  std::string samples_json;    // raw samples in milliseconds
+  double median_ms = 0;
+  double spread = 0;           // relative (IQR / median)
+  double gflops = 0;
+  std::string disposition;
+  std::string device_json;     // device, driver, clocks before/after
+};
+
+struct WorkflowRecord {
+  int64_t id = 0;
+  std::string kind;    // "apply", "run", "tune", "validate", "demo"
+  std::string args_json;
+  std::string status;  // "running", "done", "failed", "interrupted"
+  std::string started_at, finished_at;
+  std::string state_json;  // resumable state (sequence position, ...)
+};
+
+class Store {
+ public:
+  // Opens (creating if `create`) the store in `peak_dir` (the workspace's .peak folder).
+  // A store written by a newer schema is refused with a clear message.
+  static Result<std::unique_ptr<Store>> open(const std::filesystem::path& peak_dir, bool create);
+  ~Store();
+
+  // Blobs: content-addressed, written atomically; put returns the sha256 hex.
+  Result<std::string> put_blob(std::string_view data);
+  Result<std::string> get_blob(const std::string& hash) const;
+
+  // Checkpoints form a tree. Refs map branch names to checkpoint ids; HEAD names a branch
+  // (or, detached, a checkpoint id as "#<id>").
+  Result<int64_t> add_checkpoint(const CheckpointRecord& c);  // fills id and created_at
+  Result<CheckpointRecord> checkpoint(int64_t id) const;
+  Result<std::vector<CheckpointRecord>> checkpoints() const;  // by id
+  Status set_ref(const std::string& branch, int64_t checkpoint_id);
+  Result<std::optional<int64_t>> ref(const std::string& branch) const;
+  Result<std::map<std::string, int64_t>> refs() const;
+  Status delete_ref(const std::string& branch);
+  Status set_head(const std::string& head);  // branch name or "#<id>"
+  Result<std::string> head() const;
+  // The checkpoint HEAD points at (through its branch), if any.
+  Result<std::optional<int64_t>> head_checkpoint() const;
+  // Checkpoint tags (names): unique.
+  Status tag(const std::string& name, int64_t checkpoint_id);
+  Result<std::optional<int64_t>> find_tag(const std::string& name) const;
+  Result<std::map<std::string, int64_t>> tags() const;
+
+  Result<int64_t> add_workflow(const WorkflowRecord& w);
+  Status update_workflow(int64_t id, const std::string& status, const std::string& state_json);
+  Result<WorkflowRecord> workflow(int64_t id) const;
+  Result<std::vector<WorkflowRecord>> workflows() const;
+
+  Result<int64_t> add_attempt(const AttemptRecord& a);
+  Result<std::vector<AttemptRecord>> attempts(std::optional<int64_t> workflow_id = {}) const;
+  Result<int64_t> add_build(const BuildRecord& b);
+  Result<std::vector<BuildRecord>> builds(std::optional<int64_t> attempt_id = {}) const;
+  Result<int64_t> add_validation(const ValidationRecord& v);
+  Result<std::vector<ValidationRecord>> validations(std::optional<int64_t> attempt_id = {}) const;
+  Result<int64_t> add_measurement(const MeasurementRecord& m);
+  Result<std::vector<MeasurementRecord>> measurements(std::optional<int64_t> checkpoint_id = {}) const;
+  // Link rows of an attempt to the checkpoint it produced.
+  Status attach_attempt_to_checkpoint(int64_t attempt_id, int64_t checkpoint_id);
+
+  // Free-form key/value settings of the workspace (e.g. "reference.<key>" -> blob hash).
+  Status set_meta(const std::string& key, const std::string& value);
+  Result<std::optional<std::string>> meta(const std::string& key) const;
+
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  Store() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::filesystem::path dir_;
+};
+
+std::string utc_now_iso8601();
+
+}  // namespace peak

@@ -1,0 +1,119 @@
+#pragma once
+// Natural transformations and sequences (formats in docs/transformations.md).
+//
+// A transformation file (transformations/<family>/<name>.md) is TOML front matter between
+// "+++" lines, then Markdown: a description, then one "## Pass N: <region>" section per pass
+// whose body is that pass's instruction text. Example:
+//
+//   +++
+//   format = 1
+//   name = "tb-tiling"
+//   version = 1
+//   title = "Thread-block tiling through shared memory"
+//   backends = ["hlsl", "cuda", "hip"]
+//   [[tuning]]
+//   name = "TILE_K"
+//   values = [8, 16, 32]
+//   default = 16
+//   [translations.hlsl]
+//   "shared memory" = "groupshared"
+//   [devices."H100"]
+//   note = "..."
+//   [[helpers]]            # optional snippets peak may insert (not the LLM)
+//   name = "..."
+//   region = "device"
+//   backend = "cuda"
+//   code = "..."
+//   +++
+//   Description paragraph(s).
+//
+//   ## Pass 1: macros
+//   Instruction text ...
+//
+//   ## Pass 2: device
+//   Instruction text ...
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "context/context.h"
+#include "util/result.h"
+
+namespace peak {
+
+inline constexpr int kTransformationFormatVersion = 1;
+inline constexpr int kSequenceFormatVersion = 1;
+
+struct Pass {
+  int index = 0;  // 1-based
+  Region region = Region::device;
+  std::string instruction;
+};
+
+struct HelperSnippet {
+  std::string name;
+  Region region = Region::device;
+  std::string backend;  // "" = every backend
+  std::string code;
+};
+
+struct Transformation {
+  int format = kTransformationFormatVersion;
+  std::string name;  // kebab-case id, unique in the library
+  int version = 1;
+  std::string title;
+  std::string description;
+  std::vector<std::string> backends;  // empty = all
+  std::vector<Pass> passes;
+  std::vector<TuningParam> tuning;  // parameters this transformation introduces
+  // Backend -> (phrase -> backend spelling), merged with the backend's own table in prompts.
+  std::map<std::string, std::map<std::string, std::string>> translations;
+  // Device-name substring -> extra instruction text added when the device name contains it.
+  std::map<std::string, std::string> device_notes;
+  std::vector<HelperSnippet> helpers;
+  std::filesystem::path path;  // where it was loaded from
+
+  bool supports(std::string_view backend) const;
+};
+
+Result<Transformation> parse_transformation(std::string_view text, std::string_view filename);
+Result<Transformation> load_transformation(const std::filesystem::path& path);
+// Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error.
+Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir);
+// Finds by name; the error lists the closest names ("did you mean tb-tiling?").
+Result<Transformation> find_transformation(const std::vector<Transformation>& library,
+                                           std::string_view name);
+
+// sequences/<name>.toml:
+//   format = 1
+//   name = "hlsl-fp32"
+//   description = "..."
+//   attempts = 3                 # default per step
+//   [[step]]
+//   transformation = "refactor"
+//   attempts = 2                 # optional override
+//   instructions = "..."         # optional extra text appended to every pass's prompt
+//   [step.tuning]                # optional overrides of tuning values
+//   TILE_K = [16, 32]
+struct SequenceStep {
+  std::string transformation;
+  int attempts = 0;  // 0 = sequence default
+  std::string instructions;
+  std::map<std::string, std::vector<int64_t>> tuning;
+};
+
+struct Sequence {
+  int format = kSequenceFormatVersion;
+  std::string name;
+  std::string description;
+  int attempts = 3;
+  std::vector<SequenceStep> steps;
+  std::filesystem::path path;
+};
+
+Result<Sequence> parse_sequence(std::string_view text, std::string_view filename);
+Result<Sequence> load_sequence(const std::filesystem::path& path);
+
+}  // namespace peak

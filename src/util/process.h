@@ -1,0 +1,68 @@
+#pragma once
+// Child processes with deadlines. Each child leads its own process group so that a timeout kills
+// everything it started (compilers, runners, LLM commands), never peak itself.
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace peak {
+
+struct ProcessOptions {
+  std::vector<std::string> argv;
+  std::string stdin_data;
+  double timeout_s = 0;  // 0: no limit
+  std::filesystem::path cwd;
+  std::map<std::string, std::string> env;  // added to (or overriding) the parent's environment
+  size_t max_output = 64 << 20;            // bytes kept of each of stdout and stderr
+};
+
+struct ProcessResult {
+  int exit_code = -1;    // valid when !signaled && !timed_out
+  int term_signal = 0;   // the signal that ended it, if any
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+  double seconds = 0;
+  bool ok() const { return !timed_out && term_signal == 0 && exit_code == 0; }
+  std::string describe() const;  // "exit code 2", "killed by signal 11 (Segmentation fault)", ...
+};
+
+// Runs a program to completion (or its deadline). Fails only if it cannot be started.
+Result<ProcessResult> run_process(const ProcessOptions& opts);
+
+// A running child whose stdout is read line by line (the runner protocol).
+class Subprocess {
+ public:
+  Subprocess() = default;
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  Status start(const ProcessOptions& opts);
+  enum class ReadStatus { line, eof, timeout };
+  // Reads one line of stdout (without the newline), waiting at most `timeout_s` (<=0: forever).
+  // stderr is collected in the background and available from err().
+  ReadStatus read_line(std::string& line, double timeout_s);
+  // Kills the whole process group (SIGKILL) and reaps the child.
+  void kill_group();
+  // Waits for exit; returns the final status (exit code / signal) and collected stderr.
+  ProcessResult wait(double timeout_s = 0);
+  bool running() const { return pid_ > 0; }
+  int pid() const { return pid_; }
+  const std::string& err() const { return err_; }
+
+ private:
+  void pump(double timeout_s);  // moves available bytes into buffers
+  int pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  std::string out_buf_, err_;
+  bool out_eof_ = false, err_eof_ = false;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace peak
