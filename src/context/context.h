@@ -50,6 +50,9 @@ struct ArraySpec {
 struct ScalarSpec {
   std::string name;
   DType dtype = DType::i32;
+  std::vector<int64_t> values;  // optional: the values this scalar may take
+  int64_t range_lo = 0, range_hi = 0, range_step = 1;  // optional range (hi > lo when given)
+  bool has_range() const { return range_hi > range_lo; }
 };
 
 // One instantiation of the scalars ("M=2048, N=2048, K=2048").
@@ -113,6 +116,10 @@ Result<expr::Env> shape_env(const KernelContext& ctx, const Shape& shape);
 Result<std::map<std::string, int64_t>> array_sizes(const KernelContext& ctx, const Shape& shape);
 // True when the shape satisfies `valid`.
 Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape);
+// `count` extra shapes drawn deterministically (from `seed`) from the scalars' values/ranges,
+// each satisfying `valid`; used as additional hidden validation shapes. Empty when the scalars
+// declare neither values nor ranges.
+std::vector<Shape> sample_shapes(const KernelContext& ctx, int count, uint64_t seed);
 // FLOPs of one run (0 when no expression is given).
 Result<double> shape_flops(const KernelContext& ctx, const Shape& shape);
 Result<double> shape_bytes(const KernelContext& ctx, const Shape& shape);
