@@ -105,6 +105,7 @@ struct TaskResult {
   std::vector<double> baseline_host_ms;
   double clock_mhz_before = 0, clock_mhz_after = 0;
   int threads_before = 0, threads_after = 0;  // process threads around the launches
+  bool guard_overwritten = false;  // bytes past the end of a buffer changed (out of bounds)
   double seconds = 0;
   json to_json() const;
   static TaskResult from_json(const json& j);

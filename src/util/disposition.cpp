@@ -24,6 +24,8 @@ constexpr std::array kRows = {
     Row{Disposition::timeout, "timeout", "the candidate did not finish in time"},
     Row{Disposition::incorrect, "incorrect", "outputs differ from the reference"},
     Row{Disposition::unwritten_output, "unwritten_output", "some outputs were never written"},
+    Row{Disposition::out_of_bounds, "out_of_bounds",
+        "the candidate wrote past the end of a buffer"},
     Row{Disposition::inputs_modified, "inputs_modified", "the candidate modified its inputs"},
     Row{Disposition::nondeterministic, "nondeterministic",
         "two runs on the same inputs disagree (a race?)"},

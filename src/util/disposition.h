@@ -17,6 +17,7 @@ enum class Disposition {
   timeout,           // the candidate did not finish within its time limit
   incorrect,         // outputs differ from the reference beyond tolerance
   unwritten_output,  // some output elements kept the poison value
+  out_of_bounds,     // the candidate wrote past the end of a buffer (guard bytes changed)
   inputs_modified,   // the candidate wrote to its inputs
   nondeterministic,  // two runs on the same inputs disagree
   faster_than_peak,  // faster than the device's physical peak: a measurement error or a cheat
