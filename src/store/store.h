@@ -61,6 +61,7 @@ struct BuildRecord {
   std::string resources_json;  // registers, shared memory, spills
   std::string toolchain;
   bool cached = false;
+  std::string created_at;  // ISO 8601 UTC, filled by the store
 };
 
 struct ValidationRecord {
@@ -75,6 +76,7 @@ struct ValidationRecord {
   std::string disposition;
   std::string message;
   double seconds = 0;
+  std::string created_at;  // ISO 8601 UTC, filled by the store
 };
 
 struct MeasurementRecord {
@@ -90,6 +92,7 @@ struct MeasurementRecord {
   double gflops = 0;
   std::string disposition;
   std::string device_json;     // device, driver, clocks before/after
+  std::string created_at;      // ISO 8601 UTC, filled by the store
 };
 
 struct WorkflowRecord {
@@ -145,6 +148,8 @@ class Store {
   Result<std::vector<MeasurementRecord>> measurements(std::optional<int64_t> checkpoint_id = {}) const;
   // Link rows of an attempt to the checkpoint it produced.
   Status attach_attempt_to_checkpoint(int64_t attempt_id, int64_t checkpoint_id);
+  // The attempts linked to a checkpoint (by attach_attempt_to_checkpoint), by attempt id.
+  Result<std::vector<int64_t>> checkpoint_attempts(int64_t checkpoint_id) const;
 
   // Free-form key/value settings of the workspace (e.g. "reference.<key>" -> blob hash).
   Status set_meta(const std::string& key, const std::string& value);

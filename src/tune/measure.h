@@ -1,0 +1,51 @@
+#pragma once
+// Timing of validated configurations against the vendor baseline (interleaved, same runner
+// process), with statistics computed here from the runner's raw samples.
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "validate/validate.h"
+
+namespace peak {
+
+struct SampleStats {
+  double median = 0, p25 = 0, p75 = 0, min = 0, max = 0, mean = 0;
+  double rel_spread = 0;  // (p75 - p25) / median
+  size_t n = 0;
+};
+SampleStats compute_stats(std::vector<double> samples);
+
+struct Measurement {
+  Shape shape;
+  Config config;
+  Disposition disposition = Disposition::not_run;
+  std::string message;
+  std::vector<double> samples_ms, host_ms, baseline_samples_ms;
+  SampleStats stats, baseline_stats;
+  double gflops = 0, baseline_gflops = 0;
+  double pct_of_baseline = 0;  // 100 * baseline time / candidate time
+  double pct_of_peak = 0;      // of the documented (or measured) peak for the precision
+  double clock_mhz_before = 0, clock_mhz_after = 0;
+  bool throttled = false;      // clock dropped by more than 10% during sampling
+  bool host_clock_mismatch = false;  // device time far below host time / the reverse
+  std::string baseline;        // "cublas" / ""
+};
+
+struct MeasureOptions {
+  TimingPolicy policy;
+  double task_timeout_s = 120;
+  bool with_baseline = true;
+  uint64_t seed = 0x71e;
+  double peak_tflops = 0;  // physical peak used for faster_than_peak and % of peak
+};
+
+// Times `build` (one configuration) on `shapes`; re-checks the outputs of the timed runs with
+// `validator` (sampled); rejects results faster than the peak.
+std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
+                                 const RunnerOptions& runner, Validator& validator,
+                                 const KernelContext& ctx, const SourceRegions& source,
+                                 const BuildResult& build, const Config& config,
+                                 const std::vector<Shape>& shapes, const MeasureOptions& opts);
+
+}  // namespace peak

@@ -1,0 +1,92 @@
+#pragma once
+// Correctness validation (../docs/validation.md): every configuration of a candidate is run in a
+// runner process on visible and hidden shapes, with fresh inputs per seed, and its outputs are
+// compared in this process against a trusted reference (CPU float64 for known families, the
+// vendor library on the GPU, or the seed kernel's outputs).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "context/context.h"
+#include "runner/client.h"
+#include "util/disposition.h"
+
+namespace peak {
+
+struct ShapeCheck {
+  Shape shape;
+  bool hidden = false;
+  uint64_t seed = 0;
+  int variant = 0;
+  Disposition disposition = Disposition::not_run;
+  std::string message;
+  double max_abs_err = 0;
+  double max_rel_err = 0;      // relative to the tolerance scale
+  int64_t bad_elements = 0;
+  int64_t unwritten = 0;
+  int64_t checked_elements = 0;
+};
+
+struct ValidationOutcome {
+  Disposition disposition = Disposition::not_run;
+  std::string message;  // first failure, or a summary
+  std::vector<ShapeCheck> checks;
+  double seconds = 0;
+};
+
+// Where reference outputs come from.
+struct ReferenceSource {
+  // For reference = seed: the seed kernel's artifact and configuration, run in a runner of its
+  // own (its outputs are cached per shape/seed/variant under cache_dir).
+  std::string seed_artifact;
+  Config seed_config;
+  SourceRegions seed_source;
+  std::filesystem::path cache_dir;
+};
+
+struct ValidationOptions {
+  int seeds = 2;                    // input seeds per shape (variants alternate)
+  bool include_hidden = true;
+  int sampled_hidden_shapes = 2;    // extra hidden shapes from the scalars' ranges
+  std::vector<Shape> shapes;        // overrides validation+hidden shapes when non-empty
+  int64_t full_check_limit = 1 << 20;  // check every element up to this many; sample beyond
+  int sampled_elements = 8192;
+  double task_timeout_s = 60;
+  uint64_t base_seed = 0x5eed;
+  bool sanitize = false;            // CUDA: compute-sanitizer memcheck+racecheck on one shape
+};
+
+// Tolerance for one output element (documented in docs/validation.md):
+//   |out - ref| <= tol * (|ref| + rms_abs)   with tol = c(dtype) * sqrt(reduction)
+// c = 2e-6 for fp32 inputs, 1e-5 for fp16 inputs; plus 2 ulp of the output dtype.
+double default_tolerance(DType input, DType output, int64_t reduction);
+
+class Validator {
+ public:
+  Validator(Backend& backend, DeviceFacts device, RunnerOptions runner, ReferenceSource ref);
+  // Validates one built configuration (artifact) of a candidate.
+  ValidationOutcome validate(const KernelContext& ctx, const SourceRegions& source,
+                             const BuildResult& build, const Config& config,
+                             const ValidationOptions& opts);
+  // Compares raw output files against the reference for one (shape, seed, variant); used for
+  // outputs of timed runs too.
+  ShapeCheck compare_outputs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
+                             int variant, const std::map<std::string, std::string>& output_files,
+                             const ValidationOptions& opts);
+
+ private:
+  struct RefData;
+  Result<std::shared_ptr<RefData>> reference(const KernelContext& ctx, const Shape& shape,
+                                             uint64_t seed, int variant,
+                                             const ValidationOptions& opts);
+  Backend& backend_;
+  DeviceFacts device_;
+  RunnerOptions runner_;
+  ReferenceSource ref_;
+  std::map<std::string, std::shared_ptr<RefData>> cache_;
+};
+
+}  // namespace peak
