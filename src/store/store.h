@@ -20,14 +20,14 @@ inline constexpr int kStoreSchemaVersion = 1;
 struct CheckpointRecord {
   int64_t id = 0;
   std::optional<int64_t> parent;
-  std::string branch;          // branch it was made on
-  std::string transformation;  // "" for the seed
-  std::string message;         // "seed", "apply tb-tiling", "manual edit", ...
-  std::string context_blob;    // kernel.toml text
-  std::string source_blob;     // kernel source text
-  std::string summary_json;    // evaluation summary (disposition, best config, GFLOP/s, ...)
+  std::string branch;            // branch it was made on ("" on a detached HEAD)
+  std::string transformation;    // "" for the seed
+  std::string message;           // "seed", "apply tb-tiling", "manual edit", ...
+  std::string context_blob;      // blob hash of the kernel.toml text
+  std::string source_blob;       // blob hash of the kernel source text
+  std::string summary_json;      // evaluation summary (disposition, best config, GFLOP/s, ...)
   std::string top_configs_json;  // top-k tuning configurations carried forward
-  std::string created_at;      // ISO 8601 UTC
+  std::string created_at;        // ISO 8601 UTC
 };
 
 struct AttemptRecord {
@@ -85,23 +85,23 @@ struct MeasurementRecord {
   std::optional<int64_t> checkpoint_id;
   std::string config_json;
   std::string shape;
-  std::string what;            // "candidate" or "baseline:<name>"
-  std::string samples_json;    // raw samples in milliseconds
+  std::string what;          // "candidate" or "baseline:<name>"
+  std::string samples_json;  // raw samples in milliseconds
   double median_ms = 0;
-  double spread = 0;           // relative (IQR / median)
+  double spread = 0;  // relative (IQR / median)
   double gflops = 0;
   std::string disposition;
-  std::string device_json;     // device, driver, clocks before/after
-  std::string created_at;      // ISO 8601 UTC, filled by the store
+  std::string device_json;  // device, driver, clocks before/after
+  std::string created_at;   // ISO 8601 UTC, filled by the store
 };
 
 struct WorkflowRecord {
   int64_t id = 0;
-  std::string kind;    // "apply", "run", "tune", "validate", "demo"
+  std::string kind;  // "apply", "run", "tune", "validate", "demo"
   std::string args_json;
-  std::string status;  // "running", "done", "failed", "interrupted"
-  std::string started_at, finished_at;
-  std::string state_json;  // resumable state (sequence position, ...)
+  std::string status;  // "running" (default), "waiting", "done", "failed", "interrupted"
+  std::string started_at, finished_at;  // started_at: now when empty; finished_at: by update
+  std::string state_json;               // resumable state (sequence position, ...)
 };
 
 class Store {
@@ -145,7 +145,8 @@ class Store {
   Result<int64_t> add_validation(const ValidationRecord& v);
   Result<std::vector<ValidationRecord>> validations(std::optional<int64_t> attempt_id = {}) const;
   Result<int64_t> add_measurement(const MeasurementRecord& m);
-  Result<std::vector<MeasurementRecord>> measurements(std::optional<int64_t> checkpoint_id = {}) const;
+  Result<std::vector<MeasurementRecord>> measurements(
+      std::optional<int64_t> checkpoint_id = {}) const;
   // Link rows of an attempt to the checkpoint it produced.
   Status attach_attempt_to_checkpoint(int64_t attempt_id, int64_t checkpoint_id);
   // The attempts linked to a checkpoint (by attach_attempt_to_checkpoint), by attempt id.

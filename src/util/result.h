@@ -21,6 +21,7 @@ class Status {
   bool is_ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
   const std::string& message() const { return message_; }
+  Status status() const { return *this; }
 
  private:
   explicit Status(std::string m) : message_(std::move(m)), ok_(false) {}

@@ -1,0 +1,1251 @@
+#include "store/store.h"
+
+#include <sqlite3.h>
+#include <time.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "util/fs.h"
+#include "util/sha256.h"
+
+namespace peak {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The layout of the .peak folder (file names, blob addressing); written to .peak/FORMAT.
+constexpr int kStoreLayoutVersion = 1;
+constexpr const char* kFormatPrefix = "peak-store ";
+
+// How long a writer waits for another process holding the database lock.
+constexpr int kBusyTimeoutMs = 5000;
+
+// Version 1 of the schema. Append-only tables refuse UPDATE and DELETE through triggers;
+// the only rows that change are refs, meta, and a workflow's status/state.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE workflows(
+  id INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL,
+  args_json TEXT NOT NULL,
+  status TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  state_json TEXT NOT NULL
+);
+CREATE TABLE checkpoints(
+  id INTEGER PRIMARY KEY,
+  parent INTEGER REFERENCES checkpoints(id),
+  branch TEXT NOT NULL,
+  transformation TEXT NOT NULL,
+  message TEXT NOT NULL,
+  context_blob TEXT NOT NULL,
+  source_blob TEXT NOT NULL,
+  summary_json TEXT NOT NULL,
+  top_configs_json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX checkpoints_parent ON checkpoints(parent);
+CREATE TABLE attempts(
+  id INTEGER PRIMARY KEY,
+  workflow_id INTEGER REFERENCES workflows(id),
+  parent_checkpoint INTEGER REFERENCES checkpoints(id),
+  transformation TEXT NOT NULL,
+  pass_index INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  region TEXT NOT NULL,
+  driver TEXT NOT NULL,
+  model TEXT NOT NULL,
+  producer TEXT NOT NULL,
+  prompt_key TEXT NOT NULL,
+  prompt_blob TEXT NOT NULL,
+  reply_blob TEXT NOT NULL,
+  prompt_tokens INTEGER NOT NULL,
+  completion_tokens INTEGER NOT NULL,
+  latency_s REAL,
+  disposition TEXT NOT NULL,
+  error TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX attempts_workflow ON attempts(workflow_id);
+CREATE TABLE attempt_checkpoints(
+  attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+  checkpoint_id INTEGER NOT NULL REFERENCES checkpoints(id),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY(attempt_id, checkpoint_id)
+);
+CREATE INDEX attempt_checkpoints_checkpoint ON attempt_checkpoints(checkpoint_id);
+CREATE TABLE builds(
+  id INTEGER PRIMARY KEY,
+  attempt_id INTEGER REFERENCES attempts(id),
+  source_hash TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  command TEXT NOT NULL,
+  exit_code INTEGER NOT NULL,
+  log_blob TEXT NOT NULL,
+  seconds REAL,
+  disposition TEXT NOT NULL,
+  resources_json TEXT NOT NULL,
+  toolchain TEXT NOT NULL,
+  cached INTEGER NOT NULL CHECK(cached IN (0, 1)),
+  created_at TEXT NOT NULL
+);
+CREATE INDEX builds_attempt ON builds(attempt_id);
+CREATE INDEX builds_source ON builds(source_hash);
+CREATE TABLE validations(
+  id INTEGER PRIMARY KEY,
+  attempt_id INTEGER REFERENCES attempts(id),
+  checkpoint_id INTEGER REFERENCES checkpoints(id),
+  config_json TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  hidden INTEGER NOT NULL CHECK(hidden IN (0, 1)),
+  seed INTEGER NOT NULL,
+  max_abs_err REAL,
+  max_rel_err REAL,
+  disposition TEXT NOT NULL,
+  message TEXT NOT NULL,
+  seconds REAL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX validations_attempt ON validations(attempt_id);
+CREATE INDEX validations_checkpoint ON validations(checkpoint_id);
+CREATE TABLE measurements(
+  id INTEGER PRIMARY KEY,
+  attempt_id INTEGER REFERENCES attempts(id),
+  checkpoint_id INTEGER REFERENCES checkpoints(id),
+  config_json TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  what TEXT NOT NULL,
+  samples_json TEXT NOT NULL,
+  median_ms REAL,
+  spread REAL,
+  gflops REAL,
+  disposition TEXT NOT NULL,
+  device_json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX measurements_attempt ON measurements(attempt_id);
+CREATE INDEX measurements_checkpoint ON measurements(checkpoint_id);
+CREATE TABLE refs(
+  name TEXT PRIMARY KEY,
+  checkpoint_id INTEGER NOT NULL REFERENCES checkpoints(id),
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE tags(
+  name TEXT PRIMARY KEY,
+  checkpoint_id INTEGER NOT NULL REFERENCES checkpoints(id),
+  created_at TEXT NOT NULL
+);
+CREATE TABLE meta(
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+CREATE TRIGGER workflows_no_delete BEFORE DELETE ON workflows
+  BEGIN SELECT RAISE(ABORT, 'peak store: workflows are append-only'); END;
+CREATE TRIGGER workflows_fixed_columns BEFORE UPDATE OF id, kind, args_json, started_at ON workflows
+  BEGIN SELECT RAISE(ABORT, 'peak store: only the status and state of a workflow change'); END;
+)sql";
+
+// Tables whose rows never change once written.
+constexpr const char* kAppendOnlyTables[] = {"checkpoints", "attempts",    "attempt_checkpoints",
+                                             "builds",      "validations", "measurements",
+                                             "tags"};
+
+bool is_blob_hash(std::string_view h) {
+  if (h.size() != 64) return false;
+  for (char c : h)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+// Branch and tag names: non-empty, printable, no whitespace, not "#<...>" (the detached-HEAD
+// spelling).
+Status check_name(std::string_view kind, const std::string& name) {
+  if (name.empty()) return Status::error(fmt::format("a {} name cannot be empty", kind));
+  if (name[0] == '#')
+    return Status::error(
+        fmt::format("{} name '{}' cannot start with '#' ('#<id>' names a checkpoint)", kind, name));
+  for (unsigned char c : name)
+    if (c <= ' ' || c == 0x7f)
+      return Status::error(fmt::format(
+          "{} name '{}' contains a space or control character; use letters, digits, '-', '_', "
+          "'.' or '/'",
+          kind, name));
+  return Status::ok();
+}
+
+std::optional<int64_t> parse_detached(const std::string& head) {
+  if (head.size() < 2 || head[0] != '#') return std::nullopt;
+  int64_t v = 0;
+  for (size_t i = 1; i < head.size(); ++i) {
+    if (head[i] < '0' || head[i] > '9') return std::nullopt;
+    if (v > (std::numeric_limits<int64_t>::max() - 9) / 10) return std::nullopt;
+    v = v * 10 + (head[i] - '0');
+  }
+  return v;
+}
+
+// Workflow statuses: "running", "waiting" (for an outside reply, e.g. the manual driver),
+// "done", "failed", "interrupted"; any other lowercase word is accepted for later kinds.
+bool valid_workflow_status(std::string_view s) {
+  if (s.empty() || s.size() > 32) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || c == '_' || c == '-')) return false;
+  return true;
+}
+
+// The statuses that end a process's work on a workflow (finished_at is set).
+bool finished_status(std::string_view s) {
+  return s == "done" || s == "failed" || s == "interrupted";
+}
+
+std::string newer_message(std::string_view what, int found) {
+  return fmt::format(
+      "this workspace was written by a newer peak ({} {}; this peak reads up to {}); upgrade peak",
+      what, found, what == "schema" ? kStoreSchemaVersion : kStoreLayoutVersion);
+}
+
+// A prepared statement borrowed from the connection's cache; reset on scope exit. Parameters
+// are bound in order.
+class Stmt {
+ public:
+  explicit Stmt(sqlite3_stmt* s) : s_(s) {}
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+  ~Stmt() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+
+  Stmt& text(std::string_view v) {
+    return note(sqlite3_bind_text(s_, ++index_, v.empty() ? "" : v.data(),
+                                  static_cast<int>(v.size()), SQLITE_TRANSIENT));
+  }
+  Stmt& integer(int64_t v) { return note(sqlite3_bind_int64(s_, ++index_, v)); }
+  Stmt& boolean(bool v) { return integer(v ? 1 : 0); }
+  // SQLite stores NaN as NULL; REAL columns are nullable and NULL reads back as NaN.
+  Stmt& real(double v) {
+    if (std::isnan(v)) return note(sqlite3_bind_null(s_, ++index_));
+    return note(sqlite3_bind_double(s_, ++index_, v));
+  }
+  Stmt& opt_id(std::optional<int64_t> v) {
+    if (!v) return note(sqlite3_bind_null(s_, ++index_));
+    return integer(*v);
+  }
+
+  int step() { return bind_rc_ != SQLITE_OK ? bind_rc_ : sqlite3_step(s_); }
+
+  std::string col_text(int c) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
+    int n = sqlite3_column_bytes(s_, c);
+    return p ? std::string(p, static_cast<size_t>(n)) : std::string();
+  }
+  int64_t col_int(int c) const { return sqlite3_column_int64(s_, c); }
+  std::optional<int64_t> col_opt_id(int c) const {
+    if (sqlite3_column_type(s_, c) == SQLITE_NULL) return std::nullopt;
+    return sqlite3_column_int64(s_, c);
+  }
+  double col_real(int c) const {
+    if (sqlite3_column_type(s_, c) == SQLITE_NULL) return std::numeric_limits<double>::quiet_NaN();
+    return sqlite3_column_double(s_, c);
+  }
+
+ private:
+  Stmt& note(int rc) {
+    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+    return *this;
+  }
+  sqlite3_stmt* s_;
+  int index_ = 0;
+  int bind_rc_ = SQLITE_OK;
+};
+
+// Makes the commits inside its scope durable against power loss (synchronous=FULL), then
+// returns to synchronous=NORMAL. Used for the rare writes a user sees named: checkpoints,
+// refs, tags, HEAD and workflow status.
+class DurableScope {
+ public:
+  explicit DurableScope(sqlite3* db) : db_(db) {
+    sqlite3_exec(db_, "PRAGMA synchronous=FULL", nullptr, nullptr, nullptr);
+  }
+  ~DurableScope() { sqlite3_exec(db_, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr); }
+  DurableScope(const DurableScope&) = delete;
+  DurableScope& operator=(const DurableScope&) = delete;
+
+ private:
+  sqlite3* db_;
+};
+
+}  // namespace
+
+std::string utc_now_iso8601() {
+  using namespace std::chrono;
+  auto now = system_clock::now();
+  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count();
+  time_t secs = static_cast<time_t>(ms / 1000);
+  int millis = static_cast<int>(ms % 1000);
+  if (millis < 0) {
+    millis += 1000;
+    --secs;
+  }
+  struct tm t {};
+  gmtime_r(&secs, &t);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.tm_year + 1900, t.tm_mon + 1,
+                     t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, millis);
+}
+
+struct Store::Impl {
+  sqlite3* db = nullptr;
+  fs::path db_path;
+  fs::path blob_dir;
+  std::mutex mu;       // serializes every use of `db` (one connection shared by all threads)
+  std::mutex blob_mu;  // serializes blob writes (their temporary names are per process)
+  std::unordered_map<std::string, sqlite3_stmt*> cache;
+
+  ~Impl() {
+    for (auto& [sql, s] : cache) sqlite3_finalize(s);
+    if (db) sqlite3_close_v2(db);
+  }
+
+  // An error for a failed SQLite call, worded for the user. Caller holds `mu`.
+  Error fail(std::string_view what, int rc) const {
+    const char* msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    std::string why;
+    switch (rc & 0xff) {
+      case SQLITE_BUSY:
+      case SQLITE_LOCKED:
+        why = fmt::format(
+            "the database is locked by another peak process (waited {} s); try again when it "
+            "finishes",
+            kBusyTimeoutMs / 1000);
+        break;
+      case SQLITE_FULL:
+        why = "the disk is full";
+        break;
+      case SQLITE_READONLY:
+      case SQLITE_PERM:
+        why = fmt::format("the database is read-only ({}); check the permissions of {}", msg,
+                          db_path.parent_path().string());
+        break;
+      case SQLITE_CORRUPT:
+      case SQLITE_NOTADB:
+        why = fmt::format(
+            "the database file is damaged ({}); inspect it with: sqlite3 {} "
+            "'PRAGMA integrity_check'",
+            msg, db_path.string());
+        break;
+      case SQLITE_CONSTRAINT:
+        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+          why = "it refers to a workflow, attempt or checkpoint id that is not in the store";
+        else
+          why = msg;
+        break;
+      default:
+        why = msg;
+    }
+    return make_error(fmt::format("{}: cannot {}: {}", db_path.string(), what, why));
+  }
+
+  // Runs fixed SQL text (no values). Caller holds `mu`.
+  Status exec(const char* sql, std::string_view what) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
+    sqlite3_free(err);
+    if (rc != SQLITE_OK) return fail(what, code(rc));
+    return Status::ok();
+  }
+
+  // A cached prepared statement. Caller holds `mu`.
+  Result<sqlite3_stmt*> prepare(const char* sql) {
+    auto it = cache.find(sql);
+    if (it != cache.end()) return it->second;
+    sqlite3_stmt* s = nullptr;
+    int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr);
+    if (rc != SQLITE_OK) return fail(fmt::format("prepare statement [{}]", sql), rc);
+    cache.emplace(sql, s);
+    return s;
+  }
+
+  // One INSERT in its own (autocommit) transaction; returns the new row id.
+  // `durable`: commit with synchronous=FULL (see DurableScope).
+  template <typename Bind>
+  Result<int64_t> insert(const char* sql, std::string_view what, Bind&& bind,
+                         bool durable = false) {
+    std::lock_guard lock(mu);
+    std::optional<DurableScope> scope;
+    if (durable) scope.emplace(db);
+    auto s = prepare(sql);
+    if (!s) return s.status();
+    Stmt st(*s);
+    bind(st);
+    int rc = st.step();
+    if (rc != SQLITE_DONE) return fail(what, code(rc));
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(db));
+  }
+
+  // The extended result code of the last failure when it matches `rc`.
+  int code(int rc) const {
+    int e = sqlite3_extended_errcode(db);
+    return (e & 0xff) == (rc & 0xff) ? e : rc;
+  }
+
+  // A statement that returns no rows (UPDATE, DELETE, upsert); returns the changed row count.
+  template <typename Bind>
+  Result<int> change(const char* sql, std::string_view what, Bind&& bind) {
+    auto s = prepare(sql);
+    if (!s) return s.status();
+    Stmt st(*s);
+    bind(st);
+    int rc = st.step();
+    if (rc != SQLITE_DONE) return fail(what, code(rc));
+    return sqlite3_changes(db);
+  }
+
+  // Runs a query and calls `row(stmt)` for every row. Caller holds `mu`.
+  template <typename Bind, typename Row>
+  Status query(const char* sql, std::string_view what, Bind&& bind, Row&& row) {
+    auto s = prepare(sql);
+    if (!s) return s.status();
+    Stmt st(*s);
+    bind(st);
+    int rc;
+    while ((rc = st.step()) == SQLITE_ROW) row(st);
+    if (rc != SQLITE_DONE) return fail(what, code(rc));
+    return Status::ok();
+  }
+
+  Result<bool> checkpoint_exists(int64_t id) {
+    bool found = false;
+    auto st = query(
+        "SELECT 1 FROM checkpoints WHERE id = ?", "look up a checkpoint",
+        [&](Stmt& s) { s.integer(id); }, [&](Stmt&) { found = true; });
+    if (!st) return st;
+    return found;
+  }
+
+  Result<std::optional<std::string>> meta(const std::string& key) {
+    std::optional<std::string> v;
+    auto st = query(
+        "SELECT value FROM meta WHERE key = ?", "read a setting", [&](Stmt& s) { s.text(key); },
+        [&](Stmt& s) { v = s.col_text(0); });
+    if (!st) return st;
+    return v;
+  }
+
+  Result<std::optional<int64_t>> ref(const std::string& name) {
+    std::optional<int64_t> v;
+    auto st = query(
+        "SELECT checkpoint_id FROM refs WHERE name = ?", "read a branch",
+        [&](Stmt& s) { s.text(name); }, [&](Stmt& s) { v = s.col_int(0); });
+    if (!st) return st;
+    return v;
+  }
+
+  Result<int> user_version() {
+    int v = 0;
+    auto st = query(
+        "PRAGMA user_version", "read the schema version", [](Stmt&) {},
+        [&](Stmt& s) { v = static_cast<int>(s.col_int(0)); });
+    if (!st) return st;
+    return v;
+  }
+
+  Result<int64_t> object_count() {
+    int64_t n = 0;
+    auto st = query(
+        "SELECT count(*) FROM sqlite_master", "read the schema", [](Stmt&) {},
+        [&](Stmt& s) { n = s.col_int(0); });
+    if (!st) return st;
+    return n;
+  }
+
+  // Brings a database at schema `from` (older than this peak's) up to kStoreSchemaVersion.
+  // Version 1 is the first schema: there is nothing to migrate from yet.
+  Status migrate(int from) {
+    if (from == 0)
+      return Status::error(fmt::format(
+          "{} has tables but no peak schema version (user_version 0): it was not written by "
+          "peak. Move it away and run `peak init` again",
+          db_path.string()));
+    return Status::error(fmt::format(
+        "{} uses store schema {}, which this peak cannot migrate to schema {}; use the peak "
+        "version that wrote it",
+        db_path.string(), from, kStoreSchemaVersion));
+  }
+
+  // Creates the schema in an empty database, or checks the version of an existing one.
+  Status init_schema() {
+    std::lock_guard lock(mu);
+    auto v = user_version();
+    if (!v) return v.status();
+    if (*v > kStoreSchemaVersion) return Status::error(newer_message("schema", *v));
+    if (*v == kStoreSchemaVersion) return Status::ok();
+    if (auto s = exec("BEGIN IMMEDIATE", "start creating the schema"); !s) return s;
+    auto abort = [&](Status s) {
+      exec("ROLLBACK", "roll back");
+      return s;
+    };
+    // Another process may have created it while this one waited for the lock.
+    v = user_version();
+    if (!v) return abort(v.status());
+    if (*v > kStoreSchemaVersion) return abort(Status::error(newer_message("schema", *v)));
+    if (*v == kStoreSchemaVersion) return abort(Status::ok());
+    auto n = object_count();
+    if (!n) return abort(n.status());
+    if (*n > 0 || *v != 0) return abort(migrate(*v));
+    if (auto s = exec(kSchemaV1, "create the schema"); !s) return abort(s);
+    for (const char* t : kAppendOnlyTables) {
+      std::string sql = fmt::format(
+          "CREATE TRIGGER {0}_no_update BEFORE UPDATE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
+          "store: {0} are append-only'); END; "
+          "CREATE TRIGGER {0}_no_delete BEFORE DELETE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
+          "store: {0} are append-only'); END;",
+          t);
+      if (auto s = exec(sql.c_str(), "create the schema"); !s) return abort(s);
+    }
+    // PRAGMA takes no parameters; the value is this program's constant.
+    std::string set_version = fmt::format("PRAGMA user_version = {}", kStoreSchemaVersion);
+    if (auto s = exec(set_version.c_str(), "set the schema version"); !s) return abort(s);
+    return exec("COMMIT", "commit the schema");
+  }
+};
+
+Store::~Store() = default;
+
+Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create) {
+  std::error_code ec;
+  if (!fs::is_directory(peak_dir, ec)) {
+    if (!create)
+      return make_error(fmt::format(
+          "no peak workspace at {} (the folder does not exist); run `peak init` to create one",
+          peak_dir.string()));
+    fs::create_directories(peak_dir, ec);
+    if (ec)
+      return make_error(fmt::format("cannot create the workspace folder {}: {}", peak_dir.string(),
+                                    ec.message()));
+  }
+
+  // FORMAT: the folder layout version.
+  fs::path format_path = peak_dir / "FORMAT";
+  bool have_format = fs::exists(format_path, ec);
+  if (have_format) {
+    auto text = read_file(format_path);
+    if (!text) return make_error(text.error());
+    std::string line = trim(*text);
+    int version = 0;
+    bool parsed =
+        starts_with(line, kFormatPrefix) && line.size() > std::string_view(kFormatPrefix).size();
+    if (parsed) {
+      for (size_t i = std::string_view(kFormatPrefix).size(); i < line.size(); ++i) {
+        if (line[i] < '0' || line[i] > '9' || version > 100000) {
+          parsed = false;
+          break;
+        }
+        version = version * 10 + (line[i] - '0');
+      }
+    }
+    if (!parsed)
+      return make_error(fmt::format(
+          "{} does not name a peak store format (expected \"peak-store {}\", found \"{}\"); this "
+          "folder was not written by peak",
+          format_path.string(), kStoreLayoutVersion, line.substr(0, 60)));
+    if (version > kStoreLayoutVersion) return make_error(newer_message("store layout", version));
+    if (version < 1)
+      return make_error(
+          fmt::format("{} names an unknown store layout {}", format_path.string(), version));
+  } else if (!create) {
+    return make_error(
+        fmt::format("{} is not a peak store: {} is missing; run `peak init` to create a workspace",
+                    peak_dir.string(), format_path.string()));
+  }
+
+  fs::path db_path = peak_dir / "peak.db";
+  if (!create && !fs::exists(db_path, ec))
+    return make_error(
+        fmt::format("the peak store {} has no database ({} is missing); it cannot be read",
+                    peak_dir.string(), db_path.string()));
+
+  std::unique_ptr<Store> store(new Store());
+  store->dir_ = peak_dir;
+  store->impl_ = std::make_unique<Impl>();
+  Impl& im = *store->impl_;
+  im.db_path = db_path;
+  im.blob_dir = peak_dir / "blobs";
+
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(db_path.c_str(), &im.db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string why = im.db ? sqlite3_errmsg(im.db) : sqlite3_errstr(rc);
+    return make_error(fmt::format("cannot open {}: {}", db_path.string(), why));
+  }
+  sqlite3_extended_result_codes(im.db, 1);
+  sqlite3_busy_timeout(im.db, kBusyTimeoutMs);
+  {
+    std::lock_guard lock(im.mu);
+    if (auto s = im.exec("PRAGMA foreign_keys=ON", "enable foreign keys"); !s) return s;
+    std::string mode;
+    auto st = im.query(
+        "PRAGMA journal_mode=WAL", "enable the write-ahead log", [](Stmt&) {},
+        [&](Stmt& s) { mode = s.col_text(0); });
+    if (!st) return st;
+    if (mode != "wal")
+      return make_error(fmt::format(
+          "{}: cannot use the write-ahead log (journal mode stays \"{}\"); keep the workspace on "
+          "a local file system",
+          db_path.string(), mode));
+    if (auto s = im.exec("PRAGMA synchronous=NORMAL", "set the sync mode"); !s) return s;
+  }
+  if (auto s = im.init_schema(); !s) return s;
+
+  if (!have_format) {
+    if (auto s = write_file_atomic(format_path,
+                                   fmt::format("{}{}\n", kFormatPrefix, kStoreLayoutVersion));
+        !s)
+      return s;
+  }
+  fs::create_directories(im.blob_dir, ec);
+  if (ec)
+    return make_error(
+        fmt::format("cannot create the blob folder {}: {}", im.blob_dir.string(), ec.message()));
+  return store;
+}
+
+// ---- blobs ----
+
+Result<std::string> Store::put_blob(std::string_view data) {
+  std::string hash = sha256_hex(data);
+  fs::path path = impl_->blob_dir / hash.substr(0, 2) / hash.substr(2);
+  std::lock_guard lock(impl_->blob_mu);
+  std::error_code ec;
+  // Present and the right size: keep it (content addressing makes rewriting pointless).
+  // A file of the wrong size is damaged; writing it again repairs it.
+  auto size = fs::file_size(path, ec);
+  if (!ec && size == data.size()) return hash;
+  if (auto s = write_file_atomic(path, data); !s)
+    return make_error(fmt::format("cannot store blob {}: {}", hash, s.message()));
+  return hash;
+}
+
+Result<std::string> Store::get_blob(const std::string& hash) const {
+  if (!is_blob_hash(hash))
+    return make_error(fmt::format("'{}' is not a blob hash (expected 64 lowercase hex digits)",
+                                  hash.substr(0, 80)));
+  fs::path path = impl_->blob_dir / hash.substr(0, 2) / hash.substr(2);
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return make_error(fmt::format(
+        "blob {} is missing from the store (expected at {}); was .peak/blobs edited or only "
+        "partly copied?",
+        hash, path.string()));
+  auto data = read_file(path);
+  if (!data) return make_error(fmt::format("cannot read blob {}: {}", hash, data.error()));
+  std::string actual = sha256_hex(*data);
+  if (actual != hash)
+    return make_error(fmt::format(
+        "blob {} is corrupt: the file {} now hashes to {}. It was changed or damaged on disk; "
+        "restore it from a backup of the workspace",
+        hash, path.string(), actual));
+  return data;
+}
+
+// ---- checkpoints, refs, tags, HEAD ----
+
+namespace {
+constexpr const char* kCheckpointCols =
+    "id, parent, branch, transformation, message, context_blob, source_blob, summary_json, "
+    "top_configs_json, created_at";
+
+CheckpointRecord read_checkpoint(const Stmt& s) {
+  CheckpointRecord c;
+  c.id = s.col_int(0);
+  c.parent = s.col_opt_id(1);
+  c.branch = s.col_text(2);
+  c.transformation = s.col_text(3);
+  c.message = s.col_text(4);
+  c.context_blob = s.col_text(5);
+  c.source_blob = s.col_text(6);
+  c.summary_json = s.col_text(7);
+  c.top_configs_json = s.col_text(8);
+  c.created_at = s.col_text(9);
+  return c;
+}
+}  // namespace
+
+Result<int64_t> Store::add_checkpoint(const CheckpointRecord& c) {
+  // An empty branch means the checkpoint was made on a detached HEAD.
+  if (!c.branch.empty()) {
+    if (auto s = check_name("branch", c.branch); !s)
+      return make_error("cannot record checkpoint: " + s.message());
+  }
+  return impl_->insert(
+      "INSERT INTO checkpoints(parent, branch, transformation, message, context_blob, "
+      "source_blob, summary_json, top_configs_json, created_at) VALUES(?,?,?,?,?,?,?,?,?)",
+      "record checkpoint",
+      [&](Stmt& s) {
+        s.opt_id(c.parent)
+            .text(c.branch)
+            .text(c.transformation)
+            .text(c.message)
+            .text(c.context_blob)
+            .text(c.source_blob)
+            .text(c.summary_json)
+            .text(c.top_configs_json)
+            .text(utc_now_iso8601());
+      },
+      /*durable=*/true);
+}
+
+Result<CheckpointRecord> Store::checkpoint(int64_t id) const {
+  std::lock_guard lock(impl_->mu);
+  std::optional<CheckpointRecord> out;
+  static const std::string sql =
+      fmt::format("SELECT {} FROM checkpoints WHERE id = ?", kCheckpointCols);
+  auto st = impl_->query(
+      sql.c_str(), "read checkpoint", [&](Stmt& s) { s.integer(id); },
+      [&](Stmt& s) { out = read_checkpoint(s); });
+  if (!st) return st;
+  if (!out) return make_error(fmt::format("there is no checkpoint {} (see `peak log`)", id));
+  return std::move(*out);
+}
+
+Result<std::vector<CheckpointRecord>> Store::checkpoints() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<CheckpointRecord> out;
+  static const std::string sql =
+      fmt::format("SELECT {} FROM checkpoints ORDER BY id", kCheckpointCols);
+  auto st = impl_->query(
+      sql.c_str(), "list checkpoints", [](Stmt&) {},
+      [&](Stmt& s) { out.push_back(read_checkpoint(s)); });
+  if (!st) return st;
+  return out;
+}
+
+Status Store::set_ref(const std::string& branch, int64_t checkpoint_id) {
+  if (auto s = check_name("branch", branch); !s) return s;
+  std::lock_guard lock(impl_->mu);
+  auto exists = impl_->checkpoint_exists(checkpoint_id);
+  if (!exists) return exists.status();
+  if (!*exists)
+    return Status::error(
+        fmt::format("cannot point branch '{}' at checkpoint {}: there is no "
+                    "checkpoint {}",
+                    branch, checkpoint_id, checkpoint_id));
+  DurableScope durable(impl_->db);
+  auto n = impl_->change(
+      "INSERT INTO refs(name, checkpoint_id, updated_at) VALUES(?,?,?) ON CONFLICT(name) DO "
+      "UPDATE SET checkpoint_id = excluded.checkpoint_id, updated_at = excluded.updated_at",
+      "move branch",
+      [&](Stmt& s) { s.text(branch).integer(checkpoint_id).text(utc_now_iso8601()); });
+  return n.status();
+}
+
+Result<std::optional<int64_t>> Store::ref(const std::string& branch) const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->ref(branch);
+}
+
+Result<std::map<std::string, int64_t>> Store::refs() const {
+  std::lock_guard lock(impl_->mu);
+  std::map<std::string, int64_t> out;
+  auto st = impl_->query(
+      "SELECT name, checkpoint_id FROM refs ORDER BY name", "list branches", [](Stmt&) {},
+      [&](Stmt& s) { out.emplace(s.col_text(0), s.col_int(1)); });
+  if (!st) return st;
+  return out;
+}
+
+Status Store::delete_ref(const std::string& branch) {
+  std::lock_guard lock(impl_->mu);
+  DurableScope durable(impl_->db);
+  auto n = impl_->change("DELETE FROM refs WHERE name = ?", "delete branch",
+                         [&](Stmt& s) { s.text(branch); });
+  if (!n) return n.status();
+  if (*n == 0) return Status::error(fmt::format("there is no branch '{}'", branch));
+  return Status::ok();
+}
+
+Status Store::set_head(const std::string& head) {
+  bool detached = !head.empty() && head[0] == '#';
+  std::lock_guard lock(impl_->mu);
+  if (detached) {
+    auto id = parse_detached(head);
+    if (!id)
+      return Status::error(fmt::format(
+          "'{}' is not a checkpoint reference; write '#' followed by a checkpoint id, e.g. '#3'",
+          head));
+    auto exists = impl_->checkpoint_exists(*id);
+    if (!exists) return exists.status();
+    if (!*exists)
+      return Status::error(
+          fmt::format("cannot check out {}: there is no checkpoint {}", head, *id));
+  } else if (auto s = check_name("branch", head); !s) {
+    return s;
+  }
+  DurableScope durable(impl_->db);
+  auto n = impl_->change(
+      "INSERT INTO meta(key, value) VALUES('HEAD', ?) ON CONFLICT(key) DO UPDATE SET value = "
+      "excluded.value",
+      "set HEAD", [&](Stmt& s) { s.text(head); });
+  return n.status();
+}
+
+Result<std::string> Store::head() const {
+  std::lock_guard lock(impl_->mu);
+  auto v = impl_->meta("HEAD");
+  if (!v) return v.status();
+  return v->value_or("main");
+}
+
+Result<std::optional<int64_t>> Store::head_checkpoint() const {
+  auto h = head();
+  if (!h) return h.status();
+  if (!h->empty() && (*h)[0] == '#') {
+    auto id = parse_detached(*h);
+    if (!id) return make_error(fmt::format("HEAD holds '{}', which names no checkpoint", *h));
+    return std::optional<int64_t>(*id);
+  }
+  return ref(*h);
+}
+
+Status Store::tag(const std::string& name, int64_t checkpoint_id) {
+  if (auto s = check_name("tag", name); !s) return s;
+  std::lock_guard lock(impl_->mu);
+  std::optional<int64_t> existing;
+  auto st = impl_->query(
+      "SELECT checkpoint_id FROM tags WHERE name = ?", "read a tag", [&](Stmt& s) { s.text(name); },
+      [&](Stmt& s) { existing = s.col_int(0); });
+  if (!st) return st;
+  if (existing) {
+    if (*existing == checkpoint_id) return Status::ok();
+    return Status::error(
+        fmt::format("tag '{}' already names checkpoint {}; tags never move, so choose another name",
+                    name, *existing));
+  }
+  auto exists = impl_->checkpoint_exists(checkpoint_id);
+  if (!exists) return exists.status();
+  if (!*exists)
+    return Status::error(fmt::format("cannot tag checkpoint {} as '{}': there is no checkpoint {}",
+                                     checkpoint_id, name, checkpoint_id));
+  DurableScope durable(impl_->db);
+  auto n =
+      impl_->change("INSERT INTO tags(name, checkpoint_id, created_at) VALUES(?,?,?)", "record tag",
+                    [&](Stmt& s) { s.text(name).integer(checkpoint_id).text(utc_now_iso8601()); });
+  return n.status();
+}
+
+Result<std::optional<int64_t>> Store::find_tag(const std::string& name) const {
+  std::lock_guard lock(impl_->mu);
+  std::optional<int64_t> v;
+  auto st = impl_->query(
+      "SELECT checkpoint_id FROM tags WHERE name = ?", "read a tag", [&](Stmt& s) { s.text(name); },
+      [&](Stmt& s) { v = s.col_int(0); });
+  if (!st) return st;
+  return v;
+}
+
+Result<std::map<std::string, int64_t>> Store::tags() const {
+  std::lock_guard lock(impl_->mu);
+  std::map<std::string, int64_t> out;
+  auto st = impl_->query(
+      "SELECT name, checkpoint_id FROM tags ORDER BY name", "list tags", [](Stmt&) {},
+      [&](Stmt& s) { out.emplace(s.col_text(0), s.col_int(1)); });
+  if (!st) return st;
+  return out;
+}
+
+// ---- workflows ----
+
+namespace {
+WorkflowRecord read_workflow(const Stmt& s) {
+  WorkflowRecord w;
+  w.id = s.col_int(0);
+  w.kind = s.col_text(1);
+  w.args_json = s.col_text(2);
+  w.status = s.col_text(3);
+  w.started_at = s.col_text(4);
+  w.finished_at = s.col_text(5);
+  w.state_json = s.col_text(6);
+  return w;
+}
+constexpr const char* kWorkflowSelect =
+    "SELECT id, kind, args_json, status, started_at, finished_at, state_json FROM workflows";
+}  // namespace
+
+Result<int64_t> Store::add_workflow(const WorkflowRecord& w) {
+  if (w.kind.empty()) return make_error("cannot record workflow: its kind is empty");
+  std::string status = w.status.empty() ? "running" : w.status;
+  if (!valid_workflow_status(status))
+    return make_error(fmt::format(
+        "cannot record workflow: '{}' is not a workflow status (a lowercase word such as "
+        "running, done, failed, interrupted)",
+        status));
+  std::string started = w.started_at.empty() ? utc_now_iso8601() : w.started_at;
+  return impl_->insert(
+      "INSERT INTO workflows(kind, args_json, status, started_at, finished_at, state_json) "
+      "VALUES(?,?,?,?,?,?)",
+      "record workflow",
+      [&](Stmt& s) {
+        s.text(w.kind)
+            .text(w.args_json)
+            .text(status)
+            .text(started)
+            .text(w.finished_at)
+            .text(w.state_json);
+      },
+      /*durable=*/true);
+}
+
+Status Store::update_workflow(int64_t id, const std::string& status,
+                              const std::string& state_json) {
+  if (!valid_workflow_status(status))
+    return Status::error(fmt::format(
+        "cannot update workflow {}: '{}' is not a workflow status (a lowercase word such as "
+        "running, done, failed, interrupted)",
+        id, status));
+  std::string finished = finished_status(status) ? utc_now_iso8601() : "";
+  std::lock_guard lock(impl_->mu);
+  DurableScope durable(impl_->db);
+  auto n =
+      impl_->change("UPDATE workflows SET status = ?, state_json = ?, finished_at = ? WHERE id = ?",
+                    "update workflow",
+                    [&](Stmt& s) { s.text(status).text(state_json).text(finished).integer(id); });
+  if (!n) return n.status();
+  if (*n == 0)
+    return Status::error(fmt::format("cannot update workflow {}: there is no such workflow", id));
+  return Status::ok();
+}
+
+Result<WorkflowRecord> Store::workflow(int64_t id) const {
+  std::lock_guard lock(impl_->mu);
+  std::optional<WorkflowRecord> out;
+  static const std::string sql = std::string(kWorkflowSelect) + " WHERE id = ?";
+  auto st = impl_->query(
+      sql.c_str(), "read workflow", [&](Stmt& s) { s.integer(id); },
+      [&](Stmt& s) { out = read_workflow(s); });
+  if (!st) return st;
+  if (!out) return make_error(fmt::format("there is no workflow {}", id));
+  return std::move(*out);
+}
+
+Result<std::vector<WorkflowRecord>> Store::workflows() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<WorkflowRecord> out;
+  static const std::string sql = std::string(kWorkflowSelect) + " ORDER BY id";
+  auto st = impl_->query(
+      sql.c_str(), "list workflows", [](Stmt&) {},
+      [&](Stmt& s) { out.push_back(read_workflow(s)); });
+  if (!st) return st;
+  return out;
+}
+
+// ---- attempts ----
+
+namespace {
+constexpr const char* kAttemptSelect =
+    "SELECT id, workflow_id, parent_checkpoint, transformation, pass_index, attempt, region, "
+    "driver, model, producer, prompt_key, prompt_blob, reply_blob, prompt_tokens, "
+    "completion_tokens, latency_s, disposition, error, created_at FROM attempts";
+
+AttemptRecord read_attempt(const Stmt& s) {
+  AttemptRecord a;
+  a.id = s.col_int(0);
+  a.workflow_id = s.col_opt_id(1).value_or(0);
+  a.parent_checkpoint = s.col_opt_id(2);
+  a.transformation = s.col_text(3);
+  a.pass_index = static_cast<int>(s.col_int(4));
+  a.attempt = static_cast<int>(s.col_int(5));
+  a.region = s.col_text(6);
+  a.driver = s.col_text(7);
+  a.model = s.col_text(8);
+  a.producer = s.col_text(9);
+  a.prompt_key = s.col_text(10);
+  a.prompt_blob = s.col_text(11);
+  a.reply_blob = s.col_text(12);
+  a.prompt_tokens = static_cast<int>(s.col_int(13));
+  a.completion_tokens = static_cast<int>(s.col_int(14));
+  a.latency_s = s.col_real(15);
+  a.disposition = s.col_text(16);
+  a.error = s.col_text(17);
+  a.created_at = s.col_text(18);
+  return a;
+}
+}  // namespace
+
+Result<int64_t> Store::add_attempt(const AttemptRecord& a) {
+  return impl_->insert(
+      "INSERT INTO attempts(workflow_id, parent_checkpoint, transformation, pass_index, attempt, "
+      "region, driver, model, producer, prompt_key, prompt_blob, reply_blob, prompt_tokens, "
+      "completion_tokens, latency_s, disposition, error, created_at) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+      "record attempt", [&](Stmt& s) {
+        // Workflow id 0 means "not part of a workflow" and is stored as NULL.
+        s.opt_id(a.workflow_id > 0 ? std::optional<int64_t>(a.workflow_id) : std::nullopt)
+            .opt_id(a.parent_checkpoint)
+            .text(a.transformation)
+            .integer(a.pass_index)
+            .integer(a.attempt)
+            .text(a.region)
+            .text(a.driver)
+            .text(a.model)
+            .text(a.producer)
+            .text(a.prompt_key)
+            .text(a.prompt_blob)
+            .text(a.reply_blob)
+            .integer(a.prompt_tokens)
+            .integer(a.completion_tokens)
+            .real(a.latency_s)
+            .text(a.disposition)
+            .text(a.error)
+            .text(utc_now_iso8601());
+      });
+}
+
+Result<std::vector<AttemptRecord>> Store::attempts(std::optional<int64_t> workflow_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<AttemptRecord> out;
+  static const std::string all = std::string(kAttemptSelect) + " ORDER BY id";
+  static const std::string by = std::string(kAttemptSelect) + " WHERE workflow_id = ? ORDER BY id";
+  auto st = impl_->query(
+      workflow_id ? by.c_str() : all.c_str(), "list attempts",
+      [&](Stmt& s) {
+        if (workflow_id) s.integer(*workflow_id);
+      },
+      [&](Stmt& s) { out.push_back(read_attempt(s)); });
+  if (!st) return st;
+  return out;
+}
+
+Status Store::attach_attempt_to_checkpoint(int64_t attempt_id, int64_t checkpoint_id) {
+  std::lock_guard lock(impl_->mu);
+  auto n = impl_->change(
+      "INSERT OR IGNORE INTO attempt_checkpoints(attempt_id, checkpoint_id, created_at) "
+      "VALUES(?,?,?)",
+      fmt::format("link attempt {} to checkpoint {}", attempt_id, checkpoint_id),
+      [&](Stmt& s) { s.integer(attempt_id).integer(checkpoint_id).text(utc_now_iso8601()); });
+  return n.status();
+}
+
+Result<std::vector<int64_t>> Store::checkpoint_attempts(int64_t checkpoint_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<int64_t> out;
+  auto st = impl_->query(
+      "SELECT attempt_id FROM attempt_checkpoints WHERE checkpoint_id = ? ORDER BY attempt_id",
+      "list the attempts of a checkpoint", [&](Stmt& s) { s.integer(checkpoint_id); },
+      [&](Stmt& s) { out.push_back(s.col_int(0)); });
+  if (!st) return st;
+  return out;
+}
+
+// ---- builds ----
+
+namespace {
+constexpr const char* kBuildSelect =
+    "SELECT id, attempt_id, source_hash, config_json, command, exit_code, log_blob, seconds, "
+    "disposition, resources_json, toolchain, cached, created_at FROM builds";
+
+BuildRecord read_build(const Stmt& s) {
+  BuildRecord b;
+  b.id = s.col_int(0);
+  b.attempt_id = s.col_opt_id(1);
+  b.source_hash = s.col_text(2);
+  b.config_json = s.col_text(3);
+  b.command = s.col_text(4);
+  b.exit_code = static_cast<int>(s.col_int(5));
+  b.log_blob = s.col_text(6);
+  b.seconds = s.col_real(7);
+  b.disposition = s.col_text(8);
+  b.resources_json = s.col_text(9);
+  b.toolchain = s.col_text(10);
+  b.cached = s.col_int(11) != 0;
+  b.created_at = s.col_text(12);
+  return b;
+}
+}  // namespace
+
+Result<int64_t> Store::add_build(const BuildRecord& b) {
+  return impl_->insert(
+      "INSERT INTO builds(attempt_id, source_hash, config_json, command, exit_code, log_blob, "
+      "seconds, disposition, resources_json, toolchain, cached, created_at) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+      "record build", [&](Stmt& s) {
+        s.opt_id(b.attempt_id)
+            .text(b.source_hash)
+            .text(b.config_json)
+            .text(b.command)
+            .integer(b.exit_code)
+            .text(b.log_blob)
+            .real(b.seconds)
+            .text(b.disposition)
+            .text(b.resources_json)
+            .text(b.toolchain)
+            .boolean(b.cached)
+            .text(utc_now_iso8601());
+      });
+}
+
+Result<std::vector<BuildRecord>> Store::builds(std::optional<int64_t> attempt_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<BuildRecord> out;
+  static const std::string all = std::string(kBuildSelect) + " ORDER BY id";
+  static const std::string by = std::string(kBuildSelect) + " WHERE attempt_id = ? ORDER BY id";
+  auto st = impl_->query(
+      attempt_id ? by.c_str() : all.c_str(), "list builds",
+      [&](Stmt& s) {
+        if (attempt_id) s.integer(*attempt_id);
+      },
+      [&](Stmt& s) { out.push_back(read_build(s)); });
+  if (!st) return st;
+  return out;
+}
+
+// ---- validations ----
+
+namespace {
+constexpr const char* kValidationSelect =
+    "SELECT id, attempt_id, checkpoint_id, config_json, shape, hidden, seed, max_abs_err, "
+    "max_rel_err, disposition, message, seconds, created_at FROM validations";
+
+ValidationRecord read_validation(const Stmt& s) {
+  ValidationRecord v;
+  v.id = s.col_int(0);
+  v.attempt_id = s.col_opt_id(1);
+  v.checkpoint_id = s.col_opt_id(2);
+  v.config_json = s.col_text(3);
+  v.shape = s.col_text(4);
+  v.hidden = s.col_int(5) != 0;
+  v.seed = s.col_int(6);
+  v.max_abs_err = s.col_real(7);
+  v.max_rel_err = s.col_real(8);
+  v.disposition = s.col_text(9);
+  v.message = s.col_text(10);
+  v.seconds = s.col_real(11);
+  v.created_at = s.col_text(12);
+  return v;
+}
+}  // namespace
+
+Result<int64_t> Store::add_validation(const ValidationRecord& v) {
+  return impl_->insert(
+      "INSERT INTO validations(attempt_id, checkpoint_id, config_json, shape, hidden, seed, "
+      "max_abs_err, max_rel_err, disposition, message, seconds, created_at) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+      "record validation", [&](Stmt& s) {
+        s.opt_id(v.attempt_id)
+            .opt_id(v.checkpoint_id)
+            .text(v.config_json)
+            .text(v.shape)
+            .boolean(v.hidden)
+            .integer(v.seed)
+            .real(v.max_abs_err)
+            .real(v.max_rel_err)
+            .text(v.disposition)
+            .text(v.message)
+            .real(v.seconds)
+            .text(utc_now_iso8601());
+      });
+}
+
+Result<std::vector<ValidationRecord>> Store::validations(std::optional<int64_t> attempt_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<ValidationRecord> out;
+  static const std::string all = std::string(kValidationSelect) + " ORDER BY id";
+  static const std::string by =
+      std::string(kValidationSelect) + " WHERE attempt_id = ? ORDER BY id";
+  auto st = impl_->query(
+      attempt_id ? by.c_str() : all.c_str(), "list validations",
+      [&](Stmt& s) {
+        if (attempt_id) s.integer(*attempt_id);
+      },
+      [&](Stmt& s) { out.push_back(read_validation(s)); });
+  if (!st) return st;
+  return out;
+}
+
+// ---- measurements ----
+
+namespace {
+constexpr const char* kMeasurementSelect =
+    "SELECT id, attempt_id, checkpoint_id, config_json, shape, what, samples_json, median_ms, "
+    "spread, gflops, disposition, device_json, created_at FROM measurements";
+
+MeasurementRecord read_measurement(const Stmt& s) {
+  MeasurementRecord m;
+  m.id = s.col_int(0);
+  m.attempt_id = s.col_opt_id(1);
+  m.checkpoint_id = s.col_opt_id(2);
+  m.config_json = s.col_text(3);
+  m.shape = s.col_text(4);
+  m.what = s.col_text(5);
+  m.samples_json = s.col_text(6);
+  m.median_ms = s.col_real(7);
+  m.spread = s.col_real(8);
+  m.gflops = s.col_real(9);
+  m.disposition = s.col_text(10);
+  m.device_json = s.col_text(11);
+  m.created_at = s.col_text(12);
+  return m;
+}
+}  // namespace
+
+Result<int64_t> Store::add_measurement(const MeasurementRecord& m) {
+  return impl_->insert(
+      "INSERT INTO measurements(attempt_id, checkpoint_id, config_json, shape, what, "
+      "samples_json, median_ms, spread, gflops, disposition, device_json, created_at) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+      "record measurement", [&](Stmt& s) {
+        s.opt_id(m.attempt_id)
+            .opt_id(m.checkpoint_id)
+            .text(m.config_json)
+            .text(m.shape)
+            .text(m.what)
+            .text(m.samples_json)
+            .real(m.median_ms)
+            .real(m.spread)
+            .real(m.gflops)
+            .text(m.disposition)
+            .text(m.device_json)
+            .text(utc_now_iso8601());
+      });
+}
+
+Result<std::vector<MeasurementRecord>> Store::measurements(
+    std::optional<int64_t> checkpoint_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<MeasurementRecord> out;
+  static const std::string all = std::string(kMeasurementSelect) + " ORDER BY id";
+  static const std::string by =
+      std::string(kMeasurementSelect) + " WHERE checkpoint_id = ? ORDER BY id";
+  auto st = impl_->query(
+      checkpoint_id ? by.c_str() : all.c_str(), "list measurements",
+      [&](Stmt& s) {
+        if (checkpoint_id) s.integer(*checkpoint_id);
+      },
+      [&](Stmt& s) { out.push_back(read_measurement(s)); });
+  if (!st) return st;
+  return out;
+}
+
+// ---- meta ----
+
+Status Store::set_meta(const std::string& key, const std::string& value) {
+  if (key.empty()) return Status::error("a setting name cannot be empty");
+  std::lock_guard lock(impl_->mu);
+  auto n = impl_->change(
+      "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = "
+      "excluded.value",
+      fmt::format("save setting '{}'", key), [&](Stmt& s) { s.text(key).text(value); });
+  return n.status();
+}
+
+Result<std::optional<std::string>> Store::meta(const std::string& key) const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->meta(key);
+}
+
+}  // namespace peak

@@ -1,0 +1,97 @@
+#pragma once
+// Fixtures shared by the transform tests: a small CUDA matmul context and its source.
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "context/context.h"
+#include "util/fs.h"
+
+namespace peak::testing {
+
+inline constexpr const char* kMatmulSource =
+    "#include <cuda_runtime.h>\n"
+    "// peak:begin macros\n"
+    "// peak:end macros\n"
+    "// peak:begin device\n"
+    "__global__ void matmul(const float* A, const float* B, float* C, int M, int N, int K) {\n"
+    "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+    "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (row < M && col < N) {\n"
+    "    float acc = 0.0f;\n"
+    "    for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n"
+    "    C[row * N + col] = acc;\n"
+    "  }\n"
+    "}\n"
+    "// peak:end device\n"
+    "// peak:begin host\n"
+    "void launch(const float* A, const float* B, float* C, int M, int N, int K) {\n"
+    "  dim3 block(BLOCK_X, BLOCK_Y);\n"
+    "  dim3 grid((N + BLOCK_X - 1) / BLOCK_X, (M + BLOCK_Y - 1) / BLOCK_Y);\n"
+    "  matmul<<<grid, block>>>(A, B, C, M, N, K);\n"
+    "}\n"
+    "// peak:end host\n";
+
+inline Shape shape(int64_t m, int64_t n, int64_t k) {
+  return Shape{{{"M", m}, {"N", n}, {"K", k}}};
+}
+
+inline KernelContext matmul_context() {
+  KernelContext ctx;
+  ctx.name = "matmul-cuda-fp32";
+  ctx.description = "C = A x B, row-major";
+  ctx.backend = "cuda";
+  ctx.family = "matmul";
+  ctx.precision = "fp32";
+  ctx.source_file = "matmul.cu";
+  ctx.entry = "launch";
+  ctx.arrays = {
+      {"A", DType::f32, "M * K", {}, false},
+      {"B", DType::f32, "K * N", {}, false},
+      {"C", DType::f32, "M * N", {}, true},
+  };
+  ctx.scalars = {{"M", DType::i32, {}, 1, 8192, 1},
+                 {"N", DType::i32, {}, 1, 8192, 1},
+                 {"K", DType::i32, {}, 1, 8192, 1}};
+  ctx.valid = "M > 0 && N > 0 && K > 0";
+  ctx.bench_shapes = {shape(2048, 2048, 2048), shape(4096, 4096, 4096)};
+  ctx.validation_shapes = {shape(1000, 1200, 300), shape(2048, 2048, 2048)};
+  ctx.hidden_shapes = {shape(777, 555, 333), shape(1023, 3001, 4097)};
+  ctx.small_shapes = {shape(61, 67, 71)};
+  ctx.tuning = {{"BLOCK_X", {8, 16, 32}, 16}, {"BLOCK_Y", {8, 16, 32}, 16}};
+  ctx.tuning_valid = "BLOCK_X * BLOCK_Y <= 1024";
+  ctx.flops = "2 * M * N * K";
+  return ctx;
+}
+
+inline SourceRegions matmul_source() {
+  auto r = split_regions(kMatmulSource, "matmul.cu");
+  EXPECT_TRUE(r.is_ok()) << r.error();
+  return r.is_ok() ? *r : SourceRegions{};
+}
+
+// Compares `actual` with the golden file src/transform/testdata/<name>; PEAK_UPDATE_GOLDEN=1
+// rewrites the file instead.
+inline void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = std::string(PEAK_SOURCE_DIR) + "/src/transform/testdata/" + name;
+  const char* update = std::getenv("PEAK_UPDATE_GOLDEN");
+  if (update && std::string(update) == "1") {
+    ASSERT_TRUE(write_file(path, actual).is_ok()) << path;
+    return;
+  }
+  auto expected = read_file(path);
+  ASSERT_TRUE(expected.is_ok()) << expected.error()
+                                << " (run with PEAK_UPDATE_GOLDEN=1 to create it)";
+  if (*expected == actual) return;
+  // Point at the first differing line.
+  auto a = split_lines(actual), e = split_lines(*expected);
+  size_t i = 0;
+  while (i < a.size() && i < e.size() && a[i] == e[i]) ++i;
+  ADD_FAILURE() << "output differs from " << path << " at line " << i + 1
+                << "\n  expected: " << (i < e.size() ? e[i] : "<end>")
+                << "\n  actual:   " << (i < a.size() ? a[i] : "<end>")
+                << "\n(run with PEAK_UPDATE_GOLDEN=1 to accept the new output)";
+}
+
+}  // namespace peak::testing

@@ -1,0 +1,711 @@
+#include "transform/transformation.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "util/fs.h"
+
+namespace peak {
+
+namespace {
+
+// Returns a failed Status from the current function (which returns Status or Result<T>).
+#define RETURN_IF_ERROR(expr)                                        \
+  do {                                                               \
+    ::peak::Status peak_status_ = (expr);                            \
+    if (!peak_status_) return ::peak::Error{peak_status_.message()}; \
+  } while (0)
+
+constexpr std::string_view kKnownBackends[] = {"cuda", "hip", "hlsl"};
+
+// Where TOML text starts inside the file (1-based line of its first line) and the file name.
+struct TomlSource {
+  std::string_view file;
+  int first_line = 1;
+  int line_of(const toml::node& n) const {
+    const auto& src = n.source();
+    return src.begin.line > 0 ? static_cast<int>(src.begin.line) + first_line - 1 : first_line;
+  }
+  std::string at(const toml::node& n) const { return fmt::format("{}:{}", file, line_of(n)); }
+  std::string at_line(int line) const { return fmt::format("{}:{}", file, line); }
+};
+
+std::string normalize_newlines(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;
+    out += text[i];
+  }
+  if (starts_with(out, "\xEF\xBB\xBF")) out.erase(0, 3);
+  return out;
+}
+
+std::string known_backends_text() {
+  std::vector<std::string> names(std::begin(kKnownBackends), std::end(kKnownBackends));
+  return join(names, ", ");
+}
+
+bool is_known_backend(std::string_view b) {
+  return std::find(std::begin(kKnownBackends), std::end(kKnownBackends), b) !=
+         std::end(kKnownBackends);
+}
+
+bool is_identifier(std::string_view s) {
+  if (s.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; };
+  if (!alpha(s[0])) return false;
+  for (char c : s)
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  return true;
+}
+
+bool is_kebab(std::string_view s) {
+  if (s.empty() || s.front() == '-' || s.back() == '-') return false;
+  char prev = 0;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok || (c == '-' && prev == '-')) return false;
+    prev = c;
+  }
+  return true;
+}
+
+std::string type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date or time";
+  }
+}
+
+// Rejects keys outside `allowed` (typos would otherwise be silently ignored).
+Status check_keys(const toml::table& t, std::initializer_list<std::string_view> allowed,
+                  const TomlSource& src, std::string_view what) {
+  for (auto&& [k, v] : t) {
+    if (std::find(allowed.begin(), allowed.end(), k.str()) != allowed.end()) continue;
+    std::vector<std::string> names;
+    for (auto a : allowed) names.emplace_back(a);
+    return Status::error(fmt::format("{}: unknown key '{}' in {}; expected one of: {}", src.at(v),
+                                     k.str(), what, join(names, ", ")));
+  }
+  return Status::ok();
+}
+
+Result<std::string> get_string(const toml::table& t, std::string_view key, const TomlSource& src,
+                               int missing_line, bool required, std::string_view what) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (required)
+      return make_error(
+          fmt::format("{}: missing key '{}' in {}", src.at_line(missing_line), key, what));
+    return std::string();
+  }
+  if (!n->is_string())
+    return make_error(
+        fmt::format("{}: '{}' must be a string, found {}", src.at(*n), key, type_name(*n)));
+  return std::string(n->as_string()->get());
+}
+
+Result<int64_t> get_int(const toml::table& t, std::string_view key, const TomlSource& src,
+                        int missing_line, std::optional<int64_t> fallback, std::string_view what) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (!fallback)
+      return make_error(
+          fmt::format("{}: missing key '{}' in {}", src.at_line(missing_line), key, what));
+    return *fallback;
+  }
+  if (!n->is_integer())
+    return make_error(
+        fmt::format("{}: '{}' must be an integer, found {}", src.at(*n), key, type_name(*n)));
+  return n->as_integer()->get();
+}
+
+Result<std::vector<int64_t>> get_int_list(const toml::node& n, std::string_view key,
+                                          const TomlSource& src) {
+  const toml::array* arr = n.as_array();
+  if (!arr)
+    return make_error(fmt::format("{}: '{}' must be an array of integers, found {}", src.at(n), key,
+                                  type_name(n)));
+  if (arr->empty())
+    return make_error(fmt::format("{}: '{}' is empty; give at least one value", src.at(n), key));
+  std::vector<int64_t> out;
+  for (const toml::node& e : *arr) {
+    if (!e.is_integer())
+      return make_error(
+          fmt::format("{}: '{}' must hold integers only, found {}", src.at(e), key, type_name(e)));
+    int64_t v = e.as_integer()->get();
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      return make_error(fmt::format("{}: value {} appears twice in '{}'", src.at(e), v, key));
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<toml::table> parse_toml(std::string_view text, const TomlSource& src) {
+  try {
+    return toml::parse(text, std::string(src.file));
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    int line = static_cast<int>(b.line) + src.first_line - 1;
+    return make_error(
+        fmt::format("{}:{}:{}: invalid TOML: {}", src.file, line, b.column, e.description()));
+  }
+}
+
+Status check_format(const toml::table& t, const TomlSource& src, int supported,
+                    std::string_view kind, int* out) {
+  auto f = get_int(t, "format", src, src.first_line, std::nullopt, kind);
+  if (!f) return Status::error(f.error() + fmt::format(" (add 'format = {}')", supported));
+  const toml::node& n = *t.get("format");
+  if (*f > supported)
+    return Status::error(fmt::format(
+        "{}: {} format {} is newer than this peak supports (format {}); upgrade peak or "
+        "rewrite the file in format {}",
+        src.at(n), kind, *f, supported, supported));
+  if (*f < 1)
+    return Status::error(fmt::format(
+        "{}: format must be a positive integer (this peak reads format {})", src.at(n), supported));
+  *out = static_cast<int>(*f);
+  return Status::ok();
+}
+
+// ---- transformation front matter ----
+
+Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
+  RETURN_IF_ERROR(check_keys(t,
+                             {"format", "name", "version", "title", "backends", "tuning",
+                              "translations", "devices", "helpers"},
+                             src, "the front matter"));
+  RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
+  const int top = src.first_line - 1;  // the opening "+++" line
+
+  auto name = get_string(t, "name", src, top, true, "the front matter");
+  if (!name) return name.status();
+  if (!is_kebab(*name))
+    return Status::error(fmt::format(
+        "{}: name '{}' must be kebab-case (lowercase letters, digits and single dashes)",
+        src.at(*t.get("name")), *name));
+  tr.name = *name;
+
+  auto version = get_int(t, "version", src, top, 1, "the front matter");
+  if (!version) return version.status();
+  if (*version < 1)
+    return Status::error(fmt::format("{}: version must be 1 or more", src.at(*t.get("version"))));
+  tr.version = static_cast<int>(*version);
+
+  auto title = get_string(t, "title", src, top, true, "the front matter");
+  if (!title) return title.status();
+  tr.title = *title;
+
+  if (const toml::node* b = t.get("backends")) {
+    const toml::array* arr = b->as_array();
+    if (!arr)
+      return Status::error(
+          fmt::format("{}: 'backends' must be an array of strings such as "
+                      "[\"cuda\", \"hlsl\"], found {}",
+                      src.at(*b), type_name(*b)));
+    for (const toml::node& e : *arr) {
+      if (!e.is_string() || !is_known_backend(e.as_string()->get()))
+        return Status::error(
+            fmt::format("{}: unknown backend {}; expected one of: {}", src.at(e),
+                        e.is_string() ? "'" + e.as_string()->get() + "'" : type_name(e),
+                        known_backends_text()));
+      tr.backends.push_back(e.as_string()->get());
+    }
+  }
+
+  if (const toml::node* tn = t.get("tuning")) {
+    const toml::array* arr = tn->as_array();
+    if (!arr || !arr->is_array_of_tables())
+      return Status::error(fmt::format(
+          "{}: 'tuning' must be an array of tables ([[tuning]] with name, values, default)",
+          src.at(*tn)));
+    for (const toml::node& e : *arr) {
+      const toml::table& pt = *e.as_table();
+      int line = src.line_of(e);
+      RETURN_IF_ERROR(check_keys(pt, {"name", "values", "default"}, src, "a [[tuning]] entry"));
+      TuningParam p;
+      auto pname = get_string(pt, "name", src, line, true, "a [[tuning]] entry");
+      if (!pname) return pname.status();
+      if (!is_identifier(*pname))
+        return Status::error(fmt::format(
+            "{}: tuning parameter name '{}' must be a preprocessor identifier (e.g. TILE_K)",
+            src.at(*pt.get("name")), *pname));
+      p.name = *pname;
+      for (const auto& q : tr.tuning)
+        if (q.name == p.name)
+          return Status::error(fmt::format("{}: tuning parameter '{}' is declared twice",
+                                           src.at(*pt.get("name")), p.name));
+      const toml::node* vn = pt.get("values");
+      if (!vn)
+        return Status::error(
+            fmt::format("{}: tuning parameter '{}' has no 'values'", src.at_line(line), p.name));
+      auto values = get_int_list(*vn, "values", src);
+      if (!values) return values.status();
+      p.values = *values;
+      auto def = get_int(pt, "default", src, line, p.values.front(), "a [[tuning]] entry");
+      if (!def) return def.status();
+      if (std::find(p.values.begin(), p.values.end(), *def) == p.values.end())
+        return Status::error(fmt::format("{}: default {} of '{}' is not one of its values",
+                                         src.at(*pt.get("default")), *def, p.name));
+      p.default_value = *def;
+      tr.tuning.push_back(std::move(p));
+    }
+  }
+
+  if (const toml::node* tn = t.get("translations")) {
+    const toml::table* tt = tn->as_table();
+    if (!tt)
+      return Status::error(fmt::format(
+          "{}: 'translations' must be tables like [translations.cuda] \"phrase\" = \"spelling\"",
+          src.at(*tn)));
+    for (auto&& [backend, table] : *tt) {
+      if (!is_known_backend(backend.str()))
+        return Status::error(
+            fmt::format("{}: unknown backend '{}' in translations; expected "
+                        "one of: {}",
+                        src.at(table), backend.str(), known_backends_text()));
+      const toml::table* bt = table.as_table();
+      if (!bt)
+        return Status::error(
+            fmt::format("{}: translations.{} must be a table of \"phrase\" = "
+                        "\"spelling\"",
+                        src.at(table), backend.str()));
+      auto& dst = tr.translations[std::string(backend.str())];
+      for (auto&& [phrase, spelling] : *bt) {
+        if (!spelling.is_string())
+          return Status::error(fmt::format("{}: translation of '{}' must be a string, found {}",
+                                           src.at(spelling), phrase.str(), type_name(spelling)));
+        dst[std::string(phrase.str())] = spelling.as_string()->get();
+      }
+    }
+  }
+
+  if (const toml::node* dn = t.get("devices")) {
+    const toml::table* dt = dn->as_table();
+    if (!dt)
+      return Status::error(fmt::format(
+          "{}: 'devices' must be tables like [devices.\"H100\"] note = \"...\"", src.at(*dn)));
+    for (auto&& [device, table] : *dt) {
+      const toml::table* nt = table.as_table();
+      if (!nt)
+        return Status::error(fmt::format("{}: devices.\"{}\" must be a table with a 'note' string",
+                                         src.at(table), device.str()));
+      RETURN_IF_ERROR(check_keys(*nt, {"note"}, src, fmt::format("devices.\"{}\"", device.str())));
+      auto note = get_string(*nt, "note", src, src.line_of(table), true,
+                             fmt::format("devices.\"{}\"", device.str()));
+      if (!note) return note.status();
+      if (device.str().empty())
+        return Status::error(
+            fmt::format("{}: a device key must be a non-empty name substring", src.at(table)));
+      tr.device_notes[std::string(device.str())] = trim(*note);
+    }
+  }
+
+  if (const toml::node* hn = t.get("helpers")) {
+    const toml::array* arr = hn->as_array();
+    if (!arr || !arr->is_array_of_tables())
+      return Status::error(fmt::format(
+          "{}: 'helpers' must be an array of tables ([[helpers]] with name, region, code)",
+          src.at(*hn)));
+    for (const toml::node& e : *arr) {
+      const toml::table& ht = *e.as_table();
+      int line = src.line_of(e);
+      RETURN_IF_ERROR(
+          check_keys(ht, {"name", "region", "backend", "code"}, src, "a [[helpers]] entry"));
+      HelperSnippet h;
+      auto hname = get_string(ht, "name", src, line, true, "a [[helpers]] entry");
+      if (!hname) return hname.status();
+      h.name = *hname;
+      auto region = get_string(ht, "region", src, line, true, "a [[helpers]] entry");
+      if (!region) return region.status();
+      auto r = region_from_string(*region);
+      if (!r)
+        return Status::error(fmt::format("{}: unknown region '{}'; expected macros, device or host",
+                                         src.at(*ht.get("region")), *region));
+      h.region = *r;
+      auto backend = get_string(ht, "backend", src, line, false, "a [[helpers]] entry");
+      if (!backend) return backend.status();
+      if (!backend->empty() && !is_known_backend(*backend))
+        return Status::error(fmt::format("{}: unknown backend '{}'; expected one of: {}",
+                                         src.at(*ht.get("backend")), *backend,
+                                         known_backends_text()));
+      h.backend = *backend;
+      auto code = get_string(ht, "code", src, line, true, "a [[helpers]] entry");
+      if (!code) return code.status();
+      h.code = *code;
+      tr.helpers.push_back(std::move(h));
+    }
+  }
+  return Status::ok();
+}
+
+// ---- Markdown body ----
+
+// Returns the fence ("```", "~~~~", ...) a line opens or closes, or "" when it is none.
+std::string fence_of(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && i < 3 && line[i] == ' ') ++i;
+  if (i >= line.size() || (line[i] != '`' && line[i] != '~')) return "";
+  char c = line[i];
+  size_t n = 0;
+  while (i + n < line.size() && line[i + n] == c) ++n;
+  if (n < 3) return "";
+  return std::string(n, c);
+}
+
+std::string strip_blank_edges(const std::vector<std::string>& lines) {
+  size_t b = 0, e = lines.size();
+  while (b < e && trim(lines[b]).empty()) ++b;
+  while (e > b && trim(lines[e - 1]).empty()) --e;
+  std::string out;
+  for (size_t i = b; i < e; ++i) {
+    std::string l = lines[i];
+    while (!l.empty() && (l.back() == ' ' || l.back() == '\t')) l.pop_back();
+    out += l;
+    if (i + 1 < e) out += '\n';
+  }
+  return out;
+}
+
+Status parse_body(const std::vector<std::string>& lines, size_t first, const TomlSource& src,
+                  Transformation& tr) {
+  std::vector<std::string> chunk;
+  std::string open_fence;
+  int heading_line = 0;
+  auto flush = [&]() -> Status {
+    if (tr.passes.empty()) {
+      tr.description = strip_blank_edges(chunk);
+    } else {
+      tr.passes.back().instruction = strip_blank_edges(chunk);
+      if (tr.passes.back().instruction.empty())
+        return Status::error(fmt::format(
+            "{}: pass {} has no instruction text; write what the pass must do below its heading",
+            src.at_line(heading_line), tr.passes.back().index));
+    }
+    chunk.clear();
+    return Status::ok();
+  };
+
+  for (size_t i = first; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    const int lineno = static_cast<int>(i) + 1;
+    std::string fence = fence_of(line);
+    if (!open_fence.empty()) {
+      if (!fence.empty() && fence[0] == open_fence[0] && fence.size() >= open_fence.size() &&
+          trim(line) == fence)
+        open_fence.clear();
+      chunk.push_back(line);
+      continue;
+    }
+    if (!fence.empty()) {
+      open_fence = fence;
+      chunk.push_back(line);
+      continue;
+    }
+    std::string t = trim(line);
+    bool is_pass_heading = false;
+    if (starts_with(t, "## ")) {
+      std::string rest = trim(std::string_view(t).substr(3));
+      std::string lower = rest;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      is_pass_heading =
+          starts_with(lower, "pass") && (lower.size() == 4 || lower[4] == ' ' || lower[4] == ':' ||
+                                         std::isdigit(static_cast<unsigned char>(lower[4])));
+      if (is_pass_heading) {
+        const size_t expected = tr.passes.size() + 1;
+        std::string_view r = std::string_view(rest).substr(4);
+        const std::string form =
+            fmt::format("'## Pass {}: REGION' (REGION is macros, device or host)", expected);
+        size_t p = 0;
+        while (p < r.size() && r[p] == ' ') ++p;
+        size_t d = p;
+        while (d < r.size() && std::isdigit(static_cast<unsigned char>(r[d]))) ++d;
+        if (d == p || d - p > 4)
+          return Status::error(fmt::format("{}: malformed pass heading '{}'; expected {}",
+                                           src.at_line(lineno), t, form));
+        int n = std::stoi(std::string(r.substr(p, d - p)));
+        size_t colon = d;
+        while (colon < r.size() && r[colon] == ' ') ++colon;
+        if (colon >= r.size() || r[colon] != ':')
+          return Status::error(fmt::format("{}: malformed pass heading '{}'; expected {}",
+                                           src.at_line(lineno), t, form));
+        std::string region_text = trim(r.substr(colon + 1));
+        for (char& c : region_text)
+          c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (n != static_cast<int>(expected))
+          return Status::error(fmt::format(
+              "{}: pass {} out of order; passes are numbered 1, 2, 3, ... and this one must be "
+              "{}",
+              src.at_line(lineno), n, form));
+        auto region = region_from_string(region_text);
+        if (!region)
+          return Status::error(fmt::format(
+              "{}: unknown region '{}' in pass heading; expected macros, device or host",
+              src.at_line(lineno), region_text));
+        RETURN_IF_ERROR(flush());
+        Pass pass;
+        pass.index = n;
+        pass.region = *region;
+        tr.passes.push_back(std::move(pass));
+        heading_line = lineno;
+        continue;
+      }
+    }
+    chunk.push_back(line);
+  }
+  const int last = static_cast<int>(lines.size());
+  if (tr.passes.empty())
+    return Status::error(fmt::format(
+        "{}: no pass found; a transformation needs at least one '## Pass 1: REGION' section "
+        "(REGION is macros, device or host)",
+        src.at_line(std::max(last, 1))));
+  if (!open_fence.empty())
+    return Status::error(
+        fmt::format("{}: a code fence '{}' is never closed", src.at_line(last), open_fence));
+  return flush();
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+bool Transformation::supports(std::string_view backend) const {
+  return backends.empty() || std::find(backends.begin(), backends.end(), backend) != backends.end();
+}
+
+Result<Transformation> parse_transformation(std::string_view text, std::string_view filename) {
+  const std::string norm = normalize_newlines(text);
+  const std::vector<std::string> lines = split_lines(norm);
+  if (lines.empty() || trim(lines[0]) != "+++")
+    return make_error(
+        fmt::format("{}:1: expected '+++' on the first line, opening the TOML front matter (see "
+                    "docs/transformations.md)",
+                    filename));
+  size_t close = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (trim(lines[i]) == "+++") {
+      close = i;
+      break;
+    }
+  }
+  if (close == 0)
+    return make_error(fmt::format(
+        "{}:{}: the front matter opened on line 1 is never closed; expected a '+++' line", filename,
+        lines.size()));
+  std::string toml_text;
+  for (size_t i = 1; i < close; ++i) toml_text += lines[i] + "\n";
+
+  TomlSource src{filename, 2};
+  auto table = parse_toml(toml_text, src);
+  if (!table) return make_error(table.error());
+  Transformation tr;
+  RETURN_IF_ERROR(parse_front_matter(*table, src, tr));
+  RETURN_IF_ERROR(parse_body(lines, close + 1, src, tr));
+  return tr;
+}
+
+Result<Transformation> load_transformation(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  if (!text) return make_error(text.error());
+  auto tr = parse_transformation(*text, path.string());
+  if (!tr) return tr;
+  tr->path = path;
+  return tr;
+}
+
+Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return make_error(fmt::format(
+        "transformation library {} is not a directory (give the folder holding the *.md files)",
+        dir.string()));
+  std::vector<std::filesystem::path> files;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const auto& p = it->path();
+    if (p.extension() != ".md") continue;
+    std::string stem = p.filename().string();
+    for (char& c : stem) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (stem == "readme.md") continue;
+    files.push_back(p);
+  }
+  if (ec) return make_error(fmt::format("cannot list {}: {}", dir.string(), ec.message()));
+  std::sort(files.begin(), files.end());
+
+  std::vector<Transformation> out;
+  std::vector<std::string> errors;
+  std::map<std::string, std::filesystem::path> seen;
+  for (const auto& f : files) {
+    auto tr = load_transformation(f);
+    if (!tr) {
+      errors.push_back(tr.error());
+      continue;
+    }
+    auto [it, inserted] = seen.emplace(tr->name, f);
+    if (!inserted) {
+      errors.push_back(fmt::format(
+          "{}: transformation '{}' is already defined in {}; names must be unique in the "
+          "library (rename one)",
+          f.string(), tr->name, it->second.string()));
+      continue;
+    }
+    out.push_back(std::move(*tr));
+  }
+  if (!errors.empty()) return make_error(join(errors, "\n"));
+  std::sort(out.begin(), out.end(),
+            [](const Transformation& a, const Transformation& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<Transformation> find_transformation(const std::vector<Transformation>& library,
+                                           std::string_view name) {
+  for (const auto& t : library)
+    if (t.name == name) return t;
+  // Closest names: the smallest edit distance within a tolerance, plus names containing the
+  // query, in library order.
+  size_t best = std::string_view::npos;
+  for (const auto& t : library) best = std::min(best, edit_distance(t.name, name));
+  const size_t tolerance = std::max<size_t>(2, name.size() / 3);
+  std::vector<std::string> close;
+  for (const auto& t : library) {
+    bool near = best <= tolerance && edit_distance(t.name, name) == best;
+    bool contains = name.size() >= 3 && t.name.find(name) != std::string::npos;
+    if (near || contains) close.push_back("'" + t.name + "'");
+  }
+  std::string msg = fmt::format("unknown transformation '{}'", name);
+  if (!close.empty()) {
+    std::string list;
+    for (size_t i = 0; i < close.size(); ++i) {
+      if (i) list += (i + 1 == close.size()) ? " or " : ", ";
+      list += close[i];
+    }
+    msg += fmt::format("; did you mean {}?", list);
+  }
+  const char* sep = close.empty() ? "; " : " ";
+  msg += library.empty() ? std::string(sep) + "the transformation library is empty"
+                         : std::string(sep) + "`peak transformations list` shows all";
+  return make_error(msg);
+}
+
+// ---- sequences ----
+
+Result<Sequence> parse_sequence(std::string_view text, std::string_view filename) {
+  const std::string norm = normalize_newlines(text);
+  TomlSource src{filename, 1};
+  auto parsed = parse_toml(norm, src);
+  if (!parsed) return make_error(parsed.error());
+  const toml::table& t = *parsed;
+  Sequence seq;
+  RETURN_IF_ERROR(
+      check_keys(t, {"format", "name", "description", "attempts", "step"}, src, "a sequence"));
+  RETURN_IF_ERROR(check_format(t, src, kSequenceFormatVersion, "sequence", &seq.format));
+  auto name = get_string(t, "name", src, 1, true, "the sequence");
+  if (!name) return make_error(name.error());
+  if (name->empty())
+    return make_error(fmt::format("{}: the sequence name is empty", src.at(*t.get("name"))));
+  seq.name = *name;
+  auto desc = get_string(t, "description", src, 1, false, "the sequence");
+  if (!desc) return make_error(desc.error());
+  seq.description = trim(*desc);
+  auto attempts = get_int(t, "attempts", src, 1, 3, "the sequence");
+  if (!attempts) return make_error(attempts.error());
+  if (*attempts < 1 || *attempts > 100)
+    return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
+                                  src.at(*t.get("attempts")), *attempts));
+  seq.attempts = static_cast<int>(*attempts);
+
+  const toml::node* steps = t.get("step");
+  if (!steps)
+    return make_error(fmt::format(
+        "{}:1: the sequence has no steps; add [[step]] tables with transformation = \"NAME\"",
+        filename));
+  const toml::array* arr = steps->as_array();
+  if (!arr || !arr->is_array_of_tables())
+    return make_error(fmt::format(
+        "{}: 'step' must be an array of tables ([[step]] with transformation = \"NAME\")",
+        src.at(*steps)));
+  for (const toml::node& e : *arr) {
+    const toml::table& st = *e.as_table();
+    const int line = src.line_of(e);
+    RETURN_IF_ERROR(check_keys(st, {"transformation", "attempts", "instructions", "tuning"}, src,
+                               "a [[step]]"));
+    SequenceStep step;
+    auto tr = get_string(st, "transformation", src, line, true, "a [[step]]");
+    if (!tr) return make_error(tr.error());
+    if (tr->empty())
+      return make_error(fmt::format("{}: 'transformation' is empty; name a transformation",
+                                    src.at(*st.get("transformation"))));
+    step.transformation = *tr;
+    auto a = get_int(st, "attempts", src, line, 0, "a [[step]]");
+    if (!a) return make_error(a.error());
+    if (st.get("attempts") && (*a < 1 || *a > 100))
+      return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
+                                    src.at(*st.get("attempts")), *a));
+    step.attempts = static_cast<int>(*a);
+    auto ins = get_string(st, "instructions", src, line, false, "a [[step]]");
+    if (!ins) return make_error(ins.error());
+    step.instructions = trim(*ins);
+    if (const toml::node* tn = st.get("tuning")) {
+      const toml::table* tt = tn->as_table();
+      if (!tt)
+        return make_error(fmt::format(
+            "{}: step tuning must be a table ([step.tuning] NAME = [values])", src.at(*tn)));
+      for (auto&& [k, v] : *tt) {
+        if (!is_identifier(k.str()))
+          return make_error(
+              fmt::format("{}: '{}' is not a tuning parameter name (a preprocessor identifier)",
+                          src.at(v), k.str()));
+        auto values = get_int_list(v, k.str(), src);
+        if (!values) return make_error(values.error());
+        step.tuning[std::string(k.str())] = *values;
+      }
+    }
+    seq.steps.push_back(std::move(step));
+  }
+  if (seq.steps.empty())
+    return make_error(fmt::format("{}: the sequence has no steps", src.at(*steps)));
+  return seq;
+}
+
+Result<Sequence> load_sequence(const std::filesystem::path& path) {
+  auto text = read_file(path);
+  if (!text) return make_error(text.error());
+  auto seq = parse_sequence(*text, path.string());
+  if (!seq) return seq;
+  seq->path = path;
+  return seq;
+}
+
+}  // namespace peak

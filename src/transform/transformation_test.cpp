@@ -1,0 +1,411 @@
+#include "transform/transformation.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "util/fs.h"
+
+namespace peak {
+namespace {
+
+const char* kFull = R"MD(+++
+format = 1
+name = "tb-tiling"
+version = 2
+title = "Thread-block tiling"
+backends = ["hlsl", "cuda"]
+
+[[tuning]]
+name = "TILE_K"
+values = [8, 16, 32]
+default = 16
+
+[[tuning]]
+name = "PAD"
+values = [0, 1]
+
+[translations.hlsl]
+"shared memory" = "groupshared"
+"barrier" = "GroupMemoryBarrierWithGroupSync()"
+
+[translations.cuda]
+"shared memory" = "__shared__"
+
+[devices."H100"]
+note = "Use at most 48 KiB."
+
+[[helpers]]
+name = "copy-tile"
+region = "device"
+backend = "cuda"
+code = "void copy_tile() {}"
++++
+Tile the kernel.
+
+Second paragraph.
+
+```
+## Pass 9: this is inside a fence, not a heading
+```
+
+## Pass 1: macros
+Define the macros.
+
+## Pass 2: device
+Tile the loop.
+### A sub-heading stays in the pass
+
+## Pass 3: host
+Fix the grid.
+)MD";
+
+TEST(Transformation, ParsesEveryField) {
+  auto r = parse_transformation(kFull, "tb.md");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  const Transformation& t = *r;
+  EXPECT_EQ(t.format, 1);
+  EXPECT_EQ(t.name, "tb-tiling");
+  EXPECT_EQ(t.version, 2);
+  EXPECT_EQ(t.title, "Thread-block tiling");
+  EXPECT_EQ(t.backends, (std::vector<std::string>{"hlsl", "cuda"}));
+  EXPECT_TRUE(t.supports("cuda"));
+  EXPECT_FALSE(t.supports("hip"));
+  ASSERT_EQ(t.tuning.size(), 2u);
+  EXPECT_EQ(t.tuning[0].name, "TILE_K");
+  EXPECT_EQ(t.tuning[0].values, (std::vector<int64_t>{8, 16, 32}));
+  EXPECT_EQ(t.tuning[0].default_value, 16);
+  EXPECT_EQ(t.tuning[1].default_value, 0);  // the first value when no default is given
+  EXPECT_EQ(t.translations.at("hlsl").at("shared memory"), "groupshared");
+  EXPECT_EQ(t.translations.at("hlsl").at("barrier"), "GroupMemoryBarrierWithGroupSync()");
+  EXPECT_EQ(t.translations.at("cuda").at("shared memory"), "__shared__");
+  EXPECT_EQ(t.device_notes.at("H100"), "Use at most 48 KiB.");
+  ASSERT_EQ(t.helpers.size(), 1u);
+  EXPECT_EQ(t.helpers[0].name, "copy-tile");
+  EXPECT_EQ(t.helpers[0].region, Region::device);
+  EXPECT_EQ(t.helpers[0].backend, "cuda");
+  EXPECT_EQ(t.helpers[0].code, "void copy_tile() {}");
+  EXPECT_EQ(t.description,
+            "Tile the kernel.\n\nSecond paragraph.\n\n```\n## Pass 9: this is inside a fence, not "
+            "a heading\n```");
+  ASSERT_EQ(t.passes.size(), 3u);
+  EXPECT_EQ(t.passes[0].index, 1);
+  EXPECT_EQ(t.passes[0].region, Region::macros);
+  EXPECT_EQ(t.passes[0].instruction, "Define the macros.");
+  EXPECT_EQ(t.passes[1].region, Region::device);
+  EXPECT_EQ(t.passes[1].instruction, "Tile the loop.\n### A sub-heading stays in the pass");
+  EXPECT_EQ(t.passes[2].region, Region::host);
+  EXPECT_EQ(t.passes[2].instruction, "Fix the grid.");
+}
+
+TEST(Transformation, EmptyBackendsMeansAll) {
+  auto r = parse_transformation(
+      "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\n+++\n## Pass 1: device\nDo.\n", "x.md");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_TRUE(r->supports("hlsl"));
+  EXPECT_TRUE(r->supports("cuda"));
+  EXPECT_EQ(r->version, 1);
+  EXPECT_EQ(r->description, "");
+}
+
+TEST(Transformation, CrlfFilesParse) {
+  std::string text = replace_all(kFull, "\n", "\r\n");
+  auto r = parse_transformation(text, "tb.md");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_EQ(r->passes[0].instruction, "Define the macros.");
+  EXPECT_EQ(r->passes.size(), 3u);
+}
+
+struct BadCase {
+  std::string text;
+  std::string expected;  // a substring of the error
+};
+
+std::string front(const std::string& extra, const std::string& body = "## Pass 1: device\nDo.\n") {
+  return "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\n" + extra + "+++\n" + body;
+}
+
+TEST(Transformation, ErrorsNameFileLineAndWhatWasExpected) {
+  const std::vector<BadCase> cases = {
+      {"no front matter\n", "x.md:1: expected '+++'"},
+      {"+++\nformat = 1\n", "x.md:2: the front matter opened on line 1 is never closed"},
+      {"+++\nformat = 1\nname = = 3\n+++\n", "x.md:3:"},
+      {front("colour = \"red\"\n"), "x.md:5: unknown key 'colour' in the front matter"},
+      {"+++\nformat = 2\nname = \"x\"\ntitle = \"X\"\n+++\n## Pass 1: device\nDo.\n",
+       "x.md:2: transformation format 2 is newer than this peak supports (format 1)"},
+      {"+++\nname = \"x\"\ntitle = \"X\"\n+++\n", "missing key 'format'"},
+      {"+++\nformat = 1\ntitle = \"X\"\n+++\n", "x.md:1: missing key 'name'"},
+      {"+++\nformat = 1\nname = \"Tb_Tiling\"\ntitle = \"X\"\n+++\n",
+       "x.md:3: name 'Tb_Tiling' must be kebab-case"},
+      {front("backends = [\"metal\"]\n"),
+       "x.md:5: unknown backend 'metal'; expected one of: cuda, hip, hlsl"},
+      {front("[[tuning]]\nname = \"T\"\nvalues = [1, 2]\ndefault = 3\n"),
+       "x.md:8: default 3 of 'T' is not one of its values"},
+      {front("[[tuning]]\nname = \"T\"\nvalues = []\n"), "x.md:7: 'values' is empty"},
+      {front("[[tuning]]\nname = \"T\"\nvalues = [1, 1]\n"), "x.md:7: value 1 appears twice"},
+      {front("[[tuning]]\nname = \"9T\"\nvalues = [1]\n"), "must be a preprocessor identifier"},
+      {front("[translations.cuda]\n\"barrier\" = 3\n"),
+       "x.md:6: translation of 'barrier' must be a string"},
+      {front("[devices.\"H100\"]\ntext = \"x\"\n"),
+       "x.md:6: unknown key 'text' in devices.\"H100\""},
+      {front("[[helpers]]\nname = \"h\"\nregion = \"kernel\"\ncode = \"\"\n"),
+       "x.md:7: unknown region 'kernel'; expected macros, device or host"},
+      {front("", "Only a description.\n"), "x.md:6: no pass found"},
+      {front("", "## Pass 2: device\nDo.\n"), "x.md:6: pass 2 out of order"},
+      {front("", "## Pass 1: device\nDo.\n## Pass 3: host\nDo.\n"),
+       "x.md:8: pass 3 out of order; passes are numbered 1, 2, 3, ... and this one must be '## "
+       "Pass 2: REGION'"},
+      {front("", "## Pass 1: kernel\nDo.\n"), "x.md:6: unknown region 'kernel' in pass heading"},
+      {front("", "## Pass one: device\nDo.\n"),
+       "x.md:6: malformed pass heading '## Pass one: device'"},
+      {front("", "## Pass 1 device\nDo.\n"), "x.md:6: malformed pass heading"},
+      {front("", "## Pass 1: device\n\n## Pass 2: host\nDo.\n"),
+       "x.md:6: pass 1 has no instruction text"},
+      {front("", "## Pass 1: device\n```\ncode\n"), "a code fence '```' is never closed"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_transformation(c.text, "x.md");
+    ASSERT_FALSE(r.is_ok()) << "accepted:\n" << c.text;
+    EXPECT_NE(r.error().find(c.expected), std::string::npos)
+        << "error: " << r.error() << "\nexpected to contain: " << c.expected;
+  }
+}
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = make_temp_dir("peak-transform-test-");
+    ASSERT_TRUE(d.is_ok()) << d.error();
+    dir_ = *d;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  void put(const std::string& rel, const std::string& text) {
+    ASSERT_TRUE(write_file(dir_ / rel, text).is_ok());
+  }
+  static std::string named(const std::string& name) {
+    return "+++\nformat = 1\nname = \"" + name + "\"\ntitle = \"T\"\n+++\n## Pass 1: device\nDo.\n";
+  }
+  std::filesystem::path dir_;
+};
+
+using Library = TempDir;
+
+TEST_F(Library, LoadsRecursivelySortedByName) {
+  put("b/zeta.md", named("zeta"));
+  put("a/alpha.md", named("alpha"));
+  put("mid.md", named("mid"));
+  put("README.md", "# Not a transformation\n");
+  put("notes.txt", "ignored");
+  auto lib = load_library(dir_);
+  ASSERT_TRUE(lib.is_ok()) << lib.error();
+  ASSERT_EQ(lib->size(), 3u);
+  EXPECT_EQ((*lib)[0].name, "alpha");
+  EXPECT_EQ((*lib)[1].name, "mid");
+  EXPECT_EQ((*lib)[2].name, "zeta");
+  EXPECT_EQ((*lib)[0].path, dir_ / "a/alpha.md");
+}
+
+TEST_F(Library, DuplicateNamesNameBothFiles) {
+  put("a/one.md", named("same"));
+  put("b/two.md", named("same"));
+  auto lib = load_library(dir_);
+  ASSERT_FALSE(lib.is_ok());
+  EXPECT_NE(lib.error().find((dir_ / "a/one.md").string()), std::string::npos) << lib.error();
+  EXPECT_NE(lib.error().find((dir_ / "b/two.md").string()), std::string::npos) << lib.error();
+  EXPECT_NE(lib.error().find("'same'"), std::string::npos) << lib.error();
+}
+
+TEST_F(Library, BadFileIsReportedWithItsPath) {
+  put("ok.md", named("ok"));
+  put("bad.md", "+++\nformat = 1\nname = \"bad\"\ntitle = \"T\"\n+++\n## Pass 1: gpu\nDo.\n");
+  auto lib = load_library(dir_);
+  ASSERT_FALSE(lib.is_ok());
+  EXPECT_NE(lib.error().find((dir_ / "bad.md").string() + ":6: unknown region 'gpu'"),
+            std::string::npos)
+      << lib.error();
+}
+
+TEST_F(Library, MissingDirectoryIsAnError) {
+  auto lib = load_library(dir_ / "nope");
+  ASSERT_FALSE(lib.is_ok());
+  EXPECT_NE(lib.error().find("is not a directory"), std::string::npos);
+}
+
+std::vector<Transformation> names_only(std::initializer_list<const char*> names) {
+  std::vector<Transformation> out;
+  for (const char* n : names) {
+    Transformation t;
+    t.name = n;
+    out.push_back(t);
+  }
+  return out;
+}
+
+TEST(FindTransformation, ExactAndSuggestions) {
+  auto lib = names_only({"refactor", "tb-tiling", "thread-tiling", "split-k"});
+  auto ok = find_transformation(lib, "split-k");
+  ASSERT_TRUE(ok.is_ok());
+  EXPECT_EQ(ok->name, "split-k");
+
+  auto typo = find_transformation(lib, "tb-tilling");
+  ASSERT_FALSE(typo.is_ok());
+  EXPECT_EQ(typo.error(),
+            "unknown transformation 'tb-tilling'; did you mean 'tb-tiling'? `peak transformations "
+            "list` shows all");
+
+  auto part = find_transformation(lib, "tiling");
+  ASSERT_FALSE(part.is_ok());
+  EXPECT_NE(part.error().find("did you mean 'tb-tiling' or 'thread-tiling'?"), std::string::npos)
+      << part.error();
+
+  auto far = find_transformation(lib, "vectorize-everything");
+  ASSERT_FALSE(far.is_ok());
+  EXPECT_EQ(far.error(),
+            "unknown transformation 'vectorize-everything'; `peak transformations list` shows all");
+}
+
+TEST(Sequence, ParsesEveryField) {
+  const char* text = R"MD(format = 1
+name = "cuda-fp32"
+description = "three steps"
+attempts = 4
+
+[[step]]
+transformation = "refactor"
+
+[[step]]
+transformation = "tb-tiling"
+attempts = 2
+instructions = "Keep it simple."
+[step.tuning]
+TILE_K = [16, 32]
+)MD";
+  auto s = parse_sequence(text, "s.toml");
+  ASSERT_TRUE(s.is_ok()) << s.error();
+  EXPECT_EQ(s->name, "cuda-fp32");
+  EXPECT_EQ(s->description, "three steps");
+  EXPECT_EQ(s->attempts, 4);
+  ASSERT_EQ(s->steps.size(), 2u);
+  EXPECT_EQ(s->steps[0].transformation, "refactor");
+  EXPECT_EQ(s->steps[0].attempts, 0);
+  EXPECT_TRUE(s->steps[0].tuning.empty());
+  EXPECT_EQ(s->steps[1].attempts, 2);
+  EXPECT_EQ(s->steps[1].instructions, "Keep it simple.");
+  EXPECT_EQ(s->steps[1].tuning.at("TILE_K"), (std::vector<int64_t>{16, 32}));
+}
+
+TEST(Sequence, Errors) {
+  const std::vector<BadCase> cases = {
+      {"format = 1\nname = \"s\"\n", "s.toml:1: the sequence has no steps"},
+      {"format = 3\nname = \"s\"\n[[step]]\ntransformation = \"a\"\n",
+       "s.toml:1: sequence format 3 is newer than this peak supports (format 1)"},
+      {"format = 1\nname = \"s\"\n[[step]]\ntransformaton = \"a\"\n",
+       "s.toml:4: unknown key 'transformaton' in a [[step]]"},
+      {"format = 1\nname = \"s\"\n[[step]]\nattempts = 2\n",
+       "s.toml:3: missing key 'transformation' in a [[step]]"},
+      {"format = 1\nname = \"s\"\n[[step]]\ntransformation = \"a\"\n[step.tuning]\nTILE_K = 16\n",
+       "s.toml:6: 'TILE_K' must be an array of integers"},
+      {"format = 1\nname = \"s\"\nattempts = 0\n[[step]]\ntransformation = \"a\"\n",
+       "s.toml:3: attempts must be between 1 and 100"},
+      {"format = 1\nname = \"s\"\n[[step]\n", "s.toml:3:"},
+      {"name = \"s\"\n[[step]]\ntransformation = \"a\"\n", "missing key 'format'"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_sequence(c.text, "s.toml");
+    ASSERT_FALSE(r.is_ok()) << "accepted:\n" << c.text;
+    EXPECT_NE(r.error().find(c.expected), std::string::npos)
+        << "error: " << r.error() << "\nexpected to contain: " << c.expected;
+  }
+}
+
+// ---- The library shipped with peak ----
+
+// Lowercase, with every run of white space made one space (prose wraps across lines).
+std::string lower(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+      continue;
+    }
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+TEST(RealLibrary, LoadsAndIsConsistent) {
+  auto lib = load_library(std::string(PEAK_SOURCE_DIR) + "/transformations");
+  ASSERT_TRUE(lib.is_ok()) << lib.error();
+  const std::map<std::string, std::vector<Region>> expected_passes = {
+      {"refactor", {Region::macros, Region::device}},
+      {"tb-tiling", {Region::macros, Region::device, Region::host}},
+      {"thread-tiling", {Region::macros, Region::device, Region::host}},
+  };
+  for (const auto& [name, regions] : expected_passes) {
+    auto t = find_transformation(*lib, name);
+    ASSERT_TRUE(t.is_ok()) << t.error();
+    std::vector<Region> got;
+    for (const auto& p : t->passes) got.push_back(p.region);
+    EXPECT_EQ(got, regions) << name;
+    EXPECT_FALSE(t->description.empty()) << name;
+    for (const char* backend : {"cuda", "hip", "hlsl"}) {
+      EXPECT_TRUE(t->supports(backend)) << name << " " << backend;
+      EXPECT_TRUE(t->translations.count(backend)) << name << " lacks translations." << backend;
+    }
+    // Every backend translates the same phrases, and each phrase is used in the text.
+    std::string text = lower(t->description);
+    for (const auto& p : t->passes) text += " " + lower(p.instruction);
+    std::set<std::string> phrases;
+    for (const auto& [backend, table] : t->translations)
+      for (const auto& [phrase, spelling] : table) phrases.insert(phrase);
+    for (const auto& [backend, table] : t->translations) {
+      for (const auto& phrase : phrases)
+        EXPECT_TRUE(table.count(phrase))
+            << name << ": translations." << backend << " lacks '" << phrase << "'";
+    }
+    for (const auto& phrase : phrases)
+      EXPECT_NE(text.find(phrase), std::string::npos)
+          << name << ": the phrase '" << phrase << "' is translated but never used";
+    // Tuning defaults are among the values and every value is a power of two.
+    for (const auto& p : t->tuning) {
+      for (int64_t v : p.values) EXPECT_TRUE(v > 0 && (v & (v - 1)) == 0) << p.name << "=" << v;
+      // Every introduced parameter is named in the pass text.
+      EXPECT_NE(text.find(lower(p.name)), std::string::npos) << p.name;
+    }
+  }
+  auto tb = find_transformation(*lib, "tb-tiling");
+  ASSERT_TRUE(tb.is_ok());
+  ASSERT_EQ(tb->tuning.size(), 1u);
+  EXPECT_EQ(tb->tuning[0].name, "TILE_K");
+  EXPECT_LE(tb->passes.size(), 6u);
+  auto tt = find_transformation(*lib, "thread-tiling");
+  ASSERT_TRUE(tt.is_ok());
+  std::set<std::string> tt_names;
+  for (const auto& p : tt->tuning) tt_names.insert(p.name);
+  EXPECT_EQ(tt_names, (std::set<std::string>{"TRD_X_DIM", "TRD_Y_DIM"}));
+}
+
+TEST(RealLibrary, SequencesNameExistingTransformations) {
+  auto lib = load_library(std::string(PEAK_SOURCE_DIR) + "/transformations");
+  ASSERT_TRUE(lib.is_ok()) << lib.error();
+  for (const char* file : {"hlsl-fp32.toml", "cuda-fp32.toml"}) {
+    auto seq = load_sequence(std::string(PEAK_SOURCE_DIR) + "/sequences/" + file);
+    ASSERT_TRUE(seq.is_ok()) << seq.error();
+    std::vector<std::string> steps;
+    for (const auto& s : seq->steps) {
+      steps.push_back(s.transformation);
+      auto t = find_transformation(*lib, s.transformation);
+      EXPECT_TRUE(t.is_ok()) << file << ": " << t.error();
+    }
+    EXPECT_EQ(steps, (std::vector<std::string>{"refactor", "tb-tiling", "thread-tiling"})) << file;
+    EXPECT_EQ(seq->path.filename(), file);
+  }
+}
+
+}  // namespace
+}  // namespace peak
