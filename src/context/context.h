@@ -33,9 +33,10 @@ inline constexpr Region kAllRegions[] = {Region::macros, Region::device, Region:
 struct Initializer {
   enum class Kind { uniform, normal, ones, zeros, iota };
   Kind kind = Kind::uniform;
-  double a = -1.0;  // uniform: low;  normal: mean
-  double b = 1.0;   // uniform: high; normal: stddev
+  double a = -1.0;           // uniform: low;  normal: mean
+  double b = 1.0;            // uniform: high; normal: stddev
   std::string text() const;  // "uniform(-1, 1)", "normal(0, 1)", "ones", ...
+  bool operator==(const Initializer&) const = default;
 };
 Result<Initializer> parse_initializer(std::string_view text);
 
@@ -45,26 +46,30 @@ struct ArraySpec {
   std::string size;  // element count, an expression of the scalars ("M * K")
   Initializer init;
   bool output = false;  // only outputs are compared; outputs are poisoned before each run
+  bool operator==(const ArraySpec&) const = default;
 };
 
 struct ScalarSpec {
   std::string name;
   DType dtype = DType::i32;
-  std::vector<int64_t> values;  // optional: the values this scalar may take
+  std::vector<int64_t> values;                         // optional: the values this scalar may take
   int64_t range_lo = 0, range_hi = 0, range_step = 1;  // optional range (hi > lo when given)
   bool has_range() const { return range_hi > range_lo; }
+  bool operator==(const ScalarSpec&) const = default;
 };
 
 // One instantiation of the scalars ("M=2048, N=2048, K=2048").
 struct Shape {
   std::map<std::string, int64_t> values;
   std::string text() const;  // "M=2048 N=2048 K=2048", in insertion-independent sorted order
+  bool operator==(const Shape&) const = default;
 };
 
 struct TuningParam {
   std::string name;
   std::vector<int64_t> values;
   int64_t default_value = 0;
+  bool operator==(const TuningParam&) const = default;
 };
 
 enum class ReferenceKind { seed, cpu };
@@ -73,10 +78,10 @@ struct KernelContext {
   int format = kContextFormatVersion;
   std::string name;
   std::string description;
-  std::string backend;    // "hlsl", "cuda", "hip"
-  std::string family;     // "matmul" (enables the CPU reference), or "" for generic kernels
-  std::string precision;  // free text shown in reports ("fp32", "fp16-in/fp32-acc")
-  std::string source_file;  // file name next to kernel.toml
+  std::string backend;         // "hlsl", "cuda", "hip"
+  std::string family;          // "matmul" (enables the CPU reference), or "" for generic kernels
+  std::string precision;       // free text shown in reports ("fp32", "fp16-in/fp32-acc")
+  std::string source_file;     // file name next to kernel.toml
   std::string entry = "main";  // kernel entry point (HLSL) / host function (CUDA)
 
   std::vector<ArraySpec> arrays;
@@ -99,6 +104,7 @@ struct KernelContext {
   std::string reduction;  // expression for the reduction length used to scale tolerance ("K")
 
   std::filesystem::path dir;  // where kernel.toml was loaded from (not serialized)
+  bool operator==(const KernelContext&) const = default;
 };
 
 // Loads `path` (a directory holding kernel.toml, or the kernel.toml itself). Errors name
@@ -118,13 +124,20 @@ Result<std::map<std::string, int64_t>> array_sizes(const KernelContext& ctx, con
 Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape);
 // `count` extra shapes drawn deterministically (from `seed`) from the scalars' values/ranges,
 // each satisfying `valid`; used as additional hidden validation shapes. Empty when the scalars
-// declare neither values nor ranges.
+// declare neither values nor ranges. A scalar with neither draws from the values the declared
+// shapes give it. Shapes already declared and repeats are skipped, so fewer than `count` may come
+// back when the space is small.
 std::vector<Shape> sample_shapes(const KernelContext& ctx, int count, uint64_t seed);
 // FLOPs of one run (0 when no expression is given).
 Result<double> shape_flops(const KernelContext& ctx, const Shape& shape);
 Result<double> shape_bytes(const KernelContext& ctx, const Shape& shape);
 
 // ---- Source regions ----
+// The fixed parts hold the marker lines themselves (with their own spacing and line ends):
+// `before` ends with the "// peak:begin macros" line, `between_macros_device` runs from the
+// "// peak:end macros" line through the "// peak:begin device" line, and so on; `after` starts
+// with the "// peak:end host" line. Region texts are whole lines (empty, or ending in '\n').
+// A marker line may carry leading and trailing blanks and a '\r'.
 struct SourceRegions {
   std::string before;  // fixed text before the macros region
   std::string macros;
@@ -138,7 +151,8 @@ struct SourceRegions {
 };
 // Fails with "FILE:LINE: ..." when a marker is missing, duplicated or out of order.
 Result<SourceRegions> split_regions(std::string_view source, std::string_view filename);
-// Inverse of split_regions (byte-identical round trip).
+// Inverse of split_regions (byte-identical round trip). A non-empty region whose last line
+// lacks its '\n' gets one, so the end marker after it stays on its own line.
 std::string join_regions(const SourceRegions& regions);
 // The marker lines themselves, e.g. "// peak:begin device".
 std::string begin_marker(Region r);

@@ -12,8 +12,13 @@ namespace peak {
 
 // Bytes of `count` elements of `spec.dtype` drawn from `spec.init`. `variant` selects one of
 // several distributions for the same initializer (0: as written; 1: scaled by 1/8 and shifted by
-// +0.25, so a kernel that works only on one distribution is caught; 2+: further variants).
-std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64_t seed, int variant);
+// +0.25, so a kernel that works only on one distribution is caught; 2: scaled by -2; 3+: as
+// written; i32 arrays keep their values and change only the stream). `seed` is the task seed: the
+// array's stream is array_seed(seed, spec.name), and each variant other than 0 draws from its own
+// stream. The generator is documented in docs/kernel-context.md. uniform and normal never yield an
+// all-zero array.
+std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64_t seed,
+                                    int variant);
 // A per-array seed derived from the task seed and the array's name.
 uint64_t array_seed(uint64_t seed, const std::string& array_name);
 

@@ -1,0 +1,620 @@
+#include "context/context.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "util/fs.h"
+
+namespace peak {
+namespace {
+
+constexpr std::string_view kMatmul = R"toml(format = 1
+name = "matmul-hlsl-fp32"
+description = "C = A * B, row-major, fp32"
+backend = "hlsl"
+family = "matmul"
+precision = "fp32"
+source = "kernel.hlsl"
+entry = "main"
+reference = "cpu"
+flops = "2 * M * N * K"
+bytes = "4 * (M * K + K * N + M * N)"
+valid = "M > 0 && N > 0 && K > 0 && A.size == M * K"
+reduction = "K"
+rtol = 1e-5
+atol = 0.0
+tuning_valid = "BLOCK * BLOCK <= max_threads"
+
+[[arrays]]
+name = "A"
+dtype = "f32"
+size = "M * K"
+init = "uniform(-1, 1)"
+
+[[arrays]]
+name = "B"
+dtype = "f32"
+size = "K * N"
+init = "normal(0, 0.5)"
+
+[[arrays]]
+name = "C"
+dtype = "f32"
+size = "M * N"
+output = true
+
+[[scalars]]
+name = "M"
+dtype = "i32"
+values = [64, 128, 256]
+
+[[scalars]]
+name = "N"
+range = [16, 256, 16]
+
+[[scalars]]
+name = "K"
+range = [1, 300]
+
+[shapes]
+bench = [ { M = 2048, N = 2048, K = 2048 } ]
+validation = [ { M = 64, N = 64, K = 64 }, { M = 128, N = 32, K = 100 } ]
+hidden = [ { M = 65, N = 33, K = 7 } ]
+small = [ { M = 16, N = 16, K = 16 } ]
+
+[[tuning]]
+name = "BLOCK"
+values = [8, 16, 32]
+default = 16
+
+[[tuning]]
+name = "UNROLL"
+values = [1, 2, 4]
+)toml";
+
+std::string parse_error_of(std::string_view text) {
+  auto r = parse_context(text, "kernel.toml");
+  EXPECT_FALSE(r.is_ok()) << "parsed:\n" << text;
+  return r.is_ok() ? "" : r.error();
+}
+
+// Replaces the first occurrence of `from` in the example.
+std::string with(std::string_view from, std::string_view to) {
+  std::string s(kMatmul);
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos) s.replace(pos, from.size(), to);
+  return s;
+}
+
+TEST(Context, ParsesFullExample) {
+  auto r = parse_context(kMatmul, "kernel.toml", "/tmp/ctx");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  const KernelContext& c = *r;
+  EXPECT_EQ(c.format, 1);
+  EXPECT_EQ(c.name, "matmul-hlsl-fp32");
+  EXPECT_EQ(c.description, "C = A * B, row-major, fp32");
+  EXPECT_EQ(c.backend, "hlsl");
+  EXPECT_EQ(c.family, "matmul");
+  EXPECT_EQ(c.precision, "fp32");
+  EXPECT_EQ(c.source_file, "kernel.hlsl");
+  EXPECT_EQ(c.entry, "main");
+  EXPECT_EQ(c.reference, ReferenceKind::cpu);
+  EXPECT_EQ(c.flops, "2 * M * N * K");
+  EXPECT_EQ(c.bytes, "4 * (M * K + K * N + M * N)");
+  EXPECT_EQ(c.reduction, "K");
+  EXPECT_DOUBLE_EQ(c.rtol, 1e-5);
+  EXPECT_EQ(c.atol, 0.0);
+  EXPECT_EQ(c.tuning_valid, "BLOCK * BLOCK <= max_threads");
+  EXPECT_EQ(c.dir, std::filesystem::path("/tmp/ctx"));
+  ASSERT_EQ(c.arrays.size(), 3u);
+  EXPECT_EQ(c.arrays[0].name, "A");
+  EXPECT_EQ(c.arrays[0].size, "M * K");
+  EXPECT_EQ(c.arrays[0].init.kind, Initializer::Kind::uniform);
+  EXPECT_FALSE(c.arrays[0].output);
+  EXPECT_EQ(c.arrays[1].init.kind, Initializer::Kind::normal);
+  EXPECT_EQ(c.arrays[1].init.b, 0.5);
+  EXPECT_TRUE(c.arrays[2].output);
+  EXPECT_EQ(c.arrays[2].init.text(), "uniform(-1, 1)");  // default
+  ASSERT_EQ(c.scalars.size(), 3u);
+  EXPECT_EQ(c.scalars[0].values, (std::vector<int64_t>{64, 128, 256}));
+  EXPECT_FALSE(c.scalars[0].has_range());
+  EXPECT_EQ(c.scalars[1].range_lo, 16);
+  EXPECT_EQ(c.scalars[1].range_hi, 256);
+  EXPECT_EQ(c.scalars[1].range_step, 16);
+  EXPECT_EQ(c.scalars[2].range_step, 1);
+  ASSERT_EQ(c.bench_shapes.size(), 1u);
+  EXPECT_EQ(c.bench_shapes[0].text(), "K=2048 M=2048 N=2048");
+  EXPECT_EQ(c.validation_shapes.size(), 2u);
+  EXPECT_EQ(c.hidden_shapes.size(), 1u);
+  EXPECT_EQ(c.small_shapes.size(), 1u);
+  ASSERT_EQ(c.tuning.size(), 2u);
+  EXPECT_EQ(c.tuning[0].default_value, 16);
+  EXPECT_EQ(c.tuning[1].default_value, 1);  // first value when no default is given
+}
+
+TEST(Context, Defaults) {
+  auto r = parse_context(R"(name = "x"
+backend = "cuda"
+source = "k.cu"
+[[arrays]]
+name = "out"
+dtype = "i32"
+size = "n"
+output = true
+[[scalars]]
+name = "n"
+)",
+                         "k.toml");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_EQ(r->format, 1);
+  EXPECT_EQ(r->entry, "main");
+  EXPECT_EQ(r->reference, ReferenceKind::seed);  // no family with a CPU reference
+  EXPECT_EQ(r->scalars[0].dtype, DType::i32);
+  EXPECT_TRUE(r->valid.empty());
+  EXPECT_EQ(*shape_flops(*r, Shape{{{"n", 4}}}), 0.0);
+}
+
+TEST(Context, FamilyMatmulDefaultsToCpuReference) {
+  auto s = with("reference = \"cpu\"\n", "");
+  auto r = parse_context(s, "kernel.toml");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_EQ(r->reference, ReferenceKind::cpu);
+}
+
+void expect_same(const KernelContext& a, const KernelContext& b) {
+  EXPECT_EQ(a.format, b.format);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.description, b.description);
+  EXPECT_EQ(a.backend, b.backend);
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.precision, b.precision);
+  EXPECT_EQ(a.source_file, b.source_file);
+  EXPECT_EQ(a.entry, b.entry);
+  EXPECT_EQ(a.valid, b.valid);
+  EXPECT_EQ(a.flops, b.flops);
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_EQ(a.reference, b.reference);
+  EXPECT_EQ(a.rtol, b.rtol);
+  EXPECT_EQ(a.atol, b.atol);
+  EXPECT_EQ(a.reduction, b.reduction);
+  EXPECT_EQ(a.tuning_valid, b.tuning_valid);
+  ASSERT_EQ(a.arrays.size(), b.arrays.size());
+  for (size_t i = 0; i < a.arrays.size(); ++i) {
+    EXPECT_EQ(a.arrays[i].name, b.arrays[i].name);
+    EXPECT_EQ(a.arrays[i].dtype, b.arrays[i].dtype);
+    EXPECT_EQ(a.arrays[i].size, b.arrays[i].size);
+    EXPECT_EQ(a.arrays[i].init.kind, b.arrays[i].init.kind);
+    EXPECT_EQ(a.arrays[i].init.a, b.arrays[i].init.a);
+    EXPECT_EQ(a.arrays[i].init.b, b.arrays[i].init.b);
+    EXPECT_EQ(a.arrays[i].output, b.arrays[i].output);
+  }
+  ASSERT_EQ(a.scalars.size(), b.scalars.size());
+  for (size_t i = 0; i < a.scalars.size(); ++i) {
+    EXPECT_EQ(a.scalars[i].name, b.scalars[i].name);
+    EXPECT_EQ(a.scalars[i].dtype, b.scalars[i].dtype);
+    EXPECT_EQ(a.scalars[i].values, b.scalars[i].values);
+    EXPECT_EQ(a.scalars[i].range_lo, b.scalars[i].range_lo);
+    EXPECT_EQ(a.scalars[i].range_hi, b.scalars[i].range_hi);
+    EXPECT_EQ(a.scalars[i].range_step, b.scalars[i].range_step);
+  }
+  auto same_shapes = [](const std::vector<Shape>& x, const std::vector<Shape>& y) {
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(x[i].values, y[i].values);
+  };
+  same_shapes(a.bench_shapes, b.bench_shapes);
+  same_shapes(a.validation_shapes, b.validation_shapes);
+  same_shapes(a.hidden_shapes, b.hidden_shapes);
+  same_shapes(a.small_shapes, b.small_shapes);
+  ASSERT_EQ(a.tuning.size(), b.tuning.size());
+  for (size_t i = 0; i < a.tuning.size(); ++i) {
+    EXPECT_EQ(a.tuning[i].name, b.tuning[i].name);
+    EXPECT_EQ(a.tuning[i].values, b.tuning[i].values);
+    EXPECT_EQ(a.tuning[i].default_value, b.tuning[i].default_value);
+  }
+  EXPECT_TRUE(a == b);
+}
+
+TEST(Context, RoundTripsThroughToml) {
+  auto first = parse_context(kMatmul, "kernel.toml");
+  ASSERT_TRUE(first.is_ok()) << first.error();
+  std::string text = to_toml(*first);
+  auto second = parse_context(text, "kernel.toml");
+  ASSERT_TRUE(second.is_ok()) << second.error() << "\n" << text;
+  expect_same(*first, *second);
+  EXPECT_EQ(to_toml(*second), text);  // stable
+}
+
+TEST(Context, RoundTripsUnusualValues) {
+  KernelContext c;
+  c.name = "odd \"name\" with \\ and \t tab";
+  c.description = "line one\nline two, ünïcödé";
+  c.backend = "cuda";
+  c.source_file = "k.cu";
+  c.entry = "launch";
+  c.precision = "fp16-in/fp32-acc";
+  c.rtol = 0.001;
+  c.atol = 2.5e-7;
+  c.reference = ReferenceKind::seed;
+  c.arrays.push_back({"X", DType::f16, "n * 2", {Initializer::Kind::normal, -0.5, 0.125}, false});
+  c.arrays.push_back({"Y", DType::i32, "n", {Initializer::Kind::iota, -1, 1}, false});
+  c.arrays.push_back({"Z", DType::f32, "n", {Initializer::Kind::zeros, -1, 1}, true});
+  ScalarSpec n;
+  n.name = "n";
+  n.range_lo = -4;
+  n.range_hi = 1000;
+  n.range_step = 4;
+  c.scalars.push_back(n);
+  c.hidden_shapes.push_back(Shape{{{"n", 12}}});
+  c.tuning.push_back({"T", {-1, 0, 7}, 7});
+  auto r = parse_context(to_toml(c), "k.toml");
+  ASSERT_TRUE(r.is_ok()) << r.error() << "\n" << to_toml(c);
+  expect_same(c, *r);
+}
+
+TEST(Context, TomlSyntaxErrorHasLocation) {
+  std::string e = parse_error_of("name = \"x\"\nbackend = \n");
+  EXPECT_EQ(e.rfind("kernel.toml:2:11: ", 0), 0u) << e;
+  EXPECT_NE(e.find("expected value"), std::string::npos) << e;
+}
+
+TEST(Context, SemanticErrorsHaveLocations) {
+  struct Case {
+    std::string text;
+    std::string prefix;  // expected start of the message
+    std::string contains;
+  };
+  const Case cases[] = {
+      {with("dtype = \"f32\"\nsize = \"M * K\"", "dtype = \"f64\"\nsize = \"M * K\""),
+       "kernel.toml:20:9: ", "unknown dtype 'f64' for array 'A'"},
+      {with("name = \"matmul-hlsl-fp32\"\n", ""),
+       "kernel.toml:1:1: ", "missing required key 'name'"},
+      {with("backend = \"hlsl\"\n", ""), "kernel.toml:1:1: ", "missing required key 'backend'"},
+      {with("source = \"kernel.hlsl\"\n", ""),
+       "kernel.toml:1:1: ", "missing required key 'source'"},
+      {with("backend = \"hlsl\"", "backend = \"metal\""),
+       "kernel.toml:4:11: ", "unknown backend 'metal'"},
+      {with("size = \"M * K\"", "size = \"M * (K\""), "kernel.toml:21:8: ",
+       "cannot parse the size of array 'A' = \"M * (K\": column 7: expected ')'"},
+      {with("size = \"M * K\"", "size = \"M * Q\""), "kernel.toml:21:8: ", "uses unknown name 'Q'"},
+      {with("output = true\n", ""), "kernel.toml:18:1: ", "no array is marked output = true"},
+      {with("name = \"B\"", "name = \"A\""), "kernel.toml:25:8: ", "duplicate name 'A'"},
+      {with("name = \"UNROLL\"", "name = \"M\""), "kernel.toml:61:8: ", "duplicate name 'M'"},
+      {with("default = 16", "default = 12"),
+       "kernel.toml:58:11: ", "default 12 of tuning parameter 'BLOCK' is not one of its values"},
+      {with("format = 1", "format = 2"),
+       "kernel.toml:1:10: ", "format 2 is newer than this peak supports"},
+      {with("hidden = [ { M = 65, N = 33, K = 7 } ]", "hidden = [ { M = 65, N = 33 } ]"),
+       "kernel.toml:52:12: ", "gives no value to scalar 'K'"},
+      {with("hidden = [ { M = 65, N = 33, K = 7 } ]",
+            "hidden = [ { M = 65, N = 33, K = 7, Q = 1 } ]"),
+       "kernel.toml:52:37: ", "'Q', which is not a declared scalar"},
+      {with("small = [ { M = 16, N = 16, K = 16 } ]", "small = [ { M = 16, N = 16, K = 0 } ]"),
+       "kernel.toml:53:11: ", "does not satisfy valid"},
+      {with("flops = \"2 * M * N * K\"", "flops = \"2 * M * N * K +\""),
+       "kernel.toml:10:9: ", "cannot parse flops"},
+      {with("valid = \"M > 0", "valid = \"X.size > 0"),
+       "kernel.toml:12:9: ", "uses unknown name 'X.size'"},
+      {with("tuning_valid = \"BLOCK * BLOCK <= max_threads\"", "tuning_valid = \"BLOCK *\""),
+       "kernel.toml:16:16: ", "cannot parse tuning_valid"},
+      {with("init = \"uniform(-1, 1)\"", "init = \"random\""),
+       "kernel.toml:22:8: ", "unknown initializer 'random'"},
+      {with("reference = \"cpu\"", "reference = \"gpu\""),
+       "kernel.toml:9:13: ", "unknown reference 'gpu'"},
+      {with("family = \"matmul\"", "family = \"conv\""),
+       "kernel.toml:9:13: ", "family 'conv' has no CPU reference"},
+      {with("name = \"C\"", "name = \"D\""), "kernel.toml:5:10: ", "no array C"},
+      {with("size = \"K * N\"", "size = \"N * K + 1\""), "kernel.toml:5:10: ", "array B has size"},
+      {with("precision = \"fp32\"", "precison = \"fp32\""),
+       "kernel.toml:6:1: ", "unknown key 'precison'"},
+      {with("values = [64, 128, 256]", "values = [64, 1.5]"),
+       "kernel.toml:39:15: ", "must be an integer, not a float"},
+      {with("range = [16, 256, 16]", "range = [256, 16]"),
+       "kernel.toml:43:9: ", "needs high > low"},
+      {with("bench = [ { M = 2048, N = 2048, K = 2048 } ]",
+            "bench = [ { M = 4000000000, N = 1, K = 1 } ]"),
+       "kernel.toml:50:17: ", "does not fit in a 32-bit integer"},
+      {with("name = \"A\"", "name = \"1A\""), "kernel.toml:19:8: ", "not an identifier"},
+  };
+  for (const auto& c : cases) {
+    std::string e = parse_error_of(c.text);
+    EXPECT_EQ(e.rfind(c.prefix, 0), 0u) << "expected prefix " << c.prefix << " in: " << e;
+    EXPECT_NE(e.find(c.contains), std::string::npos) << "expected '" << c.contains << "' in: " << e;
+  }
+}
+
+TEST(Context, Initializers) {
+  auto u = parse_initializer("uniform(-2, 0.5)");
+  ASSERT_TRUE(u.is_ok());
+  EXPECT_EQ(u->kind, Initializer::Kind::uniform);
+  EXPECT_EQ(u->a, -2);
+  EXPECT_EQ(u->b, 0.5);
+  EXPECT_EQ(u->text(), "uniform(-2, 0.5)");
+  auto n = parse_initializer(" normal( 1 ,1e-3 ) ");
+  ASSERT_TRUE(n.is_ok()) << n.error();
+  EXPECT_EQ(n->kind, Initializer::Kind::normal);
+  EXPECT_EQ(n->text(), "normal(1, 0.001)");
+  EXPECT_EQ(parse_initializer("normal")->text(), "normal(0, 1)");
+  EXPECT_EQ(parse_initializer("uniform")->text(), "uniform(-1, 1)");
+  EXPECT_EQ(parse_initializer("ones")->kind, Initializer::Kind::ones);
+  EXPECT_EQ(parse_initializer("zeros()")->kind, Initializer::Kind::zeros);
+  EXPECT_EQ(parse_initializer("iota")->text(), "iota");
+  for (std::string_view bad :
+       {"uniform(1, 1)", "uniform(1)", "normal(0, 0)", "normal(0, -1)", "ones(3)", "uniform(a, b)",
+        "uniform(-1, 1", "gauss", "uniform(0, inf)"}) {
+    EXPECT_FALSE(parse_initializer(bad).is_ok()) << bad;
+  }
+  EXPECT_NE(parse_initializer("gauss").error().find("expected uniform(low, high)"),
+            std::string::npos);
+  // Round trip of every kind through its text.
+  for (auto k : {Initializer::Kind::uniform, Initializer::Kind::normal, Initializer::Kind::ones,
+                 Initializer::Kind::zeros, Initializer::Kind::iota}) {
+    Initializer init{k, 0.1, 0.7};
+    auto back = parse_initializer(init.text());
+    ASSERT_TRUE(back.is_ok()) << init.text();
+    EXPECT_EQ(back->text(), init.text());
+  }
+}
+
+TEST(Context, DTypesAndRegionsNames) {
+  EXPECT_EQ(dtype_from_string("f16"), DType::f16);
+  EXPECT_FALSE(dtype_from_string("bf16").has_value());
+  EXPECT_EQ(dtype_size(DType::f16), 2u);
+  EXPECT_EQ(dtype_size(DType::f32), 4u);
+  EXPECT_EQ(dtype_size(DType::i32), 4u);
+  EXPECT_EQ(to_string(DType::i32), "i32");
+  EXPECT_EQ(region_from_string("host"), Region::host);
+  EXPECT_FALSE(region_from_string("kernel").has_value());
+  EXPECT_EQ(begin_marker(Region::device), "// peak:begin device");
+  EXPECT_EQ(end_marker(Region::macros), "// peak:end macros");
+}
+
+TEST(Context, ShapeEnvSizesFlopsBytes) {
+  auto c = parse_context(kMatmul, "kernel.toml");
+  ASSERT_TRUE(c.is_ok());
+  Shape s{{{"M", 4}, {"N", 5}, {"K", 6}}};
+  auto env = shape_env(*c, s);
+  ASSERT_TRUE(env.is_ok()) << env.error();
+  EXPECT_EQ(env->at("M"), 4);
+  EXPECT_EQ(env->at("A.size"), 24);
+  EXPECT_EQ(env->at("B.size"), 30);
+  EXPECT_EQ(env->at("C.size"), 20);
+  auto sizes = array_sizes(*c, s);
+  ASSERT_TRUE(sizes.is_ok());
+  EXPECT_EQ(sizes->at("B"), 30);
+  EXPECT_EQ(*shape_flops(*c, s), 240.0);
+  EXPECT_EQ(*shape_bytes(*c, s), 4.0 * (24 + 30 + 20));
+  EXPECT_TRUE(*shape_is_valid(*c, s));
+  EXPECT_FALSE(*shape_is_valid(*c, Shape{{{"M", 0}, {"N", 5}, {"K", 6}}}));
+  auto missing = shape_env(*c, Shape{{{"M", 4}, {"N", 5}}});
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.error().find("no value to scalar 'K'"), std::string::npos);
+  auto neg = array_sizes(*c, Shape{{{"M", -4}, {"N", 5}, {"K", 6}}});
+  ASSERT_FALSE(neg.is_ok());
+  EXPECT_NE(neg.error().find("negative"), std::string::npos);
+}
+
+TEST(Context, SampleShapesDeterministicValidAndRespectingSteps) {
+  auto c = parse_context(with("valid = \"M > 0 && N > 0 && K > 0 && A.size == M * K\"",
+                              "valid = \"M > 0 && N > 0 && K > 0 && (M + K) % 2 == 0\""),
+                         "kernel.toml");
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  auto a = sample_shapes(*c, 16, 7);
+  auto b = sample_shapes(*c, 16, 7);
+  auto d = sample_shapes(*c, 16, 8);
+  ASSERT_EQ(a.size(), 16u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, d);
+  for (const auto& s : a) {
+    int64_t m = s.values.at("M"), n = s.values.at("N"), k = s.values.at("K");
+    EXPECT_TRUE(m == 64 || m == 128 || m == 256) << s.text();
+    EXPECT_EQ(n % 16, 0) << s.text();
+    EXPECT_GE(n, 16);
+    EXPECT_LE(n, 256);
+    EXPECT_GE(k, 1);
+    EXPECT_LE(k, 300);
+    EXPECT_EQ((m + k) % 2, 0) << s.text();
+    EXPECT_TRUE(*shape_is_valid(*c, s));
+  }
+  // No duplicates.
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t j = i + 1; j < a.size(); ++j) EXPECT_NE(a[i], a[j]);
+  }
+}
+
+TEST(Context, SampleShapesSmallSpaceAndNoDeclaredValues) {
+  auto c = parse_context(R"(name = "x"
+backend = "hip"
+source = "k.cpp"
+valid = "n != 2"
+[[arrays]]
+name = "o"
+dtype = "f32"
+size = "n * m"
+output = true
+[[scalars]]
+name = "n"
+values = [1, 2, 3]
+[[scalars]]
+name = "m"
+[shapes]
+validation = [ { n = 1, m = 5 }, { n = 3, m = 6 } ]
+)",
+                         "k.toml");
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  // n in {1, 3} (2 is invalid), m from the declared shapes {5, 6}, minus the two declared shapes.
+  auto s = sample_shapes(*c, 10, 1);
+  EXPECT_EQ(s.size(), 2u);
+  for (const auto& shape : s) EXPECT_NE(shape.values.at("n"), 2);
+  c->scalars[0].values.clear();
+  EXPECT_TRUE(sample_shapes(*c, 10, 1).empty());  // no scalar declares values or a range
+  EXPECT_TRUE(sample_shapes(*c, 0, 1).empty());
+}
+
+TEST(Context, DocumentedExampleParses) {
+  auto doc = read_file(std::filesystem::path(PEAK_SOURCE_DIR) / "docs" / "kernel-context.md");
+  ASSERT_TRUE(doc.is_ok()) << doc.error();
+  size_t begin = doc->find("```toml\n");
+  ASSERT_NE(begin, std::string::npos);
+  begin += 8;
+  size_t end = doc->find("```", begin);
+  auto c = parse_context(doc->substr(begin, end - begin), "kernel-context.md");
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  EXPECT_EQ(c->name, "matmul-hlsl-fp32");
+  EXPECT_EQ(c->reference, ReferenceKind::cpu);
+  EXPECT_EQ(c->hidden_shapes.size(), 2u);
+  EXPECT_EQ(sample_shapes(*c, 8, 1).size(), 8u);
+}
+
+TEST(Context, ShapesAsArraysOfTables) {
+  auto c = parse_context(R"(name = "x"
+backend = "hip"
+source = "k.cpp"
+[[arrays]]
+name = "o"
+dtype = "f16"
+size = "n"
+output = true
+[[scalars]]
+name = "n"
+[[shapes.bench]]
+n = 4
+[[shapes.bench]]
+n = 8
+)",
+                         "k.toml");
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  ASSERT_EQ(c->bench_shapes.size(), 2u);
+  EXPECT_EQ(c->bench_shapes[1].values.at("n"), 8);
+}
+
+TEST(Context, LoadContextFromDirectory) {
+  auto dir = make_temp_dir("peak-ctx-test");
+  ASSERT_TRUE(dir.is_ok());
+  ASSERT_TRUE(write_file(*dir / "kernel.toml", kMatmul).is_ok());
+  auto missing = load_context(*dir);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.error().find("kernel.hlsl"), std::string::npos);
+  ASSERT_TRUE(write_file(*dir / "kernel.hlsl", "// peak:begin macros\n").is_ok());
+  auto ok = load_context(*dir);
+  ASSERT_TRUE(ok.is_ok()) << ok.error();
+  EXPECT_EQ(ok->dir, *dir);
+  auto by_file = load_context(*dir / "kernel.toml");
+  ASSERT_TRUE(by_file.is_ok());
+  EXPECT_EQ(by_file->name, "matmul-hlsl-fp32");
+  auto none = load_context(*dir / "nothing");
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.error().find("no such file"), std::string::npos);
+  std::filesystem::remove_all(*dir);
+}
+
+// ---- Regions ----
+
+constexpr std::string_view kSource =
+    "#include <cuda.h>\n"
+    "// peak:begin macros\n"
+    "#define TILE 16\n"
+    "// peak:end macros\n"
+    "\n"
+    "// peak:begin device\n"
+    "__global__ void k() {}\n"
+    "// peak:end device\n"
+    "// peak:begin host\n"
+    "void launch() {}\n"
+    "int x;\n"
+    "// peak:end host\n"
+    "// trailing fixed text\n";
+
+TEST(Regions, SplitsAndJoinsByteForByte) {
+  auto r = split_regions(kSource, "kernel.cu");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_EQ(r->before, "#include <cuda.h>\n// peak:begin macros\n");
+  EXPECT_EQ(r->macros, "#define TILE 16\n");
+  EXPECT_EQ(r->between_macros_device, "// peak:end macros\n\n// peak:begin device\n");
+  EXPECT_EQ(r->get(Region::device), "__global__ void k() {}\n");
+  EXPECT_EQ(r->host, "void launch() {}\nint x;\n");
+  EXPECT_EQ(r->after, "// peak:end host\n// trailing fixed text\n");
+  EXPECT_EQ(join_regions(*r), kSource);
+}
+
+TEST(Regions, RoundTripWithCrlfTrailingSpacesAndEmptyRegions) {
+  const std::string src =
+      "// peak:begin macros  \r\n"
+      "// peak:end macros\r\n"
+      "\t// peak:begin device\t\r\n"
+      "x\r\n"
+      "// peak:end device \n"
+      "// peak:begin host\n"
+      "// peak:end host";  // no final newline
+  auto r = split_regions(src, "k.hlsl");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_EQ(r->macros, "");
+  EXPECT_EQ(r->device, "x\r\n");
+  EXPECT_EQ(r->host, "");
+  EXPECT_EQ(r->after, "// peak:end host");
+  EXPECT_EQ(join_regions(*r), src);
+}
+
+TEST(Regions, ReplacingARegionKeepsTheRest) {
+  auto r = split_regions(kSource, "kernel.cu");
+  ASSERT_TRUE(r.is_ok());
+  r->get(Region::device) = "__global__ void k2() {}";  // no trailing newline: join adds one
+  std::string joined = join_regions(*r);
+  auto again = split_regions(joined, "kernel.cu");
+  ASSERT_TRUE(again.is_ok()) << again.error();
+  EXPECT_EQ(again->device, "__global__ void k2() {}\n");
+  EXPECT_EQ(again->macros, r->macros);
+  EXPECT_EQ(again->host, r->host);
+  EXPECT_EQ(again->after, r->after);
+}
+
+TEST(Regions, Errors) {
+  auto err = [](std::string_view src) {
+    auto r = split_regions(src, "kernel.cu");
+    EXPECT_FALSE(r.is_ok()) << src;
+    return r.is_ok() ? std::string() : r.error();
+  };
+  EXPECT_EQ(
+      err("// peak:begin macros\n// peak:end macros\n// peak:begin device\n// peak:end device\n"),
+      "kernel.cu: no '// peak:begin host' marker; every source needs the three regions "
+      "macros, device and host, in that order");
+  EXPECT_EQ(err("int x;\n"),
+            "kernel.cu: no '// peak:begin macros' marker; every source needs the three regions "
+            "macros, device and host, in that order");
+  EXPECT_EQ(err("// peak:begin macros\n// peak:end macros\n// peak:begin device\n// peak:end "
+                "device\n// peak:begin device\n"),
+            "kernel.cu:5: region 'device' is opened twice (first at line 3)");
+  EXPECT_EQ(err("// peak:begin device\n// peak:end device\n"),
+            "kernel.cu:1: region 'device' comes before region 'macros'; every source needs the "
+            "three regions macros, device and host, in that order");
+  EXPECT_EQ(err("// peak:begin macros\n// peak:end macros\n// peak:begin host\n"),
+            "kernel.cu:3: region 'host' comes before region 'device'; every source needs the "
+            "three regions macros, device and host, in that order");
+  EXPECT_EQ(err("// peak:begin macros\n// peak:begin device\n"),
+            "kernel.cu:2: region 'device' is opened inside region 'macros'; close 'macros' with "
+            "'// peak:end macros' first");
+  EXPECT_EQ(
+      err("// peak:end macros\n"),
+      "kernel.cu:1: '// peak:end macros' without a matching '// peak:begin macros' before it");
+  EXPECT_EQ(err("// peak:begin macros\n// peak:end macros\n// peak:end macros\n"),
+            "kernel.cu:3: region 'macros' is closed twice (first at line 2)");
+  EXPECT_EQ(
+      err("// peak:begin macros\nx\n"),
+      "kernel.cu:1: region 'macros' opened here is never closed (no '// peak:end macros' marker)");
+  EXPECT_EQ(err("// peak:begin kernel\n"),
+            "kernel.cu:1: unknown region 'kernel' in a peak marker (regions are macros, device and "
+            "host)");
+}
+
+TEST(Regions, MarkerTextInsideOtherLinesIsNotAMarker) {
+  std::string src(kSource);
+  src.insert(src.find("int x;"), "printf(\"// peak:begin device\");\n// peak:beginning\n");
+  auto r = split_regions(src, "kernel.cu");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_NE(r->host.find("printf"), std::string::npos);
+  EXPECT_EQ(join_regions(*r), src);
+}
+
+}  // namespace
+}  // namespace peak

@@ -1,0 +1,282 @@
+#include "context/inputs.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "context/prng.h"
+
+namespace peak {
+
+namespace {
+
+constexpr uint32_t kPoisonF32 = 0x7FBADBADu;
+constexpr uint16_t kPoisonF16 = 0x7DADu;
+constexpr uint32_t kPoisonI32 = 0x7BADBAD7u;
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The seed of one variant's stream.
+uint64_t variant_seed(uint64_t array_stream, int variant) {
+  if (variant == 0) return array_stream;
+  return prng::mix(array_stream ^ (static_cast<uint64_t>(variant) * 0xD1B54A32D192ED03ull));
+}
+
+// Box-Muller on draws 2p and 2p+1 of the stream: elements 2p (cosine) and 2p+1 (sine) of a
+// standard normal.
+void normal_pair(uint64_t stream, int64_t p, double z[2]) {
+  uint64_t x1 = prng::at(stream, 2 * static_cast<uint64_t>(p));
+  uint64_t x2 = prng::at(stream, 2 * static_cast<uint64_t>(p) + 1);
+  double u1 = (static_cast<double>(x1 >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+  double u2 = prng::unit(x2);                                     // [0, 1)
+  double r = std::sqrt(-2.0 * std::log(u1));
+  z[0] = r * std::cos(kTwoPi * u2);
+  z[1] = r * std::sin(kTwoPi * u2);
+}
+
+// Value i as written in the initializer (before the variant's transform); not for normal.
+double draw(const Initializer& init, DType t, uint64_t stream, int64_t i) {
+  switch (init.kind) {
+    case Initializer::Kind::uniform: {
+      double u = prng::unit(prng::at(stream, static_cast<uint64_t>(i)));
+      if (t == DType::i32) {
+        // Integers uniformly in [ceil(low), floor(high)].
+        double lo = std::ceil(init.a), hi = std::floor(init.b);
+        if (hi < lo) return lo;
+        double n = hi - lo + 1;
+        return lo + std::floor(u * n);
+      }
+      return init.a + (init.b - init.a) * u;
+    }
+    case Initializer::Kind::normal:
+      break;  // in pairs, see normal_pair
+    case Initializer::Kind::ones:
+      return 1.0;
+    case Initializer::Kind::zeros:
+      return 0.0;
+    case Initializer::Kind::iota: {
+      // Kept exactly representable: i mod 2048 for f16, i mod 2^24 for f32 and i32.
+      int64_t period = t == DType::f16 ? 2048 : (int64_t{1} << 24);
+      return static_cast<double>(i % period);
+    }
+  }
+  return 0.0;
+}
+
+// Integer arrays keep their declared values (they may be indices or counts): their variants
+// differ only by stream.
+double transform(double v, int variant, DType t) {
+  if (t == DType::i32) return v;
+  switch (variant) {
+    case 0:
+      return v;
+    case 1:
+      return v * 0.125 + 0.25;
+    case 2:
+      return -2.0 * v;
+    default:
+      return v;  // 3+: a fresh stream of the distribution as written
+  }
+}
+
+void store(DType t, uint8_t* p, double v) {
+  switch (t) {
+    case DType::f32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case DType::f16: {
+      uint16_t h = float_to_half(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::i32: {
+      double r = std::nearbyint(v);
+      if (r > std::numeric_limits<int32_t>::max()) r = std::numeric_limits<int32_t>::max();
+      if (r < std::numeric_limits<int32_t>::min()) r = std::numeric_limits<int32_t>::min();
+      int32_t x = static_cast<int32_t>(r);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t array_seed(uint64_t seed, const std::string& array_name) {
+  return prng::mix(prng::mix(seed) ^ prng::fnv1a(array_name));
+}
+
+std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64_t seed,
+                                    int variant) {
+  if (count <= 0) return {};
+  const size_t es = dtype_size(spec.dtype);
+  std::vector<uint8_t> out(static_cast<size_t>(count) * es);
+  const uint64_t stream = variant_seed(array_seed(seed, spec.name), variant);
+  // Element i depends on i alone, so large arrays are filled by several threads in chunks.
+  auto fill = [&](int64_t first, int64_t last) {
+    double pair[2] = {0, 0};
+    int64_t pair_index = -1;
+    for (int64_t i = first; i < last; ++i) {
+      double v;
+      if (spec.init.kind == Initializer::Kind::normal) {
+        if (i / 2 != pair_index) {
+          pair_index = i / 2;
+          normal_pair(stream, pair_index, pair);
+        }
+        v = spec.init.a + spec.init.b * pair[i & 1];
+      } else {
+        v = draw(spec.init, spec.dtype, stream, i);
+      }
+      store(spec.dtype, out.data() + static_cast<size_t>(i) * es,
+            transform(v, variant, spec.dtype));
+    }
+  };
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  const int64_t nthreads = std::min<int64_t>(
+      {chunks, static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())), 32});
+  if (nthreads <= 1) {
+    fill(0, count);
+  } else {
+    std::atomic<int64_t> next{0};
+    std::vector<std::thread> threads;
+    for (int64_t t = 0; t < nthreads; ++t) {
+      threads.emplace_back([&] {
+        for (int64_t c; (c = next.fetch_add(1)) < chunks;) {
+          fill(c * kChunk, std::min(count, (c + 1) * kChunk));
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  bool all_zero = true;
+  for (int64_t i = 0; i < count && all_zero; ++i) {
+    if (element_as_double(spec.dtype, out.data(), i) != 0.0) all_zero = false;
+  }
+  const bool random =
+      spec.init.kind == Initializer::Kind::uniform || spec.init.kind == Initializer::Kind::normal;
+  if (all_zero && random) {
+    // Tiny ranges can round to zero in the element type; an all-zero input hides bugs, so one
+    // element (chosen by the stream) gets the first nonzero of: high end, low end, 1.
+    int64_t i = static_cast<int64_t>(prng::at(stream, ~0ull) % static_cast<uint64_t>(count));
+    uint8_t* p = out.data() + static_cast<size_t>(i) * es;
+    double lo = spec.init.a, hi = spec.init.b;
+    if (spec.init.kind == Initializer::Kind::normal) {
+      lo = spec.init.a - spec.init.b;
+      hi = spec.init.a + spec.init.b;
+    }
+    for (double v : {transform(hi, variant, spec.dtype), transform(lo, variant, spec.dtype), 1.0}) {
+      store(spec.dtype, p, v);
+      if (element_as_double(spec.dtype, out.data(), i) != 0.0) break;
+    }
+  }
+  return out;
+}
+
+uint32_t poison_u32(DType t) {
+  switch (t) {
+    case DType::f32:
+      return kPoisonF32;
+    case DType::f16:
+      return (uint32_t{kPoisonF16} << 16) | kPoisonF16;
+    case DType::i32:
+      return kPoisonI32;
+  }
+  return kPoisonF32;
+}
+
+bool is_poison(DType t, const uint8_t* element) {
+  if (t == DType::f16) {
+    uint16_t h;
+    std::memcpy(&h, element, 2);
+    return h == kPoisonF16;
+  }
+  uint32_t u;
+  std::memcpy(&u, element, 4);
+  return u == (t == DType::f32 ? kPoisonF32 : kPoisonI32);
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu;
+  uint32_t mant = h & 0x3FFu;
+  if (exp == 0x1F)
+    return bits_float(sign | 0x7F800000u | (mant << 13));  // inf / NaN (payload kept)
+  if (exp != 0) return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
+  if (mant == 0) return bits_float(sign);  // signed zero
+  // Subnormal: value = mant * 2^-24, exact in float.
+  float f = static_cast<float>(mant) * 0x1.0p-24f;
+  return sign ? -f : f;
+}
+
+uint16_t float_to_half(float f) {
+  const uint32_t u = float_bits(f);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t exp = (u >> 23) & 0xFFu;
+  const uint32_t mant = u & 0x7FFFFFu;
+  if (exp == 0xFF) {
+    if (mant == 0) return sign | 0x7C00u;  // infinity
+    // NaN: keep the top payload bits; never let the payload collapse to zero (infinity).
+    uint16_t m = static_cast<uint16_t>(mant >> 13);
+    if (m == 0) m = 0x200;
+    return sign | 0x7C00u | m;
+  }
+  const int e = static_cast<int>(exp) - 127;  // unbiased
+  if (e > 15) return sign | 0x7C00u;          // overflow to infinity
+  if (e >= -14) {
+    // Normal half: 10 mantissa bits, round to nearest even on the 13 dropped bits. A carry out
+    // of the mantissa correctly bumps the exponent (and 65520 and up become infinity).
+    uint32_t hbits = (static_cast<uint32_t>(e + 15) << 10) | (mant >> 13);
+    const uint32_t rest = mant & 0x1FFFu;
+    if (rest > 0x1000u || (rest == 0x1000u && (hbits & 1u))) ++hbits;
+    return static_cast<uint16_t>(sign | hbits);
+  }
+  if (e < -25) return sign;  // below half the smallest subnormal: zero
+  // Subnormal half: value / 2^-24 rounded to nearest even, with the implicit bit made explicit.
+  const uint32_t full = mant | 0x800000u;  // 24-bit significand; value = full * 2^(e-23)
+  const int shift = -e - 1;                // full * 2^(e-23) / 2^-24 = full >> (-1 - e)
+  uint32_t hm = full >> shift;
+  const uint32_t rem = full & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (hm & 1u))) ++hm;  // may carry into the smallest normal
+  return static_cast<uint16_t>(sign | hm);
+}
+
+double element_as_double(DType t, const uint8_t* data, int64_t i) {
+  switch (t) {
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, data + i * 4, 4);
+      return f;
+    }
+    case DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, data + i * 2, 2);
+      return half_to_float(h);
+    }
+    case DType::i32: {
+      int32_t x;
+      std::memcpy(&x, data + i * 4, 4);
+      return x;
+    }
+  }
+  return 0.0;
+}
+
+}  // namespace peak
