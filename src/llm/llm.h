@@ -9,11 +9,12 @@
 //   manual                            prompt written to .peak/manual/, reply from `peak respond`
 //   replay:DIR                        recorded replies keyed by the prompt hash
 // Keys come only from the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY, or the variable named
-// by --llm-key-env) and are never stored, logged or echoed.
+// by --key-env) and are never stored, logged or echoed.
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "util/result.h"
 

@@ -30,8 +30,8 @@ std::string strip_trailing_slash(std::string url);
 // ---- HTTP ------------------------------------------------------------------------------------
 
 struct HttpResponse {
-  long status = 0;          // HTTP status; 0 when no response arrived
-  bool timed_out = false;   // the whole request exceeded its deadline
+  long status = 0;         // HTTP status; 0 when no response arrived
+  bool timed_out = false;  // the whole request exceeded its deadline
   bool network_error = false;
   bool retryable_network = false;
   std::string network_message;                 // curl's explanation when network_error

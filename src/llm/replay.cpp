@@ -1,0 +1,244 @@
+// Recordings: the recording wrapper writes one JSON file per exchange; the replay driver serves
+// them back by prompt key (docs/llm.md, "Recordings").
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "llm/llm_internal.h"
+#include "util/fs.h"
+
+namespace peak {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kRecordingFormat = 1;
+
+std::optional<LlmStatus> status_from_string(const std::string& s) {
+  for (LlmStatus st : {LlmStatus::ok, LlmStatus::failed, LlmStatus::truncated, LlmStatus::timeout,
+                       LlmStatus::pending, LlmStatus::miss})
+    if (to_string(st) == s) return st;
+  return std::nullopt;
+}
+
+// The sequence number in a recording's file name ("0012-3fa2....json" -> 12), or -1.
+long long file_seq(const fs::path& p) {
+  std::string name = p.filename().string();
+  size_t n = 0;
+  while (n < name.size() && name[n] >= '0' && name[n] <= '9') ++n;
+  if (n == 0 || n > 12 || n >= name.size() || name[n] != '-') return -1;
+  return std::stoll(name.substr(0, n));
+}
+
+// ---- recording ---------------------------------------------------------------------------------
+
+class RecordingDriver : public LlmDriver {
+ public:
+  RecordingDriver(std::unique_ptr<LlmDriver> inner, fs::path dir, std::string note)
+      : inner_(std::move(inner)), dir_(std::move(dir)), note_(std::move(note)) {}
+
+  std::string describe() const override { return inner_->describe(); }
+
+  LlmReply complete(const LlmRequest& request) override {
+    LlmReply reply = inner_->complete(request);
+    if (reply.status == LlmStatus::pending) return reply;  // recorded once answered
+    std::lock_guard lock(mutex_);
+    if (auto s = write(request, reply); !s)
+      std::fprintf(stderr, "peak: warning: the LLM exchange was not recorded: %s\n",
+                   s.message().c_str());
+    return reply;
+  }
+
+ private:
+  long long next_seq() {
+    long long max_seq = last_seq_;
+    std::error_code ec;
+    if (fs::is_directory(dir_, ec))
+      for (const auto& de : fs::directory_iterator(dir_, ec))
+        if (de.path().extension() == ".json") max_seq = std::max(max_seq, file_seq(de.path()));
+    return last_seq_ = max_seq + 1;
+  }
+
+  Status write(const LlmRequest& request, const LlmReply& reply) {
+    using llm_detail::redact;
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec)
+      return Status::error(
+          fmt::format("cannot create the recording directory {}: {}", dir_.string(), ec.message()));
+    long long seq = next_seq();
+    json j = {
+        {"format", kRecordingFormat},
+        {"seq", seq},
+        {"key", request.key},
+        {"step_label", redact(request.step_label)},
+        {"system", redact(request.system)},
+        {"user", redact(request.user)},
+        {"reply", redact(reply.text)},
+        {"status", std::string(to_string(reply.status))},
+        {"error", redact(reply.error)},
+        {"driver", reply.driver},
+        {"model", redact(reply.model)},
+        {"producer", redact(reply.producer)},
+        {"finish_reason", reply.finish_reason},
+        {"prompt_tokens", reply.prompt_tokens},
+        {"completion_tokens", reply.completion_tokens},
+        {"latency_s", reply.latency_s},
+        {"recorded_at", llm_detail::now_iso8601()},
+        {"note", redact(note_)},
+    };
+    std::string key16 = request.key.substr(0, std::min<size_t>(16, request.key.size()));
+    if (key16.empty()) key16 = "nokey";
+    fs::path path = dir_ / fmt::format("{:04d}-{}.json", seq, key16);
+    return write_file_atomic(path, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  }
+
+  std::unique_ptr<LlmDriver> inner_;
+  fs::path dir_;
+  std::string note_;
+  long long last_seq_ = 0;
+  std::mutex mutex_;
+};
+
+// ---- replay ------------------------------------------------------------------------------------
+
+struct Recorded {
+  long long seq = 0;
+  std::string key;
+  LlmReply reply;
+};
+
+class ReplayDriver : public LlmDriver {
+ public:
+  ReplayDriver(fs::path dir, std::map<std::string, std::deque<Recorded>> by_key, size_t total)
+      : dir_(std::move(dir)), by_key_(std::move(by_key)), total_(total) {}
+
+  std::string describe() const override { return "replay:" + dir_.string(); }
+
+  LlmReply complete(const LlmRequest& request) override {
+    std::lock_guard lock(mutex_);
+    auto it = by_key_.find(request.key);
+    if (it != by_key_.end() && !it->second.empty()) {
+      LlmReply reply = std::move(it->second.front().reply);
+      it->second.pop_front();
+      ++served_[request.key];
+      return reply;
+    }
+    LlmReply reply;
+    reply.driver = "replay";
+    reply.status = LlmStatus::miss;
+    std::string label = request.step_label.empty() ? "this step" : request.step_label;
+    std::string how =
+        "Record with --llm <driver> --record DIR, or answer by hand with --llm manual.";
+    if (it != by_key_.end()) {
+      reply.error = fmt::format(
+          "no recorded reply left for {}, prompt key {}: all {} recorded in {} were already used "
+          "(the step asked more often than when it was recorded). {}",
+          label, llm_detail::key_prefix(request.key), served_[request.key], dir_.string(), how);
+    } else {
+      reply.error = fmt::format(
+          "no recorded reply for {}, prompt key {}; the prompt differs from the recording (the "
+          "kernel, transformation or prompt builder changed?). {}{}",
+          label, llm_detail::key_prefix(request.key), how,
+          total_ == 0 ? fmt::format(" ({} holds no usable recording.)", dir_.string()) : "");
+    }
+    return reply;
+  }
+
+ private:
+  fs::path dir_;
+  std::map<std::string, std::deque<Recorded>> by_key_;
+  std::map<std::string, int> served_;
+  size_t total_;
+  std::mutex mutex_;
+};
+
+std::string str(const json& j, const char* name) {
+  return j.contains(name) && j[name].is_string() ? j[name].get<std::string>() : "";
+}
+
+int integer(const json& j, const char* name) {
+  return j.contains(name) && j[name].is_number_integer() ? j[name].get<int>() : 0;
+}
+
+}  // namespace
+
+namespace llm_detail {
+
+Result<std::unique_ptr<LlmDriver>> make_replay_driver(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return make_error(fmt::format(
+        "replay: {} is not a directory of recordings; record one with --llm <driver> --record {}",
+        dir.string(), dir.string()));
+  std::vector<fs::path> files;
+  for (const auto& de : fs::directory_iterator(dir, ec))
+    if (de.is_regular_file() && de.path().extension() == ".json") files.push_back(de.path());
+  std::sort(files.begin(), files.end());
+
+  std::vector<Recorded> all;
+  for (const auto& f : files) {
+    auto text = read_file(f);
+    if (!text) return make_error("replay: " + text.error());
+    json j;
+    try {
+      j = json::parse(*text);
+    } catch (const json::exception& e) {
+      return make_error(
+          fmt::format("replay: {} is not valid JSON ({}); fix or remove it", f.string(), e.what()));
+    }
+    if (!j.is_object() || !j.contains("format") || !j["format"].is_number_integer())
+      return make_error(
+          fmt::format("replay: {} is not a peak recording (no \"format\" field); move it out of {}",
+                      f.string(), dir.string()));
+    if (j["format"].get<int>() != kRecordingFormat)
+      return make_error(
+          fmt::format("replay: {} has recording format {}, this peak reads format {}; re-record it",
+                      f.string(), j["format"].get<int>(), kRecordingFormat));
+    auto status = status_from_string(str(j, "status"));
+    if (!status || str(j, "key").empty() || !j.contains("reply") || !j["reply"].is_string())
+      return make_error(fmt::format(
+          "replay: {} lacks a valid \"key\", \"reply\" or \"status\" field; re-record it",
+          f.string()));
+    // LLM-level failures carry no usable reply; they are not served.
+    if (*status != LlmStatus::ok && *status != LlmStatus::truncated) continue;
+    Recorded r;
+    r.key = str(j, "key");
+    r.seq =
+        j.contains("seq") && j["seq"].is_number_integer() ? j["seq"].get<long long>() : file_seq(f);
+    r.reply.status = *status;
+    r.reply.text = str(j, "reply");
+    if (*status != LlmStatus::ok) r.reply.error = str(j, "error");
+    r.reply.driver = "replay";
+    r.reply.model = str(j, "model");
+    r.reply.producer = str(j, "producer");
+    r.reply.finish_reason = str(j, "finish_reason");
+    r.reply.prompt_tokens = integer(j, "prompt_tokens");
+    r.reply.completion_tokens = integer(j, "completion_tokens");
+    r.reply.latency_s =
+        j.contains("latency_s") && j["latency_s"].is_number() ? j["latency_s"].get<double>() : 0.0;
+    r.reply.http_attempts = 0;
+    all.push_back(std::move(r));
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Recorded& a, const Recorded& b) { return a.seq < b.seq; });
+  std::map<std::string, std::deque<Recorded>> by_key;
+  for (auto& r : all) by_key[r.key].push_back(std::move(r));
+  size_t total = all.size();
+  return std::unique_ptr<LlmDriver>(new ReplayDriver(dir, std::move(by_key), total));
+}
+
+}  // namespace llm_detail
+
+std::unique_ptr<LlmDriver> make_recording_driver(std::unique_ptr<LlmDriver> inner,
+                                                 const fs::path& dir, std::string note) {
+  return std::unique_ptr<LlmDriver>(new RecordingDriver(std::move(inner), dir, std::move(note)));
+}
+
+}  // namespace peak
