@@ -29,7 +29,11 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
 // mode "probe": the device facts (and the FP32 microbenchmark when job.microbench).
 Result<DeviceFacts> probe_device(const RunnerJob& job, const RunnerOptions& opts);
 
-// Where the runner executables are: next to the running peak binary, else the build folder.
+// Where the runner executables are: next to the running peak binary, else the build folder,
+// else $PATH. Returns `name` itself when none is found (starting it then fails with
+// runner_missing_message).
 std::filesystem::path find_runner(const std::string& name);
+// "peak cannot find the runner NAME ... build it with ..." for a runner that does not exist.
+std::string runner_missing_message(const std::string& name);
 
 }  // namespace peak

@@ -15,7 +15,8 @@ namespace peak {
 
 struct DeviceBuffer {
   void* handle = nullptr;  // implementation-defined
-  size_t bytes = 0;
+  size_t bytes = 0;        // the whole allocation: the runner asks for each array's bytes
+                           // (rounded up to 4) plus a guard zone (runner/execute.h)
 };
 
 struct LaunchOutcome {
@@ -44,6 +45,8 @@ class Device {
   virtual Status download(const DeviceBuffer& b, void* data, size_t bytes) = 0;
   virtual Status fill_u32(DeviceBuffer& b, uint32_t word) = 0;  // poison
 
+  // A failure may name its disposition: "invalid_config: ..." (load_error() in runner/execute.h);
+  // otherwise the task is launch_failed.
   virtual Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task,
                                                      const RunnerJob& job) = 0;
   // One launch with arrays bound in spec order and scalars by name. `timed`: measure device_ms

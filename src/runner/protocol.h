@@ -26,6 +26,22 @@ namespace peak {
 inline constexpr int kRunnerProtocolVersion = 1;
 using json = nlohmann::json;
 
+// Exit statuses of a runner (anything else, or a signal, is a crash).
+inline constexpr int kRunnerExitBadJob = 2;      // the job document was refused (stderr says why)
+inline constexpr int kRunnerExitDeviceLost = 3;  // after a task that lost the device: restart
+inline constexpr int kRunnerExitNoDevice = 4;    // no usable device (stderr says why)
+
+// JSON of the context types a job carries. The *_from_json functions are lenient (a missing or
+// mistyped field keeps its default); RunnerJob::from_json validates and reports errors.
+json shape_to_json(const Shape& s);  // {"K":2048,"M":2048}
+Shape shape_from_json(const json& j);
+json initializer_to_json(const Initializer& i);  // {"kind":"uniform","a":-1,"b":1}
+Initializer initializer_from_json(const json& j);
+json array_spec_to_json(const ArraySpec& a);
+ArraySpec array_spec_from_json(const json& j);
+json scalar_spec_to_json(const ScalarSpec& s);
+ScalarSpec scalar_spec_from_json(const json& j);
+
 struct DeviceFacts {
   std::string backend;  // "hlsl", "cuda"
   std::string name;     // "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)"
@@ -36,7 +52,7 @@ struct DeviceFacts {
   bool is_cpu = false;      // lavapipe and friends
   int compute_units = 0;    // SMs / CUs
   int subgroup_size = 0;
-  int64_t shared_memory_per_group = 0;  // bytes (default limit)
+  int64_t shared_memory_per_group = 0;        // bytes (default limit)
   int64_t shared_memory_per_group_optin = 0;  // bytes (CUDA opt-in maximum)
   int64_t max_threads_per_group = 0;
   int64_t l2_bytes = 0;
@@ -61,17 +77,17 @@ struct TimingPolicy {
 
 struct RunnerTask {
   std::string id;
-  std::string artifact;   // path of the compiled artifact (SPIR-V file, shared object)
-  json plan;              // backend launch plan (HLSL: {"groups":[x,y,z]}); {} for CUDA
-  Shape shape;            // scalar values
+  std::string artifact;  // path of the compiled artifact (SPIR-V file, shared object)
+  json plan;             // backend launch plan (HLSL: {"groups":[x,y,z]}); {} for CUDA
+  Shape shape;           // scalar values
   std::map<std::string, int64_t> sizes;  // elements per array
   uint64_t seed = 1;
-  int variant = 0;        // input distribution variant (context/inputs.h)
-  bool check = true;      // write outputs of a checked run to output_dir
-  bool repeat = true;     // a second checked run with fresh poison; report if outputs differ
+  int variant = 0;     // input distribution variant (context/inputs.h)
+  bool check = true;   // write outputs of a checked run to output_dir
+  bool repeat = true;  // a second checked run with fresh poison; report if outputs differ
   std::optional<TimingPolicy> timing;  // time the kernel after checking
-  std::string baseline;   // vendor baseline timed interleaved ("cublas"; "" = none)
-  bool baseline_outputs = false;  // mode "reference": run the baseline and write its outputs
+  std::string baseline;                // vendor baseline timed interleaved ("cublas"; "" = none)
+  bool baseline_outputs = false;       // mode "reference": run the baseline and write its outputs
   std::string output_dir;
   json to_json() const;
   static RunnerTask from_json(const json& j);
@@ -83,6 +99,7 @@ struct RunnerJob {
   std::string device;        // device selector ("" = best: a discrete GPU, else a CPU device)
   bool microbench = false;   // probe: also measure FP32 FMA throughput
   std::string family;
+  std::string entry = "main";  // kernel entry point (HLSL) / host function (CUDA)
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
   std::vector<RunnerTask> tasks;
@@ -96,12 +113,12 @@ struct TaskResult {
                                                    // crashed, timeout, inputs_modified,
                                                    // forbidden_api
   std::string message;
-  bool nondeterministic = false;  // the two checked runs wrote different bytes
+  bool nondeterministic = false;                     // the two checked runs wrote different bytes
   std::map<std::string, std::string> outputs;        // array -> file with raw output bytes
   std::map<std::string, std::string> timed_outputs;  // outputs after the last timed launch
-  std::vector<double> samples_ms;           // device time per launch
-  std::vector<double> host_ms;              // host wall clock per launch (cross-check)
-  std::vector<double> baseline_samples_ms;  // interleaved with the candidate
+  std::vector<double> samples_ms;                    // device time per launch
+  std::vector<double> host_ms;                       // host wall clock per launch (cross-check)
+  std::vector<double> baseline_samples_ms;           // interleaved with the candidate
   std::vector<double> baseline_host_ms;
   double clock_mhz_before = 0, clock_mhz_after = 0;
   int threads_before = 0, threads_after = 0;  // process threads around the launches
@@ -110,5 +127,10 @@ struct TaskResult {
   json to_json() const;
   static TaskResult from_json(const json& j);
 };
+
+// Strict forms of TaskResult::from_json and DeviceFacts::from_json for the parent: a mistyped
+// field or an unknown disposition is an error naming the field.
+Result<TaskResult> parse_task_result(const json& j);
+Result<DeviceFacts> parse_device_facts(const json& j);
 
 }  // namespace peak

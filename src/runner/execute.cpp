@@ -1,0 +1,445 @@
+#include "runner/execute.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "context/inputs.h"
+
+namespace peak {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+uint8_t word_byte(uint32_t word, size_t offset) {
+  return static_cast<uint8_t>(word >> (8 * (offset % 4)));
+}
+
+size_t round_up4(size_t n) { return (n + 3) & ~size_t{3}; }
+
+// One array of the task on the device.
+struct Array {
+  const ArraySpec* spec = nullptr;
+  int64_t count = 0;
+  size_t bytes = 0;        // count * dtype size: the part the kernel owns
+  size_t alloc_bytes = 0;  // bytes rounded up to 4, plus the guard
+  uint32_t guard_word = 0;
+  std::vector<uint8_t> pristine;  // inputs: the bytes uploaded
+};
+
+class Executor {
+ public:
+  Executor(Device& d, const RunnerJob& j, const RunnerTask& t) : dev_(d), job_(j), task_(t) {
+    r_.id = t.id;
+  }
+  ~Executor() {
+    for (auto& b : bufs_)
+      if (b.handle) dev_.free(b);
+  }
+
+  TaskResult run() {
+    auto t0 = Clock::now();
+    if (steps()) r_.disposition = Disposition::passed;
+    if (r_.threads_before > 0) r_.threads_after = count_threads();
+    r_.seconds = seconds_since(t0);
+    return std::move(r_);
+  }
+
+ private:
+  bool fail(Disposition d, std::string message) {
+    r_.disposition = d;
+    r_.message = std::move(message);
+    return false;
+  }
+  void note(const std::string& s) { r_.message += (r_.message.empty() ? "" : "; ") + s; }
+
+  bool steps() {
+    if (!load()) return false;
+    if (!allocate()) return false;
+    r_.threads_before = count_threads();
+    if (task_.check && !checked_runs()) return false;
+    if (task_.timing && !timing(*task_.timing)) return false;
+    return true;
+  }
+
+  bool reference_mode() const { return task_.baseline_outputs; }
+
+  bool load() {
+    if (reference_mode()) return true;  // the baseline stands in for the kernel
+    auto k = dev_.load(task_, job_);
+    if (!k) {
+      auto [d, msg] = load_failure(k.error());
+      return fail(d, msg);
+    }
+    kernel_ = std::move(k.value());
+    if (!kernel_) return fail(Disposition::launch_failed, "the device returned no kernel");
+    return true;
+  }
+
+  bool allocate() {
+    arrays_.resize(job_.arrays.size());
+    bufs_.resize(job_.arrays.size());
+    for (size_t i = 0; i < job_.arrays.size(); ++i) {
+      const ArraySpec& spec = job_.arrays[i];
+      Array& a = arrays_[i];
+      a.spec = &spec;
+      auto it = task_.sizes.find(spec.name);
+      if (it == task_.sizes.end() || it->second < 0)
+        return fail(Disposition::launch_failed,
+                    fmt::format("the job gives no element count for array '{}'", spec.name));
+      a.count = it->second;
+      a.bytes = static_cast<size_t>(a.count) * dtype_size(spec.dtype);
+      a.alloc_bytes = round_up4(a.bytes) + kGuardBytes;
+      a.guard_word = spec.output ? poison_u32(spec.dtype) : kGuardWord;
+      auto b = dev_.alloc(a.alloc_bytes);
+      if (!b)
+        return fail(Disposition::launch_failed,
+                    fmt::format("cannot allocate {} bytes on the device for array '{}': {}",
+                                a.alloc_bytes, spec.name, b.error()));
+      bufs_[i] = b.value();
+      if (bufs_[i].bytes < a.alloc_bytes)
+        return fail(Disposition::crashed,
+                    fmt::format("the device allocated {} bytes for array '{}', {} were asked",
+                                bufs_[i].bytes, spec.name, a.alloc_bytes));
+      if (spec.output) continue;  // poisoned before every launch
+      a.pristine = generate_array(spec, a.count, array_seed(task_.seed, spec.name), task_.variant);
+      if (a.pristine.size() != a.bytes)
+        return fail(Disposition::crashed,
+                    fmt::format("input generation gave {} bytes for array '{}', {} expected",
+                                a.pristine.size(), spec.name, a.bytes));
+      std::vector<uint8_t> image(a.alloc_bytes);
+      std::memcpy(image.data(), a.pristine.data(), a.bytes);
+      for (size_t o = a.bytes; o < a.alloc_bytes; ++o) image[o] = word_byte(a.guard_word, o);
+      if (auto s = dev_.upload(bufs_[i], image.data(), image.size()); !s)
+        return fail(Disposition::crashed,
+                    fmt::format("cannot upload input array '{}': {}", spec.name, s.message()));
+    }
+    return true;
+  }
+
+  bool poison_outputs() {
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      if (!arrays_[i].spec->output) continue;
+      if (auto s = dev_.fill_u32(bufs_[i], poison_u32(arrays_[i].spec->dtype)); !s)
+        return fail(Disposition::crashed, fmt::format("cannot poison output array '{}': {}",
+                                                      arrays_[i].spec->name, s.message()));
+    }
+    return true;
+  }
+
+  LaunchOutcome launch_main(bool timed) {
+    if (reference_mode()) return dev_.baseline(task_.baseline, task_, job_, bufs_, timed);
+    return dev_.launch(*kernel_, task_, job_, bufs_, timed);
+  }
+
+  bool launched(const LaunchOutcome& o, std::string_view when) {
+    if (o.disposition == Disposition::passed) return true;
+    std::string msg = o.message.empty() ? std::string(describe(o.disposition)) : o.message;
+    if (reference_mode() && o.disposition == Disposition::not_run)
+      msg =
+          fmt::format("the baseline '{}' is not available on this device: {}", task_.baseline, msg);
+    return fail(o.disposition, fmt::format("{} ({})", msg, when));
+  }
+
+  bool download(size_t i, std::vector<uint8_t>& full) {
+    full.assign(arrays_[i].alloc_bytes, 0);
+    if (auto s = dev_.download(bufs_[i], full.data(), full.size()); !s)
+      return fail(Disposition::crashed, fmt::format("cannot read back array '{}': {}",
+                                                    arrays_[i].spec->name, s.message()));
+    return true;
+  }
+
+  // The first changed guard byte of array i, or -1.
+  int64_t guard_change(size_t i, const std::vector<uint8_t>& full) const {
+    const Array& a = arrays_[i];
+    for (size_t o = a.bytes; o < a.alloc_bytes; ++o)
+      if (full[o] != word_byte(a.guard_word, o)) return static_cast<int64_t>(o - a.bytes);
+    return -1;
+  }
+
+  // Downloads every array; checks input bytes and every guard; returns output bytes (without
+  // the guard) in `outputs` (indexed like the arrays; empty for inputs).
+  bool read_and_check(std::string_view when, std::vector<std::vector<uint8_t>>& outputs) {
+    outputs.assign(arrays_.size(), {});
+    std::vector<std::string> modified, overrun;
+    std::vector<uint8_t> full;
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      const Array& a = arrays_[i];
+      if (!download(i, full)) return false;
+      if (int64_t g = guard_change(i, full); g >= 0)
+        overrun.push_back(fmt::format("array '{}' (guard byte {} past its {} elements changed)",
+                                      a.spec->name, g, a.count));
+      if (a.spec->output) {
+        outputs[i].assign(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(a.bytes));
+        continue;
+      }
+      if (std::memcmp(full.data(), a.pristine.data(), a.bytes) == 0) continue;
+      size_t esz = dtype_size(a.spec->dtype);
+      size_t first = 0;
+      while (first < a.bytes && full[first] == a.pristine[first]) ++first;
+      int64_t e = static_cast<int64_t>(first / esz);
+      modified.push_back(fmt::format("input array '{}' changed at element {} of {} ({:g} -> {:g})",
+                                     a.spec->name, e, a.count,
+                                     element_as_double(a.spec->dtype, a.pristine.data(), e),
+                                     element_as_double(a.spec->dtype, full.data(), e)));
+    }
+    if (!overrun.empty()) r_.guard_overwritten = true;
+    std::string msg;
+    for (const auto& m : modified) msg += (msg.empty() ? "" : "; ") + m;
+    if (!overrun.empty()) {
+      std::string o = "the kernel wrote past the end of ";
+      for (size_t k = 0; k < overrun.size(); ++k) o += (k ? ", " : "") + overrun[k];
+      msg += (msg.empty() ? "" : "; ") + o;
+    }
+    if (!modified.empty())
+      return fail(Disposition::inputs_modified, fmt::format("{} ({})", msg, when));
+    if (!overrun.empty())
+      return fail(Disposition::out_of_bounds, fmt::format("{} ({})", msg, when));
+    return true;
+  }
+
+  bool write_outputs(const std::vector<std::vector<uint8_t>>& outputs, const std::string& tag,
+                     std::map<std::string, std::string>& files) {
+    if (task_.output_dir.empty()) return true;
+    std::error_code ec;
+    std::filesystem::create_directories(task_.output_dir, ec);
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      if (!arrays_[i].spec->output || outputs.size() <= i || outputs[i].size() != arrays_[i].bytes)
+        continue;
+      std::string path = output_path(task_.output_dir, task_.id, tag, arrays_[i].spec->name);
+      std::ofstream f(path, std::ios::binary | std::ios::trunc);
+      f.write(reinterpret_cast<const char*>(outputs[i].data()),
+              static_cast<std::streamsize>(outputs[i].size()));
+      f.close();
+      if (!f)
+        return fail(Disposition::crashed,
+                    fmt::format("cannot write output file {}: {}", path, std::strerror(errno)));
+      files[arrays_[i].spec->name] = path;
+    }
+    return true;
+  }
+
+  bool checked_runs() {
+    std::vector<std::vector<uint8_t>> first, second;
+    if (!poison_outputs()) return false;
+    if (!launched(launch_main(false), "checked run")) return false;
+    if (!read_and_check("checked run", first)) {
+      write_outputs(first, "", r_.outputs);  // kept for diagnosis
+      return false;
+    }
+    if (!write_outputs(first, "", r_.outputs)) return false;
+    if (!task_.repeat) return true;
+    if (!poison_outputs()) return false;
+    if (!launched(launch_main(false), "second checked run")) return false;
+    if (!read_and_check("second checked run", second)) return false;
+    std::vector<std::string> differ;
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      if (!arrays_[i].spec->output || first[i] == second[i]) continue;
+      size_t esz = dtype_size(arrays_[i].spec->dtype);
+      int64_t n = 0;
+      for (size_t o = 0; o < first[i].size(); o += esz)
+        if (std::memcmp(&first[i][o], &second[i][o], esz) != 0) ++n;
+      differ.push_back(
+          fmt::format("'{}' ({} of {} elements)", arrays_[i].spec->name, n, arrays_[i].count));
+    }
+    if (!differ.empty()) {
+      r_.nondeterministic = true;
+      std::string list;
+      for (const auto& d : differ) list += (list.empty() ? "" : ", ") + d;
+      note("two checked runs wrote different bytes to " + list);
+    }
+    return true;
+  }
+
+  // Poison and (optionally) flush: the untimed preparation of every sample.
+  bool prepare(const TimingPolicy& p) {
+    if (!poison_outputs()) return false;
+    if (p.flush_l2) dev_.flush_caches();
+    return true;
+  }
+
+  bool stop_sampling(const TimingPolicy& p, double elapsed) const {
+    int n = static_cast<int>(r_.samples_ms.size());
+    if (n >= p.max_samples) return true;
+    if (elapsed > p.max_seconds && (n >= p.min_samples || elapsed > 10 * p.max_seconds))
+      return true;
+    if (n < p.min_samples) return false;
+    bool device_times =
+        std::any_of(r_.samples_ms.begin(), r_.samples_ms.end(), [](double x) { return x > 0; });
+    return relative_iqr(device_times ? r_.samples_ms : r_.host_ms) < p.target_rel_spread;
+  }
+
+  // The baseline failed: the candidate's timing goes on without it; the message says why.
+  void baseline_unavailable(const LaunchOutcome& b) {
+    std::string what = b.disposition == Disposition::not_run
+                           ? "is not available"
+                           : fmt::format("failed ({})", to_string(b.disposition));
+    note(fmt::format("baseline '{}' {}: {}", task_.baseline, what,
+                     b.message.empty() ? std::string(describe(b.disposition)) : b.message));
+    with_baseline_ = false;
+  }
+
+  // One interleaved baseline sample; false (with a note) when the baseline cannot run.
+  bool baseline_sample(const TimingPolicy& p) {
+    if (!prepare(p)) return false;
+    LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_, true);
+    if (b.disposition != Disposition::passed) {
+      baseline_unavailable(b);
+      r_.baseline_samples_ms.clear();
+      r_.baseline_host_ms.clear();
+      return true;
+    }
+    r_.baseline_samples_ms.push_back(b.device_ms);
+    r_.baseline_host_ms.push_back(b.host_ms);
+    return true;
+  }
+
+  bool timing(const TimingPolicy& p) {
+    with_baseline_ = !task_.baseline.empty() && !reference_mode();
+    for (int w = 0; w < p.warmup; ++w) {
+      if (!poison_outputs()) return false;
+      if (!launched(launch_main(false), "warm-up")) return false;
+      if (with_baseline_) {
+        if (!poison_outputs()) return false;
+        LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_, false);
+        if (b.disposition != Disposition::passed) baseline_unavailable(b);
+      }
+    }
+    r_.clock_mhz_before = dev_.clock_mhz();
+    auto t0 = Clock::now();
+    for (;;) {
+      if (!prepare(p)) return false;
+      LaunchOutcome o = launch_main(true);
+      if (!launched(o, fmt::format("timed sample {}", r_.samples_ms.size() + 1))) return false;
+      r_.samples_ms.push_back(o.device_ms);
+      r_.host_ms.push_back(o.host_ms);
+      bool last = stop_sampling(p, seconds_since(t0));
+      if (last) {
+        // The outputs of the last timed launch, before the baseline overwrites them.
+        std::vector<std::vector<uint8_t>> outs;
+        bool checked = read_and_check("timed runs", outs);
+        write_outputs(outs, "timed.", r_.timed_outputs);
+        if (!checked) return false;
+      }
+      if (with_baseline_ && !baseline_sample(p)) return false;
+      if (last) break;
+    }
+    r_.clock_mhz_after = dev_.clock_mhz();
+    return true;
+  }
+
+  Device& dev_;
+  const RunnerJob& job_;
+  const RunnerTask& task_;
+  TaskResult r_;
+  std::unique_ptr<LoadedKernel> kernel_;
+  std::vector<Array> arrays_;
+  std::vector<DeviceBuffer> bufs_;
+  bool with_baseline_ = false;
+};
+
+bool safe_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+std::string safe_name(std::string s) {
+  for (char& c : s)
+    if (!safe_char(c)) c = '_';
+  if (s.empty() || s == "." || s == "..") s = "_" + s;
+  return s;
+}
+
+}  // namespace
+
+Error load_error(Disposition d, std::string_view message) {
+  return Error{fmt::format("{}: {}", to_string(d), message)};
+}
+
+std::pair<Disposition, std::string> load_failure(const std::string& message) {
+  auto colon = message.find(':');
+  if (colon != std::string::npos) {
+    if (auto d = disposition_from_string(std::string_view(message).substr(0, colon))) {
+      size_t rest = colon + 1;
+      while (rest < message.size() && message[rest] == ' ') ++rest;
+      return {*d, message.substr(rest)};
+    }
+  }
+  return {Disposition::launch_failed, message};
+}
+
+double relative_iqr(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::infinity();
+  std::sort(v.begin(), v.end());
+  auto q = [&](double p) {
+    double pos = p * static_cast<double>(v.size() - 1);
+    size_t lo = static_cast<size_t>(pos);
+    size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  };
+  double median = q(0.5);
+  if (!(median > 0)) return std::numeric_limits<double>::infinity();
+  return (q(0.75) - q(0.25)) / median;
+}
+
+int count_threads() {
+  std::error_code ec;
+  int n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end;
+       it.increment(ec))
+    ++n;
+  return ec ? 0 : n;
+}
+
+std::string output_path(const std::string& dir, const std::string& id, const std::string& tag,
+                        const std::string& array) {
+  return (std::filesystem::path(dir) / (safe_name(id) + "." + tag + safe_name(array) + ".bin"))
+      .string();
+}
+
+TaskResult execute_task(Device& device, const RunnerJob& job, const RunnerTask& task) {
+  TaskResult r;
+  try {
+    Executor e(device, job, task);
+    r = e.run();
+  } catch (const std::bad_alloc&) {
+    r = TaskResult{};
+    r.disposition = Disposition::crashed;
+    r.message = "the runner ran out of host memory";
+  } catch (const std::exception& ex) {
+    r = TaskResult{};
+    r.disposition = Disposition::crashed;
+    r.message = fmt::format("runner internal error: {}", ex.what());
+  } catch (...) {
+    r = TaskResult{};
+    r.disposition = Disposition::crashed;
+    r.message = "runner internal error: an unknown exception";
+  }
+  r.id = task.id;
+  bool lost = false;
+  try {
+    lost = device.lost();
+  } catch (...) {
+    lost = true;
+  }
+  if (lost) {
+    if (r.disposition == Disposition::passed) r.disposition = Disposition::crashed;
+    std::string m = "the device was lost (sticky error); the runner restarts";
+    r.message = r.message.empty() ? m : r.message + "; " + m;
+  }
+  return r;
+}
+
+}  // namespace peak

@@ -1,0 +1,541 @@
+// execute_task against an in-memory Device whose "kernels" run on the host: the facts the runner
+// reports (output bytes, changed inputs, overwritten guards, differing runs, samples) must match
+// what the fake kernel did.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include "context/inputs.h"
+#include "runner/execute.h"
+#include "util/fs.h"
+
+namespace peak {
+namespace {
+
+enum class Kernel {
+  matmul,            // C = A * B
+  overrun_output,    // matmul, then one element past the end of C
+  overrun_input,     // matmul, then one element past the end of A
+  modify_input,      // matmul, then A[3] = 42
+  modify_late,       // matmul; from the 5th launch on also A[0] = -7
+  nondeterministic,  // matmul, then C[0] += launch number
+  partial,           // only the first half of C
+  fail_launch,       // every launch fails
+  fail_timed,        // timed launches fail (and the device is lost)
+  copy,              // Y = X (any dtype)
+  slow,              // matmul, sleeping sleep_ms per launch
+};
+
+struct FakeBuffer {
+  std::vector<uint8_t> bytes;
+};
+
+class FakeKernel : public LoadedKernel {};
+
+class FakeDevice : public Device {
+ public:
+  Kernel kernel = Kernel::matmul;
+  std::string load_error_text;  // non-empty: load fails with it
+  bool load_throws = false;
+  std::vector<double> ms_cycle = {1.0};  // device_ms of timed launches, cyclic
+  double sleep_ms = 0;
+  bool lost_flag = false;
+
+  int loads = 0, launches = 0, timed_launches = 0, baselines = 0, timed_baselines = 0;
+  int flushes = 0, unpoisoned = 0, live = 0, clock_reads = 0;
+  std::string order;  // 'K' candidate / 'B' baseline, timed launches only
+
+  DeviceFacts facts() override {
+    DeviceFacts f;
+    f.backend = "fake";
+    f.name = "fake device";
+    return f;
+  }
+  double measure_fp32_tflops() override { return 1.0; }
+  Result<DeviceBuffer> alloc(size_t bytes) override {
+    auto* b = new FakeBuffer{std::vector<uint8_t>(bytes, 0xEE)};
+    ++live;
+    return DeviceBuffer{b, bytes};
+  }
+  void free(DeviceBuffer& b) override {
+    delete static_cast<FakeBuffer*>(b.handle);
+    b.handle = nullptr;
+    --live;
+  }
+  Status upload(DeviceBuffer& b, const void* data, size_t bytes) override {
+    auto& v = buf(b);
+    if (bytes > v.size()) return Status::error("upload too large");
+    std::memcpy(v.data(), data, bytes);
+    return Status::ok();
+  }
+  Status download(const DeviceBuffer& b, void* data, size_t bytes) override {
+    auto& v = static_cast<FakeBuffer*>(b.handle)->bytes;
+    if (bytes > v.size()) return Status::error("download too large");
+    std::memcpy(data, v.data(), bytes);
+    return Status::ok();
+  }
+  Status fill_u32(DeviceBuffer& b, uint32_t word) override {
+    auto& v = buf(b);
+    for (size_t o = 0; o + 4 <= v.size(); o += 4) std::memcpy(&v[o], &word, 4);
+    return Status::ok();
+  }
+  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask&, const RunnerJob&) override {
+    ++loads;
+    if (load_throws) throw std::runtime_error("loader exploded");
+    if (!load_error_text.empty()) return make_error(load_error_text);
+    return std::unique_ptr<LoadedKernel>(new FakeKernel);
+  }
+  LaunchOutcome launch(LoadedKernel&, const RunnerTask& task, const RunnerJob& job,
+                       std::vector<DeviceBuffer>& arrays, bool timed) override {
+    ++launches;
+    check_poisoned(job, arrays);
+    LaunchOutcome o;
+    if (kernel == Kernel::fail_launch) {
+      o.disposition = Disposition::launch_failed;
+      o.message = "bad grid (0, 1, 1)";
+      return o;
+    }
+    if (kernel == Kernel::fail_timed && timed) {
+      lost_flag = true;
+      o.disposition = Disposition::crashed;
+      o.message = "illegal address";
+      return o;
+    }
+    if (sleep_ms > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int>(sleep_ms * 1000)));
+    run_kernel(task, arrays);
+    if (timed) {
+      order += 'K';
+      o.device_ms = ms_cycle[static_cast<size_t>(timed_launches) % ms_cycle.size()];
+      o.host_ms = o.device_ms + 0.01;
+      ++timed_launches;
+    }
+    return o;
+  }
+  LaunchOutcome baseline(const std::string& name, const RunnerTask& task, const RunnerJob& job,
+                         std::vector<DeviceBuffer>& arrays, bool timed) override {
+    LaunchOutcome o;
+    if (name != "fakeblas") {
+      o.disposition = Disposition::not_run;
+      o.message = "no such library";
+      return o;
+    }
+    ++baselines;
+    check_poisoned(job, arrays);
+    matmul(task, arrays);
+    if (timed) {
+      order += 'B';
+      ++timed_baselines;
+      o.device_ms = 0.5;
+      o.host_ms = 0.51;
+    }
+    return o;
+  }
+  void flush_caches() override { ++flushes; }
+  double clock_mhz() override { return 1000 + 10 * clock_reads++; }
+  bool lost() override { return lost_flag; }
+
+ private:
+  static std::vector<uint8_t>& buf(DeviceBuffer& b) {
+    return static_cast<FakeBuffer*>(b.handle)->bytes;
+  }
+  static float* f32(DeviceBuffer& b) { return reinterpret_cast<float*>(buf(b).data()); }
+
+  void check_poisoned(const RunnerJob& job, std::vector<DeviceBuffer>& arrays) {
+    for (size_t i = 0; i < job.arrays.size(); ++i) {
+      if (!job.arrays[i].output) continue;
+      uint32_t p = poison_u32(job.arrays[i].dtype);
+      auto& v = buf(arrays[i]);
+      for (size_t o = 0; o + 4 <= v.size(); o += 4)
+        if (std::memcmp(&v[o], &p, 4) != 0) {
+          ++unpoisoned;
+          return;
+        }
+    }
+  }
+
+  void matmul(const RunnerTask& task, std::vector<DeviceBuffer>& arrays, int64_t rows = -1) {
+    int64_t M = task.shape.values.at("M"), N = task.shape.values.at("N"),
+            K = task.shape.values.at("K");
+    if (rows < 0) rows = M;
+    const float* A = f32(arrays[0]);
+    const float* B = f32(arrays[1]);
+    float* C = f32(arrays[2]);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float s = 0;
+        for (int64_t k = 0; k < K; ++k) s += A[i * K + k] * B[k * N + j];
+        C[i * N + j] = s;
+      }
+  }
+
+  void run_kernel(const RunnerTask& task, std::vector<DeviceBuffer>& arrays) {
+    int64_t M = task.shape.values.count("M") ? task.shape.values.at("M") : 0;
+    int64_t N = task.shape.values.count("N") ? task.shape.values.at("N") : 0;
+    int64_t K = task.shape.values.count("K") ? task.shape.values.at("K") : 0;
+    switch (kernel) {
+      case Kernel::copy:  // f16 X -> Y
+        std::memcpy(buf(arrays[1]).data(), buf(arrays[0]).data(), task.sizes.at("X") * 2);
+        return;
+      case Kernel::partial:
+        matmul(task, arrays, M / 2);
+        return;
+      default:
+        matmul(task, arrays);
+    }
+    switch (kernel) {
+      case Kernel::overrun_output:
+        f32(arrays[2])[M * N] = 1.0f;
+        break;
+      case Kernel::overrun_input:
+        f32(arrays[0])[M * K] = 1.0f;
+        break;
+      case Kernel::modify_input:
+        f32(arrays[0])[3] = 42.0f;
+        break;
+      case Kernel::modify_late:
+        if (launches >= 5) f32(arrays[0])[0] = -7.0f;
+        break;
+      case Kernel::nondeterministic:
+        f32(arrays[2])[0] += static_cast<float>(launches);
+        break;
+      default:
+        break;
+    }
+  }
+};
+
+class ExecuteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = make_temp_dir("peak-execute-test");
+    ASSERT_TRUE(d) << d.error();
+    dir_ = d.value();
+    job_.arrays = {ArraySpec{"A", DType::f32, "M * K", Initializer{}, false},
+                   ArraySpec{"B", DType::f32, "K * N", Initializer{}, false},
+                   ArraySpec{"C", DType::f32, "M * N", Initializer{}, true}};
+    task_.id = "t/1";
+    task_.shape.values = {{"M", 6}, {"N", 5}, {"K", 7}};
+    task_.sizes = {{"A", 42}, {"B", 35}, {"C", 30}};
+    task_.seed = 99;
+    task_.variant = 1;
+    task_.output_dir = (dir_ / "out").string();
+  }
+  void TearDown() override {
+    EXPECT_EQ(dev_.live, 0) << "device buffers leaked";
+    std::filesystem::remove_all(dir_);
+  }
+
+  TaskResult run() { return execute_task(dev_, job_, task_); }
+
+  std::vector<uint8_t> file_bytes(const std::string& path) {
+    auto s = read_file(path);
+    EXPECT_TRUE(s) << s.error();
+    return s ? std::vector<uint8_t>(s->begin(), s->end()) : std::vector<uint8_t>{};
+  }
+
+  // The expected C, computed here from independently generated inputs.
+  std::vector<float> expected_c() {
+    auto a = generate_array(job_.arrays[0], 42, array_seed(task_.seed, "A"), task_.variant);
+    auto b = generate_array(job_.arrays[1], 35, array_seed(task_.seed, "B"), task_.variant);
+    const float* A = reinterpret_cast<const float*>(a.data());
+    const float* B = reinterpret_cast<const float*>(b.data());
+    std::vector<float> c(30);
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 5; ++j) {
+        float s = 0;
+        for (int k = 0; k < 7; ++k) s += A[i * 7 + k] * B[k * 5 + j];
+        c[i * 5 + j] = s;
+      }
+    return c;
+  }
+
+  std::filesystem::path dir_;
+  FakeDevice dev_;
+  RunnerJob job_;
+  RunnerTask task_;
+};
+
+TEST_F(ExecuteTest, CheckedRunsWriteOutputsAndFindNothingWrong) {
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.id, "t/1");
+  EXPECT_FALSE(r.nondeterministic);
+  EXPECT_FALSE(r.guard_overwritten);
+  EXPECT_EQ(dev_.loads, 1);
+  EXPECT_EQ(dev_.launches, 2);  // checked + repeat
+  EXPECT_EQ(dev_.unpoisoned, 0);
+  ASSERT_EQ(r.outputs.count("C"), 1u);
+  EXPECT_EQ(r.outputs["C"], (dir_ / "out" / "t_1.C.bin").string());
+  auto bytes = file_bytes(r.outputs["C"]);
+  auto want = expected_c();
+  ASSERT_EQ(bytes.size(), want.size() * 4);
+  EXPECT_EQ(std::memcmp(bytes.data(), want.data(), bytes.size()), 0);
+  EXPECT_TRUE(r.samples_ms.empty());
+  EXPECT_TRUE(r.timed_outputs.empty());
+  EXPECT_GT(r.threads_before, 0);
+  EXPECT_GT(r.threads_after, 0);
+}
+
+TEST_F(ExecuteTest, NoRepeatMeansOneLaunch) {
+  task_.repeat = false;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(dev_.launches, 1);
+}
+
+TEST_F(ExecuteTest, TimingInterleavesTheBaselineAndStopsOnLowSpread) {
+  TimingPolicy p;
+  p.warmup = 2;
+  p.min_samples = 5;
+  p.max_samples = 50;
+  p.target_rel_spread = 0.02;
+  task_.timing = p;
+  task_.baseline = "fakeblas";
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.samples_ms.size(), 5u);  // constant times: spread 0 at min_samples
+  EXPECT_EQ(r.host_ms.size(), 5u);
+  EXPECT_EQ(r.baseline_samples_ms, std::vector<double>(5, 0.5));
+  EXPECT_EQ(r.baseline_host_ms.size(), 5u);
+  EXPECT_EQ(dev_.order, "KBKBKBKBKB");
+  EXPECT_EQ(dev_.launches, 2 + 2 + 5);  // checked, repeat, warm-up, samples
+  EXPECT_EQ(dev_.baselines, 2 + 5);     // warm-up, samples
+  EXPECT_EQ(dev_.flushes, 10);          // before every timed sample
+  EXPECT_EQ(dev_.unpoisoned, 0);        // poisoned before every launch
+  EXPECT_LT(r.clock_mhz_before, r.clock_mhz_after);
+  ASSERT_EQ(r.timed_outputs.count("C"), 1u);
+  EXPECT_EQ(file_bytes(r.timed_outputs["C"]), file_bytes(r.outputs["C"]));
+}
+
+TEST_F(ExecuteTest, NoFlushWhenThePolicySaysSo) {
+  TimingPolicy p;
+  p.warmup = 0;
+  p.min_samples = 3;
+  p.flush_l2 = false;
+  task_.timing = p;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.samples_ms.size(), 3u);
+  EXPECT_EQ(dev_.flushes, 0);
+  EXPECT_TRUE(r.baseline_samples_ms.empty());
+}
+
+TEST_F(ExecuteTest, NoisySamplesRunToMaxSamples) {
+  dev_.ms_cycle = {1, 2, 3, 4};
+  TimingPolicy p;
+  p.warmup = 0;
+  p.min_samples = 3;
+  p.max_samples = 12;
+  task_.timing = p;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.samples_ms.size(), 12u);
+  EXPECT_EQ(r.samples_ms[3], 4);
+}
+
+TEST_F(ExecuteTest, TimeCapStillHonoursMinSamples) {
+  dev_.ms_cycle = {1, 3};
+  dev_.kernel = Kernel::slow;
+  dev_.sleep_ms = 12;
+  TimingPolicy p;
+  p.warmup = 0;
+  p.min_samples = 4;
+  p.max_samples = 1000;
+  p.max_seconds = 0.02;  // exceeded after two samples, but not tenfold before the fourth
+  task_.check = false;
+  task_.timing = p;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.samples_ms.size(), 4u);
+  EXPECT_EQ(dev_.launches, 4);  // check = false: no checked run
+}
+
+TEST_F(ExecuteTest, TimeCapTenfoldOverrunsMinSamples) {
+  dev_.kernel = Kernel::slow;
+  dev_.sleep_ms = 2;
+  TimingPolicy p;
+  p.warmup = 0;
+  p.min_samples = 1000;
+  p.max_samples = 1000;
+  p.max_seconds = 0.004;
+  task_.check = false;
+  task_.timing = p;
+  auto t0 = std::chrono::steady_clock::now();
+  TaskResult r = run();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_GE(r.samples_ms.size(), 2u);
+  EXPECT_LT(r.samples_ms.size(), 100u);
+  EXPECT_LT(s, 1.0);
+}
+
+TEST_F(ExecuteTest, WritingPastAnOutputIsOutOfBounds) {
+  dev_.kernel = Kernel::overrun_output;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::out_of_bounds);
+  EXPECT_TRUE(r.guard_overwritten);
+  EXPECT_NE(r.message.find("'C'"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("guard byte 0"), std::string::npos) << r.message;
+  EXPECT_EQ(r.outputs.count("C"), 1u);  // kept for diagnosis
+}
+
+TEST_F(ExecuteTest, WritingPastAnInputIsOutOfBounds) {
+  dev_.kernel = Kernel::overrun_input;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::out_of_bounds);
+  EXPECT_TRUE(r.guard_overwritten);
+  EXPECT_NE(r.message.find("'A'"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, ChangedInputIsReportedWithItsElement) {
+  dev_.kernel = Kernel::modify_input;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::inputs_modified);
+  EXPECT_FALSE(r.guard_overwritten);
+  EXPECT_NE(r.message.find("'A'"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("element 3 "), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("-> 42"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, InputsChangedOnlyWhileTimedAreCaught) {
+  dev_.kernel = Kernel::modify_late;
+  TimingPolicy p;
+  p.warmup = 1;
+  p.min_samples = 5;
+  task_.timing = p;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::inputs_modified) << r.message;
+  EXPECT_NE(r.message.find("timed runs"), std::string::npos) << r.message;
+  EXPECT_EQ(r.outputs.count("C"), 1u);  // the checked runs were clean
+}
+
+TEST_F(ExecuteTest, DifferingRunsAreReportedNotJudged) {
+  dev_.kernel = Kernel::nondeterministic;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::passed);
+  EXPECT_TRUE(r.nondeterministic);
+  EXPECT_NE(r.message.find("'C' (1 of 30 elements)"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, UnwrittenOutputsKeepThePoison) {
+  dev_.kernel = Kernel::partial;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;  // the parent judges
+  EXPECT_FALSE(r.nondeterministic);
+  auto bytes = file_bytes(r.outputs["C"]);
+  ASSERT_EQ(bytes.size(), 120u);
+  EXPECT_FALSE(is_poison(DType::f32, &bytes[0]));
+  EXPECT_FALSE(is_poison(DType::f32, &bytes[14 * 4]));
+  for (int e = 15; e < 30; ++e) EXPECT_TRUE(is_poison(DType::f32, &bytes[e * 4])) << e;
+}
+
+TEST_F(ExecuteTest, LoadFailureCarriesItsDisposition) {
+  dev_.load_error_text = "invalid_config: needs 96 KiB of shared memory";
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::invalid_config);
+  EXPECT_EQ(r.message, "needs 96 KiB of shared memory");
+  EXPECT_EQ(dev_.launches, 0);
+  dev_.load_error_text = "cannot open module";
+  r = run();
+  EXPECT_EQ(r.disposition, Disposition::launch_failed);
+  EXPECT_EQ(r.message, "cannot open module");
+}
+
+TEST_F(ExecuteTest, LaunchFailureEndsTheTask) {
+  dev_.kernel = Kernel::fail_launch;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::launch_failed);
+  EXPECT_NE(r.message.find("bad grid"), std::string::npos) << r.message;
+  EXPECT_EQ(dev_.launches, 1);
+  EXPECT_TRUE(r.outputs.empty());
+}
+
+TEST_F(ExecuteTest, LostDeviceDuringTimingIsACrash) {
+  dev_.kernel = Kernel::fail_timed;
+  TimingPolicy p;
+  p.warmup = 1;
+  task_.timing = p;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::crashed);
+  EXPECT_NE(r.message.find("illegal address"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("timed sample 1"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, LostDeviceTurnsAPassIntoACrash) {
+  dev_.lost_flag = true;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::crashed);
+  EXPECT_NE(r.message.find("lost"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, ReferenceModeRunsTheBaselineWithoutLoading) {
+  task_.artifact = "";
+  task_.baseline = "fakeblas";
+  task_.baseline_outputs = true;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(dev_.loads, 0);
+  EXPECT_EQ(dev_.launches, 0);
+  EXPECT_EQ(dev_.baselines, 2);
+  auto bytes = file_bytes(r.outputs["C"]);
+  auto want = expected_c();
+  ASSERT_EQ(bytes.size(), 120u);
+  EXPECT_EQ(std::memcmp(bytes.data(), want.data(), 120), 0);
+}
+
+TEST_F(ExecuteTest, ReferenceModeWithAnUnknownBaseline) {
+  task_.baseline = "nope";
+  task_.baseline_outputs = true;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::not_run);
+  EXPECT_NE(r.message.find("'nope' is not available"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, UnavailableBaselineLeavesTheCandidateTimed) {
+  TimingPolicy p;
+  p.warmup = 1;
+  p.min_samples = 3;
+  task_.timing = p;
+  task_.baseline = "nope";
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.samples_ms.size(), 3u);
+  EXPECT_TRUE(r.baseline_samples_ms.empty());
+  EXPECT_NE(r.message.find("baseline 'nope' is not available"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, UnexpectedExceptionIsACrash) {
+  dev_.load_throws = true;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::crashed);
+  EXPECT_NE(r.message.find("loader exploded"), std::string::npos) << r.message;
+  EXPECT_EQ(r.id, "t/1");
+}
+
+TEST_F(ExecuteTest, HalfArraysOfOddLengthKeepTheirGuard) {
+  dev_.kernel = Kernel::copy;
+  job_.arrays = {ArraySpec{"X", DType::f16, "7", Initializer{}, false},
+                 ArraySpec{"Y", DType::f16, "7", Initializer{}, true}};
+  task_.shape.values = {};
+  task_.sizes = {{"X", 7}, {"Y", 7}};
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  auto y = file_bytes(r.outputs["Y"]);
+  auto x = generate_array(job_.arrays[0], 7, array_seed(task_.seed, "X"), task_.variant);
+  EXPECT_EQ(y, x);
+}
+
+TEST_F(ExecuteTest, NoOutputDirMeansNoFiles) {
+  task_.output_dir = "";
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_TRUE(r.outputs.empty());
+}
+
+}  // namespace
+}  // namespace peak
