@@ -61,6 +61,13 @@ class Backend {
   // Launch plan for one shape and configuration.
   virtual PlanResult plan(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
                           const Config& config, const DeviceFacts& device) = 0;
+  // Checks a build's resources (threads per group, shared memory) against the device limits;
+  // invalid_config with a message naming the limit when they do not fit.
+  virtual PlanResult check_resources(const BuildResult& build, const DeviceFacts& device) {
+    (void)build;
+    (void)device;
+    return {};
+  }
   // The vendor-library baseline for this context on this device ("cublas", "" = none).
   virtual std::string baseline(const KernelContext& ctx, const DeviceFacts& device) const = 0;
 };

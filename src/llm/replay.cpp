@@ -49,6 +49,8 @@ class RecordingDriver : public LlmDriver {
     LlmReply reply = inner_->complete(request);
     if (reply.status == LlmStatus::pending) return reply;  // recorded once answered
     std::lock_guard lock(mutex_);
+    // A resumed manual run serves the stored answers again: they are not new exchanges.
+    if (reply.driver == "manual" && already_recorded(request.key, reply.text)) return reply;
     if (auto s = write(request, reply); !s)
       std::fprintf(stderr, "peak: warning: the LLM exchange was not recorded: %s\n",
                    s.message().c_str());
@@ -56,6 +58,20 @@ class RecordingDriver : public LlmDriver {
   }
 
  private:
+  bool already_recorded(const std::string& key, const std::string& text) const {
+    std::error_code ec;
+    if (!fs::is_directory(dir_, ec)) return false;
+    for (const auto& de : fs::directory_iterator(dir_, ec)) {
+      if (de.path().extension() != ".json") continue;
+      auto body = read_file(de.path());
+      if (!body) continue;
+      json j = json::parse(*body, nullptr, false);
+      if (j.is_object() && j.value("key", "") == key && j.value("reply", "") == llm_detail::redact(text))
+        return true;
+    }
+    return false;
+  }
+
   long long next_seq() {
     long long max_seq = last_seq_;
     std::error_code ec;

@@ -1,0 +1,352 @@
+// GPU tests of the CUDA backend and peak-runner-cuda (label gpu: they need an NVIDIA GPU).
+// The integrity corpus (tests/integrity/cuda) runs through Validator::validate, each case
+// followed by the correct kernel to show that the next runner works.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <set>
+
+#include "backend/cuda/cuda_backend.h"
+#include "tune/measure.h"
+#include "util/fs.h"
+#include "validate/validate.h"
+
+namespace peak {
+namespace {
+
+const fs::path kSource = PEAK_SOURCE_DIR;
+const fs::path kCorpus = kSource / "tests" / "integrity" / "cuda";
+
+struct Gpu {
+  std::unique_ptr<Backend> backend;
+  DeviceFacts facts;
+  std::string error;
+  fs::path cache;
+};
+
+Gpu& gpu() {
+  static Gpu g = [] {
+    Gpu g;
+    g.backend = make_cuda_backend();
+    auto facts = g.backend->probe("", false);
+    if (!facts) {
+      g.error = "probe failed: " + facts.error();
+    } else {
+      g.facts = *facts;
+    }
+    auto dir = make_temp_dir("peak-cuda-gpu-test-");
+    g.cache = dir ? *dir : fs::temp_directory_path() / "peak-cuda-gpu-test";
+    return g;
+  }();
+  return g;
+}
+
+class CacheCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(gpu().cache, ec);
+  }
+};
+[[maybe_unused]] auto* const g_cleanup = ::testing::AddGlobalTestEnvironment(new CacheCleanup);
+
+KernelContext load(const std::string& name) {
+  auto c = load_context(kSource / "examples" / name);
+  EXPECT_TRUE(c) << c.error();
+  return c ? *c : KernelContext{};
+}
+
+Config default_config(const KernelContext& ctx) {
+  Config c;
+  for (const auto& t : ctx.tuning) c[t.name] = t.default_value;
+  return c;
+}
+
+struct Built {
+  BuildResult build;
+  SourceRegions regions;
+};
+
+Built build_source(const KernelContext& ctx, const std::string& text, const Config& config) {
+  Built b;
+  auto regions = split_regions(text, "kernel.cu");
+  EXPECT_TRUE(regions) << regions.error();
+  if (regions) b.regions = *regions;
+  BuildRequest req;
+  req.context = &ctx;
+  req.source = text;
+  req.defines = config;
+  req.device = gpu().facts;
+  req.cache_dir = gpu().cache;
+  b.build = gpu().backend->build(req);
+  return b;
+}
+
+Built build_file(const KernelContext& ctx, const fs::path& file, const Config& config) {
+  auto text = read_file(file);
+  EXPECT_TRUE(text) << text.error();
+  return build_source(ctx, text ? *text : "", config);
+}
+
+RunnerOptions runner_options() {
+  RunnerOptions o;
+  o.executable = gpu().backend->runner();
+  o.task_timeout_s = 30;
+  return o;
+}
+
+ValidationOutcome validate(const KernelContext& ctx, const Built& b, const Config& config,
+                           const ValidationOptions& opts = {}) {
+  ReferenceSource ref;
+  ref.cache_dir = gpu().cache / "reference";
+  Validator v(*gpu().backend, gpu().facts, runner_options(), ref);
+  return v.validate(ctx, b.regions, b.build, config, opts);
+}
+
+std::string describe_checks(const ValidationOutcome& o) {
+  std::string s = std::string(to_string(o.disposition)) + ": " + o.message;
+  for (const auto& c : o.checks)
+    s += "\n  " + c.shape.text() + (c.hidden ? " (hidden)" : "") + " -> " +
+         std::string(to_string(c.disposition)) + " " + c.message;
+  return s;
+}
+
+class CudaGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(gpu().error.empty()) << gpu().error; }
+};
+
+TEST_F(CudaGpuTest, ProbeDescribesTheDevice) {
+  const DeviceFacts& f = gpu().facts;
+  EXPECT_EQ(f.backend, "cuda");
+  EXPECT_FALSE(f.name.empty());
+  EXPECT_EQ(f.vendor, "NVIDIA");
+  EXPECT_TRUE(starts_with(f.arch, "sm_")) << f.arch;
+  if (f.extra.count("compute_capability") && f.extra.at("compute_capability") == "9.0") {
+    EXPECT_EQ(f.arch, "sm_90a");
+  }
+  EXPECT_GT(f.compute_units, 0);
+  EXPECT_EQ(f.subgroup_size, 32);
+  EXPECT_GE(f.max_threads_per_group, 1024);
+  EXPECT_GT(f.l2_bytes, 0);
+  EXPECT_GT(f.memory_bytes, 0);
+  EXPECT_EQ(f.shared_memory_per_group, 48 * 1024);
+  EXPECT_GE(f.shared_memory_per_group_optin, f.shared_memory_per_group);
+  EXPECT_FALSE(f.driver.empty());
+  EXPECT_FALSE(f.api_version.empty());
+  EXPECT_GT(f.clock_mhz, 0);
+  EXPECT_EQ(f.extra.at("cublas"), "ready");
+  auto tc = gpu().backend->toolchain();
+  auto has = [&](const char* k) {
+    return std::any_of(tc.begin(), tc.end(), [&](const auto& p) { return p.first == k; });
+  };
+  EXPECT_TRUE(has("cuda_runtime"));
+  EXPECT_TRUE(has("cuda_driver"));
+}
+
+TEST_F(CudaGpuTest, FmaMicrobenchmarkIsPlausible) {
+  auto f = gpu().backend->probe("0", true);
+  ASSERT_TRUE(f) << f.error();
+  EXPECT_GT(f->measured_fp32_tflops, 1.0);
+  if (auto peaks = documented_peaks(f->name)) {
+    EXPECT_LE(f->measured_fp32_tflops, 1.05 * peaks->fp32_tflops);
+    EXPECT_GE(f->measured_fp32_tflops, 0.5 * peaks->fp32_tflops);
+  }
+}
+
+TEST_F(CudaGpuTest, UnknownDeviceSelectorFails) {
+  auto f = gpu().backend->probe("no-such-gpu-name", false);
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().find("no-such-gpu-name"), std::string::npos) << f.error();
+}
+
+class CudaGpuExample : public CudaGpuTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CudaGpuExample, ValidatesAndTimesAgainstCublas) {
+  KernelContext ctx = load(GetParam());
+  Config config = default_config(ctx);
+  Built b = build_file(ctx, ctx.dir / ctx.source_file, config);
+  ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+  ValidationOutcome v = validate(ctx, b, config);
+  ASSERT_EQ(v.disposition, Disposition::passed) << describe_checks(v);
+
+  ReferenceSource ref;
+  Validator validator(*gpu().backend, gpu().facts, runner_options(), ref);
+  MeasureOptions mo;
+  mo.policy.warmup = 2;
+  mo.policy.min_samples = 5;
+  mo.policy.max_samples = 10;
+  mo.policy.max_seconds = 3;
+  auto ms = measure(*gpu().backend, gpu().facts, runner_options(), validator, ctx, b.regions,
+                    b.build, config, ctx.small_shapes, mo);
+  ASSERT_EQ(ms.size(), ctx.small_shapes.size());
+  for (const Measurement& m : ms) {
+    EXPECT_EQ(m.disposition, Disposition::passed) << m.message;
+    EXPECT_EQ(m.baseline, "cublas");
+    ASSERT_FALSE(m.samples_ms.empty());
+    ASSERT_FALSE(m.baseline_samples_ms.empty()) << m.message;
+    EXPECT_GT(m.stats.median, 0);
+    EXPECT_GT(m.gflops, 0);
+    EXPECT_GT(m.baseline_gflops, 0);
+    // The host clock around the launch and the full synchronization is never shorter.
+    for (size_t i = 0; i < m.samples_ms.size() && i < m.host_ms.size(); ++i)
+      EXPECT_GE(m.host_ms[i] * 1.001 + 0.01, m.samples_ms[i]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, CudaGpuExample,
+                         ::testing::Values("matmul-cuda-fp32", "matmul-cuda-fp16"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST_F(CudaGpuTest, TooManyThreadsPerBlockIsInvalidConfig) {
+  KernelContext ctx = load("matmul-cuda-fp32");
+  Config config = {{"BLOCK_X", 64}, {"BLOCK_Y", 32}};  // 2048 threads: cudaErrorInvalidConfiguration
+  Built b = build_file(ctx, ctx.dir / ctx.source_file, config);
+  ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+  ValidationOutcome v = validate(ctx, b, config);
+  EXPECT_EQ(v.disposition, Disposition::invalid_config) << describe_checks(v);
+}
+
+TEST_F(CudaGpuTest, PeakInvalidConfigReturnIsInvalidConfig) {
+  KernelContext ctx = load("matmul-cuda-fp32");
+  auto text = read_file(ctx.dir / ctx.source_file);
+  ASSERT_TRUE(text);
+  std::string src = replace_all(*text, "  dim3 block(BLOCK_X, BLOCK_Y);",
+                                "  if (BLOCK_X * BLOCK_Y > 256) return PEAK_INVALID_CONFIG;\n"
+                                "  dim3 block(BLOCK_X, BLOCK_Y);");
+  ASSERT_NE(src, *text);
+  Config config = {{"BLOCK_X", 32}, {"BLOCK_Y", 16}};
+  Built b = build_source(ctx, src, config);
+  ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+  ValidationOutcome v = validate(ctx, b, config);
+  EXPECT_EQ(v.disposition, Disposition::invalid_config) << describe_checks(v);
+}
+
+// Work launched on the legacy default stream and left running after peak_host returns is
+// inside the measured interval: the runner synchronizes the whole device before its end mark.
+TEST_F(CudaGpuTest, TimingIncludesWorkLeftRunningAfterReturn) {
+  KernelContext ctx = load("matmul-cuda-fp32");
+  auto text = read_file(ctx.dir / ctx.source_file);
+  ASSERT_TRUE(text);
+  std::string src = replace_all(*text, "  C[row * N + col] = acc;\n}",
+                                "  C[row * N + col] = acc;\n"
+                                "  if (row == 0 && col == 0) {  // 20 ms more, by the global timer\n"
+                                "    unsigned long long t0, t;\n"
+                                "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+                                "    do {\n"
+                                "      asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n"
+                                "    } while (t - t0 < 20000000ull);\n"
+                                "  }\n}");
+  src = replace_all(src, "matmul<<<grid, block, 0, stream>>>", "matmul<<<grid, block>>>");
+  ASSERT_NE(src.find("20000000ull"), std::string::npos);
+  ASSERT_NE(src.find("matmul<<<grid, block>>>"), std::string::npos);
+  Config config = default_config(ctx);
+  Built b = build_source(ctx, src, config);
+  ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+  ReferenceSource ref;
+  Validator validator(*gpu().backend, gpu().facts, runner_options(), ref);
+  MeasureOptions mo;
+  mo.policy.warmup = 1;
+  mo.policy.min_samples = 3;
+  mo.policy.max_samples = 3;
+  mo.with_baseline = false;
+  auto ms = measure(*gpu().backend, gpu().facts, runner_options(), validator, ctx, b.regions,
+                    b.build, config, {ctx.validation_shapes[0]}, mo);
+  ASSERT_EQ(ms.size(), 1u);
+  ASSERT_EQ(ms[0].disposition, Disposition::passed) << ms[0].message;
+  ASSERT_FALSE(ms[0].samples_ms.empty());
+  for (double t : ms[0].samples_ms) EXPECT_GE(t, 19.0);
+  for (double t : ms[0].host_ms) EXPECT_GE(t, 19.0);
+}
+
+// ---- The integrity corpus ----
+
+struct CorpusCase {
+  std::string file;
+  std::set<std::string> expect;
+};
+
+void PrintTo(const CorpusCase& c, std::ostream* os) { *os << c.file; }
+
+std::vector<CorpusCase> corpus_cases() {
+  std::vector<CorpusCase> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(kCorpus, ec)) {
+    if (e.path().extension() != ".cu") continue;
+    CorpusCase c;
+    c.file = e.path().filename().string();
+    if (auto text = read_file(e.path())) {
+      auto lines = split_lines(*text);
+      const std::string tag = "// expect: ";
+      if (!lines.empty() && starts_with(lines[0], tag)) {
+        std::string list = lines[0].substr(tag.size());
+        size_t start = 0;
+        for (;;) {
+          size_t bar = list.find('|', start);
+          c.expect.insert(trim(list.substr(start, bar - start)));
+          if (bar == std::string::npos) break;
+          start = bar + 1;
+        }
+      }
+    }
+    out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CorpusCase& a, const CorpusCase& b) { return a.file < b.file; });
+  return out;
+}
+
+class CudaGpuCorpus : public CudaGpuTest, public ::testing::WithParamInterface<CorpusCase> {};
+
+TEST_P(CudaGpuCorpus, GateGivesTheExpectedDispositionAndTheNextKernelPasses) {
+  const CorpusCase& c = GetParam();
+  ASSERT_FALSE(c.expect.empty()) << c.file;
+  KernelContext ctx = load("matmul-cuda-fp32");
+  Config config = default_config(ctx);
+  Built b = build_file(ctx, kCorpus / c.file, config);
+  std::string expected;
+  for (const auto& e : c.expect) expected += (expected.empty() ? "" : "|") + e;
+  if (c.expect.count("forbidden_api")) {
+    EXPECT_EQ(b.build.disposition, Disposition::forbidden_api) << b.build.log;
+  } else {
+    ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+    ValidationOptions opts;
+    if (c.expect.count("timeout")) {  // every task would hang until its deadline: one is enough
+      opts.shapes = {ctx.validation_shapes.at(0)};
+      opts.seeds = 1;
+      opts.sampled_hidden_shapes = 0;
+      opts.task_timeout_s = 10;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    ValidationOutcome v = validate(ctx, b, config, opts);
+    std::cout << "[ observed ] " << c.file << ": " << to_string(v.disposition) << " in "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+              << " s: " << v.message << "\n";
+    EXPECT_TRUE(c.expect.count(std::string(to_string(v.disposition))))
+        << c.file << ": expected " << expected << ", got " << describe_checks(v);
+  }
+  // The correct kernel, right after: the device and a fresh runner still work.
+  Built good = build_file(ctx, kCorpus / "correct_tiled.cu", config);
+  ASSERT_EQ(good.build.disposition, Disposition::passed) << good.build.log;
+  auto t1 = std::chrono::steady_clock::now();
+  ValidationOutcome after = validate(ctx, good, config);
+  std::cout << "[ observed ] then correct_tiled.cu: " << to_string(after.disposition) << " in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count()
+            << " s\n";
+  EXPECT_EQ(after.disposition, Disposition::passed)
+      << "after " << c.file << ": " << describe_checks(after);
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, CudaGpuCorpus, ::testing::ValuesIn(corpus_cases()),
+                         [](const auto& info) {
+                           return info.param.file.substr(0, info.param.file.size() - 3);
+                         });
+
+}  // namespace
+}  // namespace peak

@@ -1,0 +1,1110 @@
+// The Vulkan device of the peak-runner executable (runner/device.h): buffers, SPIR-V pipelines
+// bound by the HLSL backend's convention (arrays at bindings 0..n-1, the scalars' uniform buffer
+// at binding n, all in set 0), timestamped dispatches with a fence deadline, cache flushing and
+// an FP32 FMA-throughput microbenchmark. Compiled only into peak-runner.
+#include <vulkan/vulkan.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <shaderc/shaderc.hpp>
+
+#include "backend/hlsl/spirv_reflect.h"
+#include "runner/device.h"
+#include "runner/execute.h"
+#include "util/fs.h"
+
+#if __has_include("runner/nvml.h")
+#include "runner/nvml.h"
+#define PEAK_HAVE_NVML 1
+#endif
+
+namespace peak {
+namespace {
+
+constexpr uint32_t kVendorNvidia = 0x10DE;
+
+template <typename T>
+T vk_struct(VkStructureType type) {
+  T s{};
+  s.sType = type;
+  return s;
+}
+
+const char* vk_result_name(VkResult r) {
+  switch (r) {
+#define PEAK_VK_CASE(x) \
+  case x:               \
+    return #x;
+    PEAK_VK_CASE(VK_SUCCESS)
+    PEAK_VK_CASE(VK_NOT_READY)
+    PEAK_VK_CASE(VK_TIMEOUT)
+    PEAK_VK_CASE(VK_EVENT_SET)
+    PEAK_VK_CASE(VK_EVENT_RESET)
+    PEAK_VK_CASE(VK_INCOMPLETE)
+    PEAK_VK_CASE(VK_ERROR_OUT_OF_HOST_MEMORY)
+    PEAK_VK_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
+    PEAK_VK_CASE(VK_ERROR_INITIALIZATION_FAILED)
+    PEAK_VK_CASE(VK_ERROR_DEVICE_LOST)
+    PEAK_VK_CASE(VK_ERROR_MEMORY_MAP_FAILED)
+    PEAK_VK_CASE(VK_ERROR_LAYER_NOT_PRESENT)
+    PEAK_VK_CASE(VK_ERROR_EXTENSION_NOT_PRESENT)
+    PEAK_VK_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
+    PEAK_VK_CASE(VK_ERROR_INCOMPATIBLE_DRIVER)
+    PEAK_VK_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+    PEAK_VK_CASE(VK_ERROR_FORMAT_NOT_SUPPORTED)
+    PEAK_VK_CASE(VK_ERROR_FRAGMENTED_POOL)
+    PEAK_VK_CASE(VK_ERROR_UNKNOWN)
+    PEAK_VK_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
+    PEAK_VK_CASE(VK_ERROR_INVALID_EXTERNAL_HANDLE)
+    PEAK_VK_CASE(VK_ERROR_FRAGMENTATION)
+    PEAK_VK_CASE(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
+    PEAK_VK_CASE(VK_PIPELINE_COMPILE_REQUIRED)
+    PEAK_VK_CASE(VK_ERROR_INVALID_SHADER_NV)
+#undef PEAK_VK_CASE
+    default:
+      return "VK_ERROR_(unknown)";
+  }
+}
+
+std::string version_text(uint32_t v) {
+  return fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
+                     VK_API_VERSION_PATCH(v));
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual GPU";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "CPU";
+    default:
+      return "other";
+  }
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+std::string vendor_text(uint32_t id) {
+  const char* name = nullptr;
+  switch (id) {
+    case 0x10DE:
+      name = "NVIDIA";
+      break;
+    case 0x1002:
+      name = "AMD";
+      break;
+    case 0x8086:
+      name = "Intel";
+      break;
+    case 0x13B5:
+      name = "ARM";
+      break;
+    case 0x5143:
+      name = "Qualcomm";
+      break;
+    case 0x106B:
+      name = "Apple";
+      break;
+    case 0x10005:
+      name = "Mesa";
+      break;
+    default:
+      break;
+  }
+  return name ? fmt::format("0x{:04x} ({})", id, name) : fmt::format("0x{:04x}", id);
+}
+
+double env_double(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  double d = std::strtod(v, &end);
+  return (end != v && d > 0) ? d : fallback;
+}
+
+struct Buf {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* mapped = nullptr;  // persistently mapped when host-visible
+  VkDeviceSize size = 0;
+};
+
+class VulkanDevice;
+
+class VulkanKernel final : public LoadedKernel {
+ public:
+  explicit VulkanKernel(VulkanDevice* owner) : owner_(owner) {}
+  ~VulkanKernel() override;
+
+  VulkanDevice* owner_;
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  Buf uniform;
+  size_t arrays = 0;
+  std::string entry;
+};
+
+class VulkanDevice final : public Device {
+ public:
+  ~VulkanDevice() override;
+  Status init(const std::string& selector);
+
+  DeviceFacts facts() override;
+  double measure_fp32_tflops() override;
+  Result<DeviceBuffer> alloc(size_t bytes) override;
+  void free(DeviceBuffer& b) override;
+  Status upload(DeviceBuffer& b, const void* data, size_t bytes) override;
+  Status download(const DeviceBuffer& b, void* data, size_t bytes) override;
+  Status fill_u32(DeviceBuffer& b, uint32_t word) override;
+  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task, const RunnerJob& job) override;
+  LaunchOutcome launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
+                       std::vector<DeviceBuffer>& arrays, bool timed) override;
+  LaunchOutcome baseline(const std::string& name, const RunnerTask&, const RunnerJob&,
+                         std::vector<DeviceBuffer>&, bool) override {
+    LaunchOutcome o;
+    o.disposition = Disposition::not_run;
+    o.message = fmt::format("the Vulkan runner has no vendor library baseline (`{}`)", name);
+    return o;
+  }
+  void flush_caches() override;
+  double clock_mhz() override;
+  bool lost() override { return lost_; }
+
+  void destroy_kernel(VulkanKernel& k);
+
+ private:
+  Error vk_error(const char* what, VkResult r) {
+    if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
+    return make_error(fmt::format("{} failed: {}", what, vk_result_name(r)));
+  }
+  int memory_type(uint32_t bits, VkMemoryPropertyFlags want) const;
+  Result<Buf> create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible);
+  void destroy_buffer(Buf& b);
+  // Records with `record`, submits, waits (fence deadline). VK_TIMEOUT / DEVICE_LOST mark the
+  // device lost. host_ms: the host clock around submit + wait.
+  VkResult run(const std::function<void(VkCommandBuffer)>& record, double* host_ms = nullptr);
+  Status run_status(const char* what, const std::function<void(VkCommandBuffer)>& record);
+  Result<std::unique_ptr<VulkanKernel>> make_kernel(const std::vector<uint32_t>& words,
+                                                    const std::string& entry, size_t arrays,
+                                                    size_t uniform_bytes);
+  void bind_and_dispatch(VkCommandBuffer cmd, VulkanKernel& k, std::array<uint32_t, 3> groups,
+                         bool timed);
+  double timestamp_ms();
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+  VkDevice dev_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  uint32_t timestamp_bits_ = 0;
+  VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceProperties props_{};
+  VkPhysicalDeviceMemoryProperties mem_props_{};
+  uint32_t subgroup_size_ = 0;
+  std::string driver_;
+  int compute_units_ = 0;
+  int device_index_ = 0;
+  bool unified_ = false;  // device-local memory is host-visible and coherent: map directly
+  bool lost_ = false;
+  double fence_timeout_s_ = 30;
+  std::set<Buf*> buffers_;
+  Buf scratch_;
+  uint32_t flush_word_ = 0;
+};
+
+VulkanKernel::~VulkanKernel() { owner_->destroy_kernel(*this); }
+
+VulkanDevice::~VulkanDevice() {
+  // After a timeout or a lost device the queue may never drain; the process is about to exit,
+  // so leave everything to the operating system rather than block in vkDeviceWaitIdle.
+  if (lost_ || dev_ == VK_NULL_HANDLE) return;
+  vkDeviceWaitIdle(dev_);
+  for (Buf* b : buffers_) {
+    destroy_buffer(*b);
+    delete b;
+  }
+  buffers_.clear();
+  destroy_buffer(scratch_);
+  if (queries_) vkDestroyQueryPool(dev_, queries_, nullptr);
+  if (fence_) vkDestroyFence(dev_, fence_, nullptr);
+  if (cmd_pool_) vkDestroyCommandPool(dev_, cmd_pool_, nullptr);
+  vkDestroyDevice(dev_, nullptr);
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+Status VulkanDevice::init(const std::string& selector) {
+  fence_timeout_s_ = env_double("PEAK_RUNNER_FENCE_TIMEOUT_S", 30.0);
+  uint32_t loader_version = VK_API_VERSION_1_0;
+  if (vkEnumerateInstanceVersion(&loader_version) != VK_SUCCESS)
+    loader_version = VK_API_VERSION_1_0;
+  if (loader_version < VK_API_VERSION_1_1)
+    return Status::error(fmt::format(
+        "the Vulkan loader supports only Vulkan {}; peak needs Vulkan 1.1 or newer (install a "
+        "newer libvulkan1)",
+        version_text(loader_version)));
+  auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+  app.pApplicationName = "peak-runner";
+  app.apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3);
+  auto ici = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+  ici.pApplicationInfo = &app;
+  if (VkResult r = vkCreateInstance(&ici, nullptr, &instance_); r != VK_SUCCESS)
+    return Status::error(fmt::format(
+        "cannot create a Vulkan instance ({}): no usable Vulkan driver; install the GPU's "
+        "Vulkan driver, or mesa-vulkan-drivers for a CPU device (lavapipe)",
+        vk_result_name(r)));
+
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance_, &count, nullptr);
+  std::vector<VkPhysicalDevice> devices(count);
+  if (count > 0) vkEnumeratePhysicalDevices(instance_, &count, devices.data());
+  if (devices.empty())
+    return Status::error(
+        "no Vulkan device found; install the GPU's Vulkan driver, or mesa-vulkan-drivers for a "
+        "CPU device (lavapipe)");
+  std::vector<VkPhysicalDeviceProperties> all(devices.size());
+  std::string listing;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    vkGetPhysicalDeviceProperties(devices[i], &all[i]);
+    listing += fmt::format("\n  {}: {} ({}, Vulkan {})", i, all[i].deviceName,
+                           type_name(all[i].deviceType), version_text(all[i].apiVersion));
+  }
+  int chosen = -1;
+  std::string sel = trim(selector);
+  if (sel.empty()) {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (all[i].apiVersion < VK_API_VERSION_1_1) continue;
+      if (chosen < 0 || type_rank(all[i].deviceType) < type_rank(all[chosen].deviceType))
+        chosen = static_cast<int>(i);
+    }
+  } else if (std::all_of(sel.begin(), sel.end(),
+                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    size_t idx = std::stoul(sel);
+    if (idx < devices.size()) chosen = static_cast<int>(idx);
+  } else {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (lower(all[i].deviceName).find(lower(sel)) != std::string::npos) {
+        chosen = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  if (chosen < 0)
+    return Status::error(fmt::format("no Vulkan device matches `{}`; the devices are:{}",
+                                     sel.empty() ? "(any, Vulkan 1.1+)" : sel, listing));
+  phys_ = devices[chosen];
+  device_index_ = chosen;
+  props_ = all[chosen];
+  if (props_.apiVersion < VK_API_VERSION_1_1)
+    return Status::error(fmt::format("{} supports only Vulkan {}; peak needs Vulkan 1.1",
+                                     props_.deviceName, version_text(props_.apiVersion)));
+  vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
+
+  // Extensions that carry optional facts (queried, never enabled).
+  uint32_t ext_count = 0;
+  vkEnumerateDeviceExtensionProperties(phys_, nullptr, &ext_count, nullptr);
+  std::vector<VkExtensionProperties> exts(ext_count);
+  if (ext_count) vkEnumerateDeviceExtensionProperties(phys_, nullptr, &ext_count, exts.data());
+  auto has_ext = [&](const char* n) {
+    for (const auto& e : exts)
+      if (std::strcmp(e.extensionName, n) == 0) return true;
+    return false;
+  };
+  auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  auto subgroup = vk_struct<VkPhysicalDeviceSubgroupProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto sm = vk_struct<VkPhysicalDeviceShaderSMBuiltinsPropertiesNV>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV);
+  auto amd = vk_struct<VkPhysicalDeviceShaderCorePropertiesAMD>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD);
+  p2.pNext = &subgroup;
+  void** tail = &subgroup.pNext;
+  bool have_driver = props_.apiVersion >= VK_API_VERSION_1_2 || has_ext("VK_KHR_driver_properties");
+  if (have_driver) {
+    *tail = &driver;
+    tail = &driver.pNext;
+  }
+  bool have_sm = has_ext("VK_NV_shader_sm_builtins");
+  if (have_sm) {
+    *tail = &sm;
+    tail = &sm.pNext;
+  }
+  bool have_amd = has_ext("VK_AMD_shader_core_properties");
+  if (have_amd) {
+    *tail = &amd;
+    tail = &amd.pNext;
+  }
+  vkGetPhysicalDeviceProperties2(phys_, &p2);
+  subgroup_size_ = subgroup.subgroupSize;
+  if (have_driver) driver_ = trim(fmt::format("{} {}", driver.driverName, driver.driverInfo));
+  if (driver_.empty()) {
+    uint32_t v = props_.driverVersion;
+    driver_ = props_.vendorID == kVendorNvidia
+                  ? fmt::format("{}.{}.{}.{}", v >> 22, (v >> 14) & 0xff, (v >> 6) & 0xff, v & 0x3f)
+                  : version_text(v);
+  }
+  if (have_sm) compute_units_ = static_cast<int>(sm.shaderSMCount);
+  if (have_amd)
+    compute_units_ = static_cast<int>(amd.shaderEngineCount * amd.shaderArraysPerEngineCount *
+                                      amd.computeUnitsPerShaderArray);
+
+  // A compute queue, preferably one with timestamps.
+  uint32_t qcount = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &qcount, nullptr);
+  std::vector<VkQueueFamilyProperties> qprops(qcount);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys_, &qcount, qprops.data());
+  int family = -1;
+  for (uint32_t i = 0; i < qcount; ++i) {
+    if (!(qprops[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+    if (family < 0 || (qprops[family].timestampValidBits == 0 && qprops[i].timestampValidBits > 0))
+      family = static_cast<int>(i);
+  }
+  if (family < 0) return Status::error(fmt::format("{} has no compute queue", props_.deviceName));
+  queue_family_ = static_cast<uint32_t>(family);
+  timestamp_bits_ = qprops[family].timestampValidBits;
+
+  float priority = 1.0f;
+  auto qci = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  qci.queueFamilyIndex = queue_family_;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  // No features: robustBufferAccess stays off, so a write past the end of an array lands in the
+  // runner's guard zone and is detected instead of being silently dropped.
+  if (VkResult r = vkCreateDevice(phys_, &dci, nullptr, &dev_); r != VK_SUCCESS)
+    return Status::error(fmt::format("cannot open {}: vkCreateDevice failed: {}", props_.deviceName,
+                                     vk_result_name(r)));
+  vkGetDeviceQueue(dev_, queue_family_, 0, &queue_);
+
+  auto pci = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pci.queueFamilyIndex = queue_family_;
+  if (VkResult r = vkCreateCommandPool(dev_, &pci, nullptr, &cmd_pool_); r != VK_SUCCESS)
+    return vk_error("vkCreateCommandPool", r);
+  auto cai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  cai.commandPool = cmd_pool_;
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  if (VkResult r = vkAllocateCommandBuffers(dev_, &cai, &cmd_); r != VK_SUCCESS)
+    return vk_error("vkAllocateCommandBuffers", r);
+  auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+  if (VkResult r = vkCreateFence(dev_, &fci, nullptr, &fence_); r != VK_SUCCESS)
+    return vk_error("vkCreateFence", r);
+  if (timestamp_bits_ > 0) {
+    auto qpi = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qpi.queryCount = 2;
+    if (vkCreateQueryPool(dev_, &qpi, nullptr, &queries_) != VK_SUCCESS) {
+      queries_ = VK_NULL_HANDLE;
+      timestamp_bits_ = 0;
+    }
+  }
+
+  // Unified memory (CPU devices, integrated GPUs): device-local memory that the host can map.
+  bool uma = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
+             props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+  // PEAK_RUNNER_VK_STAGING=1 takes the staging path anyway (how the tests cover it on lavapipe).
+  const char* staging = std::getenv("PEAK_RUNNER_VK_STAGING");
+  unified_ =
+      uma && !(staging && std::string(staging) == "1") &&
+      memory_type(~0u, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                           VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) >= 0;
+  return Status::ok();
+}
+
+DeviceFacts VulkanDevice::facts() {
+  DeviceFacts f;
+  f.backend = "hlsl";
+  f.name = props_.deviceName;
+  f.vendor = vendor_text(props_.vendorID);
+  f.driver = driver_;
+  f.api_version = version_text(props_.apiVersion);
+  f.is_cpu = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  f.compute_units = compute_units_;
+  f.subgroup_size = static_cast<int>(subgroup_size_);
+  f.shared_memory_per_group = props_.limits.maxComputeSharedMemorySize;
+  f.shared_memory_per_group_optin = props_.limits.maxComputeSharedMemorySize;
+  f.max_threads_per_group = props_.limits.maxComputeWorkGroupInvocations;
+  f.l2_bytes = 0;
+  for (uint32_t i = 0; i < mem_props_.memoryHeapCount; ++i)
+    if (mem_props_.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      f.memory_bytes =
+          std::max<int64_t>(f.memory_bytes, static_cast<int64_t>(mem_props_.memoryHeaps[i].size));
+  f.clock_mhz = clock_mhz();
+  const auto& l = props_.limits;
+  f.extra["api"] = "Vulkan";
+  f.extra["l2"] = "unknown";
+  f.extra["device_index"] = std::to_string(device_index_);
+  f.extra["device_type"] = type_name(props_.deviceType);
+  f.extra["device_id"] = fmt::format("0x{:04x}", props_.deviceID);
+  f.extra["vendor_id"] = fmt::format("0x{:04x}", props_.vendorID);
+  f.extra["timestamp_period_ns"] = fmt::format("{}", l.timestampPeriod);
+  f.extra["timestamp_valid_bits"] = std::to_string(timestamp_bits_);
+  f.extra["max_workgroup_size"] =
+      fmt::format("{} {} {}", l.maxComputeWorkGroupSize[0], l.maxComputeWorkGroupSize[1],
+                  l.maxComputeWorkGroupSize[2]);
+  f.extra["max_workgroup_count"] =
+      fmt::format("{} {} {}", l.maxComputeWorkGroupCount[0], l.maxComputeWorkGroupCount[1],
+                  l.maxComputeWorkGroupCount[2]);
+  f.extra["max_storage_buffer_range"] = std::to_string(l.maxStorageBufferRange);
+  f.extra["queue_family"] = std::to_string(queue_family_);
+  f.extra["memory_mapping"] = unified_ ? "unified (mapped directly)" : "staged";
+  return f;
+}
+
+int VulkanDevice::memory_type(uint32_t bits, VkMemoryPropertyFlags want) const {
+  for (uint32_t i = 0; i < mem_props_.memoryTypeCount; ++i)
+    if ((bits & (1u << i)) && (mem_props_.memoryTypes[i].propertyFlags & want) == want)
+      return static_cast<int>(i);
+  return -1;
+}
+
+Result<Buf> VulkanDevice::create_buffer(VkDeviceSize size, VkBufferUsageFlags usage,
+                                        bool host_visible) {
+  Buf b;
+  b.size = std::max<VkDeviceSize>(4, (size + 3) / 4 * 4);
+  auto bci = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  bci.size = b.size;
+  bci.usage = usage;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  if (VkResult r = vkCreateBuffer(dev_, &bci, nullptr, &b.buffer); r != VK_SUCCESS)
+    return vk_error("vkCreateBuffer", r);
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev_, b.buffer, &req);
+  const VkMemoryPropertyFlags coherent =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  int type = -1;
+  if (host_visible) {
+    if (unified_)
+      type = memory_type(req.memoryTypeBits, coherent | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0)
+      type = memory_type(req.memoryTypeBits, coherent | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    if (type < 0) type = memory_type(req.memoryTypeBits, coherent);
+  } else {
+    type = memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (type < 0) type = memory_type(req.memoryTypeBits, 0);
+  }
+  if (type < 0) {
+    vkDestroyBuffer(dev_, b.buffer, nullptr);
+    return make_error("no suitable Vulkan memory type for a buffer");
+  }
+  auto mai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = static_cast<uint32_t>(type);
+  if (VkResult r = vkAllocateMemory(dev_, &mai, nullptr, &b.memory); r != VK_SUCCESS) {
+    vkDestroyBuffer(dev_, b.buffer, nullptr);
+    return make_error(fmt::format("cannot allocate {} of device memory: {}",
+                                  format_bytes(static_cast<double>(b.size)), vk_result_name(r)));
+  }
+  vkBindBufferMemory(dev_, b.buffer, b.memory, 0);
+  if (host_visible) {
+    if (vkMapMemory(dev_, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped) != VK_SUCCESS)
+      b.mapped = nullptr;
+  }
+  return b;
+}
+
+void VulkanDevice::destroy_buffer(Buf& b) {
+  if (dev_ == VK_NULL_HANDLE) return;
+  if (b.buffer) vkDestroyBuffer(dev_, b.buffer, nullptr);
+  if (b.memory) vkFreeMemory(dev_, b.memory, nullptr);
+  b = Buf{};
+}
+
+VkResult VulkanDevice::run(const std::function<void(VkCommandBuffer)>& record, double* host_ms) {
+  if (lost_) return VK_ERROR_DEVICE_LOST;
+  vkResetCommandBuffer(cmd_, 0);
+  auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  if (VkResult r = vkBeginCommandBuffer(cmd_, &begin); r != VK_SUCCESS) return r;
+  record(cmd_);
+  if (VkResult r = vkEndCommandBuffer(cmd_); r != VK_SUCCESS) return r;
+  vkResetFences(dev_, 1, &fence_);
+  auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cmd_;
+  auto t0 = std::chrono::steady_clock::now();
+  VkResult r = vkQueueSubmit(queue_, 1, &si, fence_);
+  if (r == VK_SUCCESS) {
+    auto timeout_ns = static_cast<uint64_t>(fence_timeout_s_ * 1e9);
+    r = vkWaitForFences(dev_, 1, &fence_, VK_TRUE, timeout_ns);
+  }
+  if (host_ms)
+    *host_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) lost_ = true;
+  return r;
+}
+
+Status VulkanDevice::run_status(const char* what,
+                                const std::function<void(VkCommandBuffer)>& record) {
+  VkResult r = run(record);
+  if (r == VK_SUCCESS) return Status::ok();
+  if (r == VK_TIMEOUT)
+    return Status::error(fmt::format(
+        "{} did not finish within {} s (the device is considered lost)", what, fence_timeout_s_));
+  return Status::error(fmt::format("{} failed: {}", what, vk_result_name(r)));
+}
+
+void full_barrier(VkCommandBuffer cmd) {
+  auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+  mb.srcAccessMask =
+      VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                     VK_ACCESS_HOST_READ_BIT | VK_ACCESS_UNIFORM_READ_BIT;
+  VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
+                                VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT;
+  vkCmdPipelineBarrier(cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+Result<DeviceBuffer> VulkanDevice::alloc(size_t bytes) {
+  if (lost_) return make_error("the Vulkan device was lost");
+  auto b = create_buffer(bytes,
+                         VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                             VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                         unified_);
+  if (!b) return Error{b.error()};
+  Buf* p = new Buf(*b);
+  buffers_.insert(p);
+  DeviceBuffer db;
+  db.handle = p;
+  db.bytes = bytes;
+  return db;
+}
+
+void VulkanDevice::free(DeviceBuffer& b) {
+  Buf* p = static_cast<Buf*>(b.handle);
+  if (p == nullptr) return;
+  if (buffers_.erase(p)) {
+    if (!lost_) destroy_buffer(*p);
+    delete p;
+  }
+  b.handle = nullptr;
+  b.bytes = 0;
+}
+
+Status VulkanDevice::upload(DeviceBuffer& b, const void* data, size_t bytes) {
+  Buf* p = static_cast<Buf*>(b.handle);
+  if (p == nullptr || bytes > p->size) return Status::error("upload larger than the buffer");
+  if (lost_) return Status::error("the Vulkan device was lost");
+  if (p->mapped) {
+    std::memcpy(p->mapped, data, bytes);
+    return Status::ok();
+  }
+  auto staging = create_buffer(bytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, true);
+  if (!staging) return staging.status();
+  Buf s = *staging;
+  if (!s.mapped) {
+    destroy_buffer(s);
+    return Status::error("cannot map the staging buffer");
+  }
+  std::memcpy(s.mapped, data, bytes);
+  Status st = run_status("the upload", [&](VkCommandBuffer cmd) {
+    VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(bytes)};
+    if (bytes > 0) vkCmdCopyBuffer(cmd, s.buffer, p->buffer, 1, &region);
+    full_barrier(cmd);
+  });
+  if (!lost_) destroy_buffer(s);
+  return st;
+}
+
+Status VulkanDevice::download(const DeviceBuffer& b, void* data, size_t bytes) {
+  Buf* p = static_cast<Buf*>(b.handle);
+  if (p == nullptr || bytes > p->size) return Status::error("download larger than the buffer");
+  if (lost_) return Status::error("the Vulkan device was lost");
+  if (p->mapped) {
+    std::memcpy(data, p->mapped, bytes);
+    return Status::ok();
+  }
+  auto staging = create_buffer(bytes, VK_BUFFER_USAGE_TRANSFER_DST_BIT, true);
+  if (!staging) return staging.status();
+  Buf s = *staging;
+  if (!s.mapped) {
+    destroy_buffer(s);
+    return Status::error("cannot map the staging buffer");
+  }
+  Status st = run_status("the download", [&](VkCommandBuffer cmd) {
+    full_barrier(cmd);
+    VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(bytes)};
+    if (bytes > 0) vkCmdCopyBuffer(cmd, p->buffer, s.buffer, 1, &region);
+    full_barrier(cmd);
+  });
+  if (st) std::memcpy(data, s.mapped, bytes);
+  if (!lost_) destroy_buffer(s);
+  return st;
+}
+
+Status VulkanDevice::fill_u32(DeviceBuffer& b, uint32_t word) {
+  Buf* p = static_cast<Buf*>(b.handle);
+  if (p == nullptr) return Status::error("fill of an unallocated buffer");
+  return run_status("the buffer fill", [&](VkCommandBuffer cmd) {
+    full_barrier(cmd);
+    vkCmdFillBuffer(cmd, p->buffer, 0, VK_WHOLE_SIZE, word);
+    full_barrier(cmd);
+  });
+}
+
+Result<std::unique_ptr<VulkanKernel>> VulkanDevice::make_kernel(const std::vector<uint32_t>& words,
+                                                                const std::string& entry,
+                                                                size_t arrays,
+                                                                size_t uniform_bytes) {
+  auto k = std::make_unique<VulkanKernel>(this);
+  k->arrays = arrays;
+  k->entry = entry;
+  auto smi = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  smi.codeSize = words.size() * sizeof(uint32_t);
+  smi.pCode = words.data();
+  if (VkResult r = vkCreateShaderModule(dev_, &smi, nullptr, &k->module); r != VK_SUCCESS)
+    return vk_error("vkCreateShaderModule", r);
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  for (size_t i = 0; i <= arrays; ++i) {
+    VkDescriptorSetLayoutBinding b{};
+    b.binding = static_cast<uint32_t>(i);
+    b.descriptorType =
+        i < arrays ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    b.descriptorCount = 1;
+    b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    bindings.push_back(b);
+  }
+  auto dli = vk_struct<VkDescriptorSetLayoutCreateInfo>(
+      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  dli.bindingCount = static_cast<uint32_t>(bindings.size());
+  dli.pBindings = bindings.data();
+  if (VkResult r = vkCreateDescriptorSetLayout(dev_, &dli, nullptr, &k->set_layout);
+      r != VK_SUCCESS)
+    return vk_error("vkCreateDescriptorSetLayout", r);
+  auto pli = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &k->set_layout;
+  if (VkResult r = vkCreatePipelineLayout(dev_, &pli, nullptr, &k->layout); r != VK_SUCCESS)
+    return vk_error("vkCreatePipelineLayout", r);
+
+  auto cpi = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cpi.stage.module = k->module;
+  cpi.stage.pName = k->entry.c_str();
+  cpi.layout = k->layout;
+  if (VkResult r = vkCreateComputePipelines(dev_, VK_NULL_HANDLE, 1, &cpi, nullptr, &k->pipeline);
+      r != VK_SUCCESS) {
+    k->pipeline = VK_NULL_HANDLE;
+    return make_error(fmt::format("creating the compute pipeline failed: {}", vk_result_name(r)));
+  }
+
+  std::array<VkDescriptorPoolSize, 2> sizes{};
+  uint32_t n_sizes = 0;
+  if (arrays > 0)
+    sizes[n_sizes++] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, static_cast<uint32_t>(arrays)};
+  sizes[n_sizes++] = {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1};
+  auto dpi = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+  dpi.maxSets = 1;
+  dpi.poolSizeCount = n_sizes;
+  dpi.pPoolSizes = sizes.data();
+  if (VkResult r = vkCreateDescriptorPool(dev_, &dpi, nullptr, &k->pool); r != VK_SUCCESS)
+    return vk_error("vkCreateDescriptorPool", r);
+  auto dai = vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+  dai.descriptorPool = k->pool;
+  dai.descriptorSetCount = 1;
+  dai.pSetLayouts = &k->set_layout;
+  if (VkResult r = vkAllocateDescriptorSets(dev_, &dai, &k->set); r != VK_SUCCESS)
+    return vk_error("vkAllocateDescriptorSets", r);
+
+  auto u = create_buffer(std::max<size_t>(16, (uniform_bytes + 15) / 16 * 16),
+                         VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, true);
+  if (!u) return Error{u.error()};
+  k->uniform = *u;
+  if (!k->uniform.mapped) return make_error("cannot map the scalars' uniform buffer");
+  std::memset(k->uniform.mapped, 0, k->uniform.size);
+  return k;
+}
+
+void VulkanDevice::destroy_kernel(VulkanKernel& k) {
+  if (lost_ || dev_ == VK_NULL_HANDLE) return;
+  vkQueueWaitIdle(queue_);
+  if (k.pipeline) vkDestroyPipeline(dev_, k.pipeline, nullptr);
+  if (k.layout) vkDestroyPipelineLayout(dev_, k.layout, nullptr);
+  if (k.pool) vkDestroyDescriptorPool(dev_, k.pool, nullptr);
+  if (k.set_layout) vkDestroyDescriptorSetLayout(dev_, k.set_layout, nullptr);
+  if (k.module) vkDestroyShaderModule(dev_, k.module, nullptr);
+  destroy_buffer(k.uniform);
+}
+
+Result<std::unique_ptr<LoadedKernel>> VulkanDevice::load(const RunnerTask& task,
+                                                         const RunnerJob& job) {
+  if (lost_) return make_error("the Vulkan device was lost");
+  auto bytes = read_file(task.artifact);
+  if (!bytes) return make_error(fmt::format("cannot read the SPIR-V artifact: {}", bytes.error()));
+  auto words = spirv::words_from_bytes(*bytes);
+  if (!words) return make_error(fmt::format("{}: {}", task.artifact, words.error()));
+  auto info = spirv::reflect(*words);
+  if (!info) return make_error(fmt::format("{}: {}", task.artifact, info.error()));
+
+  std::string entry = job.entry.empty() ? "main" : job.entry;
+  const spirv::EntryPoint* ep = info->find(entry);
+  if (ep == nullptr && info->entry_points.size() == 1) ep = &info->entry_points[0];
+  if (ep == nullptr)
+    return make_error(fmt::format("the SPIR-V module has no entry point `{}`", entry));
+  entry = ep->name;
+
+  // The shader's resources must follow the binding convention, or the pipeline is invalid.
+  const size_t n = job.arrays.size();
+  for (const auto& b : info->bindings) {
+    std::string what = b.name.empty() ? "a resource" : "`" + b.name + "`";
+    if (b.set != 0)
+      return make_error(
+          fmt::format("{} is bound to descriptor set {}; peak binds everything in set 0 "
+                      "([[vk::binding(i, 0)]])",
+                      what, b.set));
+    if (b.binding < n) {
+      if (b.kind != spirv::DescriptorKind::storage_buffer)
+        return make_error(fmt::format(
+            "binding {} ({}) must be a StructuredBuffer/RWStructuredBuffer for array `{}`",
+            b.binding, what, job.arrays[b.binding].name));
+    } else if (b.binding == n) {
+      if (b.kind != spirv::DescriptorKind::uniform_buffer)
+        return make_error(
+            fmt::format("binding {} ({}) must be the scalars' cbuffer (the kernel has {} arrays)",
+                        b.binding, what, n));
+    } else {
+      return make_error(fmt::format(
+          "{} uses binding {}, but the kernel has {} arrays (bindings 0..{}) and the scalars at "
+          "binding {}",
+          what, b.binding, n, n == 0 ? 0 : n - 1, n));
+    }
+  }
+  const auto& ls = ep->local_size;
+  const auto& lim = props_.limits;
+  uint64_t threads = uint64_t{ls[0]} * ls[1] * ls[2];
+  if (threads == 0 || threads > lim.maxComputeWorkGroupInvocations)
+    return load_error(Disposition::invalid_config,
+                      fmt::format("[numthreads({}, {}, {})] is {} threads; {} allows at most {} "
+                                  "(maxComputeWorkGroupInvocations)",
+                                  ls[0], ls[1], ls[2], threads, props_.deviceName,
+                                  lim.maxComputeWorkGroupInvocations));
+  for (int i = 0; i < 3; ++i)
+    if (ls[i] > lim.maxComputeWorkGroupSize[i])
+      return load_error(Disposition::invalid_config,
+                        fmt::format("numthreads {} = {} exceeds {}'s limit of {}", "xyz"[i], ls[i],
+                                    props_.deviceName, lim.maxComputeWorkGroupSize[i]));
+  if (info->shared_bytes > static_cast<int64_t>(lim.maxComputeSharedMemorySize))
+    return load_error(
+        Disposition::invalid_config,
+        fmt::format("the kernel uses {} bytes of groupshared memory; {} allows at "
+                    "most {} (maxComputeSharedMemorySize)",
+                    info->shared_bytes, props_.deviceName, lim.maxComputeSharedMemorySize));
+
+  auto k = make_kernel(*words, entry, n, 4 * job.scalars.size());
+  if (!k) return Error{k.error()};
+  return std::unique_ptr<LoadedKernel>(std::move(*k));
+}
+
+void VulkanDevice::bind_and_dispatch(VkCommandBuffer cmd, VulkanKernel& k,
+                                     std::array<uint32_t, 3> groups, bool timed) {
+  full_barrier(cmd);
+  if (timed) {
+    vkCmdResetQueryPool(cmd, queries_, 0, 2);
+    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
+  }
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &k.set, 0, nullptr);
+  vkCmdDispatch(cmd, groups[0], groups[1], groups[2]);
+  if (timed) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
+  full_barrier(cmd);
+}
+
+double VulkanDevice::timestamp_ms() {
+  uint64_t ts[2] = {0, 0};
+  if (vkGetQueryPoolResults(dev_, queries_, 0, 2, sizeof(ts), ts, sizeof(uint64_t),
+                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) != VK_SUCCESS)
+    return -1;
+  uint64_t mask = timestamp_bits_ >= 64 ? ~uint64_t{0} : ((uint64_t{1} << timestamp_bits_) - 1);
+  uint64_t ticks = ((ts[1] & mask) - (ts[0] & mask)) & mask;
+  return static_cast<double>(ticks) * props_.limits.timestampPeriod / 1e6;
+}
+
+LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
+                                   const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
+                                   bool timed) {
+  LaunchOutcome out;
+  auto& k = static_cast<VulkanKernel&>(kernel);
+  if (lost_) {
+    out.disposition = Disposition::crashed;
+    out.message = "the Vulkan device was lost by an earlier launch";
+    return out;
+  }
+  std::array<uint32_t, 3> groups{1, 1, 1};
+  try {
+    const auto& g = task.plan.at("groups");
+    if (!g.is_array() || g.size() != 3) throw std::runtime_error("`groups` is not [x, y, z]");
+    for (int i = 0; i < 3; ++i) {
+      int64_t v = g.at(i).get<int64_t>();
+      if (v < 1 || v > static_cast<int64_t>(props_.limits.maxComputeWorkGroupCount[i])) {
+        out.disposition = Disposition::invalid_config;
+        out.message = fmt::format("dispatch {} = {} is outside 1..{} on {}", "xyz"[i], v,
+                                  props_.limits.maxComputeWorkGroupCount[i], props_.deviceName);
+        return out;
+      }
+      groups[i] = static_cast<uint32_t>(v);
+    }
+  } catch (const std::exception& e) {
+    out.disposition = Disposition::launch_failed;
+    out.message = fmt::format("the launch plan has no valid \"groups\": {}", e.what());
+    return out;
+  }
+  if (arrays.size() != k.arrays) {
+    out.disposition = Disposition::launch_failed;
+    out.message = fmt::format("{} buffers for {} arrays", arrays.size(), k.arrays);
+    return out;
+  }
+  // Scalars: 4 bytes each, in kernel.toml order (int32, or float for f32/f16 scalars).
+  auto* u = static_cast<uint8_t*>(k.uniform.mapped);
+  for (size_t i = 0; i < job.scalars.size(); ++i) {
+    auto it = task.shape.values.find(job.scalars[i].name);
+    if (it == task.shape.values.end()) {
+      out.disposition = Disposition::launch_failed;
+      out.message =
+          fmt::format("the shape gives no value for the scalar `{}`", job.scalars[i].name);
+      return out;
+    }
+    if (job.scalars[i].dtype == DType::i32) {
+      auto v = static_cast<int32_t>(it->second);
+      std::memcpy(u + 4 * i, &v, 4);
+    } else {
+      auto v = static_cast<float>(it->second);
+      std::memcpy(u + 4 * i, &v, 4);
+    }
+  }
+  std::vector<VkDescriptorBufferInfo> infos(k.arrays + 1);
+  std::vector<VkWriteDescriptorSet> writes(k.arrays + 1);
+  for (size_t i = 0; i <= k.arrays; ++i) {
+    Buf* b = i < k.arrays ? static_cast<Buf*>(arrays[i].handle) : &k.uniform;
+    if (b == nullptr) {
+      out.disposition = Disposition::launch_failed;
+      out.message = fmt::format("array `{}` has no buffer", job.arrays[i].name);
+      return out;
+    }
+    infos[i] = {b->buffer, 0, VK_WHOLE_SIZE};  // arrays: the whole buffer, guard zone included
+    writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    writes[i].dstSet = k.set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType =
+        i < k.arrays ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(dev_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+
+  const bool stamps = timed && queries_ != VK_NULL_HANDLE;
+  double host_ms = 0;
+  VkResult r =
+      run([&](VkCommandBuffer cmd) { bind_and_dispatch(cmd, k, groups, stamps); }, &host_ms);
+  out.host_ms = host_ms;
+  if (r == VK_TIMEOUT) {
+    out.disposition = Disposition::timeout;
+    out.message =
+        fmt::format("the kernel did not finish within {} s (fence timeout)", fence_timeout_s_);
+    return out;
+  }
+  if (r == VK_ERROR_DEVICE_LOST) {
+    out.disposition = Disposition::crashed;
+    out.message = "the Vulkan device was lost during the launch (VK_ERROR_DEVICE_LOST)";
+    return out;
+  }
+  if (r != VK_SUCCESS) {
+    out.disposition = Disposition::launch_failed;
+    out.message = fmt::format("the launch failed: {}", vk_result_name(r));
+    return out;
+  }
+  if (timed) out.device_ms = stamps ? timestamp_ms() : host_ms;
+  if (timed && out.device_ms < 0) out.device_ms = host_ms;
+  return out;
+}
+
+void VulkanDevice::flush_caches() {
+  if (lost_) return;
+  if (scratch_.buffer == VK_NULL_HANDLE) {
+    VkDeviceSize size = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+                            ? (VkDeviceSize{64} << 20)
+                            : (VkDeviceSize{256} << 20);
+    auto b = create_buffer(size, VK_BUFFER_USAGE_TRANSFER_DST_BIT, false);
+    if (!b) return;
+    scratch_ = *b;
+  }
+  uint32_t word = ++flush_word_;
+  (void)run([&](VkCommandBuffer cmd) {
+    full_barrier(cmd);
+    vkCmdFillBuffer(cmd, scratch_.buffer, 0, VK_WHOLE_SIZE, word);
+    full_barrier(cmd);
+  });
+}
+
+double VulkanDevice::clock_mhz() {
+#ifdef PEAK_HAVE_NVML
+  if (props_.vendorID == kVendorNvidia) return nvml_sm_clock_mhz(0);
+#endif
+  return 0;
+}
+
+// ---- FP32 FMA throughput ----
+
+constexpr int kFmaChains = 8;  // independent accumulators per thread
+constexpr int kFmaUnroll = 8;  // unrolled steps per loop iteration
+constexpr int kFmaGroupSize = 256;
+
+const char* kFmaShader = R"(
+[[vk::binding(0, 0)]] RWStructuredBuffer<float> Out;
+[[vk::binding(1, 0)]] cbuffer Params { int iters; float m; float c; float pad; };
+[numthreads(256, 1, 1)]
+void main(uint3 id : SV_DispatchThreadID) {
+  float a0 = (float)id.x * 1e-9f, a1 = a0 + 0.1f, a2 = a0 + 0.2f, a3 = a0 + 0.3f;
+  float a4 = a0 + 0.4f, a5 = a0 + 0.5f, a6 = a0 + 0.6f, a7 = a0 + 0.7f;
+  [loop] for (int i = 0; i < iters; ++i) {
+    [unroll] for (int j = 0; j < 8; ++j) {
+      a0 = mad(a0, m, c); a1 = mad(a1, m, c); a2 = mad(a2, m, c); a3 = mad(a3, m, c);
+      a4 = mad(a4, m, c); a5 = mad(a5, m, c); a6 = mad(a6, m, c); a7 = mad(a7, m, c);
+    }
+  }
+  Out[id.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+}
+)";
+
+double VulkanDevice::measure_fp32_tflops() {
+  if (lost_) return 0;
+  shaderc::Compiler compiler;
+  shaderc::CompileOptions options;
+  options.SetSourceLanguage(shaderc_source_language_hlsl);
+  options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
+  options.SetOptimizationLevel(shaderc_optimization_level_performance);
+  auto result =
+      compiler.CompileGlslToSpv(kFmaShader, shaderc_compute_shader, "fma.hlsl", "main", options);
+  if (result.GetCompilationStatus() != shaderc_compilation_status_success) return 0;
+  std::vector<uint32_t> words(result.cbegin(), result.cend());
+  auto k = make_kernel(words, "main", 1, 16);
+  if (!k) return 0;
+  VulkanKernel& kernel = **k;
+
+  const bool cpu = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  // CPU devices: a few groups per core; GPUs: enough groups to fill any current device.
+  const uint32_t groups =
+      cpu ? std::clamp(4 * std::thread::hardware_concurrency(), 16u, 1024u) : 8192;
+  const uint64_t threads = uint64_t{groups} * kFmaGroupSize;
+  auto out = create_buffer(threads * sizeof(float), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, false);
+  if (!out) return 0;
+  Buf out_buf = *out;
+  VkDescriptorBufferInfo infos[2] = {{out_buf.buffer, 0, VK_WHOLE_SIZE},
+                                     {kernel.uniform.buffer, 0, VK_WHOLE_SIZE}};
+  VkWriteDescriptorSet writes[2];
+  for (int i = 0; i < 2; ++i) {
+    writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    writes[i].dstSet = kernel.set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType =
+        i == 0 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(dev_, 2, writes, 0, nullptr);
+
+  const bool stamps = queries_ != VK_NULL_HANDLE;
+  auto time_once = [&](int32_t iters) -> double {
+    struct {
+      int32_t iters;
+      float m, c, pad;
+    } params{iters, 0.9999f, 1e-6f, 0};
+    std::memcpy(kernel.uniform.mapped, &params, sizeof(params));
+    double host_ms = 0;
+    VkResult r = run(
+        [&](VkCommandBuffer cmd) {
+          bind_and_dispatch(cmd, kernel, {groups, 1, 1}, stamps);
+        },
+        &host_ms);
+    if (r != VK_SUCCESS) return -1;
+    double ms = stamps ? timestamp_ms() : host_ms;
+    return ms > 0 ? ms : host_ms;
+  };
+
+  // Calibrate the loop count to a target duration, then keep the best of a few runs.
+  const double target_ms = cpu ? 40.0 : 20.0;
+  int32_t iters = cpu ? 8 : 256;
+  double ms = time_once(iters);  // also the warm-up
+  for (int step = 0; step < 12 && ms >= 0 && ms < target_ms / 4 && iters < (1 << 22); ++step) {
+    iters *= 4;
+    ms = time_once(iters);
+  }
+  double best = 0;
+  if (ms > 0) {
+    double scaled = static_cast<double>(iters) * target_ms / ms;
+    iters = static_cast<int32_t>(std::clamp(scaled, 1.0, static_cast<double>(1 << 24)));
+    best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      double t = time_once(iters);
+      if (t <= 0) {
+        best = 1e30;
+        break;
+      }
+      best = std::min(best, t);
+    }
+  }
+  double tflops = 0;
+  if (best > 0 && best < 1e30) {
+    double fmas = static_cast<double>(threads) * iters * kFmaChains * kFmaUnroll;
+    tflops = 2.0 * fmas / (best * 1e-3) / 1e12;
+  }
+  if (!lost_) destroy_buffer(out_buf);
+  return tflops;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Device>> make_device(const RunnerJob& job) {
+  auto d = std::make_unique<VulkanDevice>();
+  if (Status st = d->init(job.device); !st) return Error{st.message()};
+  return std::unique_ptr<Device>(std::move(d));
+}
+
+}  // namespace peak

@@ -1,0 +1,782 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "engine/demo.h"
+#include "engine/paths.h"
+#include "engine/workspace.h"
+#include "llm/llm.h"
+#include "peak/version.h"
+#include "report/report.h"
+#include "transform/transformation.h"
+#include "util/fs.h"
+
+namespace peak::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct Options {
+  // global
+  std::string workspace = ".";
+  bool json_out = false;
+  bool quiet = false;
+  // shared by several commands
+  std::vector<std::string> args;
+  std::string llm = "manual";
+  std::string record;
+  std::string record_note;
+  std::string producer;
+  std::string key_env;
+  std::string instructions;
+  int attempts = 3;
+  bool no_feedback = false;
+  bool wait = false;
+  std::string device;
+  bool small = false;
+  bool full = false;
+  int budget = 0;
+  int jobs = 0;
+  bool no_baseline = false;
+  bool resume = false;
+  int from = 0;
+  bool force = false;
+  std::string format = "text";
+  std::string output;
+  std::string message;
+  std::string backend = "auto";
+  std::string dir;
+  bool list = false;
+  std::vector<std::string> tuning;  // NAME=V1,V2
+  std::string prompt_device;        // JSON file of device facts for prompts
+  bool compile_only = false;
+};
+
+void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
+
+void emit_json(const json& j) { std::cout << j.dump(2) << "\n"; }
+
+Result<std::unique_ptr<Workspace>> open_ws(const Options& o) {
+  auto ws = Workspace::open(o.workspace);
+  if (ws) (*ws)->progress().set_quiet(o.quiet);
+  return ws;
+}
+
+Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(const std::vector<std::string>& items) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& it : items) {
+    auto eq = it.find('=');
+    if (eq == std::string::npos)
+      return make_error(fmt::format("--tune '{}': expected NAME=V1,V2,...", it));
+    std::vector<int64_t> vals;
+    std::string rest = it.substr(eq + 1);
+    size_t start = 0;
+    while (start <= rest.size()) {
+      size_t comma = rest.find(',', start);
+      std::string v = trim(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (!v.empty()) {
+        try {
+          vals.push_back(std::stoll(v));
+        } catch (...) {
+          return make_error(fmt::format("--tune '{}': '{}' is not an integer", it, v));
+        }
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    out[it.substr(0, eq)] = vals;
+  }
+  return out;
+}
+
+EvalOptions eval_options(Workspace& ws, const Options& o) {
+  bool cpu = false;
+  auto dev = ws.device(o.device);
+  if (dev) cpu = dev->is_cpu;
+  EvalOptions e = default_eval_options(cpu);
+  e.device = o.device;
+  if (o.small) e.small = true;
+  if (o.full) e.small = false;
+  if (o.budget > 0) e.budget = static_cast<size_t>(o.budget);
+  if (o.jobs > 0) e.jobs = o.jobs;
+  if (o.no_baseline) e.baseline = false;
+  e.compile_only = o.compile_only;
+  return e;
+}
+
+ApplyOptions apply_options(Workspace& ws, const Options& o) {
+  ApplyOptions a;
+  a.llm = o.llm;
+  a.driver.workspace = ws.root();
+  a.driver.manual_wait = o.wait;
+  a.driver.producer = o.producer;
+  a.driver.key_env = o.key_env;
+  a.record_dir = o.record;
+  a.record_note = o.record_note;
+  a.attempts = o.attempts;
+  a.extra_instructions = o.instructions;
+  a.feedback = !o.no_feedback;
+  a.eval = eval_options(ws, o);
+  if (!o.prompt_device.empty()) {
+    auto text = read_file(o.prompt_device);
+    json j = text ? json::parse(*text, nullptr, false) : json();
+    if (j.is_object()) a.prompt_device = DeviceFacts::from_json(j.contains("device") ? j["device"] : j);
+    else err(fmt::format("--prompt-device {}: not a JSON file of device facts; ignored", o.prompt_device));
+  }
+  return a;
+}
+
+void add_llm_options(CLI::App* c, Options& o) {
+  c->add_option("--llm", o.llm,
+                "LLM driver: openai:MODEL[@URL], anthropic:MODEL[@URL], command:'PROG', manual, replay:DIR")
+      ->capture_default_str();
+  c->add_option("--record", o.record, "record every LLM exchange into DIR (for replay)");
+  c->add_option("--record-note", o.record_note, "a note stored with each recording");
+  c->add_option("--by", o.producer, "who produces the replies (manual/command mode; recorded)");
+  c->add_option("--key-env", o.key_env, "environment variable holding the API key");
+  c->add_option("--attempts", o.attempts, "attempts per transformation")->capture_default_str();
+  c->add_option("--instructions", o.instructions, "extra text appended to every prompt");
+  c->add_flag("--no-feedback", o.no_feedback, "do not tell the model why its previous attempt failed");
+  c->add_flag("--wait", o.wait, "manual mode: wait for the reply file instead of exiting");
+  c->add_option("--prompt-device", o.prompt_device,
+                "JSON device facts shown in prompts instead of this machine's (recording for another device)");
+}
+
+void add_eval_options(CLI::App* c, Options& o) {
+  c->add_option("--device", o.device, "device index or name substring (default: the best one)");
+  c->add_flag("--small", o.small, "time the context's small shapes (default on CPU devices)");
+  c->add_flag("--full", o.full, "time the context's bench shapes even on a CPU device");
+  c->add_option("--budget", o.budget, "tuning configurations at most");
+  c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: all cores)");
+  c->add_flag("--no-baseline", o.no_baseline, "do not time the vendor library");
+  c->add_option("--tune", o.tuning, "override a tuning parameter's values: NAME=V1,V2,...");
+  c->add_flag("--compile-only", o.compile_only,
+              "compile every configuration but run nothing (recording without the target device)");
+}
+
+int print_apply(const ApplyResult& r, const Options& o, Workspace& ws) {
+  if (o.json_out) {
+    json j{{"disposition", std::string(to_string(r.disposition))}, {"message", r.message},
+           {"pending", r.pending}, {"attempts", r.attempts}, {"summary", r.summary}};
+    if (r.checkpoint) j["checkpoint"] = *r.checkpoint;
+    emit_json(j);
+  } else if (r.pending) {
+    std::printf("%s\n", r.message.c_str());
+  } else if (r.disposition == Disposition::passed) {
+    std::printf("passed: checkpoint %lld — %s\n", static_cast<long long>(r.checkpoint.value_or(0)),
+                r.message.c_str());
+    if (r.summary.contains("bench"))
+      for (const auto& m : r.summary["bench"])
+        std::printf("  %-20s %10.1f GFLOP/s  x%.2f vs parent  x%.2f vs seed%s\n",
+                    m.value("shape", "").c_str(), m.value("gflops", 0.0), m.value("speedup_vs_parent", 0.0),
+                    m.value("speedup_vs_seed", 0.0),
+                    m.contains("pct_of_baseline")
+                        ? fmt::format("  {:.1f}% of {}", m.value("pct_of_baseline", 0.0), m.value("baseline", "")).c_str()
+                        : "");
+  } else {
+    err(fmt::format("{}: {}", to_string(r.disposition), r.message));
+  }
+  (void)ws;
+  if (r.pending) return kWaiting;
+  return r.disposition == Disposition::passed ? kOk : kStepFailed;
+}
+
+std::vector<std::pair<CheckpointRecord, json>> chain_to(Workspace& ws, int64_t tip) {
+  std::vector<std::pair<CheckpointRecord, json>> chain;
+  std::optional<int64_t> id = tip;
+  while (id) {
+    auto c = ws.store().checkpoint(*id);
+    if (!c) break;
+    json s = json::parse(c->summary_json.empty() ? "{}" : c->summary_json, nullptr, false);
+    if (auto m = ws.store().meta(fmt::format("eval.{}", *id)); m && *m)
+      if (auto b = ws.store().get_blob(**m)) s = json::parse(*b, nullptr, false);
+    chain.emplace_back(*c, s.is_object() ? s : json::object());
+    id = c->parent;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+// ---- handlers --------------------------------------------------------------------------------
+
+int cmd_init(Options& o) {
+  if (o.args.empty()) {
+    err("usage: peak init CONTEXT [DIR]  (CONTEXT: a folder with kernel.toml, e.g. examples/matmul-hlsl-fp32)");
+    return kUsage;
+  }
+  fs::path src = o.args[0];
+  std::error_code ec;
+  if (!fs::exists(src, ec) && fs::exists(data_path("examples") / src, ec)) src = data_path("examples") / src;
+  auto ctx = load_context(src);
+  if (!ctx) {
+    err(ctx.error());
+    return kUsage;
+  }
+  fs::path dest = o.args.size() > 1 ? fs::path(o.args[1]) : fs::path(ctx->name);
+  auto ws = Workspace::init(src, dest);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  if (o.json_out) emit_json({{"workspace", (*ws)->root().string()}, {"checkpoint", 1}});
+  else
+    std::printf("created workspace %s from %s (checkpoint 1: seed, branch main)\nnext: cd %s && peak transformations list\n",
+                (*ws)->root().string().c_str(), src.string().c_str(), dest.string().c_str());
+  return kOk;
+}
+
+int cmd_transformations(Options& o) {
+  std::vector<Transformation> lib;
+  auto ws = Workspace::open(o.workspace);
+  auto l = ws ? (*ws)->library() : load_library(std::getenv("PEAK_LIBRARY") ? std::getenv("PEAK_LIBRARY")
+                                                                            : data_path("transformations"));
+  if (!l) {
+    err(l.error());
+    return kUsage;
+  }
+  lib = *l;
+  std::string sub = o.args.empty() ? "list" : o.args[0];
+  if (sub == "list") {
+    if (o.json_out) {
+      json j = json::array();
+      for (const auto& t : lib) {
+        json tj{{"name", t.name}, {"version", t.version}, {"title", t.title}, {"backends", t.backends},
+                {"passes", t.passes.size()}};
+        json tp = json::array();
+        for (const auto& p : t.tuning) tp.push_back(p.name);
+        tj["tuning"] = tp;
+        j.push_back(tj);
+      }
+      emit_json(j);
+      return kOk;
+    }
+    std::printf("%-16s %-4s %-7s %-24s %s\n", "name", "ver", "passes", "tuning parameters", "title");
+    for (const auto& t : lib) {
+      std::vector<std::string> tp;
+      for (const auto& p : t.tuning) tp.push_back(p.name);
+      std::printf("%-16s %-4d %-7zu %-24s %s\n", t.name.c_str(), t.version, t.passes.size(),
+                  join(tp, ",").c_str(), t.title.c_str());
+    }
+    return kOk;
+  }
+  if (sub == "show") {
+    if (o.args.size() < 2) {
+      err("usage: peak transformations show NAME");
+      return kUsage;
+    }
+    auto t = find_transformation(lib, o.args[1]);
+    if (!t) {
+      err(t.error());
+      return kUsage;
+    }
+    auto text = read_file(t->path);
+    std::printf("%s", text ? text->c_str() : "");
+    return kOk;
+  }
+  err(fmt::format("unknown `transformations {}`; use `list` or `show NAME`", sub));
+  return kUsage;
+}
+
+int cmd_apply(Options& o) {
+  if (o.args.empty()) {
+    err("usage: peak apply TRANSFORMATION [--llm SPEC]");
+    return kUsage;
+  }
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  auto tuning = parse_tuning(o.tuning);
+  if (!tuning) {
+    err(tuning.error());
+    return kUsage;
+  }
+  auto r = (*ws)->apply(o.args[0], apply_options(**ws, o), 0, *tuning);
+  return print_apply(r, o, **ws);
+}
+
+int cmd_run(Options& o) {
+  if (o.args.empty()) {
+    err("usage: peak run SEQUENCE.toml [--llm SPEC] [--resume]");
+    return kUsage;
+  }
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  fs::path p = o.args[0];
+  std::error_code ec;
+  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / p, ec)) p = data_path("sequences") / p;
+  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / (o.args[0] + ".toml"), ec))
+    p = data_path("sequences") / (o.args[0] + ".toml");
+  auto seq = load_sequence(p);
+  if (!seq) {
+    err(seq.error());
+    return kUsage;
+  }
+  RunOptions ro;
+  ro.apply = apply_options(**ws, o);
+  ro.resume = o.resume;
+  ro.from_step = o.from;
+  auto r = (*ws)->run(*seq, ro);
+  if (o.json_out) {
+    json steps = json::array();
+    for (const auto& s : r.steps)
+      steps.push_back({{"disposition", std::string(to_string(s.disposition))}, {"message", s.message},
+                       {"checkpoint", s.checkpoint ? json(*s.checkpoint) : json(nullptr)},
+                       {"attempts", s.attempts}});
+    emit_json({{"disposition", std::string(to_string(r.disposition))}, {"message", r.message},
+               {"pending", r.pending}, {"steps_done", r.steps_done}, {"workflow", r.workflow_id},
+               {"steps", steps}});
+  } else if (r.pending) {
+    std::printf("%s\nthen continue with: peak run %s --resume --llm %s\n", r.message.c_str(),
+                o.args[0].c_str(), o.llm.c_str());
+  } else if (r.disposition == Disposition::passed) {
+    auto h = (*ws)->head();
+    if (h) {
+      auto rep = build_report((*ws)->root().string(), seq->name, chain_to(**ws, h->id),
+                              (*ws)->store().attempts().is_ok() ? *(*ws)->store().attempts()
+                                                                 : std::vector<AttemptRecord>{});
+      std::printf("%s", render_text(rep).c_str());
+    }
+  } else {
+    err(r.message);
+  }
+  if (r.pending) return kWaiting;
+  return r.disposition == Disposition::passed ? kOk : kStepFailed;
+}
+
+int cmd_respond(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  if (o.list || o.args.empty()) {
+    auto pending = list_manual((*ws)->root());
+    if (o.json_out) {
+      json j = json::array();
+      for (const auto& p : pending)
+        j.push_back({{"id", p.id}, {"step", p.step_label}, {"prompt", p.prompt_path.string()},
+                     {"answered", p.answered}});
+      emit_json(j);
+      return kOk;
+    }
+    if (pending.empty()) std::printf("no manual prompts in this workspace\n");
+    for (const auto& p : pending)
+      std::printf("%s  %-8s %-40s %s\n", p.id.c_str(), p.answered ? "answered" : "waiting",
+                  p.step_label.c_str(), p.prompt_path.string().c_str());
+    return kOk;
+  }
+  if (o.args.size() < 2) {
+    err("usage: peak respond ID FILE   (FILE: the reply; - for standard input)");
+    return kUsage;
+  }
+  std::string text;
+  if (o.args[1] == "-") {
+    std::string line;
+    while (std::getline(std::cin, line)) text += line + "\n";
+  } else {
+    auto t = read_file(o.args[1]);
+    if (!t) {
+      err(t.error());
+      return kUsage;
+    }
+    text = *t;
+  }
+  std::string producer = o.producer.empty() ? "human (peak respond)" : o.producer;
+  if (auto s = respond_manual((*ws)->root(), o.args[0], text, producer); !s) {
+    err(s.message());
+    return kUsage;
+  }
+  if (!o.quiet) std::printf("reply %s recorded; run the same apply/run command again to continue\n", o.args[0].c_str());
+  return kOk;
+}
+
+int cmd_eval(Options& o, bool force, const char* what) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  auto id = (*ws)->resolve(o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) {
+    err(id.error());
+    return kUsage;
+  }
+  EvalOptions e = eval_options(**ws, o);
+  auto tuning = parse_tuning(o.tuning);
+  if (!tuning) {
+    err(tuning.error());
+    return kUsage;
+  }
+  e.tuning_overrides = *tuning;
+  auto ev = (*ws)->evaluate_checkpoint(*id, e, force);
+  if (!ev) {
+    err(ev.error());
+    return kEnvironment;
+  }
+  if (o.json_out) {
+    emit_json(ev->summary);
+  } else {
+    std::printf("%s checkpoint %lld: %s — %s\n", what, static_cast<long long>(*id),
+                std::string(to_string(ev->disposition)).c_str(), ev->message.c_str());
+    if (ev->summary.contains("configs"))
+      std::printf("  configurations: %s\n", ev->summary["configs"].dump().c_str());
+    if (ev->summary.contains("top"))
+      for (const auto& t : ev->summary["top"])
+        std::printf("  %-40s %.4f ms\n", t["config"].dump().c_str(), t.value("score_ms", 0.0));
+    if (ev->summary.contains("bench"))
+      for (const auto& m : ev->summary["bench"])
+        std::printf("  %-20s %10.1f GFLOP/s (median %.4f ms, spread %.1f%%, %zu samples)\n",
+                    m.value("shape", "").c_str(), m.value("gflops", 0.0), m.value("median_ms", 0.0),
+                    100 * m.value("spread", 0.0), m.contains("samples_ms") ? m["samples_ms"].size() : 0);
+  }
+  return ev->disposition == Disposition::passed ? kOk : kStepFailed;
+}
+
+int cmd_log(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  auto cps = (*ws)->store().checkpoints();
+  if (!cps) {
+    err(cps.error());
+    return kEnvironment;
+  }
+  auto refs = (*ws)->store().refs();
+  auto tags = (*ws)->store().tags();
+  auto head = (*ws)->store().head();
+  auto head_id = (*ws)->store().head_checkpoint();
+  json j = json::array();
+  for (auto it = cps->rbegin(); it != cps->rend(); ++it) {
+    const auto& c = *it;
+    std::vector<std::string> names;
+    if (refs)
+      for (const auto& [n, id] : *refs)
+        if (id == c.id) names.push_back(head && *head == n ? "HEAD -> " + n : n);
+    if (tags)
+      for (const auto& [n, id] : *tags)
+        if (id == c.id) names.push_back("tag: " + n);
+    if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id) names.push_back("HEAD");
+    json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
+    std::string perf;
+    if (s.is_object() && s.contains("bench") && !s["bench"].empty())
+      perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0), s["bench"][0].value("shape", ""));
+    if (o.json_out) {
+      j.push_back({{"id", c.id}, {"parent", c.parent ? json(*c.parent) : json(nullptr)}, {"branch", c.branch},
+                   {"transformation", c.transformation}, {"message", c.message}, {"refs", names},
+                   {"created_at", c.created_at}, {"perf", perf}});
+    } else {
+      std::printf("%-4lld %s%s  parent %-4s %-16s %s\n", static_cast<long long>(c.id),
+                  names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(), c.created_at.c_str(),
+                  c.parent ? std::to_string(*c.parent).c_str() : "-", c.message.c_str(), perf.c_str());
+    }
+  }
+  if (o.json_out) emit_json(j);
+  return kOk;
+}
+
+int cmd_show(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  auto id = (*ws)->resolve(o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) {
+    err(id.error());
+    return kUsage;
+  }
+  auto c = (*ws)->store().checkpoint(*id);
+  auto files = (*ws)->checkpoint_files(*id);
+  if (!c || !files) {
+    err(!c ? c.error() : files.error());
+    return kEnvironment;
+  }
+  auto chain = chain_to(**ws, *id);
+  json summary = chain.back().second;
+  if (o.json_out) {
+    emit_json({{"id", c->id}, {"parent", c->parent ? json(*c->parent) : json(nullptr)}, {"message", c->message},
+               {"transformation", c->transformation}, {"summary", summary}, {"source", files->second},
+               {"kernel_toml", to_toml(files->first)}});
+    return kOk;
+  }
+  std::printf("checkpoint %lld  %s  (%s)\nparent: %s  branch: %s\n", static_cast<long long>(c->id),
+              c->message.c_str(), c->created_at.c_str(), c->parent ? std::to_string(*c->parent).c_str() : "-",
+              c->branch.c_str());
+  if (summary.contains("best")) std::printf("best configuration: %s\n", summary["best"].value("config_text", "").c_str());
+  if (summary.contains("bench"))
+    for (const auto& m : summary["bench"])
+      std::printf("  %-20s %10.1f GFLOP/s  spread %.1f%%\n", m.value("shape", "").c_str(), m.value("gflops", 0.0),
+                  100 * m.value("spread", 0.0));
+  std::printf("\n%s", files->second.c_str());
+  return kOk;
+}
+
+int cmd_diff(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  std::string a = o.args.size() > 0 ? o.args[0] : "HEAD~1";
+  std::string b = o.args.size() > 1 ? o.args[1] : "HEAD";
+  auto d = (*ws)->diff(a, b);
+  if (!d) {
+    err(d.error());
+    return kUsage;
+  }
+  if (o.json_out) emit_json({{"a", a}, {"b", b}, {"diff", *d}});
+  else std::printf("%s", d->c_str());
+  return kOk;
+}
+
+int cmd_checkout(Options& o) {
+  if (o.args.empty()) {
+    err("usage: peak checkout CHECKPOINT|BRANCH|TAG");
+    return kUsage;
+  }
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  if (auto s = (*ws)->checkout(o.args[0]); !s) {
+    err(s.message());
+    return kUsage;
+  }
+  if (!o.quiet) std::printf("HEAD is now at %s\n", o.args[0].c_str());
+  return kOk;
+}
+
+int cmd_branch(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  if (o.args.empty()) {
+    auto refs = (*ws)->store().refs();
+    auto head = (*ws)->store().head();
+    if (!refs) {
+      err(refs.error());
+      return kEnvironment;
+    }
+    if (o.json_out) {
+      emit_json({{"head", head ? *head : ""}, {"branches", *refs}});
+      return kOk;
+    }
+    for (const auto& [n, id] : *refs)
+      std::printf("%s %s -> %lld\n", head && *head == n ? "*" : " ", n.c_str(), static_cast<long long>(id));
+    return kOk;
+  }
+  if (auto s = (*ws)->branch(o.args[0], o.args.size() > 1 ? o.args[1] : "HEAD"); !s) {
+    err(s.message());
+    return kUsage;
+  }
+  if (!o.quiet) std::printf("switched to a new branch %s\n", o.args[0].c_str());
+  return kOk;
+}
+
+int cmd_report(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  auto id = (*ws)->resolve(o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) {
+    err(id.error());
+    return kUsage;
+  }
+  auto files = (*ws)->checkpoint_files(*id);
+  auto attempts = (*ws)->store().attempts();
+  Report rep = build_report((*ws)->root().string(), files ? files->first.name : "",
+                            chain_to(**ws, *id), attempts ? *attempts : std::vector<AttemptRecord>{});
+  std::string fmt_name = o.json_out ? "json" : o.format;
+  std::string text;
+  if (fmt_name == "json") text = render_json(rep).dump(2) + "\n";
+  else if (fmt_name == "markdown" || fmt_name == "md") text = render_markdown(rep);
+  else if (fmt_name == "text") text = render_text(rep);
+  else {
+    err(fmt::format("unknown report format '{}' (text, markdown, json)", fmt_name));
+    return kUsage;
+  }
+  if (!o.output.empty()) {
+    if (auto s = write_file(o.output, text); !s) {
+      err(s.message());
+      return kEnvironment;
+    }
+    if (!o.quiet) std::printf("wrote %s\n", o.output.c_str());
+  } else {
+    std::printf("%s", text.c_str());
+  }
+  return kOk;
+}
+
+int cmd_commit(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) {
+    err(ws.error());
+    return kUsage;
+  }
+  auto r = (*ws)->commit(o.message, eval_options(**ws, o));
+  return print_apply(r, o, **ws);
+}
+
+int cmd_doctor(Options& o) {
+  DoctorReport d = run_doctor(o.device);
+  if (o.json_out) emit_json(d.to_json());
+  else std::printf("%s", d.text().c_str());
+  return d.ok ? kOk : kEnvironment;
+}
+
+int cmd_demo(Options& o) {
+  DemoOptions d;
+  d.backend = o.backend;
+  d.dir = o.dir;
+  d.device = o.device;
+  d.small = o.small;
+  d.full = o.full;
+  d.quiet = o.quiet;
+  d.budget = o.budget;
+  d.json_out = o.json_out;
+  return run_demo(d);
+}
+
+struct Command {
+  const char* name;
+  const char* help;
+  std::function<void(CLI::App*, Options&)> setup;
+  std::function<int(Options&)> run;
+};
+
+std::vector<Command> commands() {
+  auto args = [](const char* what) {
+    return [what](CLI::App* c, Options& o) { c->add_option("args", o.args, what); };
+  };
+  return {
+      {"init", "create a workspace from a kernel context: peak init CONTEXT [DIR]", args("CONTEXT [DIR]"), cmd_init},
+      {"transformations", "the library: `transformations list`, `transformations show NAME`",
+       args("list | show NAME"), cmd_transformations},
+      {"apply", "apply one transformation to HEAD: LLM edit, validate, tune, time, checkpoint",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "TRANSFORMATION");
+         add_llm_options(c, o);
+         add_eval_options(c, o);
+       },
+       cmd_apply},
+      {"run", "run a sequence of transformations (resumable)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "SEQUENCE (a .toml file or a name under sequences/)");
+         c->add_flag("--resume", o.resume, "continue the last interrupted or waiting run of this sequence");
+         c->add_option("--from", o.from, "start at step N (0-based)");
+         add_llm_options(c, o);
+         add_eval_options(c, o);
+       },
+       cmd_run},
+      {"respond", "manual mode: answer a pending prompt: peak respond ID FILE (or --list)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "ID FILE");
+         c->add_option("--by", o.producer, "who wrote the reply (recorded)");
+         c->add_flag("--list", o.list, "list manual prompts");
+       },
+       cmd_respond},
+      {"validate", "validate, tune and time a checkpoint again (default HEAD)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "CHECKPOINT");
+         add_eval_options(c, o);
+       },
+       [](Options& o) { return cmd_eval(o, true, "validated"); }},
+      {"tune", "tune a checkpoint over its tuning parameters (default HEAD)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "CHECKPOINT");
+         add_eval_options(c, o);
+       },
+       [](Options& o) { return cmd_eval(o, true, "tuned"); }},
+      {"commit", "checkpoint the working files after a manual edit (validated, tuned, timed)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("-m,--message", o.message, "what the edit does");
+         add_eval_options(c, o);
+       },
+       cmd_commit},
+      {"log", "list checkpoints, newest first", [](CLI::App*, Options&) {}, cmd_log},
+      {"show", "show a checkpoint: its numbers and source", args("CHECKPOINT"), cmd_show},
+      {"diff", "unified diff between two checkpoints (default HEAD~1 HEAD)", args("A B"), cmd_diff},
+      {"checkout", "restore a checkpoint, branch or tag into the working files", args("REF"), cmd_checkout},
+      {"branch", "list branches, or create one at HEAD (or REF) and switch to it", args("[NAME [REF]]"),
+       cmd_branch},
+      {"report", "performance along the history: text, markdown or json",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
+         c->add_option("--format", o.format, "text, markdown or json")->capture_default_str();
+         c->add_option("-o,--output", o.output, "write to FILE");
+       },
+       cmd_report},
+      {"doctor", "check toolchains, devices and what is missing",
+       [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); }, cmd_doctor},
+      {"demo", "the whole loop on this machine with recorded LLM replies (no API key)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("--backend", o.backend, "cuda, hlsl or auto")->capture_default_str();
+         c->add_option("--dir", o.dir, "workspace folder (default: a new temporary folder)");
+         c->add_option("--device", o.device, "device selector");
+         c->add_flag("--small", o.small, "small shapes (default on CPU devices)");
+         c->add_flag("--full", o.full, "the bench shapes (default on GPUs)");
+         c->add_option("--budget", o.budget, "tuning configurations per step at most");
+       },
+       cmd_demo},
+  };
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"peak: a performance-engineering assistant for GPU kernels", "peak"};
+  app.set_version_flag("--version", std::string("peak ") + PEAK_VERSION);
+  app.require_subcommand(1);
+  Options o;
+  app.add_option("-C,--workspace", o.workspace, "workspace folder (default: the current one)");
+  app.add_flag("--json", o.json_out, "machine-readable output");
+  app.add_flag("-q,--quiet", o.quiet, "no progress lines");
+  app.footer(
+      "Exit codes: 0 ok, 1 a step did not pass, 2 bad arguments or input, 3 waiting for a manual "
+      "reply, 4 environment problem.\nDocs: docs/cli.md");
+  auto table = commands();
+  std::vector<std::pair<CLI::App*, const Command*>> subs;
+  for (const auto& c : table) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    c.setup(sub, o);
+    subs.emplace_back(sub, &c);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kOk : kUsage;
+  }
+  for (const auto& [sub, c] : subs)
+    if (sub->parsed()) {
+      try {
+        return c->run(o);
+      } catch (const std::exception& e) {
+        err(fmt::format("internal error: {}", e.what()));
+        return kEnvironment;
+      }
+    }
+  return kUsage;
+}
+
+}  // namespace peak::cli

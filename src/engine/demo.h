@@ -1,0 +1,34 @@
+#pragma once
+// `peak demo` and `peak doctor`.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace peak {
+
+struct DemoOptions {
+  std::string backend = "auto";  // cuda, hlsl or auto (CUDA when a CUDA GPU answers)
+  std::string dir;               // workspace folder ("" = a new temporary folder)
+  std::string device;
+  bool small = false, full = false, quiet = false, json_out = false;
+  int budget = 0;
+};
+// Runs the recorded campaign for the chosen backend; returns a CLI exit code.
+int run_demo(const DemoOptions& opts);
+
+struct DoctorCheck {
+  std::string what;
+  bool ok = false;
+  std::string detail;
+  std::string fix;  // how to get it, when missing
+};
+struct DoctorReport {
+  bool ok = false;  // at least one backend can run kernels
+  std::vector<DoctorCheck> checks;
+  std::string text() const;
+  nlohmann::json to_json() const;
+};
+DoctorReport run_doctor(const std::string& device);
+
+}  // namespace peak

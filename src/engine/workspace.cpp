@@ -1,0 +1,486 @@
+#include "engine/workspace.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include <dtl/dtl.hpp>
+#include <fmt/format.h>
+
+#include "engine/paths.h"
+#include "util/sha256.h"
+#include "util/fs.h"
+
+namespace peak {
+
+EvalOptions default_eval_options(bool cpu_device) {
+  EvalOptions o;
+  o.small = cpu_device;
+  if (cpu_device) {
+    o.budget = 24;
+    o.top_k = 4;
+    o.seeds = 1;
+    o.policy = TimingPolicy{2, 5, 20, 4.0, 0.03, false};
+    o.screening = TimingPolicy{1, 3, 5, 1.5, 0.05, false};
+    o.task_timeout_s = 120;
+  } else {
+    o.policy = TimingPolicy{5, 20, 200, 6.0, 0.01, true};
+    o.screening = TimingPolicy{2, 5, 20, 1.0, 0.03, true};
+  }
+  return o;
+}
+
+std::string unified_diff(const std::string& a, const std::string& b, const std::string& label_a,
+                         const std::string& label_b) {
+  auto la = split_lines(a), lb = split_lines(b);
+  dtl::Diff<std::string, std::vector<std::string>> d(la, lb);
+  d.onHuge();
+  d.compose();
+  d.composeUnifiedHunks();
+  std::ostringstream out;
+  if (d.getUniHunks().empty()) return "";
+  out << "--- " << label_a << "\n+++ " << label_b << "\n";
+  d.printUnifiedFormat(out);
+  return out.str();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening and creating
+
+Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir, const fs::path& dest) {
+  auto ctx = load_context(context_dir);
+  if (!ctx) return Error{ctx.error()};
+  auto source = read_file(ctx->dir / ctx->source_file);
+  if (!source) return Error{source.error()};
+  auto regions = split_regions(*source, ctx->source_file);
+  if (!regions) return Error{regions.error()};
+  std::error_code ec;
+  if (fs::exists(dest / ".peak", ec))
+    return make_error(fmt::format("{} already holds a peak workspace; open it with `cd {}` or choose "
+                                  "another folder",
+                                  dest.string(), dest.string()));
+  fs::create_directories(dest, ec);
+  if (ec) return make_error(fmt::format("cannot create {}: {}", dest.string(), ec.message()));
+  auto store = Store::open(dest / ".peak", true);
+  if (!store) return Error{store.error()};
+  std::unique_ptr<Workspace> ws(new Workspace());
+  ws->root_ = fs::absolute(dest).lexically_normal();
+  if (ws->root_.filename().empty()) ws->root_ = ws->root_.parent_path();
+  ws->store_ = std::move(*store);
+  ctx->dir = ws->root_;
+  if (auto s = ws->write_working_files(*ctx, *source); !s) return Error{s.message()};
+  auto id = ws->make_checkpoint(std::nullopt, "", "seed", *ctx, *source, json::object());
+  if (!id) return Error{id.error()};
+  if (auto s = ws->store_->set_ref("main", *id); !s) return Error{s.message()};
+  if (auto s = ws->store_->set_head("main"); !s) return Error{s.message()};
+  if (auto s = ws->store_->tag("seed", *id); !s) return Error{s.message()};
+  return ws;
+}
+
+Result<std::unique_ptr<Workspace>> Workspace::open(const fs::path& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  for (;;) {
+    if (fs::exists(p / ".peak" / "peak.db", ec)) break;
+    if (!p.has_parent_path() || p.parent_path() == p)
+      return make_error(fmt::format(
+          "{} is not inside a peak workspace; create one with `peak init EXAMPLE [DIR]` (examples: "
+          "{})",
+          dir.string(), data_path("examples").string()));
+    p = p.parent_path();
+  }
+  auto store = Store::open(p / ".peak", false);
+  if (!store) return Error{store.error()};
+  std::unique_ptr<Workspace> ws(new Workspace());
+  ws->root_ = p;
+  ws->store_ = std::move(*store);
+  return ws;
+}
+
+Status Workspace::write_working_files(const KernelContext& ctx, const std::string& source) {
+  if (auto s = write_file_atomic(root_ / "kernel.toml", to_toml(ctx)); !s) return s;
+  return write_file_atomic(root_ / ctx.source_file, source);
+}
+
+Result<int64_t> Workspace::make_checkpoint(std::optional<int64_t> parent,
+                                           const std::string& transformation,
+                                           const std::string& message, const KernelContext& ctx,
+                                           const std::string& source, const json& summary) {
+  CheckpointRecord c;
+  c.parent = parent;
+  auto head = store_->head();
+  c.branch = head && !starts_with(*head, "#") ? *head : "";
+  c.transformation = transformation;
+  c.message = message;
+  auto cb = store_->put_blob(to_toml(ctx));
+  if (!cb) return Error{cb.error()};
+  auto sb = store_->put_blob(source);
+  if (!sb) return Error{sb.error()};
+  c.context_blob = *cb;
+  c.source_blob = *sb;
+  c.summary_json = summary.dump();
+  c.top_configs_json = summary.contains("top") ? summary["top"].dump() : "[]";
+  return store_->add_checkpoint(c);
+}
+
+Result<CheckpointRecord> Workspace::head() const {
+  auto id = store_->head_checkpoint();
+  if (!id) return Error{id.error()};
+  if (!*id) return make_error("HEAD points at no checkpoint; `peak log` lists them, `peak checkout N` picks one");
+  return store_->checkpoint(**id);
+}
+
+Result<std::pair<KernelContext, std::string>> Workspace::checkpoint_files(int64_t id) const {
+  auto c = store_->checkpoint(id);
+  if (!c) return Error{c.error()};
+  auto toml = store_->get_blob(c->context_blob);
+  if (!toml) return Error{toml.error()};
+  auto src = store_->get_blob(c->source_blob);
+  if (!src) return Error{src.error()};
+  auto ctx = parse_context(*toml, fmt::format("checkpoint {}: kernel.toml", id), root_);
+  if (!ctx) return Error{ctx.error()};
+  return std::make_pair(std::move(*ctx), std::move(*src));
+}
+
+Result<int64_t> Workspace::resolve(const std::string& ref_in) const {
+  std::string ref = trim(ref_in);
+  if (ref.empty() || ref == "HEAD") {
+    auto h = head();
+    if (!h) return Error{h.error()};
+    return h->id;
+  }
+  if (starts_with(ref, "HEAD~")) {
+    auto h = head();
+    if (!h) return Error{h.error()};
+    int n = std::atoi(ref.c_str() + 5);
+    CheckpointRecord c = *h;
+    for (int i = 0; i < n; ++i) {
+      if (!c.parent) return make_error(fmt::format("{} goes past the seed checkpoint", ref));
+      auto p = store_->checkpoint(*c.parent);
+      if (!p) return Error{p.error()};
+      c = *p;
+    }
+    return c.id;
+  }
+  std::string num = starts_with(ref, "#") ? ref.substr(1) : ref;
+  if (!num.empty() && std::all_of(num.begin(), num.end(), ::isdigit)) {
+    int64_t id = std::stoll(num);
+    auto c = store_->checkpoint(id);
+    if (!c) return make_error(fmt::format("no checkpoint {}; `peak log` lists them", id));
+    return id;
+  }
+  auto r = store_->ref(ref);
+  if (r && *r) return **r;
+  auto t = store_->find_tag(ref);
+  if (t && *t) return **t;
+  return make_error(fmt::format(
+      "'{}' names no checkpoint, branch or tag; `peak log` lists checkpoints and branches", ref));
+}
+
+Result<std::vector<Transformation>> Workspace::library() const {
+  if (const char* env = std::getenv("PEAK_LIBRARY"); env && *env) return load_library(env);
+  return load_library(data_path("transformations"));
+}
+
+Result<Backend*> Workspace::backend() {
+  if (backend_) return backend_.get();
+  auto h = head();
+  if (!h) return Error{h.error()};
+  auto files = checkpoint_files(h->id);
+  if (!files) return Error{files.error()};
+  auto b = make_backend(files->first.backend);
+  if (!b) return Error{b.error()};
+  backend_ = std::move(*b);
+  backend_name_ = files->first.backend;
+  return backend_.get();
+}
+
+Result<DeviceFacts> Workspace::device(const std::string& selector) {
+  if (auto it = devices_.find(selector); it != devices_.end()) return it->second;
+  auto b = backend();
+  if (!b) return Error{b.error()};
+  progress_.status(fmt::format("probing {} devices ...", (*b)->name()), true);
+  auto d = (*b)->probe(selector, true);
+  progress_.clear();
+  if (!d) return Error{d.error()};
+  devices_[selector] = *d;
+  return *d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation
+
+namespace {
+
+struct PeakInfo {
+  double tflops = 0;  // for % of peak
+  std::string source;
+  double limit = 0;   // for faster_than_peak
+};
+
+PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
+  PeakInfo p;
+  bool half = std::any_of(ctx.arrays.begin(), ctx.arrays.end(),
+                          [](const ArraySpec& a) { return !a.output && a.dtype == DType::f16; });
+  if (auto doc = documented_peaks(dev.name)) {
+    p.tflops = half ? doc->fp16_tflops : doc->fp32_tflops;
+    p.source = fmt::format("documented {} peak of {} ({})", half ? "FP16" : "FP32", doc->device,
+                           doc->source);
+    // An fp32 kernel may legitimately not exceed the FP32 rate; the limit is the documented peak.
+    p.limit = p.tflops;
+    if (p.tflops > 0) return p;
+  }
+  if (dev.measured_fp32_tflops > 0) {
+    p.tflops = dev.measured_fp32_tflops;
+    p.source = "measured FP32 FMA throughput (no documented peak for this device)";
+    p.limit = dev.measured_fp32_tflops * 1.5;  // the microbenchmark may fall short of the true peak
+  }
+  return p;
+}
+
+json measurement_json(const Measurement& m) {
+  json j;
+  j["shape"] = m.shape.text();
+  j["config"] = config_json(m.config);
+  j["disposition"] = std::string(to_string(m.disposition));
+  if (!m.message.empty()) j["message"] = m.message;
+  j["median_ms"] = m.stats.median;
+  j["p25_ms"] = m.stats.p25;
+  j["p75_ms"] = m.stats.p75;
+  j["min_ms"] = m.stats.min;
+  j["spread"] = m.stats.rel_spread;
+  j["n"] = m.stats.n;
+  j["gflops"] = m.gflops;
+  j["pct_of_peak"] = m.pct_of_peak;
+  j["samples_ms"] = m.samples_ms;
+  j["host_ms"] = m.host_ms;
+  if (!m.baseline.empty()) {
+    j["baseline"] = m.baseline;
+    j["baseline_median_ms"] = m.baseline_stats.median;
+    j["baseline_spread"] = m.baseline_stats.rel_spread;
+    j["baseline_gflops"] = m.baseline_gflops;
+    j["pct_of_baseline"] = m.pct_of_baseline;
+    j["baseline_samples_ms"] = m.baseline_samples_ms;
+  }
+  j["clock_mhz_before"] = m.clock_mhz_before;
+  j["clock_mhz_after"] = m.clock_mhz_after;
+  j["throttled"] = m.throttled;
+  return j;
+}
+
+}  // namespace
+
+Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& source,
+                               const EvalOptions& opts, std::optional<int64_t> attempt_id,
+                               std::optional<int64_t> checkpoint_id) {
+  Evaluation ev;
+  auto fail = [&](Disposition d, std::string msg) {
+    ev.disposition = d;
+    ev.message = std::move(msg);
+    ev.summary["disposition"] = std::string(to_string(d));
+    ev.summary["message"] = ev.message;
+    return ev;
+  };
+  ev.summary["format"] = kSummaryFormatVersion;
+  auto regions = split_regions(source, ctx.source_file);
+  if (!regions) return fail(Disposition::region_violation, regions.error());
+  auto b = backend();
+  if (!b) return fail(Disposition::not_run, b.error());
+  Backend& be = **b;
+  auto dev = device(opts.device);
+  if (!dev) return fail(Disposition::not_run, dev.error());
+  PeakInfo peak = peak_for(ctx, *dev);
+  ev.summary["device"] = {{"name", dev->name}, {"backend", be.name()}, {"driver", dev->driver},
+                          {"api", dev->api_version}, {"arch", dev->arch}, {"is_cpu", dev->is_cpu},
+                          {"measured_fp32_tflops", dev->measured_fp32_tflops}};
+  ev.summary["peak"] = {{"tflops", peak.tflops}, {"source", peak.source}};
+  if (auto doc = documented_peaks(dev->name))
+    ev.summary["peak"]["documented_fp32_tflops"] = doc->fp32_tflops;
+  json tc = json::object();
+  for (const auto& [k, v] : be.toolchain()) tc[k] = v;
+  ev.summary["toolchain"] = tc;
+
+  fs::path cache = root_ / ".peak" / "cache";
+  if (opts.compile_only) {
+    SpaceOptions so;
+    so.budget = opts.budget;
+    so.must_include = opts.must_include;
+    so.overrides = opts.tuning_overrides;
+    auto space = enumerate_space(ctx, *dev, so);
+    if (!space) return fail(Disposition::invalid_config, space.error());
+    size_t built = 0;
+    for (const auto& c : space->configs) {
+      BuildRequest req{&ctx, source, c, *dev, cache};
+      auto br = be.build(req);
+      progress_.status(fmt::format("  compile {}/{} configurations", ++built, space->configs.size()));
+      if (br.disposition != Disposition::passed) {
+        progress_.clear();
+        return fail(br.disposition, fmt::format("configuration {}: {}", config_text(c), br.log));
+      }
+    }
+    progress_.clear();
+    ev.disposition = Disposition::passed;
+    ev.message = fmt::format("compile only: {} configurations built (nothing run)", built);
+    ev.summary["disposition"] = "passed";
+    ev.summary["compile_only"] = true;
+    ev.summary["message"] = ev.message;
+    return ev;
+  }
+  RunnerOptions ro;
+  ro.executable = be.runner();
+  ro.task_timeout_s = opts.task_timeout_s;
+  ReferenceSource ref;
+  ref.cache_dir = cache;
+  if (ctx.reference == ReferenceKind::seed) {
+    // The seed kernel (root checkpoint) with its default configuration is the reference.
+    auto seed_id = store_->find_tag("seed");
+    if (!seed_id || !*seed_id) return fail(Disposition::not_run, "no seed checkpoint to use as reference");
+    auto seed_files = checkpoint_files(**seed_id);
+    if (!seed_files) return fail(Disposition::not_run, seed_files.error());
+    auto seed_regions = split_regions(seed_files->second, seed_files->first.source_file);
+    if (!seed_regions) return fail(Disposition::not_run, seed_regions.error());
+    Config dc;
+    for (const auto& p : seed_files->first.tuning) dc[p.name] = p.default_value;
+    BuildRequest req{&seed_files->first, seed_files->second, dc, *dev, cache};
+    auto sb = be.build(req);
+    if (sb.disposition != Disposition::passed)
+      return fail(Disposition::not_run, "the seed kernel (the reference) does not build:\n" + sb.log);
+    ref.seed_artifact = sb.artifact.string();
+    ref.seed_config = dc;
+    ref.seed_source = *seed_regions;
+  }
+  Validator validator(be, *dev, ro, ref);
+
+  std::vector<Shape> bench = opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
+  if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
+  TuneOptions to;
+  to.space.budget = opts.budget;
+  to.space.must_include = opts.must_include;
+  to.space.overrides = opts.tuning_overrides;
+  to.top_k = opts.top_k;
+  to.jobs = opts.jobs;
+  to.tune_shapes = {bench.front()};
+  to.validation.seeds = opts.seeds;
+  to.validation.task_timeout_s = opts.task_timeout_s;
+  to.screening.policy = opts.screening;
+  to.screening.task_timeout_s = opts.task_timeout_s * 2;
+  to.screening.peak_tflops = peak.limit;
+  to.cache_dir = cache;
+  std::string label = ctx.name;
+  auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
+                 [&](const std::string& phase, size_t done, size_t total) {
+                   progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
+                 });
+  progress_.clear();
+  // Record every build and validation.
+  for (const auto& o : tr.outcomes) {
+    BuildRecord br;
+    br.attempt_id = attempt_id;
+    br.source_hash = sha256_hex(source);
+    br.config_json = config_json(o.config).dump();
+    br.command = o.build.command;
+    br.exit_code = o.build.disposition == Disposition::passed ? 0 : 1;
+    if (!o.build.log.empty()) {
+      auto lb = store_->put_blob(o.build.log);
+      if (lb) br.log_blob = *lb;
+    }
+    br.seconds = o.build.seconds;
+    br.disposition = std::string(to_string(o.build.disposition));
+    br.resources_json = o.build.resources.dump();
+    br.toolchain = o.build.toolchain;
+    br.cached = o.build.cached;
+    (void)store_->add_build(br);
+    for (const auto& c : o.validation.checks) {
+      ValidationRecord vr;
+      vr.attempt_id = attempt_id;
+      vr.checkpoint_id = checkpoint_id;
+      vr.config_json = br.config_json;
+      vr.shape = c.shape.text();
+      vr.hidden = c.hidden;
+      vr.seed = static_cast<int64_t>(c.seed);
+      vr.max_abs_err = std::isfinite(c.max_abs_err) ? c.max_abs_err : -1;
+      vr.max_rel_err = c.max_rel_err;
+      vr.disposition = std::string(to_string(c.disposition));
+      vr.message = c.message;
+      (void)store_->add_validation(vr);
+    }
+  }
+  std::map<std::string, int> counts;
+  for (const auto& o : tr.outcomes) counts[std::string(to_string(o.disposition))]++;
+  ev.summary["configs"] = {{"space", tr.space.total}, {"rejected_by_constraint", tr.space.invalid},
+                           {"evaluated", tr.outcomes.size()}, {"sampled", tr.space.sampled},
+                           {"dispositions", counts}};
+  ev.summary["phases"] = {{"compile_s", tr.compile_seconds}, {"validate_s", tr.validate_seconds},
+                          {"tune_s", tr.time_seconds}};
+  if (tr.disposition != Disposition::passed) {
+    std::string msg = tr.message;
+    return fail(tr.disposition, msg.empty() ? std::string(describe(tr.disposition)) : msg);
+  }
+  json top = json::array();
+  for (size_t i : tr.ranking)
+    top.push_back({{"config", config_json(tr.outcomes[i].config)}, {"score_ms", tr.outcomes[i].score_ms}});
+  ev.summary["top"] = top;
+  const ConfigOutcome& best = tr.outcomes[tr.ranking.front()];
+  ev.summary["best"] = {{"config", config_json(best.config)},
+                        {"config_text", config_text(best.config)},
+                        {"resources", best.build.resources},
+                        {"validation", best.validation.message}};
+  // Final timing of the best configuration on every bench shape, against the baseline.
+  auto t0 = std::chrono::steady_clock::now();
+  MeasureOptions mo;
+  mo.policy = opts.policy;
+  mo.with_baseline = opts.baseline;
+  mo.task_timeout_s = opts.task_timeout_s * 4;
+  mo.peak_tflops = peak.limit;
+  progress_.status(fmt::format("  timing {} on {} shape(s)", config_text(best.config), bench.size()), true);
+  auto ms = measure(be, *dev, ro, validator, ctx, *regions, best.build, best.config, bench, mo);
+  progress_.clear();
+  ev.summary["phases"]["bench_s"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  json mj = json::array();
+  json device_json = ev.summary["device"];
+  for (auto& m : ms) {
+    if (peak.tflops > 0) m.pct_of_peak = 100.0 * m.gflops / (peak.tflops * 1e3);
+    mj.push_back(measurement_json(m));
+    MeasurementRecord mr;
+    mr.attempt_id = attempt_id;
+    mr.checkpoint_id = checkpoint_id;
+    mr.config_json = config_json(m.config).dump();
+    mr.shape = m.shape.text();
+    mr.what = "candidate";
+    mr.samples_json = json(m.samples_ms).dump();
+    mr.median_ms = m.stats.median;
+    mr.spread = m.stats.rel_spread;
+    mr.gflops = m.gflops;
+    mr.disposition = std::string(to_string(m.disposition));
+    json dj = device_json;
+    dj["clock_mhz_before"] = m.clock_mhz_before;
+    dj["clock_mhz_after"] = m.clock_mhz_after;
+    mr.device_json = dj.dump();
+    (void)store_->add_measurement(mr);
+    if (!m.baseline_samples_ms.empty()) {
+      mr.what = "baseline:" + m.baseline;
+      mr.samples_json = json(m.baseline_samples_ms).dump();
+      mr.median_ms = m.baseline_stats.median;
+      mr.spread = m.baseline_stats.rel_spread;
+      mr.gflops = m.baseline_gflops;
+      (void)store_->add_measurement(mr);
+    }
+  }
+  ev.summary["bench"] = mj;
+  ev.disposition = Disposition::passed;
+  for (const auto& m : ms)
+    if (m.disposition != Disposition::passed) {
+      return fail(m.disposition, fmt::format("timing at {}: {}", m.shape.text(), m.message));
+    }
+  ev.summary["disposition"] = "passed";
+  ev.message = fmt::format("best {}: {}", config_text(best.config),
+                           ms.empty() ? "" : fmt::format("{:.1f} GFLOP/s at {}", ms.front().gflops,
+                                                         ms.front().shape.text()));
+  ev.summary["message"] = ev.message;
+  return ev;
+}
+
+}  // namespace peak

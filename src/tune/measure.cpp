@@ -1,0 +1,168 @@
+#include "tune/measure.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "util/fs.h"
+
+namespace peak {
+
+namespace {
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  double pos = q * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  double f = pos - static_cast<double>(lo);
+  return sorted[lo] * (1 - f) + sorted[hi] * f;
+}
+}  // namespace
+
+SampleStats compute_stats(std::vector<double> s) {
+  SampleStats st;
+  st.n = s.size();
+  if (s.empty()) return st;
+  std::sort(s.begin(), s.end());
+  st.min = s.front();
+  st.max = s.back();
+  st.median = quantile(s, 0.5);
+  st.p25 = quantile(s, 0.25);
+  st.p75 = quantile(s, 0.75);
+  st.mean = std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size());
+  st.rel_spread = st.median > 0 ? (st.p75 - st.p25) / st.median : 0;
+  return st;
+}
+
+std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
+                                 const RunnerOptions& runner, Validator& validator,
+                                 const KernelContext& ctx, const SourceRegions& source,
+                                 const BuildResult& build, const Config& config,
+                                 const std::vector<Shape>& shapes, const MeasureOptions& opts) {
+  std::vector<Measurement> out;
+  std::string baseline = opts.with_baseline ? backend.baseline(ctx, device) : "";
+  auto dir = make_temp_dir("peak-time-");
+  RunnerJob job;
+  job.family = ctx.family;
+  job.entry = ctx.entry;
+  job.arrays = ctx.arrays;
+  job.scalars = ctx.scalars;
+  std::vector<size_t> task_of_shape(shapes.size(), SIZE_MAX);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Measurement m;
+    m.shape = shapes[i];
+    m.config = config;
+    m.baseline = baseline;
+    out.push_back(m);
+    if (!dir) {
+      out.back().disposition = Disposition::crashed;
+      out.back().message = dir.error();
+      continue;
+    }
+    auto plan = backend.plan(ctx, source, shapes[i], config, device);
+    if (plan.disposition != Disposition::passed) {
+      out.back().disposition = plan.disposition;
+      out.back().message = plan.message;
+      continue;
+    }
+    auto sizes = array_sizes(ctx, shapes[i]);
+    if (!sizes) {
+      out.back().disposition = Disposition::not_run;
+      out.back().message = sizes.error();
+      continue;
+    }
+    RunnerTask t;
+    t.id = fmt::format("t{}", i);
+    t.artifact = build.artifact.string();
+    t.plan = plan.plan;
+    t.shape = shapes[i];
+    t.sizes = *sizes;
+    t.seed = opts.seed + i;
+    t.variant = 0;
+    t.check = false;
+    t.repeat = false;
+    t.timing = opts.policy;
+    t.baseline = baseline;
+    t.output_dir = dir->string();
+    task_of_shape[i] = job.tasks.size();
+    job.tasks.push_back(t);
+  }
+  if (job.tasks.empty()) return out;
+  RunnerOptions ro = runner;
+  ro.task_timeout_s = opts.task_timeout_s;
+  auto results = run_job(job, ro);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (task_of_shape[i] == SIZE_MAX) continue;
+    Measurement& m = out[i];
+    if (!results) {
+      m.disposition = Disposition::crashed;
+      m.message = results.error();
+      continue;
+    }
+    const TaskResult& r = (*results)[task_of_shape[i]];
+    m.disposition = r.disposition;
+    m.message = r.message;
+    m.samples_ms = r.samples_ms;
+    m.host_ms = r.host_ms;
+    m.baseline_samples_ms = r.baseline_samples_ms;
+    m.clock_mhz_before = r.clock_mhz_before;
+    m.clock_mhz_after = r.clock_mhz_after;
+    if (r.disposition != Disposition::passed) continue;
+    if (r.samples_ms.empty()) {
+      m.disposition = Disposition::not_run;
+      m.message = "the runner returned no timing samples";
+      continue;
+    }
+    m.stats = compute_stats(r.samples_ms);
+    auto host = compute_stats(r.host_ms);
+    auto flops = shape_flops(ctx, shapes[i]);
+    double f = flops ? *flops : 0;
+    if (m.stats.median > 0) m.gflops = f / (m.stats.median * 1e-3) / 1e9;
+    if (!r.baseline_samples_ms.empty()) {
+      m.baseline_stats = compute_stats(r.baseline_samples_ms);
+      if (m.baseline_stats.median > 0) {
+        m.baseline_gflops = f / (m.baseline_stats.median * 1e-3) / 1e9;
+        m.pct_of_baseline = 100.0 * m.baseline_stats.median / m.stats.median;
+      }
+    }
+    if (opts.peak_tflops > 0) m.pct_of_peak = 100.0 * m.gflops / (opts.peak_tflops * 1e3);
+    if (m.clock_mhz_before > 0 && m.clock_mhz_after > 0 &&
+        m.clock_mhz_after < 0.9 * m.clock_mhz_before)
+      m.throttled = true;
+    // Device timers must agree with the host clock: the host interval contains the device one.
+    if (host.median > 0 && m.stats.median > host.median * 1.05 + 0.05) m.host_clock_mismatch = true;
+    // Outputs of the timed runs must still be right (a kernel must not be fast only when unobserved).
+    if (!r.timed_outputs.empty()) {
+      ValidationOptions vo;
+      vo.full_check_limit = 1 << 16;
+      vo.sampled_elements = 2048;
+      ShapeCheck c = validator.compare_outputs(ctx, shapes[i], opts.seed + i, 0, r.timed_outputs, vo);
+      if (c.disposition != Disposition::passed && c.disposition != Disposition::not_run) {
+        m.disposition = c.disposition;
+        m.message = "outputs of the timed runs: " + c.message;
+        continue;
+      }
+    }
+    if (m.host_clock_mismatch) {
+      m.disposition = Disposition::faster_than_peak;
+      m.message = fmt::format(
+          "device timer ({:.4f} ms) disagrees with the host clock ({:.4f} ms): rejected",
+          m.stats.median, host.median);
+      continue;
+    }
+    if (opts.peak_tflops > 0 && m.gflops > opts.peak_tflops * 1e3 * 1.02) {
+      m.disposition = Disposition::faster_than_peak;
+      m.message = fmt::format("{:.0f} GFLOP/s exceeds the device's peak of {:.0f} GFLOP/s: rejected",
+                              m.gflops, opts.peak_tflops * 1e3);
+    }
+  }
+  if (dir) {
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+  }
+  return out;
+}
+
+}  // namespace peak

@@ -1,0 +1,32 @@
+#pragma once
+// The status line for long work: overprinted in place on a terminal, plain lines otherwise
+// (rate-limited so logs stay readable). Writes to stderr; --quiet silences it.
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace peak {
+
+class Progress {
+ public:
+  explicit Progress(FILE* out = stderr);
+  ~Progress();
+  void set_quiet(bool q) { quiet_ = q; }
+  // Replaces the status line (on a terminal) or prints it (elsewhere, at most every 2 s unless
+  // `force`).
+  void status(const std::string& line, bool force = false);
+  // A permanent line: clears the status line first.
+  void print(const std::string& line);
+  void clear();
+  bool is_tty() const { return tty_; }
+
+ private:
+  FILE* out_;
+  bool tty_ = false;
+  bool quiet_ = false;
+  size_t last_len_ = 0;
+  std::string last_plain_;
+  std::chrono::steady_clock::time_point last_plain_time_{};
+};
+
+}  // namespace peak

@@ -1,0 +1,390 @@
+#include "validate/validate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "context/inputs.h"
+#include "context/reference.h"
+#include "util/fs.h"
+
+namespace peak {
+
+double default_tolerance(DType input, DType output, int64_t reduction) {
+  double c = input == DType::f16 ? 1e-5 : 1e-6;
+  double r = std::sqrt(static_cast<double>(std::max<int64_t>(reduction, 1)));
+  double out_eps = output == DType::f16 ? 9.8e-4 : (output == DType::i32 ? 0 : 1.2e-7);
+  if (input == DType::i32 && output == DType::i32) return 0;
+  return c * r + 2 * out_eps;
+}
+
+struct Validator::RefData {
+  // Per output array: checked indices, reference values, tolerance scale.
+  struct Out {
+    std::vector<int64_t> indices;
+    std::vector<double> values;
+    double rms = 0;
+  };
+  std::map<std::string, Out> outputs;
+};
+
+Validator::Validator(Backend& backend, DeviceFacts device, RunnerOptions runner, ReferenceSource ref)
+    : backend_(backend), device_(std::move(device)), runner_(std::move(runner)), ref_(std::move(ref)) {}
+
+namespace {
+
+std::vector<int64_t> choose_indices(int64_t count, int64_t full_limit, int samples, uint64_t seed,
+                                    const std::vector<int64_t>& dims /* rows, cols when known */) {
+  std::vector<int64_t> idx;
+  if (count <= full_limit) {
+    idx.resize(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) idx[static_cast<size_t>(i)] = i;
+    return idx;
+  }
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  std::uniform_int_distribution<int64_t> d(0, count - 1);
+  // Corners and edges of a 2-D output first (tiles at the borders are where kernels break).
+  if (dims.size() == 2) {
+    int64_t rows = dims[0], cols = dims[1];
+    for (int64_t r : {int64_t(0), rows / 2, rows - 1})
+      for (int64_t c : {int64_t(0), cols / 2, cols - 1}) idx.push_back(r * cols + c);
+    std::uniform_int_distribution<int64_t> dr(0, rows - 1), dc(0, cols - 1);
+    for (int i = 0; i < 256; ++i) idx.push_back(dr(rng) * cols + (cols - 1));
+    for (int i = 0; i < 256; ++i) idx.push_back((rows - 1) * cols + dc(rng));
+  }
+  while (static_cast<int>(idx.size()) < samples) idx.push_back(d(rng));
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  return idx;
+}
+
+std::vector<int64_t> output_dims(const KernelContext& ctx, const Shape& shape) {
+  if (ctx.family == "matmul") {
+    auto m = shape.values.find("M"), n = shape.values.find("N");
+    if (m != shape.values.end() && n != shape.values.end()) return {m->second, n->second};
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelContext& ctx,
+                                                                const Shape& shape, uint64_t seed,
+                                                                int variant,
+                                                                const ValidationOptions& opts) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}", shape.text(), seed, variant, opts.full_check_limit,
+                                opts.sampled_elements);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  auto sizes = array_sizes(ctx, shape);
+  if (!sizes) return Error{sizes.error()};
+  auto data = std::make_shared<RefData>();
+  std::map<std::string, std::vector<int64_t>> indices;
+  for (const auto& a : ctx.arrays) {
+    if (!a.output) continue;
+    int64_t n = sizes->at(a.name);
+    indices[a.name] = choose_indices(n, opts.full_check_limit, opts.sampled_elements,
+                                     seed + 17, output_dims(ctx, shape));
+  }
+  if (ctx.reference == ReferenceKind::cpu) {
+    if (!has_cpu_reference(ctx.family))
+      return make_error(fmt::format(
+          "kernel.toml asks for reference = \"cpu\" but family \"{}\" has no CPU reference; use "
+          "reference = \"seed\"",
+          ctx.family));
+    std::map<std::string, std::vector<uint8_t>> inputs;
+    for (const auto& a : ctx.arrays)
+      if (!a.output)
+        inputs[a.name] = generate_array(a, sizes->at(a.name), array_seed(seed, a.name), variant);
+    auto ref = cpu_reference(ctx, shape, inputs, indices);
+    if (!ref) return Error{ref.error()};
+    for (auto& [name, vals] : *ref) {
+      RefData::Out o;
+      o.indices = indices[name];
+      o.values = std::move(vals);
+      data->outputs[name] = std::move(o);
+    }
+  } else {
+    // The seed kernel's outputs, computed by a runner that loads only the seed.
+    if (ref_.seed_artifact.empty())
+      return make_error("reference = \"seed\" but the seed kernel has not been built");
+    auto plan = backend_.plan(ctx, ref_.seed_source, shape, ref_.seed_config, device_);
+    if (plan.disposition != Disposition::passed)
+      return make_error(fmt::format("the seed kernel cannot run shape {}: {}", shape.text(),
+                                    plan.message));
+    auto dir = make_temp_dir("peak-ref-");
+    if (!dir) return Error{dir.error()};
+    RunnerJob job;
+    job.family = ctx.family;
+    job.entry = ctx.entry;
+    job.arrays = ctx.arrays;
+    job.scalars = ctx.scalars;
+    RunnerTask t;
+    t.id = "ref";
+    t.artifact = ref_.seed_artifact;
+    t.plan = plan.plan;
+    t.shape = shape;
+    t.sizes = *sizes;
+    t.seed = seed;
+    t.variant = variant;
+    t.repeat = false;
+    t.output_dir = dir->string();
+    job.tasks.push_back(t);
+    auto res = run_job(job, runner_);
+    if (!res) return Error{res.error()};
+    const TaskResult& r = res->at(0);
+    if (r.disposition != Disposition::passed)
+      return make_error(fmt::format("the seed kernel failed on shape {} ({}): {}", shape.text(),
+                                    to_string(r.disposition), r.message));
+    for (const auto& a : ctx.arrays) {
+      if (!a.output) continue;
+      auto bytes = read_file(r.outputs.at(a.name));
+      if (!bytes) return Error{bytes.error()};
+      RefData::Out o;
+      o.indices = indices[a.name];
+      for (int64_t i : o.indices)
+        o.values.push_back(element_as_double(a.dtype, reinterpret_cast<const uint8_t*>(bytes->data()), i));
+      data->outputs[a.name] = std::move(o);
+    }
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+  }
+  for (auto& [name, o] : data->outputs) {
+    double ss = 0;
+    for (double v : o.values) ss += v * v;
+    o.rms = o.values.empty() ? 0 : std::sqrt(ss / static_cast<double>(o.values.size()));
+  }
+  if (cache_.size() > 64) cache_.clear();
+  cache_[key] = data;
+  return data;
+}
+
+ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
+                                      int variant,
+                                      const std::map<std::string, std::string>& output_files,
+                                      const ValidationOptions& opts) {
+  ShapeCheck c;
+  c.shape = shape;
+  c.seed = seed;
+  c.variant = variant;
+  auto ref = reference(ctx, shape, seed, variant, opts);
+  if (!ref) {
+    c.disposition = Disposition::not_run;
+    c.message = "no reference: " + ref.error();
+    return c;
+  }
+  int64_t reduction = 1;
+  if (!ctx.reduction.empty()) {
+    auto env = shape_env(ctx, shape);
+    if (env) {
+      auto r = expr::evaluate(ctx.reduction, *env);
+      if (r) reduction = *r;
+    }
+  }
+  DType in_type = DType::f32;
+  for (const auto& a : ctx.arrays)
+    if (!a.output) {
+      in_type = a.dtype;
+      break;
+    }
+  c.disposition = Disposition::passed;
+  for (const auto& a : ctx.arrays) {
+    if (!a.output) continue;
+    auto fit = output_files.find(a.name);
+    if (fit == output_files.end()) {
+      c.disposition = Disposition::crashed;
+      c.message = fmt::format("the runner returned no output for {}", a.name);
+      return c;
+    }
+    auto bytes = read_file(fit->second);
+    const auto& ro = (*ref)->outputs.at(a.name);
+    auto sizes = array_sizes(ctx, shape);
+    int64_t count = sizes ? sizes->at(a.name) : 0;
+    if (!bytes || static_cast<int64_t>(bytes->size()) < count * static_cast<int64_t>(dtype_size(a.dtype))) {
+      c.disposition = Disposition::crashed;
+      c.message = fmt::format("output {} is missing or short", a.name);
+      return c;
+    }
+    const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
+    // Unwritten elements anywhere in the array (poison is checked on every element).
+    int64_t first_unwritten = -1;
+    for (int64_t i = 0; i < count; ++i) {
+      if (is_poison(a.dtype, p + i * static_cast<int64_t>(dtype_size(a.dtype)))) {
+        if (first_unwritten < 0) first_unwritten = i;
+        ++c.unwritten;
+      }
+    }
+    double tol = ctx.rtol > 0 ? ctx.rtol : default_tolerance(in_type, a.dtype, reduction);
+    double atol_scale = ctx.atol > 0 ? ctx.atol : tol * ro.rms;
+    int64_t first_bad = -1;
+    double first_bad_out = 0, first_bad_ref = 0;
+    for (size_t k = 0; k < ro.indices.size(); ++k) {
+      int64_t i = ro.indices[k];
+      double out = element_as_double(a.dtype, p, i);
+      double ref_v = ro.values[k];
+      ++c.checked_elements;
+      if (is_poison(a.dtype, p + i * static_cast<int64_t>(dtype_size(a.dtype)))) continue;
+      double err = std::fabs(out - ref_v);
+      double bound = atol_scale + tol * std::fabs(ref_v);
+      bool bad = !(err <= bound);  // NaN never passes
+      if (std::isfinite(err)) {
+        c.max_abs_err = std::max(c.max_abs_err, err);
+        double scale = std::fabs(ref_v) + ro.rms;
+        if (scale > 0) c.max_rel_err = std::max(c.max_rel_err, err / scale);
+      } else {
+        c.max_abs_err = INFINITY;
+      }
+      if (bad) {
+        if (first_bad < 0) {
+          first_bad = i;
+          first_bad_out = out;
+          first_bad_ref = ref_v;
+        }
+        ++c.bad_elements;
+      }
+    }
+    auto where = [&](int64_t i) {
+      auto dims = output_dims(ctx, shape);
+      if (dims.size() == 2) return fmt::format("{}[{}][{}]", a.name, i / dims[1], i % dims[1]);
+      return fmt::format("{}[{}]", a.name, i);
+    };
+    if (c.unwritten > 0) {
+      c.disposition = Disposition::unwritten_output;
+      c.message = fmt::format("{} of {} elements of {} were never written (first: {}) at {}",
+                              c.unwritten, count, a.name, where(first_unwritten), shape.text());
+      return c;
+    }
+    if (c.bad_elements > 0) {
+      c.disposition = Disposition::incorrect;
+      c.message = fmt::format(
+          "{} of {} checked elements of {} differ from the reference at {} (first: {} = {:.7g}, "
+          "expected {:.7g}; tolerance {:.2g} relative)",
+          c.bad_elements, ro.indices.size(), a.name, shape.text(), where(first_bad), first_bad_out,
+          first_bad_ref, tol);
+      return c;
+    }
+  }
+  return c;
+}
+
+ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegions& source,
+                                      const BuildResult& build, const Config& config,
+                                      const ValidationOptions& opts) {
+  auto t0 = std::chrono::steady_clock::now();
+  ValidationOutcome out;
+  auto finish = [&](Disposition d, std::string msg) {
+    out.disposition = d;
+    out.message = std::move(msg);
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return out;
+  };
+  if (build.disposition != Disposition::passed)
+    return finish(build.disposition, "the candidate was not built");
+
+  struct Planned {
+    Shape shape;
+    bool hidden;
+  };
+  std::vector<Planned> shapes;
+  if (!opts.shapes.empty()) {
+    for (const auto& s : opts.shapes) shapes.push_back({s, false});
+  } else {
+    for (const auto& s : ctx.validation_shapes) shapes.push_back({s, false});
+    if (opts.include_hidden) {
+      for (const auto& s : ctx.hidden_shapes) shapes.push_back({s, true});
+      for (const auto& s : sample_shapes(ctx, opts.sampled_hidden_shapes, opts.base_seed))
+        shapes.push_back({s, true});
+    }
+  }
+  if (shapes.empty()) return finish(Disposition::not_run, "kernel.toml lists no validation shapes");
+
+  auto dir = make_temp_dir("peak-val-");
+  if (!dir) return finish(Disposition::crashed, dir.error());
+  RunnerJob job;
+  job.family = ctx.family;
+  job.entry = ctx.entry;
+  job.arrays = ctx.arrays;
+  job.scalars = ctx.scalars;
+  struct TaskInfo {
+    size_t shape;
+    uint64_t seed;
+    int variant;
+  };
+  std::vector<TaskInfo> infos;
+  for (size_t si = 0; si < shapes.size(); ++si) {
+    const Shape& shape = shapes[si].shape;
+    auto ok = shape_is_valid(ctx, shape);
+    if (!ok || !*ok) continue;
+    auto plan = backend_.plan(ctx, source, shape, config, device_);
+    if (plan.disposition != Disposition::passed)
+      return finish(plan.disposition, fmt::format("{} (shape {})", plan.message, shape.text()));
+    auto sizes = array_sizes(ctx, shape);
+    if (!sizes) return finish(Disposition::incorrect, sizes.error());
+    for (int s = 0; s < opts.seeds; ++s) {
+      RunnerTask t;
+      t.id = fmt::format("s{}-seed{}", si, s);
+      t.artifact = build.artifact.string();
+      t.plan = plan.plan;
+      t.shape = shape;
+      t.sizes = *sizes;
+      t.seed = opts.base_seed + 7919 * si + 104729 * static_cast<uint64_t>(s);
+      t.variant = s % 2;
+      t.repeat = true;
+      t.output_dir = dir->string();
+      job.tasks.push_back(t);
+      infos.push_back({si, t.seed, t.variant});
+    }
+  }
+  RunnerOptions ro = runner_;
+  ro.task_timeout_s = opts.task_timeout_s;
+  auto results = run_job(job, ro);
+  if (!results) {
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+    return finish(Disposition::crashed, results.error());
+  }
+  Disposition first = Disposition::passed;
+  std::string first_msg;
+  for (size_t i = 0; i < results->size(); ++i) {
+    const TaskResult& r = (*results)[i];
+    const auto& info = infos[i];
+    ShapeCheck c;
+    if (r.disposition != Disposition::passed) {
+      c.shape = shapes[info.shape].shape;
+      c.seed = info.seed;
+      c.variant = info.variant;
+      c.disposition = r.disposition;
+      c.message = r.message;
+    } else {
+      c = compare_outputs(ctx, shapes[info.shape].shape, info.seed, info.variant, r.outputs, opts);
+      if (r.threads_after > r.threads_before && c.disposition == Disposition::passed) {
+        c.disposition = Disposition::forbidden_api;
+        c.message = fmt::format("the candidate left {} thread(s) running in the runner",
+                                r.threads_after - r.threads_before);
+      } else if (r.nondeterministic &&
+                 (c.disposition == Disposition::passed || c.disposition == Disposition::incorrect)) {
+        c.disposition = Disposition::nondeterministic;
+        c.message = fmt::format("two runs on the same inputs wrote different outputs at {} (a race?)",
+                                c.shape.text()) +
+                    (c.message.empty() ? "" : "; " + c.message);
+      }
+    }
+    c.hidden = shapes[info.shape].hidden;
+    if (c.disposition != Disposition::passed && first == Disposition::passed) {
+      first = c.disposition;
+      first_msg = c.message;
+      if (c.hidden) first_msg += " [hidden shape]";
+    }
+    out.checks.push_back(std::move(c));
+  }
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+  if (first != Disposition::passed) return finish(first, first_msg);
+  return finish(Disposition::passed,
+                fmt::format("{} checks on {} shapes passed", out.checks.size(), shapes.size()));
+}
+
+}  // namespace peak

@@ -1,0 +1,35 @@
+// expect: incorrect
+// Converts to __half and accumulates in __half: silently lowered precision in an FP32 kernel.
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+// peak:begin macros
+#ifndef BLOCK_X
+#define BLOCK_X 16
+#endif
+#ifndef BLOCK_Y
+#define BLOCK_Y 16
+#endif
+// peak:end macros
+
+// peak:begin device
+// One thread per element of C, in half precision.
+__global__ void matmul(const float* A, const float* B, float* C, int M, int N, int K) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= M || col >= N) return;
+  __half acc = __float2half(0.0f);
+  for (int k = 0; k < K; ++k)
+    acc = __hfma(__float2half(A[row * K + k]), __float2half(B[k * N + col]), acc);
+  C[row * N + col] = __half2float(acc);
+}
+// peak:end device
+
+// peak:begin host
+int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+  dim3 block(BLOCK_X, BLOCK_Y);
+  dim3 grid((N + BLOCK_X - 1) / BLOCK_X, (M + BLOCK_Y - 1) / BLOCK_Y);
+  matmul<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+  return PEAK_OK;
+}
+// peak:end host

@@ -1,0 +1,41 @@
+// expect: incorrect
+// Rounds A and B to TF32 (cvt.rna.tf32.f32, 10-bit mantissa) before multiplying: silently lowered precision in an FP32 kernel.
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+// peak:begin macros
+#ifndef BLOCK_X
+#define BLOCK_X 16
+#endif
+#ifndef BLOCK_Y
+#define BLOCK_Y 16
+#endif
+// peak:end macros
+
+// peak:begin device
+// Rounds to TF32 as the tensor cores would.
+__device__ __forceinline__ float to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+// One thread per element of C.
+__global__ void matmul(const float* A, const float* B, float* C, int M, int N, int K) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += to_tf32(A[row * K + k]) * to_tf32(B[k * N + col]);
+  C[row * N + col] = acc;
+}
+// peak:end device
+
+// peak:begin host
+int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+  dim3 block(BLOCK_X, BLOCK_Y);
+  dim3 grid((N + BLOCK_X - 1) / BLOCK_X, (M + BLOCK_Y - 1) / BLOCK_Y);
+  matmul<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+  return PEAK_OK;
+}
+// peak:end host

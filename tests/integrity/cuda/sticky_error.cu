@@ -1,0 +1,35 @@
+// expect: crashed
+// Computes C, then one thread stores through a wild pointer: an illegal-address error that poisons the CUDA context.
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+
+// peak:begin macros
+#ifndef BLOCK_X
+#define BLOCK_X 16
+#endif
+#ifndef BLOCK_Y
+#define BLOCK_Y 16
+#endif
+// peak:end macros
+
+// peak:begin device
+// One thread per element of C.
+__global__ void matmul(const float* A, const float* B, float* C, int M, int N, int K) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= M || col >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+  C[row * N + col] = acc;
+  if (row == 0 && col == 0) *(volatile float*)(C + (1ll << 40)) = acc;  // 4 TiB past C
+}
+// peak:end device
+
+// peak:begin host
+int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
+  dim3 block(BLOCK_X, BLOCK_Y);
+  dim3 grid((N + BLOCK_X - 1) / BLOCK_X, (M + BLOCK_Y - 1) / BLOCK_Y);
+  matmul<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
+  return PEAK_OK;
+}
+// peak:end host
