@@ -6,12 +6,7 @@
 #include <cuda_fp16.h>
 
 // peak:begin macros
-#ifndef BLOCK_X
-#define BLOCK_X 16
-#endif
-#ifndef BLOCK_Y
-#define BLOCK_Y 16
-#endif
+// BLOCK_X and BLOCK_Y are tuning parameters: peak defines them when it compiles.
 // peak:end macros
 
 // peak:begin device
