@@ -186,6 +186,8 @@ int print_apply(const ApplyResult& r, const Options& o, Workspace& ws) {
   }
   (void)ws;
   if (r.pending) return kWaiting;
+  if (r.input_error) return kUsage;
+  if (r.environment_error) return kEnvironment;
   return r.disposition == Disposition::passed ? kOk : kStepFailed;
 }
 
@@ -353,6 +355,8 @@ int cmd_run(Options& o) {
     err(r.message);
   }
   if (r.pending) return kWaiting;
+  if (r.input_error) return kUsage;
+  if (r.environment_error) return kEnvironment;
   return r.disposition == Disposition::passed ? kOk : kStepFailed;
 }
 

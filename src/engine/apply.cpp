@@ -109,24 +109,43 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     return res;
   };
   auto lib = library();
-  if (!lib) return fail(Disposition::not_run, lib.error());
-  auto tr = find_transformation(*lib, name);
-  if (!tr) return fail(Disposition::not_run, tr.error());
+  auto tr = lib ? find_transformation(*lib, name) : Result<Transformation>(Error{lib.error()});
+  if (!tr) {
+    res.input_error = true;
+    return fail(Disposition::not_run, tr.error());
+  }
   const Transformation& T = *tr;
   auto head_cp = head();
   if (!head_cp) return fail(Disposition::not_run, head_cp.error());
   auto files = checkpoint_files(head_cp->id);
   if (!files) return fail(Disposition::not_run, files.error());
   const KernelContext& ctx = files->first;
-  if (!T.supports(ctx.backend))
+  if (!T.supports(ctx.backend)) {
+    res.input_error = true;
     return fail(Disposition::not_run,
                 fmt::format("transformation {} does not support backend {} (it supports: {})", T.name,
                             ctx.backend, join(T.backends, ", ")));
+  }
   auto be = backend();
-  if (!be) return fail(Disposition::not_run, be.error());
-  auto probed = device(opts.eval.device);
-  if (!probed) return fail(Disposition::not_run, probed.error());
-  Result<DeviceFacts> dev = opts.prompt_device ? Result<DeviceFacts>(*opts.prompt_device) : probed;
+  if (opts.eval.compile_only && opts.prompt_device) set_device(opts.eval.device, *opts.prompt_device);
+  auto probed = be ? device(opts.eval.device) : Result<DeviceFacts>(Error{be.error()});
+  if (!probed) {
+    res.environment_error = true;
+    return fail(Disposition::not_run, probed.error());
+  }
+  // Prompts show the facts of the device a campaign was recorded for: a replay folder's
+  // device.json, else --prompt-device, else this machine's device.
+  std::optional<DeviceFacts> prompt_device = opts.prompt_device;
+  if (!prompt_device && starts_with(opts.llm, "replay:")) {
+    auto text = read_file(fs::path(opts.llm.substr(7)) / "device.json");
+    if (text) {
+      json j = json::parse(*text, nullptr, false);
+      if (j.is_object()) prompt_device = DeviceFacts::from_json(j);
+    }
+  }
+  Result<DeviceFacts> dev = prompt_device ? Result<DeviceFacts>(*prompt_device) : probed;
+  if (!opts.record_dir.empty() && !fs::exists(opts.record_dir / "device.json"))
+    (void)write_file(opts.record_dir / "device.json", dev->to_json().dump(2) + "\n");
 
   // The parent's evaluation: the baseline for speedups and the configurations carried forward.
   progress_.print(fmt::format("evaluating checkpoint {} (parent) ...", head_cp->id));
@@ -373,6 +392,8 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     progress_.print(fmt::format("step {}/{}: {}", i + 1, seq.steps.size(), st.transformation));
     ApplyResult ar = apply(st.transformation, ao, wid, st.tuning);
     rr.steps.push_back(ar);
+    rr.input_error = ar.input_error;
+    rr.environment_error = ar.environment_error;
     if (ar.pending) {
       (void)store_->update_workflow(wid, "waiting", json{{"sequence", seq.name}, {"next_step", i}}.dump());
       rr.pending = true;

@@ -310,19 +310,27 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     so.overrides = opts.tuning_overrides;
     auto space = enumerate_space(ctx, *dev, so);
     if (!space) return fail(Disposition::invalid_config, space.error());
-    size_t built = 0;
+    size_t built = 0, failed = 0;
+    std::string first_failure;
+    Disposition first_disposition = Disposition::compile_failed;
     for (const auto& c : space->configs) {
       BuildRequest req{&ctx, source, c, *dev, cache};
       auto br = be.build(req);
-      progress_.status(fmt::format("  compile {}/{} configurations", ++built, space->configs.size()));
-      if (br.disposition != Disposition::passed) {
-        progress_.clear();
-        return fail(br.disposition, fmt::format("configuration {}: {}", config_text(c), br.log));
+      progress_.status(fmt::format("  compile {}/{} configurations", built + failed + 1, space->configs.size()));
+      if (br.disposition == Disposition::passed) {
+        ++built;
+      } else if (failed++ == 0) {
+        first_disposition = br.disposition;
+        first_failure = fmt::format("configuration {}: {}", config_text(c), br.log);
       }
+    }
+    if (built == 0) {
+      progress_.clear();
+      return fail(first_disposition, first_failure);
     }
     progress_.clear();
     ev.disposition = Disposition::passed;
-    ev.message = fmt::format("compile only: {} configurations built (nothing run)", built);
+    ev.message = fmt::format("compile only: {} configurations built, {} failed (nothing run)", built, failed);
     ev.summary["disposition"] = "passed";
     ev.summary["compile_only"] = true;
     ev.summary["message"] = ev.message;

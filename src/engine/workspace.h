@@ -58,6 +58,8 @@ struct ApplyResult {
   Disposition disposition = Disposition::not_run;
   std::string message;
   bool pending = false;  // manual mode: waiting for `peak respond`
+  bool input_error = false;        // bad input (unknown transformation, unusable files)
+  bool environment_error = false;  // no device, no backend, store problem
   std::optional<int64_t> checkpoint;
   int attempts = 0;
   json summary = json::object();
@@ -87,6 +89,8 @@ struct RunResult {
   Disposition disposition = Disposition::not_run;
   std::string message;
   bool pending = false;
+  bool input_error = false;
+  bool environment_error = false;
   int steps_done = 0;
   int64_t workflow_id = 0;
   std::vector<ApplyResult> steps;
@@ -115,6 +119,8 @@ class Workspace {
   Result<std::vector<Transformation>> library() const;
   Result<Backend*> backend();
   Result<DeviceFacts> device(const std::string& selector);
+  // Uses `facts` for `selector` instead of probing (compile-only recording for another device).
+  void set_device(const std::string& selector, const DeviceFacts& facts) { devices_[selector] = facts; }
 
   // Validates, tunes and times a kernel (context + source); nothing is checkpointed.
   Evaluation evaluate(const KernelContext& ctx, const std::string& source, const EvalOptions& opts,

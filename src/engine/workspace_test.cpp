@@ -7,7 +7,7 @@
 namespace peak {
 namespace {
 
-const char* kToml = R"(format = 1
+const char* kToml = R"TOML(format = 1
 name = "scale"
 backend = "hlsl"
 precision = "fp32"
@@ -42,9 +42,9 @@ validation = [{ N = 100 }]
 name = "BLOCK"
 values = [32, 64]
 default = 64
-)";
+)TOML";
 
-const char* kSource = R"([[vk::binding(0, 0)]] RWStructuredBuffer<float> X;
+const char* kSource = R"SRC([[vk::binding(0, 0)]] RWStructuredBuffer<float> X;
 [[vk::binding(1, 0)]] RWStructuredBuffer<float> Y;
 [[vk::binding(2, 0)]] cbuffer Scalars { int N; };
 // peak:begin macros
@@ -58,7 +58,7 @@ dispatch_x = ceil_div(N, BLOCK)
 dispatch_y = 1
 dispatch_z = 1
 // peak:end host
-)";
+)SRC";
 
 class WorkspaceTest : public ::testing::Test {
  protected:

@@ -45,10 +45,16 @@ Report build_report(const std::string& workspace, const std::string& kernel,
         b.pct_of_peak = m.value("pct_of_peak", 0.0);
         b.baseline = m.value("baseline", "");
         b.baseline_gflops = m.value("baseline_gflops", 0.0);
+        b.baseline_median_ms = m.value("baseline_median_ms", 0.0);
         b.pct_of_baseline = m.value("pct_of_baseline", 0.0);
         b.speedup_vs_seed = m.value("speedup_vs_seed", 0.0);
         b.speedup_vs_parent = m.value("speedup_vs_parent", 0.0);
         b.samples = m.contains("samples_ms") ? m["samples_ms"].size() : 0;
+        if (m.contains("samples_ms")) b.samples_ms = m["samples_ms"].get<std::vector<double>>();
+        if (m.contains("baseline_samples_ms"))
+          b.baseline_samples_ms = m["baseline_samples_ms"].get<std::vector<double>>();
+        b.clock_mhz_before = m.value("clock_mhz_before", 0.0);
+        b.clock_mhz_after = m.value("clock_mhz_after", 0.0);
         row.bench.push_back(b);
       }
     if (cp.parent) {
@@ -182,8 +188,11 @@ json render_json(const Report& r) {
       sj["bench"].push_back({{"shape", b.shape}, {"disposition", b.disposition}, {"median_ms", b.median_ms},
                              {"spread", b.spread}, {"gflops", b.gflops}, {"pct_of_peak", b.pct_of_peak},
                              {"baseline", b.baseline}, {"baseline_gflops", b.baseline_gflops},
+                             {"baseline_median_ms", b.baseline_median_ms},
                              {"pct_of_baseline", b.pct_of_baseline}, {"speedup_vs_seed", b.speedup_vs_seed},
-                             {"speedup_vs_parent", b.speedup_vs_parent}, {"samples", b.samples}});
+                             {"speedup_vs_parent", b.speedup_vs_parent}, {"samples", b.samples},
+                             {"samples_ms", b.samples_ms}, {"baseline_samples_ms", b.baseline_samples_ms},
+                             {"clock_mhz_before", b.clock_mhz_before}, {"clock_mhz_after", b.clock_mhz_after}});
     j["steps"].push_back(sj);
   }
   j["failures"] = json::array();

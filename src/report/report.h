@@ -19,9 +19,11 @@ struct BenchRow {
   double median_ms = 0, spread = 0, gflops = 0;
   double pct_of_peak = 0;
   std::string baseline;  // "cublas" / ""
-  double baseline_gflops = 0, pct_of_baseline = 0;
+  double baseline_gflops = 0, pct_of_baseline = 0, baseline_median_ms = 0;
   double speedup_vs_seed = 0, speedup_vs_parent = 0;
   size_t samples = 0;
+  std::vector<double> samples_ms, baseline_samples_ms;  // raw samples (device timer)
+  double clock_mhz_before = 0, clock_mhz_after = 0;
 };
 
 struct StepRow {

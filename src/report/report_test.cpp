@@ -24,7 +24,7 @@ TEST(Report, RendersStepsSpeedupsAndFailures) {
   json s2 = {{"disposition", "passed"},
              {"best", {{"config_text", "TILE_K=16"}}},
              {"bench", {{{"shape", "M=256"}, {"disposition", "passed"}, {"median_ms", 1.0}, {"gflops", 32.0},
-                         {"spread", 0.01}, {"speedup_vs_seed", 2.0}, {"speedup_vs_parent", 2.0}}}}}};
+                         {"spread", 0.01}, {"speedup_vs_seed", 2.0}, {"speedup_vs_parent", 2.0}}}}};
   AttemptRecord bad;
   bad.parent_checkpoint = 1;
   bad.transformation = "tb-tiling";

@@ -168,7 +168,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
           if (it == index.end() || done[it->second]) continue;  // not ours: ignore
           inflight = static_cast<int>(it->second);
           task_start = Clock::now();
-          limit = began ? opts.task_timeout_s : opts.start_timeout_s;
+          limit = opts.task_timeout_s;  // device start-up is over once a task begins
           deadline = after(limit);
           began = true;
         } else if (ev == "result") {

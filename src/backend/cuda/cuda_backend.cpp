@@ -26,13 +26,16 @@ namespace cuda {
 namespace {
 
 constexpr double kCompileTimeoutS = 120;
-constexpr const char* kTrampolineName = "peak_entry (generated)";
+constexpr const char* kTrampolineName = "peak_entry.generated.cu";
 
 std::string ctype_of(DType t) {
   switch (t) {
-    case DType::f32: return "float";
-    case DType::f16: return "__half";
-    case DType::i32: return "int";
+    case DType::f32:
+      return "float";
+    case DType::f16:
+      return "__half";
+    case DType::i32:
+      return "int";
   }
   return "float";
 }
@@ -187,11 +190,11 @@ std::string host_signature(const KernelContext& ctx) {
 std::string trampoline(const KernelContext& ctx) {
   std::vector<std::string> args;
   for (size_t i = 0; i < ctx.arrays.size(); ++i)
-    args.push_back(fmt::format("static_cast<{}>(peak_arrays[{}])",
-                               array_param_type(ctx.arrays[i]), i));
+    args.push_back(
+        fmt::format("static_cast<{}>(peak_arrays[{}])", array_param_type(ctx.arrays[i]), i));
   for (size_t i = 0; i < ctx.scalars.size(); ++i)
-    args.push_back(fmt::format("static_cast<{}>(peak_scalars[{}])",
-                               scalar_param_type(ctx.scalars[i]), i));
+    args.push_back(
+        fmt::format("static_cast<{}>(peak_scalars[{}])", scalar_param_type(ctx.scalars[i]), i));
   args.push_back("peak_stream");
   std::string out;
   out += fmt::format("#line 1 \"{}\"\n", kTrampolineName);
@@ -231,9 +234,20 @@ std::string gencode_flag(std::string_view arch) {
 }
 
 std::vector<std::string> pinned_flags(std::string_view arch) {
-  return {"-O3",         "-std=c++17",    "-shared",       "-Xcompiler",       "-fPIC",
-          "-cudart",     "shared",        "-lineinfo",     "-Xptxas",          "-v",
-          gencode_flag(arch), "-ftz=false", "-prec-div=true", "-prec-sqrt=true"};
+  return {"-O3",
+          "-std=c++17",
+          "-shared",
+          "-Xcompiler",
+          "-fPIC",
+          "-cudart",
+          "shared",
+          "-lineinfo",
+          "-Xptxas",
+          "-v",
+          gencode_flag(arch),
+          "-ftz=false",
+          "-prec-div=true",
+          "-prec-sqrt=true"};
 }
 
 fs::path find_nvcc() {
@@ -241,7 +255,8 @@ fs::path find_nvcc() {
     std::error_code ec;
     return !p.empty() && fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
   };
-  if (const char* e = std::getenv("PEAK_NVCC"); e && *e) return usable(e) ? fs::path(e) : fs::path();
+  if (const char* e = std::getenv("PEAK_NVCC"); e && *e)
+    return usable(e) ? fs::path(e) : fs::path();
   if (const char* h = std::getenv("CUDA_HOME"); h && *h) {
     fs::path p = fs::path(h) / "bin" / "nvcc";
     if (usable(p)) return p;
@@ -317,12 +332,9 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
     if (ks.contains(name)) name = demangle(k.mangled);
     if (ks.contains(name)) name = k.mangled;
     Props pr = props.count(k.mangled) ? props[k.mangled] : Props{};
-    nlohmann::json j = {{"mangled", k.mangled},
-                        {"registers", k.registers},
-                        {"shared_bytes", k.shared},
-                        {"spill_stores", pr.spill_stores},
-                        {"spill_loads", pr.spill_loads},
-                        {"stack_frame", pr.stack},
+    nlohmann::json j = {{"mangled", k.mangled},          {"registers", k.registers},
+                        {"shared_bytes", k.shared},      {"spill_stores", pr.spill_stores},
+                        {"spill_loads", pr.spill_loads}, {"stack_frame", pr.stack},
                         {"barriers", k.barriers}};
     if (!k.arch.empty()) j["arch"] = k.arch;
     ks[name] = j;
@@ -349,7 +361,8 @@ std::string normalize_diagnostics(std::string_view log) {
 
 std::optional<std::string> forbidden_include(std::string_view source,
                                              std::string_view source_name) {
-  static const std::regex re(R"(^\s*#\s*include\s*[<"]\s*([A-Za-z_/]*?(cublas|cudnn)[A-Za-z0-9_./]*)\s*[>"])");
+  static const std::regex re(
+      R"(^\s*#\s*include\s*[<"]\s*([A-Za-z_/]*?(cublas|cudnn)[A-Za-z0-9_./]*)\s*[>"])");
   int lineno = 0;
   for (const std::string& line : split_lines(source)) {
     ++lineno;
@@ -370,7 +383,8 @@ Result<std::vector<ElfSymbol>> dynamic_symbols(const fs::path& so) {
   if (!data) return make_error(data.error());
   const std::string& d = *data;
   auto bad = [&](std::string_view why) {
-    return make_error(fmt::format("{}: not a readable 64-bit ELF shared object ({})", so.string(), why));
+    return make_error(
+        fmt::format("{}: not a readable 64-bit ELF shared object ({})", so.string(), why));
   };
   if (d.size() < sizeof(Elf64_Ehdr) || std::memcmp(d.data(), ELFMAG, SELFMAG) != 0)
     return bad("no ELF header");
@@ -464,8 +478,8 @@ Result<std::string> nvcc_version_text(const fs::path& nvcc) {
   auto r = run_process(po);
   if (!r) return make_error(fmt::format("cannot run {}: {}", nvcc.string(), r.error()));
   if (!r->ok())
-    return make_error(fmt::format("{} --version failed ({}): {}", nvcc.string(), r->describe(),
-                                  trim(r->err)));
+    return make_error(
+        fmt::format("{} --version failed ({}): {}", nvcc.string(), r->describe(), trim(r->err)));
   cache[nvcc.string()] = r->out;
   return r->out;
 }
@@ -566,7 +580,9 @@ class CudaBackend final : public Backend {
     std::lock_guard<std::mutex> lock(mu_);
     if (facts_) {
       out.emplace_back("cuda_runtime", facts_->api_version);
-      out.emplace_back("cuda_driver", facts_->driver);
+      auto cd = facts_->extra.find("cuda_driver");
+      out.emplace_back("cuda_driver", cd != facts_->extra.end() ? cd->second : facts_->driver);
+      out.emplace_back("driver", facts_->driver);
       out.emplace_back("device", facts_->name);
       out.emplace_back("arch", facts_->arch);
     }
@@ -628,11 +644,11 @@ class CudaBackend final : public Backend {
     std::vector<std::string> flags = pinned_flags(req.device.arch);
     std::vector<std::string> defines;
     for (const auto& [k, v] : req.defines) defines.push_back(fmt::format("-D{}={}", k, v));
-    std::string key = sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") +
-                                 '\0' + *version);
+    std::string key =
+        sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") + '\0' + *version);
 
-    fs::path dir = req.cache_dir.empty() ? fs::temp_directory_path() / "peak-cuda-cache"
-                                         : req.cache_dir;
+    fs::path dir =
+        req.cache_dir.empty() ? fs::temp_directory_path() / "peak-cuda-cache" : req.cache_dir;
     std::error_code ec;
     fs::create_directories(dir, ec);
     fs::path so = dir / (key + ".so");
@@ -734,8 +750,8 @@ class CudaBackend final : public Backend {
       if (limit > 0 && smem > limit) {
         pr.disposition = Disposition::invalid_config;
         pr.message = fmt::format(
-            "kernel {} uses {} bytes of static shared memory; {} allows at most {} per block",
-            name, smem, dev, limit);
+            "kernel {} uses {} bytes of static shared memory; {} allows at most {} per block", name,
+            smem, dev, limit);
         return pr;
       }
     }

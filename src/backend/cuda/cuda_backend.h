@@ -31,7 +31,8 @@ inline constexpr int kInvalidConfig = -1;
 std::string array_param_type(const ArraySpec& a);
 std::string scalar_param_type(const ScalarSpec& s);
 // The host function's expected signature, e.g.
-// "int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream)".
+// "int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t
+// stream)".
 std::string host_signature(const KernelContext& ctx);
 // The generated `extern "C" int peak_entry(void* const*, const long long*, cudaStream_t)`
 // that casts and forwards to ctx.entry.
@@ -58,8 +59,7 @@ std::string normalize_diagnostics(std::string_view log);
 
 // A forbidden `#include` (cuBLAS, cuBLASLt, cuDNN) in a source: a message naming the line,
 // or nullopt.
-std::optional<std::string> forbidden_include(std::string_view source,
-                                             std::string_view source_name);
+std::optional<std::string> forbidden_include(std::string_view source, std::string_view source_name);
 
 struct ElfSymbol {
   std::string name;

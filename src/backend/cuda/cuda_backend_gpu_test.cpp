@@ -94,6 +94,7 @@ RunnerOptions runner_options() {
   RunnerOptions o;
   o.executable = gpu().backend->runner();
   o.task_timeout_s = 30;
+  o.start_timeout_s = 30;  // device start-up takes seconds; a hang in a first task costs this
   return o;
 }
 
@@ -204,9 +205,48 @@ INSTANTIATE_TEST_SUITE_P(Examples, CudaGpuExample,
                            return n;
                          });
 
+// cuBLAS on a bench shape, timed like a candidate: the FP32 baseline stays below the FP32 peak
+// (no TF32), the FP16 baseline uses the tensor cores. Prints the numbers.
+TEST_F(CudaGpuTest, BaselineRatesArePhysical) {
+  auto peaks = documented_peaks(gpu().facts.name);
+  for (const char* name : {"matmul-cuda-fp32", "matmul-cuda-fp16"}) {
+    KernelContext ctx = load(name);
+    Config config = default_config(ctx);
+    Built b = build_file(ctx, ctx.dir / ctx.source_file, config);
+    ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+    ReferenceSource ref;
+    Validator validator(*gpu().backend, gpu().facts, runner_options(), ref);
+    MeasureOptions mo;
+    mo.policy.min_samples = 10;
+    mo.policy.max_samples = 30;
+    mo.policy.max_seconds = 3;
+    auto ms = measure(*gpu().backend, gpu().facts, runner_options(), validator, ctx, b.regions,
+                      b.build, config, {ctx.bench_shapes.at(0)}, mo);
+    ASSERT_EQ(ms.size(), 1u);
+    const Measurement& m = ms[0];
+    ASSERT_EQ(m.disposition, Disposition::passed) << m.message;
+    ASSERT_FALSE(m.baseline_samples_ms.empty()) << m.message;
+    double base_tflops = m.baseline_gflops / 1000;
+    std::cout << "[ measured ] " << name << " " << m.shape.text() << ": seed kernel "
+              << m.gflops / 1000 << " TFLOP/s (median " << m.stats.median << " ms, spread "
+              << m.stats.rel_spread << "), cuBLAS " << base_tflops << " TFLOP/s (median "
+              << m.baseline_stats.median << " ms)\n";
+    EXPECT_GT(base_tflops, m.gflops / 1000);
+    if (!peaks) continue;
+    if (std::string(name) == "matmul-cuda-fp32") {
+      EXPECT_LE(base_tflops, 1.05 * peaks->fp32_tflops) << "TF32 in the FP32 baseline?";
+      EXPECT_GE(base_tflops, 0.4 * peaks->fp32_tflops);
+    } else {
+      EXPECT_GE(base_tflops, 2 * peaks->fp32_tflops) << "FP16 baseline without tensor cores?";
+      EXPECT_LE(base_tflops, 1.05 * peaks->fp16_tflops);
+    }
+  }
+}
+
 TEST_F(CudaGpuTest, TooManyThreadsPerBlockIsInvalidConfig) {
   KernelContext ctx = load("matmul-cuda-fp32");
-  Config config = {{"BLOCK_X", 64}, {"BLOCK_Y", 32}};  // 2048 threads: cudaErrorInvalidConfiguration
+  Config config = {{"BLOCK_X", 64},
+                   {"BLOCK_Y", 32}};  // 2048 threads: cudaErrorInvalidConfiguration
   Built b = build_file(ctx, ctx.dir / ctx.source_file, config);
   ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
   ValidationOutcome v = validate(ctx, b, config);
@@ -234,15 +274,16 @@ TEST_F(CudaGpuTest, TimingIncludesWorkLeftRunningAfterReturn) {
   KernelContext ctx = load("matmul-cuda-fp32");
   auto text = read_file(ctx.dir / ctx.source_file);
   ASSERT_TRUE(text);
-  std::string src = replace_all(*text, "  C[row * N + col] = acc;\n}",
-                                "  C[row * N + col] = acc;\n"
-                                "  if (row == 0 && col == 0) {  // 20 ms more, by the global timer\n"
-                                "    unsigned long long t0, t;\n"
-                                "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
-                                "    do {\n"
-                                "      asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n"
-                                "    } while (t - t0 < 20000000ull);\n"
-                                "  }\n}");
+  std::string src =
+      replace_all(*text, "  C[row * N + col] = acc;\n}",
+                  "  C[row * N + col] = acc;\n"
+                  "  if (row == 0 && col == 0) {  // 20 ms more, by the global timer\n"
+                  "    unsigned long long t0, t;\n"
+                  "    asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t0));\n"
+                  "    do {\n"
+                  "      asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t));\n"
+                  "    } while (t - t0 < 20000000ull);\n"
+                  "  }\n}");
   src = replace_all(src, "matmul<<<grid, block, 0, stream>>>", "matmul<<<grid, block>>>");
   ASSERT_NE(src.find("20000000ull"), std::string::npos);
   ASSERT_NE(src.find("matmul<<<grid, block>>>"), std::string::npos);

@@ -84,11 +84,11 @@ BuildResult build(Backend& b, const KernelContext& ctx, const std::string& sourc
 
 bool have_nvcc() { return !find_nvcc().empty(); }
 
-#define REQUIRE_NVCC()                                                                   \
-  do {                                                                                   \
-    if (!have_nvcc()) {                                                                  \
-      GTEST_SKIP() << "nvcc not found (PEAK_NVCC, CUDA_HOME, /usr/local/cuda, PATH)";    \
-    }                                                                                    \
+#define REQUIRE_NVCC()                                                                \
+  do {                                                                                \
+    if (!have_nvcc()) {                                                               \
+      GTEST_SKIP() << "nvcc not found (PEAK_NVCC, CUDA_HOME, /usr/local/cuda, PATH)"; \
+    }                                                                                 \
   } while (0)
 
 bool contains(const std::string& s, std::string_view what) {
@@ -113,8 +113,9 @@ TEST(CudaTrampoline, SignatureFollowsTheInputSpec) {
 TEST(CudaTrampoline, CastsEveryArgumentInOrder) {
   std::string t = trampoline(mixed_context());
   EXPECT_TRUE(contains(t, "extern \"C\""));
-  EXPECT_TRUE(contains(t, "int peak_entry(void* const* peak_arrays, const long long* peak_scalars, "
-                          "cudaStream_t peak_stream)"));
+  EXPECT_TRUE(contains(t,
+                       "int peak_entry(void* const* peak_arrays, const long long* peak_scalars, "
+                       "cudaStream_t peak_stream)"));
   size_t pos = 0;
   for (std::string_view piece :
        {"return run(", "static_cast<const float*>(peak_arrays[0])",
@@ -153,9 +154,9 @@ TEST(CudaFlags, PinnedAndArchSpecific) {
   EXPECT_EQ(gencode_flag(""), "-gencode=arch=compute_90a,code=sm_90a");
   EXPECT_EQ(gencode_flag("sm_90; rm -rf /"), "-gencode=arch=compute_90a,code=sm_90a");
   auto f = pinned_flags("sm_80");
-  for (std::string_view want : {"-O3", "-std=c++17", "-shared", "-fPIC", "-lineinfo", "-v",
-                                "-ftz=false", "-prec-div=true", "-prec-sqrt=true",
-                                "-gencode=arch=compute_80,code=sm_80"})
+  for (std::string_view want :
+       {"-O3", "-std=c++17", "-shared", "-fPIC", "-lineinfo", "-v", "-ftz=false", "-prec-div=true",
+        "-prec-sqrt=true", "-gencode=arch=compute_80,code=sm_80"})
     EXPECT_NE(std::find(f.begin(), f.end(), want), f.end()) << want;
   auto cudart = std::find(f.begin(), f.end(), "-cudart");
   ASSERT_NE(cudart, f.end());
@@ -258,7 +259,8 @@ TEST(CudaDiagnostics, FileLineStyle) {
 // ---- Forbidden APIs ----
 
 TEST(CudaForbidden, IncludesOfVendorLibraries) {
-  auto m = forbidden_include("#include <cuda_runtime.h>\n\n  #  include <cublas_v2.h>\n", "kernel.cu");
+  auto m =
+      forbidden_include("#include <cuda_runtime.h>\n\n  #  include <cublas_v2.h>\n", "kernel.cu");
   ASSERT_TRUE(m);
   EXPECT_TRUE(contains(*m, "kernel.cu:3:")) << *m;
   EXPECT_TRUE(contains(*m, "cublas_v2.h")) << *m;
@@ -270,12 +272,29 @@ TEST(CudaForbidden, IncludesOfVendorLibraries) {
 
 TEST(CudaForbidden, SymbolRules) {
   for (std::string_view s :
-       {"cublasSgemm_v2", "cublasLtMatmul", "cudnnConvolutionForward", "cudaStreamCreate",
-        "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cuStreamCreate",
-        "pthread_create", "pthread_create@GLIBC_2.34", "dlopen", "dlsym", "cudaDeviceSetLimit",
-        "cudaStreamSetAttribute", "cudaCtxResetPersistingL2Cache", "cudaGraphLaunch",
-        "cudaGraphInstantiateWithFlags", "cudaStreamBeginCapture", "fork", "system", "popen",
-        "execve", "cudaGetDriverEntryPoint", "cuGetProcAddress_v2",
+       {"cublasSgemm_v2",
+        "cublasLtMatmul",
+        "cudnnConvolutionForward",
+        "cudaStreamCreate",
+        "cudaStreamCreateWithFlags",
+        "cudaStreamCreateWithPriority",
+        "cuStreamCreate",
+        "pthread_create",
+        "pthread_create@GLIBC_2.34",
+        "dlopen",
+        "dlsym",
+        "cudaDeviceSetLimit",
+        "cudaStreamSetAttribute",
+        "cudaCtxResetPersistingL2Cache",
+        "cudaGraphLaunch",
+        "cudaGraphInstantiateWithFlags",
+        "cudaStreamBeginCapture",
+        "fork",
+        "system",
+        "popen",
+        "execve",
+        "cudaGetDriverEntryPoint",
+        "cuGetProcAddress_v2",
         "_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE",
         "_ZNSt6thread4joinEv"})
     EXPECT_TRUE(forbidden_symbol_reason(s, false)) << s;
@@ -313,7 +332,12 @@ extern "C" int use() {
   ASSERT_TRUE(write_file(dir / "good.cpp", "extern \"C\" int peak_entry() { return 0; }\n"));
   for (const char* name : {"bad", "good"}) {
     ProcessOptions po;
-    po.argv = {"g++", "-shared", "-fPIC", "-O1", "-o", (dir / (std::string(name) + ".so")).string(),
+    po.argv = {"g++",
+               "-shared",
+               "-fPIC",
+               "-O1",
+               "-o",
+               (dir / (std::string(name) + ".so")).string(),
                (dir / (std::string(name) + ".cpp")).string()};
     po.timeout_s = 60;
     auto r = run_process(po);
@@ -423,7 +447,11 @@ TEST(CudaFmaBench, PtxAssembles) {
   fs::create_directories(dir);
   ASSERT_TRUE(write_file(dir / "fma.ptx", fma_bench_ptx()));
   ProcessOptions po;
-  po.argv = {ptxas.string(), "-arch=sm_90a", "-v", "-o", (dir / "fma.cubin").string(),
+  po.argv = {ptxas.string(),
+             "-arch=sm_90a",
+             "-v",
+             "-o",
+             (dir / "fma.cubin").string(),
              (dir / "fma.ptx").string()};
   po.timeout_s = 60;
   auto r = run_process(po);
@@ -542,6 +570,7 @@ int peak_host(float* C, int M, cudaStream_t s) { return PEAK_OK; }
   BuildResult r = build(*b, ctx, src);
   EXPECT_EQ(r.disposition, Disposition::compile_failed);
   EXPECT_TRUE(contains(r.log, host_signature(ctx))) << r.log;
+  EXPECT_TRUE(contains(r.log, "peak_entry.generated.cu:")) << r.log;
 }
 
 TEST(CudaBuild, ForbiddenIncludeIsRefusedBeforeCompiling) {
@@ -656,13 +685,12 @@ TEST(CudaCorpus, CoversTheKnownAttacks) {
     EXPECT_FALSE(c.description.empty()) << c.file << ": second line must describe the case";
     for (const auto& d : c.expect) EXPECT_TRUE(disposition_from_string(d)) << c.file << ": " << d;
   }
-  for (const char* f : {"correct_tiled.cu", "out_of_bounds.cu", "race_missing_syncthreads.cu",
-                        "unwritten_tile.cu", "partial_computation.cu", "stale_output.cu",
-                        "inputs_modified.cu", "side_stream.cu", "legacy_stream_return.cu",
-                        "cached_by_pointer.cu", "silent_tf32.cu", "fp16_accumulate.cu",
-                        "hardcoded_shape.cu", "cublas_call.cu", "infinite_loop.cu",
-                        "smem_over_limit.cu", "sticky_error.cu", "background_thread.cu",
-                        "persistent_l2.cu"})
+  for (const char* f :
+       {"correct_tiled.cu", "out_of_bounds.cu", "race_missing_syncthreads.cu", "unwritten_tile.cu",
+        "partial_computation.cu", "stale_output.cu", "inputs_modified.cu", "side_stream.cu",
+        "legacy_stream_return.cu", "cached_by_pointer.cu", "silent_tf32.cu", "fp16_accumulate.cu",
+        "hardcoded_shape.cu", "cublas_call.cu", "infinite_loop.cu", "smem_over_limit.cu",
+        "sticky_error.cu", "background_thread.cu", "persistent_l2.cu"})
     EXPECT_TRUE(files.count(f)) << "missing corpus case " << f;
 }
 
@@ -683,8 +711,7 @@ TEST_P(CudaCorpusBuild, ForbiddenApisAreCaughtAndTheRestCompile) {
   BuildResult r = build(*make_cuda_backend(), ctx, *text, default_config(ctx));
   if (forbidden) {
     EXPECT_EQ(r.disposition, Disposition::forbidden_api) << c.file << "\n" << r.log;
-    EXPECT_TRUE(contains(r.log, "candidates may not") || contains(r.log, "may not use"))
-        << r.log;
+    EXPECT_TRUE(contains(r.log, "candidates may not") || contains(r.log, "may not use")) << r.log;
   } else {
     EXPECT_EQ(r.disposition, Disposition::passed) << c.file << "\n" << r.log;
     EXPECT_FALSE(r.artifact.empty());

@@ -10,11 +10,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <type_traits>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -75,7 +77,8 @@ struct DriverApi {
     get(MemsetD32Async, "cuMemsetD32Async");
     get(MemsetD8Async, "cuMemsetD8Async");
     if (!missing.empty())
-      return Status::error(fmt::format("the NVIDIA driver library lacks {}: update the driver", missing));
+      return Status::error(
+          fmt::format("the NVIDIA driver library lacks {}: update the driver", missing));
     return Status::ok();
   }
 };
@@ -96,16 +99,26 @@ std::string cu_text(CUresult r) {
 
 const char* cublas_text(cublasStatus_t s) {
   switch (s) {
-    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    case CUBLAS_STATUS_SUCCESS:
+      return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+      return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR:
+      return "CUBLAS_STATUS_LICENSE_ERROR";
   }
   return "CUBLAS_STATUS_(unknown)";
 }
@@ -153,6 +166,25 @@ std::string lower(std::string s) {
 
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The NVIDIA kernel module's version ("580.159.04") from /proc/driver/nvidia/version; "" when
+// it cannot be read. The line reads "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for
+// x86_64]  580.159.04  Release Build ...".
+std::string nvidia_driver_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  size_t at = line.find("Kernel Module");
+  if (at == std::string::npos) return "";
+  std::istringstream words(line.substr(at));
+  std::string w;
+  while (words >> w) {
+    bool digits_and_dots =
+        std::all_of(w.begin(), w.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+    if (digits_and_dots && w.find('.') != std::string::npos && w[0] != '.') return w;
+  }
+  return "";
 }
 
 class CudaKernel final : public LoadedKernel {
@@ -253,27 +285,28 @@ Status CudaDevice::init(const RunnerJob& job) {
   } else if (all_digits(sel)) {
     index_ = std::stoi(sel);
     if (index_ >= count)
-      return Status::error(fmt::format(
-          "CUDA device {} does not exist: this machine has {} (indices 0 to {})", sel, count,
-          count - 1));
+      return Status::error(
+          fmt::format("CUDA device {} does not exist: this machine has {} (indices 0 to {})", sel,
+                      count, count - 1));
   } else {
     std::vector<std::string> names;
     for (int i = 0; i < count; ++i) {
       char name[256] = {0};
       cudaDeviceProp p{};
-      if (cudaGetDeviceProperties(&p, i) == cudaSuccess) std::snprintf(name, sizeof name, "%s", p.name);
+      if (cudaGetDeviceProperties(&p, i) == cudaSuccess)
+        std::snprintf(name, sizeof name, "%s", p.name);
       names.push_back(name);
       if (index_ < 0 && lower(name).find(lower(sel)) != std::string::npos) index_ = i;
     }
     if (index_ < 0)
-      return Status::error(fmt::format("no CUDA device matches '{}' (devices: {})", sel,
-                                       fmt::join(names, ", ")));
+      return Status::error(
+          fmt::format("no CUDA device matches '{}' (devices: {})", sel, fmt::join(names, ", ")));
   }
   if ((e = cudaSetDevice(index_)) != cudaSuccess)
     return Status::error(fmt::format("cannot use CUDA device {}: {}", index_, err_text(e)));
   if ((e = cudaFree(nullptr)) != cudaSuccess)
-    return Status::error(fmt::format("cannot create a context on CUDA device {}: {}", index_,
-                                     err_text(e)));
+    return Status::error(
+        fmt::format("cannot create a context on CUDA device {}: {}", index_, err_text(e)));
   if (Status s = g_cu.load(); !s) return s;
   if (CUresult r = g_cu.Init(0); r != CUDA_SUCCESS)
     return Status::error(fmt::format("cuInit failed: {}", cu_text(r)));
@@ -342,13 +375,16 @@ DeviceFacts CudaDevice::facts() {
   f.subgroup_size = attr(cudaDevAttrWarpSize);
   f.max_threads_per_group = attr(cudaDevAttrMaxThreadsPerBlock);
   f.l2_bytes = attr(cudaDevAttrL2CacheSize);
-  if (f.shared_memory_per_group == 0) f.shared_memory_per_group = attr(cudaDevAttrMaxSharedMemoryPerBlock);
+  if (f.shared_memory_per_group == 0)
+    f.shared_memory_per_group = attr(cudaDevAttrMaxSharedMemoryPerBlock);
   if (f.shared_memory_per_group_optin == 0)
     f.shared_memory_per_group_optin = attr(cudaDevAttrMaxSharedMemoryPerBlockOptin);
   int drv = 0, rt = 0;
   cudaDriverGetVersion(&drv);
   cudaRuntimeGetVersion(&rt);
-  f.driver = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
+  std::string cuda_driver = fmt::format("{}.{}", drv / 1000, (drv % 1000) / 10);
+  std::string kernel_module = nvidia_driver_version();
+  f.driver = kernel_module.empty() ? cuda_driver : kernel_module;
   f.api_version = fmt::format("{}.{}", rt / 1000, (rt % 1000) / 10);
   double max_clock = attr(cudaDevAttrClockRate) / 1000.0;
   double now = clock_mhz();
@@ -356,7 +392,8 @@ DeviceFacts CudaDevice::facts() {
 
   auto& x = f.extra;
   x["compute_capability"] = fmt::format("{}.{}", major, minor);
-  x["cuda_driver"] = f.driver;
+  x["cuda_driver"] = cuda_driver;
+  if (!kernel_module.empty()) x["nvidia_driver"] = kernel_module;
   x["cuda_runtime"] = f.api_version;
   x["cuda_device_index"] = std::to_string(index_);
   if (!pci_bus_id_.empty()) x["pci_bus_id"] = pci_bus_id_;
@@ -456,22 +493,22 @@ Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, c
   void* h = ::dlopen(task.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {
     const char* why = ::dlerror();
-    return load_error(Disposition::launch_failed,
-                      fmt::format("cannot load {}: {}", task.artifact, why ? why : "dlopen failed"));
+    return load_error(Disposition::launch_failed, fmt::format("cannot load {}: {}", task.artifact,
+                                                              why ? why : "dlopen failed"));
   }
   void* sym = ::dlsym(h, "peak_entry");
   if (sym == nullptr) {
     ::dlclose(h);
-    return load_error(Disposition::launch_failed,
-                      fmt::format("{} does not export peak_entry (was it built by peak?)",
-                                  task.artifact));
+    return load_error(
+        Disposition::launch_failed,
+        fmt::format("{} does not export peak_entry (was it built by peak?)", task.artifact));
   }
   // Static initializers of the candidate ran inside dlopen; they must not have broken anything.
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
     check_alive(e);
     if (lost_)
-      return load_error(Disposition::crashed,
-                        fmt::format("loading {} left a sticky error: {}", task.artifact, err_text(e)));
+      return load_error(Disposition::crashed, fmt::format("loading {} left a sticky error: {}",
+                                                          task.artifact, err_text(e)));
   }
   return std::unique_ptr<LoadedKernel>(
       std::make_unique<CudaKernel>(h, reinterpret_cast<EntryFn>(sym), &lost_));
@@ -559,7 +596,8 @@ LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const 
     return bad;
   }
   if (arrays.size() != job.arrays.size()) {
-    bad.message = fmt::format("internal: {} buffers for {} arrays", arrays.size(), job.arrays.size());
+    bad.message =
+        fmt::format("internal: {} buffers for {} arrays", arrays.size(), job.arrays.size());
     return bad;
   }
   std::vector<void*> ptrs;
@@ -634,18 +672,17 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
                            static_cast<const float*>(B), n, static_cast<const float*>(A), k, &beta,
                            static_cast<float*>(C), n);
     } else {
-      status = cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_16F, n,
-                            A, CUDA_R_16F, k, &beta, C,
-                            tc == DType::f32 ? CUDA_R_32F : CUDA_R_16F, n, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT);
+      status = cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_16F, n, A,
+                            CUDA_R_16F, k, &beta, C, tc == DType::f32 ? CUDA_R_32F : CUDA_R_16F, n,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
     return 0;
   };
   LaunchOutcome o = run(call, timed, fp32 ? "cublasSgemm" : "cublasGemmEx");
   if (o.disposition == Disposition::passed && status != CUBLAS_STATUS_SUCCESS) {
     o.disposition = Disposition::launch_failed;
-    o.message = fmt::format("{} failed: {}", fp32 ? "cublasSgemm" : "cublasGemmEx",
-                            cublas_text(status));
+    o.message =
+        fmt::format("{} failed: {}", fp32 ? "cublasSgemm" : "cublasGemmEx", cublas_text(status));
   }
   return o;
 }
@@ -690,7 +727,7 @@ double CudaDevice::measure_fp32_tflops() {
     void* args[] = {&p, &iters, &a, &b};
     if (cudaEventRecord(start_, stream_) != cudaSuccess) return -1;
     if (g_cu.LaunchKernel(fma_fn_, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream,
-                       args, nullptr) != CUDA_SUCCESS)
+                          args, nullptr) != CUDA_SUCCESS)
       return -1;
     if (cudaEventRecord(stop_, stream_) != cudaSuccess) return -1;
     if (cudaEventSynchronize(stop_) != cudaSuccess) return -1;

@@ -242,6 +242,7 @@ class VulkanDevice final : public Device {
   VkPhysicalDeviceMemoryProperties mem_props_{};
   uint32_t subgroup_size_ = 0;
   std::string driver_;
+  std::string pci_bus_id_;  // "" when VK_EXT_pci_bus_info is absent
   int compute_units_ = 0;
   int device_index_ = 0;
   bool unified_ = false;  // device-local memory is host-visible and coherent: map directly
@@ -370,6 +371,13 @@ Status VulkanDevice::init(const std::string& selector) {
     *tail = &sm;
     tail = &sm.pNext;
   }
+  auto pci_info = vk_struct<VkPhysicalDevicePCIBusInfoPropertiesEXT>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT);
+  bool have_pci = has_ext("VK_EXT_pci_bus_info");
+  if (have_pci) {
+    *tail = &pci_info;
+    tail = &pci_info.pNext;
+  }
   bool have_amd = has_ext("VK_AMD_shader_core_properties");
   if (have_amd) {
     *tail = &amd;
@@ -385,6 +393,9 @@ Status VulkanDevice::init(const std::string& selector) {
                   : version_text(v);
   }
   if (have_sm) compute_units_ = static_cast<int>(sm.shaderSMCount);
+  if (have_pci)  // as NVML and cudaDeviceGetPCIBusId spell it
+    pci_bus_id_ = fmt::format("{:04X}:{:02X}:{:02X}.{:X}", pci_info.pciDomain, pci_info.pciBus,
+                              pci_info.pciDevice, pci_info.pciFunction);
   if (have_amd)
     compute_units_ = static_cast<int>(amd.shaderEngineCount * amd.shaderArraysPerEngineCount *
                                       amd.computeUnitsPerShaderArray);
@@ -491,6 +502,7 @@ DeviceFacts VulkanDevice::facts() {
                   l.maxComputeWorkGroupCount[2]);
   f.extra["max_storage_buffer_range"] = std::to_string(l.maxStorageBufferRange);
   f.extra["queue_family"] = std::to_string(queue_family_);
+  if (!pci_bus_id_.empty()) f.extra["pci_bus_id"] = pci_bus_id_;
   f.extra["memory_mapping"] = unified_ ? "unified (mapped directly)" : "staged";
   return f;
 }
@@ -985,7 +997,8 @@ void VulkanDevice::flush_caches() {
 
 double VulkanDevice::clock_mhz() {
 #ifdef PEAK_HAVE_NVML
-  if (props_.vendorID == kVendorNvidia) return nvml_sm_clock_mhz(0);
+  if (props_.vendorID == kVendorNvidia)
+    return pci_bus_id_.empty() ? nvml_sm_clock_mhz(0) : nvml_sm_clock_mhz_pci(pci_bus_id_);
 #endif
   return 0;
 }

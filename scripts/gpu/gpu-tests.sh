@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# GPU-labelled tests and the seeds timed against cuBLAS. Usage: scripts/gpu/gpu-tests.sh
+source "$(dirname "$0")/env.sh"
+set -o pipefail
+"$BIN/backend_cuda_gpu_tests" --gtest_output=json:"$OUT/gpu-tests.json" 2>&1 | tee "$OUT/gpu-tests.log" | \
+  grep -E "^\[ +(OK|FAILED|PASSED|RUN) |tests? from|^\s*(expected|got|disposition)" | grep -v "RUN" | tail -60
+for ctx in matmul-cuda-fp32 matmul-cuda-fp16; do
+  ws=$(mktemp -d)/$ctx
+  "$BIN/peak" -q init "$ROOT/examples/$ctx" "$ws" >/dev/null
+  echo "== $ctx: seed validated, tuned and timed against cuBLAS"
+  "$BIN/peak" -q -C "$ws" tune --budget 9 2>&1 | tee "$OUT/$ctx-seed.txt"
+  "$BIN/peak" -C "$ws" report --format json -o "$OUT/$ctx-seed.json" >/dev/null
+done

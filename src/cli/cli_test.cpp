@@ -1,0 +1,221 @@
+// End-to-end tests of the peak binary on the CPU Vulkan device (lavapipe): a recorded campaign
+// replayed through `peak run`, and bad input of every kind giving a clear message, a recorded
+// disposition and an intact store.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "util/fs.h"
+#include "util/process.h"
+
+namespace peak {
+namespace {
+
+using json = nlohmann::json;
+
+struct Out {
+  int code = -1;
+  std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = make_temp_dir("peak-cli-test-");
+    ASSERT_TRUE(d);
+    tmp_ = *d;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+  Out peak(std::vector<std::string> args, const fs::path& cwd = {}) {
+    ProcessOptions o;
+    o.argv = {std::string(PEAK_BINARY_DIR) + "/peak"};
+    for (auto& a : args) o.argv.push_back(a);
+    o.cwd = cwd.empty() ? tmp_ : cwd;
+    o.timeout_s = 900;
+    o.env["PEAK_DATA_DIR"] = PEAK_SOURCE_DIR;
+    o.env["PEAK_RUNNER_FENCE_TIMEOUT_S"] = "3";
+    auto r = run_process(o);
+    Out out;
+    if (!r) {
+      out.err = r.error();
+      return out;
+    }
+    out.code = r->timed_out ? -2 : r->exit_code;
+    out.out = r->out;
+    out.err = r->err;
+    return out;
+  }
+  // A workspace with the HLSL seed whose device region is replaced by `device`.
+  fs::path workspace_with_device(const std::string& name, const std::string& device,
+                                 const std::string& host = "") {
+    fs::path ws = tmp_ / name;
+    Out o = peak({"init", std::string(PEAK_SOURCE_DIR) + "/examples/matmul-hlsl-fp32", ws.string()});
+    EXPECT_EQ(o.code, 0) << o.err;
+    if (!device.empty()) {
+      auto src = read_file(ws / "kernel.hlsl");
+      EXPECT_TRUE(src);
+      std::string s = *src;
+      auto b = s.find("// peak:begin device\n");
+      auto e = s.find("// peak:end device");
+      s = s.substr(0, b + 21) + device + s.substr(e);
+      if (!host.empty()) {
+        auto hb = s.find("// peak:begin host\n");
+        auto he = s.find("// peak:end host");
+        s = s.substr(0, hb + 19) + host + s.substr(he);
+      }
+      EXPECT_TRUE(write_file(ws / "kernel.hlsl", s));
+    }
+    return ws;
+  }
+  json commit_json(const fs::path& ws) {
+    Out o = peak({"--json", "-q", "commit", "-m", "edit", "--budget", "1"}, ws);
+    EXPECT_EQ(o.code, 1) << o.out << o.err;
+    json j = json::parse(o.out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << o.out << o.err;
+    return j;
+  }
+  size_t checkpoints(const fs::path& ws) {
+    Out o = peak({"--json", "log"}, ws);
+    json j = json::parse(o.out, nullptr, false);
+    return j.is_array() ? j.size() : 0;
+  }
+  fs::path tmp_;
+};
+
+TEST_F(Cli, HelpListsEverySubcommand) {
+  Out o = peak({"--help"});
+  EXPECT_EQ(o.code, 0);
+  for (const char* c : {"init", "transformations", "apply", "run", "respond", "validate", "tune", "log",
+                        "show", "diff", "checkout", "branch", "report", "doctor", "demo", "commit"})
+    EXPECT_NE(o.out.find(c), std::string::npos) << c;
+  EXPECT_NE(o.out.find("Exit codes"), std::string::npos);
+}
+
+TEST_F(Cli, TransformationsListAndUnknownName) {
+  Out o = peak({"transformations", "list"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("tb-tiling"), std::string::npos);
+  fs::path ws = workspace_with_device("ws", "");
+  Out bad = peak({"apply", "tb-tilling", "--llm", "manual"}, ws);
+  EXPECT_EQ(bad.code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("did you mean 'tb-tiling'"), std::string::npos) << bad.err;
+}
+
+TEST_F(Cli, MalformedKernelTomlNamesLineAndColumn) {
+  fs::path ctx = tmp_ / "ctx";
+  ASSERT_TRUE(write_file(ctx / "kernel.toml", "format = 1\nname = \"x\"\nbackend = = \"hlsl\"\n"));
+  Out o = peak({"init", ctx.string(), (tmp_ / "w").string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("kernel.toml:3:"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, MissingRegionMarkersAreRefused) {
+  fs::path ctx = tmp_ / "ctx";
+  fs::copy(fs::path(PEAK_SOURCE_DIR) / "examples/matmul-hlsl-fp32", ctx, fs::copy_options::recursive);
+  auto src = read_file(ctx / "kernel.hlsl");
+  ASSERT_TRUE(src);
+  ASSERT_TRUE(write_file(ctx / "kernel.hlsl", replace_all(*src, "// peak:end host", "")));
+  Out o = peak({"init", ctx.string(), (tmp_ / "w").string()});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("peak:end host"), std::string::npos) << o.err;
+}
+
+TEST_F(Cli, BadKernelsGetTheirDispositionAndTheStoreIsIntact) {
+  struct Case {
+    const char* name;
+    const char* device;
+    const char* disposition;
+    const char* host = "";
+  };
+  const Case cases[] = {
+      {"compile", "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) { C[0] = undefined_name; }\n",
+       "compile_failed"},
+      {"hang",
+       "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) {\n"
+       "  int i = 0; [loop] while (A[0] < 1e30f) { i++; if (i == -5) break; }\n"
+       "  if ((int)t.y < M && (int)t.x < N) C[t.y * N + t.x] = (float)i; }\n",
+       "timeout",
+       // A CPU Vulkan device ends loops after 65535 iterations: many groups keep it busy for minutes.
+       "dispatch_x = 65535\ndispatch_y = 64\ndispatch_z = 1\n"},
+      {"oob",
+       "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) {\n"
+       "  int row = (int)t.y, col = (int)t.x; if (row >= M || col >= N) return;\n"
+       "  float acc = 0.0f; for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n"
+       "  C[row * N + col] = acc; if (row == 0 && col == 0) C[M * N + 5] = 1.0f; }\n",
+       "out_of_bounds"},
+      {"unwritten",
+       "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) {\n"
+       "  int row = (int)t.y, col = (int)t.x; if (row >= M || col >= N || row >= M / 2) return;\n"
+       "  float acc = 0.0f; for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n"
+       "  C[row * N + col] = acc; }\n",
+       "unwritten_output"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    fs::path ws = workspace_with_device(c.name, c.device, c.host);
+    size_t before = checkpoints(ws);
+    json j = commit_json(ws);
+    EXPECT_EQ(j.value("disposition", ""), c.disposition) << j.dump(2);
+    EXPECT_FALSE(j.value("message", "").empty());
+    EXPECT_EQ(checkpoints(ws), before);
+  }
+}
+
+TEST_F(Cli, KernelModifyingItsInputsIsCaught) {
+  // The inputs are declared read-write here so that the shader can write them.
+  fs::path ws = workspace_with_device(
+      "inputs",
+      "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) {\n"
+      "  int row = (int)t.y, col = (int)t.x; if (row >= M || col >= N) return;\n"
+      "  float acc = 0.0f; for (int k = 0; k < K; ++k) acc += A2[row * K + k] * B[k * N + col];\n"
+      "  C[row * N + col] = acc; if (row == 0 && col == 0) A2[0] = 42.0f; }\n");
+  auto src = read_file(ws / "kernel.hlsl");
+  ASSERT_TRUE(src);
+  ASSERT_TRUE(write_file(ws / "kernel.hlsl",
+                         replace_all(*src, "// peak:begin device\n",
+                                     "// peak:begin device\n[[vk::binding(0, 0)]] RWStructuredBuffer<float> A2;\n")));
+  json j = commit_json(ws);
+  EXPECT_EQ(j.value("disposition", ""), "inputs_modified") << j.dump(2);
+}
+
+TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
+  fs::path ws = workspace_with_device("campaign", "");
+  std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
+  Out o = peak({"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "3", "--small"}, ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json j = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << o.out;
+  EXPECT_EQ(j["steps_done"], 3);
+  EXPECT_EQ(checkpoints(ws), 4u);
+  Out rep = peak({"report", "--format", "json"}, ws);
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  json r = json::parse(rep.out, nullptr, false);
+  ASSERT_EQ(r["steps"].size(), 4u);
+  for (const auto& s : r["steps"]) {
+    EXPECT_EQ(s["disposition"], "passed") << s.dump();
+    ASSERT_FALSE(s["bench"].empty());
+    EXPECT_GT(s["bench"][0]["gflops"].get<double>(), 0);
+  }
+  EXPECT_EQ(r["steps"][3]["transformation"], "thread-tiling");
+  Out d = peak({"diff", "2", "3"}, ws);
+  EXPECT_EQ(d.code, 0);
+  EXPECT_NE(d.out.find("groupshared"), std::string::npos);
+  // History: branch, checkout, and the working files follow.
+  EXPECT_EQ(peak({"branch", "experiment", "seed"}, ws).code, 0);
+  auto src = read_file(ws / "kernel.hlsl");
+  ASSERT_TRUE(src);
+  EXPECT_EQ(src->find("groupshared"), std::string::npos);
+  EXPECT_EQ(peak({"checkout", "main"}, ws).code, 0);
+  src = read_file(ws / "kernel.hlsl");
+  EXPECT_NE(src->find("TRD_X_DIM"), std::string::npos);
+  // A replay of a prompt that was never recorded says how to record it.
+  Out miss = peak({"apply", "thread-tiling", "--llm", rec, "--budget", "1"}, ws);
+  EXPECT_EQ(miss.code, 1);
+  EXPECT_NE(miss.err.find("no recorded reply"), std::string::npos) << miss.err;
+}
+
+}  // namespace
+}  // namespace peak
