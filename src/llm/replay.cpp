@@ -62,7 +62,7 @@ class RecordingDriver : public LlmDriver {
     std::error_code ec;
     if (!fs::is_directory(dir_, ec)) return false;
     for (const auto& de : fs::directory_iterator(dir_, ec)) {
-      if (de.path().extension() != ".json") continue;
+      if (de.path().extension() != ".json" || file_seq(de.path()) < 0) continue;
       auto body = read_file(de.path());
       if (!body) continue;
       json j = json::parse(*body, nullptr, false);
@@ -195,7 +195,8 @@ Result<std::unique_ptr<LlmDriver>> make_replay_driver(const fs::path& dir) {
         dir.string(), dir.string()));
   std::vector<fs::path> files;
   for (const auto& de : fs::directory_iterator(dir, ec))
-    if (de.is_regular_file() && de.path().extension() == ".json") files.push_back(de.path());
+    if (de.is_regular_file() && de.path().extension() == ".json" && file_seq(de.path()) >= 0)
+      files.push_back(de.path());  // recordings are NNNN-KEY.json; device.json and others are not
   std::sort(files.begin(), files.end());
 
   std::vector<Recorded> all;
