@@ -8,6 +8,8 @@
 #include "util/fs.h"
 #include "util/process.h"
 
+#include <unistd.h>
+
 namespace peak {
 namespace {
 
@@ -52,7 +54,8 @@ class Cli : public ::testing::Test {
   fs::path workspace_with_device(const std::string& name, const std::string& device,
                                  const std::string& host = "") {
     fs::path ws = tmp_ / name;
-    Out o = peak({"init", std::string(PEAK_SOURCE_DIR) + "/examples/matmul-hlsl-fp32", ws.string()});
+    Out o =
+        peak({"init", std::string(PEAK_SOURCE_DIR) + "/examples/matmul-hlsl-fp32", ws.string()});
     EXPECT_EQ(o.code, 0) << o.err;
     if (!device.empty()) {
       auto src = read_file(ws / "kernel.hlsl");
@@ -88,8 +91,9 @@ class Cli : public ::testing::Test {
 TEST_F(Cli, HelpListsEverySubcommand) {
   Out o = peak({"--help"});
   EXPECT_EQ(o.code, 0);
-  for (const char* c : {"init", "transformations", "apply", "run", "respond", "validate", "tune", "log",
-                        "show", "diff", "checkout", "branch", "report", "doctor", "demo", "commit"})
+  for (const char* c :
+       {"init", "transformations", "apply", "run", "respond", "validate", "tune", "log", "show",
+        "diff", "checkout", "branch", "report", "doctor", "demo", "commit"})
     EXPECT_NE(o.out.find(c), std::string::npos) << c;
   EXPECT_NE(o.out.find("Exit codes"), std::string::npos);
 }
@@ -114,7 +118,8 @@ TEST_F(Cli, MalformedKernelTomlNamesLineAndColumn) {
 
 TEST_F(Cli, MissingRegionMarkersAreRefused) {
   fs::path ctx = tmp_ / "ctx";
-  fs::copy(fs::path(PEAK_SOURCE_DIR) / "examples/matmul-hlsl-fp32", ctx, fs::copy_options::recursive);
+  fs::copy(fs::path(PEAK_SOURCE_DIR) / "examples/matmul-hlsl-fp32", ctx,
+           fs::copy_options::recursive);
   auto src = read_file(ctx / "kernel.hlsl");
   ASSERT_TRUE(src);
   ASSERT_TRUE(write_file(ctx / "kernel.hlsl", replace_all(*src, "// peak:end host", "")));
@@ -131,14 +136,17 @@ TEST_F(Cli, BadKernelsGetTheirDispositionAndTheStoreIsIntact) {
     const char* host = "";
   };
   const Case cases[] = {
-      {"compile", "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) { C[0] = undefined_name; }\n",
+      {"compile",
+       "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) { C[0] = "
+       "undefined_name; }\n",
        "compile_failed"},
       {"hang",
        "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) {\n"
        "  int i = 0; [loop] while (A[0] < 1e30f) { i++; if (i == -5) break; }\n"
        "  if ((int)t.y < M && (int)t.x < N) C[t.y * N + t.x] = (float)i; }\n",
        "timeout",
-       // A CPU Vulkan device ends loops after 65535 iterations: many groups keep it busy for minutes.
+       // A CPU Vulkan device ends loops after 65535 iterations: many groups keep it busy for
+       // minutes.
        "dispatch_x = 65535\ndispatch_y = 64\ndispatch_z = 1\n"},
       {"oob",
        "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) {\n"
@@ -174,9 +182,10 @@ TEST_F(Cli, KernelModifyingItsInputsIsCaught) {
       "  C[row * N + col] = acc; if (row == 0 && col == 0) A2[0] = 42.0f; }\n");
   auto src = read_file(ws / "kernel.hlsl");
   ASSERT_TRUE(src);
-  ASSERT_TRUE(write_file(ws / "kernel.hlsl",
-                         replace_all(*src, "// peak:begin device\n",
-                                     "// peak:begin device\n[[vk::binding(0, 0)]] RWStructuredBuffer<float> A2;\n")));
+  ASSERT_TRUE(write_file(
+      ws / "kernel.hlsl",
+      replace_all(*src, "// peak:begin device\n",
+                  "// peak:begin device\n[[vk::binding(0, 0)]] RWStructuredBuffer<float> A2;\n")));
   json j = commit_json(ws);
   EXPECT_EQ(j.value("disposition", ""), "inputs_modified") << j.dump(2);
 }
@@ -215,6 +224,70 @@ TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   Out miss = peak({"apply", "thread-tiling", "--llm", rec, "--budget", "1"}, ws);
   EXPECT_EQ(miss.code, 1);
   EXPECT_NE(miss.err.find("no recorded reply"), std::string::npos) << miss.err;
+}
+
+TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
+  fs::path ws = workspace_with_device("manual", "");
+  std::string dev = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/device.json";
+  std::vector<std::string> run = {"-q", "run",     "hlsl-fp32",       "--llm", "manual", "--budget",
+                                  "1",  "--small", "--prompt-device", dev,     "--by",   "test"};
+  Out first = peak(run, ws);
+  ASSERT_EQ(first.code, 3) << first.out << first.err;  // waiting for a reply
+  EXPECT_NE(first.out.find("peak respond 0001"), std::string::npos) << first.out;
+  EXPECT_TRUE(fs::exists(ws / ".peak/manual/0001.prompt.md"));
+  // Answer with the reply recorded for this very prompt (the first recorded exchange).
+  fs::path rec;
+  for (const auto& e : fs::directory_iterator(fs::path(PEAK_SOURCE_DIR) / "recordings/hlsl-fp32"))
+    if (e.path().filename().string().rfind("0001-", 0) == 0) rec = e.path();
+  ASSERT_FALSE(rec.empty());
+  json r = json::parse(*read_file(rec));
+  ASSERT_TRUE(write_file(tmp_ / "reply.md", r["reply"].get<std::string>()));
+  Out resp = peak({"respond", "0001", (tmp_ / "reply.md").string(), "--by", "test"}, ws);
+  ASSERT_EQ(resp.code, 0) << resp.err;
+  run.push_back("--resume");
+  Out second = peak(run, ws);
+  EXPECT_EQ(second.code, 3) << second.out << second.err;  // the next pass waits now
+  EXPECT_TRUE(fs::exists(ws / ".peak/manual/0002.prompt.md"));
+  Out list = peak({"--json", "respond", "--list"}, ws);
+  json l = json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(l.is_array()) << list.out;
+  EXPECT_EQ(l.size(), 2u);
+}
+
+TEST_F(Cli, KilledRunResumesWhereItStopped) {
+  fs::path ws = workspace_with_device("killed", "");
+  std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
+  Subprocess p;
+  ProcessOptions o;
+  o.argv = {std::string(PEAK_BINARY_DIR) + "/peak",
+            "-q",
+            "run",
+            "hlsl-fp32",
+            "--llm",
+            rec,
+            "--budget",
+            "2",
+            "--small"};
+  o.cwd = ws;
+  o.env["PEAK_DATA_DIR"] = PEAK_SOURCE_DIR;
+  ASSERT_TRUE(p.start(o));
+  // Wait until the first step has made its checkpoint, then kill -9 in the middle of the next.
+  for (int i = 0; i < 600 && checkpoints(ws) < 2; ++i) ::usleep(200 * 1000);
+  ASSERT_GE(checkpoints(ws), 2u);
+  ::usleep(300 * 1000);
+  p.kill_group();
+  size_t kept = checkpoints(ws);
+  EXPECT_GE(kept, 2u);
+  Out again = peak(
+      {"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "2", "--small", "--resume"},
+      ws);
+  ASSERT_EQ(again.code, 0) << again.out << again.err;
+  EXPECT_EQ(checkpoints(ws), 4u);
+  Out rep = peak({"report", "--format", "json"}, ws);
+  json r = json::parse(rep.out, nullptr, false);
+  ASSERT_EQ(r["steps"].size(), 4u);
+  EXPECT_EQ(r["steps"][1]["transformation"], "refactor");
+  EXPECT_EQ(r["steps"][3]["transformation"], "thread-tiling");
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <functional>
 #include <iostream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "engine/demo.h"
 #include "engine/paths.h"
@@ -70,7 +70,8 @@ Result<std::unique_ptr<Workspace>> open_ws(const Options& o) {
   return ws;
 }
 
-Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(const std::vector<std::string>& items) {
+Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
+    const std::vector<std::string>& items) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const auto& it : items) {
     auto eq = it.find('=');
@@ -81,7 +82,8 @@ Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(const std::vect
     size_t start = 0;
     while (start <= rest.size()) {
       size_t comma = rest.find(',', start);
-      std::string v = trim(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      std::string v =
+          trim(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       if (!v.empty()) {
         try {
           vals.push_back(std::stoll(v));
@@ -128,15 +130,19 @@ ApplyOptions apply_options(Workspace& ws, const Options& o) {
   if (!o.prompt_device.empty()) {
     auto text = read_file(o.prompt_device);
     json j = text ? json::parse(*text, nullptr, false) : json();
-    if (j.is_object()) a.prompt_device = DeviceFacts::from_json(j.contains("device") ? j["device"] : j);
-    else err(fmt::format("--prompt-device {}: not a JSON file of device facts; ignored", o.prompt_device));
+    if (j.is_object())
+      a.prompt_device = DeviceFacts::from_json(j.contains("device") ? j["device"] : j);
+    else
+      err(fmt::format("--prompt-device {}: not a JSON file of device facts; ignored",
+                      o.prompt_device));
   }
   return a;
 }
 
 void add_llm_options(CLI::App* c, Options& o) {
-  c->add_option("--llm", o.llm,
-                "LLM driver: openai:MODEL[@URL], anthropic:MODEL[@URL], command:'PROG', manual, replay:DIR")
+  c->add_option(
+       "--llm", o.llm,
+       "LLM driver: openai:MODEL[@URL], anthropic:MODEL[@URL], command:'PROG', manual, replay:DIR")
       ->capture_default_str();
   c->add_option("--record", o.record, "record every LLM exchange into DIR (for replay)");
   c->add_option("--record-note", o.record_note, "a note stored with each recording");
@@ -144,10 +150,12 @@ void add_llm_options(CLI::App* c, Options& o) {
   c->add_option("--key-env", o.key_env, "environment variable holding the API key");
   c->add_option("--attempts", o.attempts, "attempts per transformation")->capture_default_str();
   c->add_option("--instructions", o.instructions, "extra text appended to every prompt");
-  c->add_flag("--no-feedback", o.no_feedback, "do not tell the model why its previous attempt failed");
+  c->add_flag("--no-feedback", o.no_feedback,
+              "do not tell the model why its previous attempt failed");
   c->add_flag("--wait", o.wait, "manual mode: wait for the reply file instead of exiting");
   c->add_option("--prompt-device", o.prompt_device,
-                "JSON device facts shown in prompts instead of this machine's (recording for another device)");
+                "JSON device facts shown in prompts instead of this machine's (recording for "
+                "another device)");
 }
 
 void add_eval_options(CLI::App* c, Options& o) {
@@ -164,8 +172,11 @@ void add_eval_options(CLI::App* c, Options& o) {
 
 int print_apply(const ApplyResult& r, const Options& o, Workspace& ws) {
   if (o.json_out) {
-    json j{{"disposition", std::string(to_string(r.disposition))}, {"message", r.message},
-           {"pending", r.pending}, {"attempts", r.attempts}, {"summary", r.summary}};
+    json j{{"disposition", std::string(to_string(r.disposition))},
+           {"message", r.message},
+           {"pending", r.pending},
+           {"attempts", r.attempts},
+           {"summary", r.summary}};
     if (r.checkpoint) j["checkpoint"] = *r.checkpoint;
     emit_json(j);
   } else if (r.pending) {
@@ -176,10 +187,12 @@ int print_apply(const ApplyResult& r, const Options& o, Workspace& ws) {
     if (r.summary.contains("bench"))
       for (const auto& m : r.summary["bench"])
         std::printf("  %-20s %10.1f GFLOP/s  x%.2f vs parent  x%.2f vs seed%s\n",
-                    m.value("shape", "").c_str(), m.value("gflops", 0.0), m.value("speedup_vs_parent", 0.0),
-                    m.value("speedup_vs_seed", 0.0),
+                    m.value("shape", "").c_str(), m.value("gflops", 0.0),
+                    m.value("speedup_vs_parent", 0.0), m.value("speedup_vs_seed", 0.0),
                     m.contains("pct_of_baseline")
-                        ? fmt::format("  {:.1f}% of {}", m.value("pct_of_baseline", 0.0), m.value("baseline", "")).c_str()
+                        ? fmt::format("  {:.1f}% of {}", m.value("pct_of_baseline", 0.0),
+                                      m.value("baseline", ""))
+                              .c_str()
                         : "");
   } else {
     err(fmt::format("{}: {}", to_string(r.disposition), r.message));
@@ -211,12 +224,14 @@ std::vector<std::pair<CheckpointRecord, json>> chain_to(Workspace& ws, int64_t t
 
 int cmd_init(Options& o) {
   if (o.args.empty()) {
-    err("usage: peak init CONTEXT [DIR]  (CONTEXT: a folder with kernel.toml, e.g. examples/matmul-hlsl-fp32)");
+    err("usage: peak init CONTEXT [DIR]  (CONTEXT: a folder with kernel.toml, e.g. "
+        "examples/matmul-hlsl-fp32)");
     return kUsage;
   }
   fs::path src = o.args[0];
   std::error_code ec;
-  if (!fs::exists(src, ec) && fs::exists(data_path("examples") / src, ec)) src = data_path("examples") / src;
+  if (!fs::exists(src, ec) && fs::exists(data_path("examples") / src, ec))
+    src = data_path("examples") / src;
   auto ctx = load_context(src);
   if (!ctx) {
     err(ctx.error());
@@ -228,18 +243,22 @@ int cmd_init(Options& o) {
     err(ws.error());
     return kUsage;
   }
-  if (o.json_out) emit_json({{"workspace", (*ws)->root().string()}, {"checkpoint", 1}});
+  if (o.json_out)
+    emit_json({{"workspace", (*ws)->root().string()}, {"checkpoint", 1}});
   else
-    std::printf("created workspace %s from %s (checkpoint 1: seed, branch main)\nnext: cd %s && peak transformations list\n",
-                (*ws)->root().string().c_str(), src.string().c_str(), dest.string().c_str());
+    std::printf(
+        "created workspace %s from %s (checkpoint 1: seed, branch main)\nnext: cd %s && peak "
+        "transformations list\n",
+        (*ws)->root().string().c_str(), src.string().c_str(), dest.string().c_str());
   return kOk;
 }
 
 int cmd_transformations(Options& o) {
   std::vector<Transformation> lib;
   auto ws = Workspace::open(o.workspace);
-  auto l = ws ? (*ws)->library() : load_library(std::getenv("PEAK_LIBRARY") ? std::getenv("PEAK_LIBRARY")
-                                                                            : data_path("transformations"));
+  auto l = ws ? (*ws)->library()
+              : load_library(std::getenv("PEAK_LIBRARY") ? std::getenv("PEAK_LIBRARY")
+                                                         : data_path("transformations"));
   if (!l) {
     err(l.error());
     return kUsage;
@@ -250,7 +269,10 @@ int cmd_transformations(Options& o) {
     if (o.json_out) {
       json j = json::array();
       for (const auto& t : lib) {
-        json tj{{"name", t.name}, {"version", t.version}, {"title", t.title}, {"backends", t.backends},
+        json tj{{"name", t.name},
+                {"version", t.version},
+                {"title", t.title},
+                {"backends", t.backends},
                 {"passes", t.passes.size()}};
         json tp = json::array();
         for (const auto& p : t.tuning) tp.push_back(p.name);
@@ -260,7 +282,8 @@ int cmd_transformations(Options& o) {
       emit_json(j);
       return kOk;
     }
-    std::printf("%-16s %-4s %-7s %-24s %s\n", "name", "ver", "passes", "tuning parameters", "title");
+    std::printf("%-16s %-4s %-7s %-24s %s\n", "name", "ver", "passes", "tuning parameters",
+                "title");
     for (const auto& t : lib) {
       std::vector<std::string> tp;
       for (const auto& p : t.tuning) tp.push_back(p.name);
@@ -318,7 +341,8 @@ int cmd_run(Options& o) {
   }
   fs::path p = o.args[0];
   std::error_code ec;
-  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / p, ec)) p = data_path("sequences") / p;
+  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / p, ec))
+    p = data_path("sequences") / p;
   if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / (o.args[0] + ".toml"), ec))
     p = data_path("sequences") / (o.args[0] + ".toml");
   auto seq = load_sequence(p);
@@ -334,11 +358,15 @@ int cmd_run(Options& o) {
   if (o.json_out) {
     json steps = json::array();
     for (const auto& s : r.steps)
-      steps.push_back({{"disposition", std::string(to_string(s.disposition))}, {"message", s.message},
+      steps.push_back({{"disposition", std::string(to_string(s.disposition))},
+                       {"message", s.message},
                        {"checkpoint", s.checkpoint ? json(*s.checkpoint) : json(nullptr)},
                        {"attempts", s.attempts}});
-    emit_json({{"disposition", std::string(to_string(r.disposition))}, {"message", r.message},
-               {"pending", r.pending}, {"steps_done", r.steps_done}, {"workflow", r.workflow_id},
+    emit_json({{"disposition", std::string(to_string(r.disposition))},
+               {"message", r.message},
+               {"pending", r.pending},
+               {"steps_done", r.steps_done},
+               {"workflow", r.workflow_id},
                {"steps", steps}});
   } else if (r.pending) {
     std::printf("%s\nthen continue with: peak run %s --resume --llm %s\n", r.message.c_str(),
@@ -348,7 +376,7 @@ int cmd_run(Options& o) {
     if (h) {
       auto rep = build_report((*ws)->root().string(), seq->name, chain_to(**ws, h->id),
                               (*ws)->store().attempts().is_ok() ? *(*ws)->store().attempts()
-                                                                 : std::vector<AttemptRecord>{});
+                                                                : std::vector<AttemptRecord>{});
       std::printf("%s", render_text(rep).c_str());
     }
   } else {
@@ -371,7 +399,9 @@ int cmd_respond(Options& o) {
     if (o.json_out) {
       json j = json::array();
       for (const auto& p : pending)
-        j.push_back({{"id", p.id}, {"step", p.step_label}, {"prompt", p.prompt_path.string()},
+        j.push_back({{"id", p.id},
+                     {"step", p.step_label},
+                     {"prompt", p.prompt_path.string()},
                      {"answered", p.answered}});
       emit_json(j);
       return kOk;
@@ -403,7 +433,9 @@ int cmd_respond(Options& o) {
     err(s.message());
     return kUsage;
   }
-  if (!o.quiet) std::printf("reply %s recorded; run the same apply/run command again to continue\n", o.args[0].c_str());
+  if (!o.quiet)
+    std::printf("reply %s recorded; run the same apply/run command again to continue\n",
+                o.args[0].c_str());
   return kOk;
 }
 
@@ -444,7 +476,8 @@ int cmd_eval(Options& o, bool force, const char* what) {
       for (const auto& m : ev->summary["bench"])
         std::printf("  %-20s %10.1f GFLOP/s (median %.4f ms, spread %.1f%%, %zu samples)\n",
                     m.value("shape", "").c_str(), m.value("gflops", 0.0), m.value("median_ms", 0.0),
-                    100 * m.value("spread", 0.0), m.contains("samples_ms") ? m["samples_ms"].size() : 0);
+                    100 * m.value("spread", 0.0),
+                    m.contains("samples_ms") ? m["samples_ms"].size() : 0);
   }
   return ev->disposition == Disposition::passed ? kOk : kStepFailed;
 }
@@ -474,19 +507,27 @@ int cmd_log(Options& o) {
     if (tags)
       for (const auto& [n, id] : *tags)
         if (id == c.id) names.push_back("tag: " + n);
-    if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id) names.push_back("HEAD");
+    if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id)
+      names.push_back("HEAD");
     json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
     std::string perf;
     if (s.is_object() && s.contains("bench") && !s["bench"].empty())
-      perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0), s["bench"][0].value("shape", ""));
+      perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0),
+                         s["bench"][0].value("shape", ""));
     if (o.json_out) {
-      j.push_back({{"id", c.id}, {"parent", c.parent ? json(*c.parent) : json(nullptr)}, {"branch", c.branch},
-                   {"transformation", c.transformation}, {"message", c.message}, {"refs", names},
-                   {"created_at", c.created_at}, {"perf", perf}});
+      j.push_back({{"id", c.id},
+                   {"parent", c.parent ? json(*c.parent) : json(nullptr)},
+                   {"branch", c.branch},
+                   {"transformation", c.transformation},
+                   {"message", c.message},
+                   {"refs", names},
+                   {"created_at", c.created_at},
+                   {"perf", perf}});
     } else {
       std::printf("%-4lld %s%s  parent %-4s %-16s %s\n", static_cast<long long>(c.id),
-                  names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(), c.created_at.c_str(),
-                  c.parent ? std::to_string(*c.parent).c_str() : "-", c.message.c_str(), perf.c_str());
+                  names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(),
+                  c.created_at.c_str(), c.parent ? std::to_string(*c.parent).c_str() : "-",
+                  c.message.c_str(), perf.c_str());
     }
   }
   if (o.json_out) emit_json(j);
@@ -513,19 +554,24 @@ int cmd_show(Options& o) {
   auto chain = chain_to(**ws, *id);
   json summary = chain.back().second;
   if (o.json_out) {
-    emit_json({{"id", c->id}, {"parent", c->parent ? json(*c->parent) : json(nullptr)}, {"message", c->message},
-               {"transformation", c->transformation}, {"summary", summary}, {"source", files->second},
+    emit_json({{"id", c->id},
+               {"parent", c->parent ? json(*c->parent) : json(nullptr)},
+               {"message", c->message},
+               {"transformation", c->transformation},
+               {"summary", summary},
+               {"source", files->second},
                {"kernel_toml", to_toml(files->first)}});
     return kOk;
   }
   std::printf("checkpoint %lld  %s  (%s)\nparent: %s  branch: %s\n", static_cast<long long>(c->id),
-              c->message.c_str(), c->created_at.c_str(), c->parent ? std::to_string(*c->parent).c_str() : "-",
-              c->branch.c_str());
-  if (summary.contains("best")) std::printf("best configuration: %s\n", summary["best"].value("config_text", "").c_str());
+              c->message.c_str(), c->created_at.c_str(),
+              c->parent ? std::to_string(*c->parent).c_str() : "-", c->branch.c_str());
+  if (summary.contains("best"))
+    std::printf("best configuration: %s\n", summary["best"].value("config_text", "").c_str());
   if (summary.contains("bench"))
     for (const auto& m : summary["bench"])
-      std::printf("  %-20s %10.1f GFLOP/s  spread %.1f%%\n", m.value("shape", "").c_str(), m.value("gflops", 0.0),
-                  100 * m.value("spread", 0.0));
+      std::printf("  %-20s %10.1f GFLOP/s  spread %.1f%%\n", m.value("shape", "").c_str(),
+                  m.value("gflops", 0.0), 100 * m.value("spread", 0.0));
   std::printf("\n%s", files->second.c_str());
   return kOk;
 }
@@ -543,8 +589,10 @@ int cmd_diff(Options& o) {
     err(d.error());
     return kUsage;
   }
-  if (o.json_out) emit_json({{"a", a}, {"b", b}, {"diff", *d}});
-  else std::printf("%s", d->c_str());
+  if (o.json_out)
+    emit_json({{"a", a}, {"b", b}, {"diff", *d}});
+  else
+    std::printf("%s", d->c_str());
   return kOk;
 }
 
@@ -584,7 +632,8 @@ int cmd_branch(Options& o) {
       return kOk;
     }
     for (const auto& [n, id] : *refs)
-      std::printf("%s %s -> %lld\n", head && *head == n ? "*" : " ", n.c_str(), static_cast<long long>(id));
+      std::printf("%s %s -> %lld\n", head && *head == n ? "*" : " ", n.c_str(),
+                  static_cast<long long>(id));
     return kOk;
   }
   if (auto s = (*ws)->branch(o.args[0], o.args.size() > 1 ? o.args[1] : "HEAD"); !s) {
@@ -608,13 +657,17 @@ int cmd_report(Options& o) {
   }
   auto files = (*ws)->checkpoint_files(*id);
   auto attempts = (*ws)->store().attempts();
-  Report rep = build_report((*ws)->root().string(), files ? files->first.name : "",
-                            chain_to(**ws, *id), attempts ? *attempts : std::vector<AttemptRecord>{});
+  Report rep =
+      build_report((*ws)->root().string(), files ? files->first.name : "", chain_to(**ws, *id),
+                   attempts ? *attempts : std::vector<AttemptRecord>{});
   std::string fmt_name = o.json_out ? "json" : o.format;
   std::string text;
-  if (fmt_name == "json") text = render_json(rep).dump(2) + "\n";
-  else if (fmt_name == "markdown" || fmt_name == "md") text = render_markdown(rep);
-  else if (fmt_name == "text") text = render_text(rep);
+  if (fmt_name == "json")
+    text = render_json(rep).dump(2) + "\n";
+  else if (fmt_name == "markdown" || fmt_name == "md")
+    text = render_markdown(rep);
+  else if (fmt_name == "text")
+    text = render_text(rep);
   else {
     err(fmt::format("unknown report format '{}' (text, markdown, json)", fmt_name));
     return kUsage;
@@ -643,8 +696,10 @@ int cmd_commit(Options& o) {
 
 int cmd_doctor(Options& o) {
   DoctorReport d = run_doctor(o.device);
-  if (o.json_out) emit_json(d.to_json());
-  else std::printf("%s", d.text().c_str());
+  if (o.json_out)
+    emit_json(d.to_json());
+  else
+    std::printf("%s", d.text().c_str());
   return d.ok ? kOk : kEnvironment;
 }
 
@@ -673,7 +728,8 @@ std::vector<Command> commands() {
     return [what](CLI::App* c, Options& o) { c->add_option("args", o.args, what); };
   };
   return {
-      {"init", "create a workspace from a kernel context: peak init CONTEXT [DIR]", args("CONTEXT [DIR]"), cmd_init},
+      {"init", "create a workspace from a kernel context: peak init CONTEXT [DIR]",
+       args("CONTEXT [DIR]"), cmd_init},
       {"transformations", "the library: `transformations list`, `transformations show NAME`",
        args("list | show NAME"), cmd_transformations},
       {"apply", "apply one transformation to HEAD: LLM edit, validate, tune, time, checkpoint",
@@ -686,7 +742,8 @@ std::vector<Command> commands() {
       {"run", "run a sequence of transformations (resumable)",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "SEQUENCE (a .toml file or a name under sequences/)");
-         c->add_flag("--resume", o.resume, "continue the last interrupted or waiting run of this sequence");
+         c->add_flag("--resume", o.resume,
+                     "continue the last interrupted or waiting run of this sequence");
          c->add_option("--from", o.from, "start at step N (0-based)");
          add_llm_options(c, o);
          add_eval_options(c, o);
@@ -720,9 +777,10 @@ std::vector<Command> commands() {
       {"log", "list checkpoints, newest first", [](CLI::App*, Options&) {}, cmd_log},
       {"show", "show a checkpoint: its numbers and source", args("CHECKPOINT"), cmd_show},
       {"diff", "unified diff between two checkpoints (default HEAD~1 HEAD)", args("A B"), cmd_diff},
-      {"checkout", "restore a checkpoint, branch or tag into the working files", args("REF"), cmd_checkout},
-      {"branch", "list branches, or create one at HEAD (or REF) and switch to it", args("[NAME [REF]]"),
-       cmd_branch},
+      {"checkout", "restore a checkpoint, branch or tag into the working files", args("REF"),
+       cmd_checkout},
+      {"branch", "list branches, or create one at HEAD (or REF) and switch to it",
+       args("[NAME [REF]]"), cmd_branch},
       {"report", "performance along the history: text, markdown or json",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
@@ -731,7 +789,8 @@ std::vector<Command> commands() {
        },
        cmd_report},
       {"doctor", "check toolchains, devices and what is missing",
-       [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); }, cmd_doctor},
+       [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); },
+       cmd_doctor},
       {"demo", "the whole loop on this machine with recorded LLM replies (no API key)",
        [](CLI::App* c, Options& o) {
          c->add_option("--backend", o.backend, "cuda, hlsl or auto")->capture_default_str();

@@ -17,7 +17,8 @@ std::map<std::string, double> bench_medians(const json& summary) {
   std::map<std::string, double> out;
   if (!summary.contains("bench")) return out;
   for (const auto& m : summary["bench"])
-    if (m.value("disposition", "") == "passed") out[m.value("shape", "")] = m.value("median_ms", 0.0);
+    if (m.value("disposition", "") == "passed")
+      out[m.value("shape", "")] = m.value("median_ms", 0.0);
   return out;
 }
 
@@ -38,8 +39,10 @@ std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
   for (const auto& t : summary["top"]) {
     Config c;
     for (const auto& p : ctx.tuning) {
-      if (t["config"].contains(p.name)) c[p.name] = t["config"][p.name].get<int64_t>();
-      else c[p.name] = p.default_value;
+      if (t["config"].contains(p.name))
+        c[p.name] = t["config"][p.name].get<int64_t>();
+      else
+        c[p.name] = p.default_value;
     }
     out.push_back(c);
   }
@@ -72,9 +75,11 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
       auto blob = store_->get_blob(**m);
       if (blob) s = json::parse(*blob, nullptr, false);
     }
-    if (s.is_object() && (s.contains("bench") || (opts.compile_only && s.value("compile_only", false)))) {
+    if (s.is_object() &&
+        (s.contains("bench") || (opts.compile_only && s.value("compile_only", false)))) {
       Evaluation ev;
-      ev.disposition = disposition_from_string(s.value("disposition", "passed")).value_or(Disposition::passed);
+      ev.disposition =
+          disposition_from_string(s.value("disposition", "passed")).value_or(Disposition::passed);
       ev.message = s.value("message", "");
       ev.summary = s;
       return ev;
@@ -123,11 +128,12 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (!T.supports(ctx.backend)) {
     res.input_error = true;
     return fail(Disposition::not_run,
-                fmt::format("transformation {} does not support backend {} (it supports: {})", T.name,
-                            ctx.backend, join(T.backends, ", ")));
+                fmt::format("transformation {} does not support backend {} (it supports: {})",
+                            T.name, ctx.backend, join(T.backends, ", ")));
   }
   auto be = backend();
-  if (opts.eval.compile_only && opts.prompt_device) set_device(opts.eval.device, *opts.prompt_device);
+  if (opts.eval.compile_only && opts.prompt_device)
+    set_device(opts.eval.device, *opts.prompt_device);
   auto probed = be ? device(opts.eval.device) : Result<DeviceFacts>(Error{be.error()});
   if (!probed) {
     res.environment_error = true;
@@ -152,9 +158,10 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   auto parent_eval = evaluate_checkpoint(head_cp->id, opts.eval, false);
   if (!parent_eval) return fail(Disposition::not_run, parent_eval.error());
   if (parent_eval->disposition != Disposition::passed)
-    return fail(Disposition::not_run,
-                fmt::format("the parent checkpoint {} does not pass its own evaluation ({}): {}",
-                            head_cp->id, to_string(parent_eval->disposition), parent_eval->message));
+    return fail(
+        Disposition::not_run,
+        fmt::format("the parent checkpoint {} does not pass its own evaluation ({}): {}",
+                    head_cp->id, to_string(parent_eval->disposition), parent_eval->message));
 
   // The new context: the transformation's tuning parameters join the context's.
   KernelContext ctx2 = ctx;
@@ -220,7 +227,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
       req.key = prompt.key();
       req.step_label = fmt::format("{} pass {}/{} ({})", T.name, pass, passes, to_string(P.region));
       progress_.status(fmt::format("{}: asking the LLM ({}, attempt {})", req.step_label,
-                                   driver->describe(), attempt_no), true);
+                                   driver->describe(), attempt_no),
+                       true);
       LlmReply reply = driver->complete(req);
       progress_.clear();
       AttemptRecord ar;
@@ -250,7 +258,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
         ar.disposition = std::string(to_string(Disposition::llm_error));
         ar.error = reply.error;
         (void)store_->add_attempt(ar);
-        progress_.print(fmt::format("  {} attempt {}: llm_error: {}", req.step_label, attempt_no, reply.error));
+        progress_.print(
+            fmt::format("  {} attempt {}: llm_error: {}", req.step_label, attempt_no, reply.error));
         if (reply.status == LlmStatus::miss) return fail(Disposition::llm_error, reply.error);
         feedback.clear();
         pass_failed = true;
@@ -274,7 +283,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
       continue;  // the same pass again
     }
     // All passes done: compile, validate, tune, time.
-    progress_.print(fmt::format("{}: evaluating the candidate (attempt {}) ...", T.name, attempt_no));
+    progress_.print(
+        fmt::format("{}: evaluating the candidate (attempt {}) ...", T.name, attempt_no));
     std::string new_source = join_regions(regions);
     AttemptRecord er;
     er.workflow_id = workflow_id;
@@ -299,12 +309,15 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
       add_speedups(ev.summary, parent_eval->summary, seed_summary);
       ev.summary["transformation"] = {{"name", T.name}, {"version", T.version}};
       ev.summary["attempts"] = attempt_no;
-      auto id = make_checkpoint(head_cp->id, T.name, "apply " + T.name, ctx2, new_source, ev.summary);
+      auto id =
+          make_checkpoint(head_cp->id, T.name, "apply " + T.name, ctx2, new_source, ev.summary);
       if (!id) return fail(Disposition::not_run, id.error());
       if (eval_attempt_id) (void)store_->attach_attempt_to_checkpoint(*eval_attempt_id, *id);
       auto h = store_->head();
-      if (h && !starts_with(*h, "#")) (void)store_->set_ref(*h, *id);
-      else (void)store_->set_head(fmt::format("#{}", *id));
+      if (h && !starts_with(*h, "#"))
+        (void)store_->set_ref(*h, *id);
+      else
+        (void)store_->set_head(fmt::format("#{}", *id));
       ctx2.dir = root_;
       (void)write_working_files(ctx2, new_source);
       res.disposition = Disposition::passed;
@@ -318,11 +331,13 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     er.error = ev.message;
     (void)store_->add_attempt(er);
     // Keep the failed candidate for inspection.
-    (void)write_file(root_ / ".peak" / "failed" / fmt::format("{}-{}-attempt{}{}", workflow_id, T.name,
-                                                             attempt_no, fs::path(ctx.source_file).extension().string()),
+    (void)write_file(root_ / ".peak" / "failed" /
+                         fmt::format("{}-{}-attempt{}{}", workflow_id, T.name, attempt_no,
+                                     fs::path(ctx.source_file).extension().string()),
                      new_source);
-    progress_.print(fmt::format("  {} attempt {}: {}: {}", T.name, attempt_no, to_string(ev.disposition),
-                                split_lines(ev.message).empty() ? "" : split_lines(ev.message).front()));
+    progress_.print(
+        fmt::format("  {} attempt {}: {}: {}", T.name, attempt_no, to_string(ev.disposition),
+                    split_lines(ev.message).empty() ? "" : split_lines(ev.message).front()));
     feedback = feedback_for(ev.disposition, ev.message);
     ++failures;
     regions = *regions0;
@@ -333,15 +348,17 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   auto attempts = store_->attempts(workflow_id);
   if (attempts && !attempts->empty()) {
     for (auto it = attempts->rbegin(); it != attempts->rend(); ++it)
-      if (it->transformation == T.name && it->disposition != "passed" && it->disposition != "not_run") {
+      if (it->transformation == T.name && it->disposition != "passed" &&
+          it->disposition != "not_run") {
         res.disposition = disposition_from_string(it->disposition).value_or(Disposition::not_run);
         res.message = it->error;
         break;
       }
   }
-  res.message = fmt::format("{} failed after {} attempt(s); the workspace stays at checkpoint {}. Last "
-                            "failure: {}",
-                            T.name, opts.attempts, head_cp->id, res.message);
+  res.message = fmt::format(
+      "{} failed after {} attempt(s); the workspace stays at checkpoint {}. Last "
+      "failure: {}",
+      T.name, opts.attempts, head_cp->id, res.message);
   return res;
 }
 
@@ -363,8 +380,9 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
       }
     if (wid == 0) {
       rr.disposition = Disposition::not_run;
-      rr.message = fmt::format("no interrupted run of sequence {} to resume; start one with `peak run {}`",
-                               seq.name, seq.path.string());
+      rr.message =
+          fmt::format("no interrupted run of sequence {} to resume; start one with `peak run {}`",
+                      seq.name, seq.path.string());
       return rr;
     }
     progress_.print(fmt::format("resuming run {} of {} at step {}", wid, seq.name, start + 1));
@@ -387,32 +405,38 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     ApplyOptions ao = opts.apply;
     ao.attempts = st.attempts > 0 ? st.attempts : (seq.attempts > 0 ? seq.attempts : ao.attempts);
     if (!st.instructions.empty())
-      ao.extra_instructions = ao.extra_instructions.empty() ? st.instructions
-                                                            : ao.extra_instructions + "\n" + st.instructions;
+      ao.extra_instructions = ao.extra_instructions.empty()
+                                  ? st.instructions
+                                  : ao.extra_instructions + "\n" + st.instructions;
     progress_.print(fmt::format("step {}/{}: {}", i + 1, seq.steps.size(), st.transformation));
     ApplyResult ar = apply(st.transformation, ao, wid, st.tuning);
     rr.steps.push_back(ar);
     rr.input_error = ar.input_error;
     rr.environment_error = ar.environment_error;
     if (ar.pending) {
-      (void)store_->update_workflow(wid, "waiting", json{{"sequence", seq.name}, {"next_step", i}}.dump());
+      (void)store_->update_workflow(wid, "waiting",
+                                    json{{"sequence", seq.name}, {"next_step", i}}.dump());
       rr.pending = true;
       rr.message = ar.message;
       return rr;
     }
     if (ar.disposition != Disposition::passed) {
-      (void)store_->update_workflow(wid, "failed", json{{"sequence", seq.name}, {"next_step", i}}.dump());
+      (void)store_->update_workflow(wid, "failed",
+                                    json{{"sequence", seq.name}, {"next_step", i}}.dump());
       rr.disposition = ar.disposition;
       rr.message = fmt::format(
-          "step {} ({}) failed: {}\nFix it by hand and `peak commit`, or rephrase the transformation, "
+          "step {} ({}) failed: {}\nFix it by hand and `peak commit`, or rephrase the "
+          "transformation, "
           "then `peak run {} --resume`.",
           i + 1, st.transformation, ar.message, seq.path.string());
       return rr;
     }
     rr.steps_done = i + 1;
-    (void)store_->update_workflow(wid, "running", json{{"sequence", seq.name}, {"next_step", i + 1}}.dump());
+    (void)store_->update_workflow(wid, "running",
+                                  json{{"sequence", seq.name}, {"next_step", i + 1}}.dump());
   }
-  (void)store_->update_workflow(wid, "done", json{{"sequence", seq.name}, {"next_step", seq.steps.size()}}.dump());
+  (void)store_->update_workflow(
+      wid, "done", json{{"sequence", seq.name}, {"next_step", seq.steps.size()}}.dump());
   rr.disposition = Disposition::passed;
   rr.steps_done = static_cast<int>(seq.steps.size());
   rr.message = fmt::format("{} steps of {} done", seq.steps.size(), seq.name);
@@ -449,15 +473,17 @@ ApplyResult Workspace::commit(const std::string& message, const EvalOptions& opt
     if (auto ss = evaluate_checkpoint(**seed, opts, false)) seed_summary = ss->summary;
   if (parent_eval) add_speedups(ev.summary, parent_eval->summary, seed_summary);
   ev.summary["transformation"] = {{"name", "manual"}, {"message", message}};
-  auto id = make_checkpoint(head_cp->id, "manual", message.empty() ? "manual edit" : message, *ctx, *src,
-                            ev.summary);
+  auto id = make_checkpoint(head_cp->id, "manual", message.empty() ? "manual edit" : message, *ctx,
+                            *src, ev.summary);
   if (!id) {
     res.message = id.error();
     return res;
   }
   auto h = store_->head();
-  if (h && !starts_with(*h, "#")) (void)store_->set_ref(*h, *id);
-  else (void)store_->set_head(fmt::format("#{}", *id));
+  if (h && !starts_with(*h, "#"))
+    (void)store_->set_ref(*h, *id);
+  else
+    (void)store_->set_head(fmt::format("#{}", *id));
   res.checkpoint = *id;
   res.summary = ev.summary;
   return res;
@@ -501,8 +527,9 @@ Result<std::string> Workspace::diff(const std::string& a, const std::string& b) 
   if (!fa) return Error{fa.error()};
   auto fb = checkpoint_files(*ib);
   if (!fb) return Error{fb.error()};
-  std::string out = unified_diff(fa->second, fb->second, fmt::format("#{}/{}", *ia, fa->first.source_file),
-                                 fmt::format("#{}/{}", *ib, fb->first.source_file));
+  std::string out =
+      unified_diff(fa->second, fb->second, fmt::format("#{}/{}", *ia, fa->first.source_file),
+                   fmt::format("#{}/{}", *ib, fb->first.source_file));
   out += unified_diff(to_toml(fa->first), to_toml(fb->first), fmt::format("#{}/kernel.toml", *ia),
                       fmt::format("#{}/kernel.toml", *ib));
   return out;

@@ -17,7 +17,8 @@ using json = nlohmann::json;
 namespace {
 
 // The backend `auto` resolves to: CUDA when its runner finds a GPU, else HLSL (Vulkan).
-std::string choose_backend(const std::string& requested, const std::string& device, std::string* why) {
+std::string choose_backend(const std::string& requested, const std::string& device,
+                           std::string* why) {
   if (requested != "auto") return requested;
   auto cuda = make_backend("cuda");
   if (cuda) {
@@ -44,7 +45,8 @@ int run_demo(const DemoOptions& opts) {
   std::error_code ec;
   for (const auto& p : {ctx_dir, seq_path, rec_dir})
     if (!fs::exists(p, ec)) {
-      std::fprintf(stderr, "peak demo: %s is missing (set PEAK_DATA_DIR to the peak source folder)\n",
+      std::fprintf(stderr,
+                   "peak demo: %s is missing (set PEAK_DATA_DIR to the peak source folder)\n",
                    p.string().c_str());
       return 4;
     }
@@ -72,8 +74,10 @@ int run_demo(const DemoOptions& opts) {
   }
   auto dev = (*ws)->device(opts.device);
   if (!dev) {
-    std::fprintf(stderr, "peak demo: no device for the %s backend: %s\nrun `peak doctor` to see what is missing\n",
-                 backend.c_str(), dev.error().c_str());
+    std::fprintf(
+        stderr,
+        "peak demo: no device for the %s backend: %s\nrun `peak doctor` to see what is missing\n",
+        backend.c_str(), dev.error().c_str());
     return 4;
   }
   RunOptions ro;
@@ -85,8 +89,8 @@ int run_demo(const DemoOptions& opts) {
   if (opts.full) ro.apply.eval.small = false;
   if (opts.budget > 0) ro.apply.eval.budget = static_cast<size_t>(opts.budget);
   if (!opts.quiet) {
-    out.print(fmt::format("peak demo: {} on {} ({} backend), workspace {}", seq->name, dev->name, backend,
-                          (*ws)->root().string()));
+    out.print(fmt::format("peak demo: {} on {} ({} backend), workspace {}", seq->name, dev->name,
+                          backend, (*ws)->root().string()));
     out.print(fmt::format("LLM replies replayed from {}", rec_dir.string()));
   }
   auto rr = (*ws)->run(*seq, ro);
@@ -117,8 +121,9 @@ int run_demo(const DemoOptions& opts) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("\n%s", render_text(rep).c_str());
-    std::printf("\n%s: %s\nreports: %s, %s\n", rr.disposition == Disposition::passed ? "done" : "stopped",
-                rr.message.c_str(), ((*ws)->root() / "report.md").string().c_str(),
+    std::printf("\n%s: %s\nreports: %s, %s\n",
+                rr.disposition == Disposition::passed ? "done" : "stopped", rr.message.c_str(),
+                ((*ws)->root() / "report.md").string().c_str(),
                 ((*ws)->root() / "report.json").string().c_str());
   }
   return rr.disposition == Disposition::passed ? 0 : 1;
@@ -144,9 +149,10 @@ json DoctorReport::to_json() const {
 
 DoctorReport run_doctor(const std::string& device) {
   DoctorReport r;
-  r.checks.push_back({"peak", true, fmt::format("{} ({}), data in {}", PEAK_VERSION, PEAK_CXX_COMPILER,
-                                                data_dir().string()),
-                      ""});
+  r.checks.push_back(
+      {"peak", true,
+       fmt::format("{} ({}), data in {}", PEAK_VERSION, PEAK_CXX_COMPILER, data_dir().string()),
+       ""});
   for (const std::string name : {"hlsl", "cuda"}) {
     auto b = make_backend(name);
     if (!b) {
@@ -162,23 +168,29 @@ DoctorReport run_doctor(const std::string& device) {
                         name == "cuda" ? "install the CUDA toolkit (nvcc) and rebuild peak"
                                        : "run scripts/setup-debian.sh (shaderc, Vulkan headers)"});
     r.checks.push_back({name + " runner", have_runner, have_runner ? runner.string() : "not built",
-                        name == "cuda" ? "build peak where the CUDA toolkit is installed (peak-runner-cuda)"
-                                       : "rebuild peak (peak-runner)"});
+                        name == "cuda"
+                            ? "build peak where the CUDA toolkit is installed (peak-runner-cuda)"
+                            : "rebuild peak (peak-runner)"});
     if (!have_runner) continue;
     auto facts = (*b)->probe(device, false);
     if (facts) {
       r.ok = true;
-      std::string detail = fmt::format("{} — {} {}", facts->name, facts->driver, facts->api_version);
+      std::string detail =
+          fmt::format("{} — {} {}", facts->name, facts->driver, facts->api_version);
       if (!facts->arch.empty()) detail += ", " + facts->arch;
       if (facts->compute_units) detail += fmt::format(", {} compute units", facts->compute_units);
       if (auto p = documented_peaks(facts->name))
-        detail += fmt::format(", documented FP32 {:.1f} / FP16 {:.1f} TFLOP/s", p->fp32_tflops, p->fp16_tflops);
+        detail += fmt::format(", documented FP32 {:.1f} / FP16 {:.1f} TFLOP/s", p->fp32_tflops,
+                              p->fp16_tflops);
       if (facts->is_cpu) detail += " (a CPU device: fine for tests and small demos)";
       r.checks.push_back({name + " device", true, detail, ""});
     } else {
-      r.checks.push_back({name + " device", false, split_lines(facts.error()).empty() ? "" : split_lines(facts.error()).front(),
-                          name == "cuda" ? "needs an NVIDIA GPU and driver"
-                                         : "apt-get install mesa-vulkan-drivers libvulkan1 (lavapipe) or a GPU driver"});
+      r.checks.push_back(
+          {name + " device", false,
+           split_lines(facts.error()).empty() ? "" : split_lines(facts.error()).front(),
+           name == "cuda"
+               ? "needs an NVIDIA GPU and driver"
+               : "apt-get install mesa-vulkan-drivers libvulkan1 (lavapipe) or a GPU driver"});
     }
   }
   return r;

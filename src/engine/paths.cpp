@@ -23,8 +23,8 @@ fs::path data_dir() {
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     fs::path d = exe.parent_path();
-    for (const fs::path& c : {d.parent_path(), d.parent_path().parent_path(),
-                              d.parent_path() / "share" / "peak"})
+    for (const fs::path& c :
+         {d.parent_path(), d.parent_path().parent_path(), d.parent_path() / "share" / "peak"})
       if (looks_like_data(c)) return c;
   }
   return fs::path(PEAK_SOURCE_DIR_AT_BUILD);

@@ -1,7 +1,8 @@
 #pragma once
 // Where peak's data lives: transformations/, sequences/, examples/, recordings/.
 // Resolution order: $PEAK_DATA_DIR, the folder above the peak executable (a build folder inside
-// the source tree), two folders above it, <prefix>/share/peak, then the source folder at build time.
+// the source tree), two folders above it, <prefix>/share/peak, then the source folder at build
+// time.
 #include <filesystem>
 #include <string>
 

@@ -5,12 +5,12 @@
 #include <cstdlib>
 #include <sstream>
 
-#include <dtl/dtl.hpp>
 #include <fmt/format.h>
+#include <dtl/dtl.hpp>
 
 #include "engine/paths.h"
-#include "util/sha256.h"
 #include "util/fs.h"
+#include "util/sha256.h"
 
 namespace peak {
 
@@ -48,7 +48,8 @@ std::string unified_diff(const std::string& a, const std::string& b, const std::
 // ---------------------------------------------------------------------------------------------
 // Opening and creating
 
-Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir, const fs::path& dest) {
+Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
+                                                   const fs::path& dest) {
   auto ctx = load_context(context_dir);
   if (!ctx) return Error{ctx.error()};
   auto source = read_file(ctx->dir / ctx->source_file);
@@ -57,9 +58,10 @@ Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir, 
   if (!regions) return Error{regions.error()};
   std::error_code ec;
   if (fs::exists(dest / ".peak", ec))
-    return make_error(fmt::format("{} already holds a peak workspace; open it with `cd {}` or choose "
-                                  "another folder",
-                                  dest.string(), dest.string()));
+    return make_error(
+        fmt::format("{} already holds a peak workspace; open it with `cd {}` or choose "
+                    "another folder",
+                    dest.string(), dest.string()));
   fs::create_directories(dest, ec);
   if (ec) return make_error(fmt::format("cannot create {}: {}", dest.string(), ec.message()));
   auto store = Store::open(dest / ".peak", true);
@@ -128,7 +130,9 @@ Result<int64_t> Workspace::make_checkpoint(std::optional<int64_t> parent,
 Result<CheckpointRecord> Workspace::head() const {
   auto id = store_->head_checkpoint();
   if (!id) return Error{id.error()};
-  if (!*id) return make_error("HEAD points at no checkpoint; `peak log` lists them, `peak checkout N` picks one");
+  if (!*id)
+    return make_error(
+        "HEAD points at no checkpoint; `peak log` lists them, `peak checkout N` picks one");
   return store_->checkpoint(**id);
 }
 
@@ -217,7 +221,7 @@ namespace {
 struct PeakInfo {
   double tflops = 0;  // for % of peak
   std::string source;
-  double limit = 0;   // for faster_than_peak
+  double limit = 0;  // for faster_than_peak
 };
 
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
@@ -292,8 +296,12 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   auto dev = device(opts.device);
   if (!dev) return fail(Disposition::not_run, dev.error());
   PeakInfo peak = peak_for(ctx, *dev);
-  ev.summary["device"] = {{"name", dev->name}, {"backend", be.name()}, {"driver", dev->driver},
-                          {"api", dev->api_version}, {"arch", dev->arch}, {"is_cpu", dev->is_cpu},
+  ev.summary["device"] = {{"name", dev->name},
+                          {"backend", be.name()},
+                          {"driver", dev->driver},
+                          {"api", dev->api_version},
+                          {"arch", dev->arch},
+                          {"is_cpu", dev->is_cpu},
                           {"measured_fp32_tflops", dev->measured_fp32_tflops}};
   ev.summary["peak"] = {{"tflops", peak.tflops}, {"source", peak.source}};
   if (auto doc = documented_peaks(dev->name))
@@ -316,7 +324,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     for (const auto& c : space->configs) {
       BuildRequest req{&ctx, source, c, *dev, cache};
       auto br = be.build(req);
-      progress_.status(fmt::format("  compile {}/{} configurations", built + failed + 1, space->configs.size()));
+      progress_.status(
+          fmt::format("  compile {}/{} configurations", built + failed + 1, space->configs.size()));
       if (br.disposition == Disposition::passed) {
         ++built;
       } else if (failed++ == 0) {
@@ -330,7 +339,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     }
     progress_.clear();
     ev.disposition = Disposition::passed;
-    ev.message = fmt::format("compile only: {} configurations built, {} failed (nothing run)", built, failed);
+    ev.message = fmt::format("compile only: {} configurations built, {} failed (nothing run)",
+                             built, failed);
     ev.summary["disposition"] = "passed";
     ev.summary["compile_only"] = true;
     ev.summary["message"] = ev.message;
@@ -344,7 +354,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   if (ctx.reference == ReferenceKind::seed) {
     // The seed kernel (root checkpoint) with its default configuration is the reference.
     auto seed_id = store_->find_tag("seed");
-    if (!seed_id || !*seed_id) return fail(Disposition::not_run, "no seed checkpoint to use as reference");
+    if (!seed_id || !*seed_id)
+      return fail(Disposition::not_run, "no seed checkpoint to use as reference");
     auto seed_files = checkpoint_files(**seed_id);
     if (!seed_files) return fail(Disposition::not_run, seed_files.error());
     auto seed_regions = split_regions(seed_files->second, seed_files->first.source_file);
@@ -354,14 +365,16 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     BuildRequest req{&seed_files->first, seed_files->second, dc, *dev, cache};
     auto sb = be.build(req);
     if (sb.disposition != Disposition::passed)
-      return fail(Disposition::not_run, "the seed kernel (the reference) does not build:\n" + sb.log);
+      return fail(Disposition::not_run,
+                  "the seed kernel (the reference) does not build:\n" + sb.log);
     ref.seed_artifact = sb.artifact.string();
     ref.seed_config = dc;
     ref.seed_source = *seed_regions;
   }
   Validator validator(be, *dev, ro, ref);
 
-  std::vector<Shape> bench = opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
+  std::vector<Shape> bench =
+      opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
   TuneOptions to;
   to.space.budget = opts.budget;
@@ -417,10 +430,13 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   std::map<std::string, int> counts;
   for (const auto& o : tr.outcomes) counts[std::string(to_string(o.disposition))]++;
-  ev.summary["configs"] = {{"space", tr.space.total}, {"rejected_by_constraint", tr.space.invalid},
-                           {"evaluated", tr.outcomes.size()}, {"sampled", tr.space.sampled},
+  ev.summary["configs"] = {{"space", tr.space.total},
+                           {"rejected_by_constraint", tr.space.invalid},
+                           {"evaluated", tr.outcomes.size()},
+                           {"sampled", tr.space.sampled},
                            {"dispositions", counts}};
-  ev.summary["phases"] = {{"compile_s", tr.compile_seconds}, {"validate_s", tr.validate_seconds},
+  ev.summary["phases"] = {{"compile_s", tr.compile_seconds},
+                          {"validate_s", tr.validate_seconds},
                           {"tune_s", tr.time_seconds}};
   if (tr.disposition != Disposition::passed) {
     std::string msg = tr.message;
@@ -428,7 +444,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   json top = json::array();
   for (size_t i : tr.ranking)
-    top.push_back({{"config", config_json(tr.outcomes[i].config)}, {"score_ms", tr.outcomes[i].score_ms}});
+    top.push_back(
+        {{"config", config_json(tr.outcomes[i].config)}, {"score_ms", tr.outcomes[i].score_ms}});
   ev.summary["top"] = top;
   const ConfigOutcome& best = tr.outcomes[tr.ranking.front()];
   ev.summary["best"] = {{"config", config_json(best.config)},
@@ -442,7 +459,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   mo.with_baseline = opts.baseline;
   mo.task_timeout_s = opts.task_timeout_s * 4;
   mo.peak_tflops = peak.limit;
-  progress_.status(fmt::format("  timing {} on {} shape(s)", config_text(best.config), bench.size()), true);
+  progress_.status(
+      fmt::format("  timing {} on {} shape(s)", config_text(best.config), bench.size()), true);
   auto ms = measure(be, *dev, ro, validator, ctx, *regions, best.build, best.config, bench, mo);
   progress_.clear();
   ev.summary["phases"]["bench_s"] =
@@ -484,9 +502,10 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
       return fail(m.disposition, fmt::format("timing at {}: {}", m.shape.text(), m.message));
     }
   ev.summary["disposition"] = "passed";
-  ev.message = fmt::format("best {}: {}", config_text(best.config),
-                           ms.empty() ? "" : fmt::format("{:.1f} GFLOP/s at {}", ms.front().gflops,
-                                                         ms.front().shape.text()));
+  ev.message = fmt::format(
+      "best {}: {}", config_text(best.config),
+      ms.empty() ? ""
+                 : fmt::format("{:.1f} GFLOP/s at {}", ms.front().gflops, ms.front().shape.text()));
   ev.summary["message"] = ev.message;
   return ev;
 }

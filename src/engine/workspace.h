@@ -28,15 +28,15 @@ inline constexpr int kSummaryFormatVersion = 1;
 
 // How candidates are evaluated (validated, tuned, timed).
 struct EvalOptions {
-  std::string device;        // device selector ("" = best)
-  bool small = false;        // time the context's small shapes instead of its bench shapes
-  size_t budget = 48;        // tuning configurations at most
+  std::string device;  // device selector ("" = best)
+  bool small = false;  // time the context's small shapes instead of its bench shapes
+  size_t budget = 48;  // tuning configurations at most
   int top_k = 8;
-  int jobs = 0;              // parallel compiles
+  int jobs = 0;  // parallel compiles
   int seeds = 2;
-  TimingPolicy policy;       // final timing of the best configuration
-  TimingPolicy screening;    // ranking of configurations
-  bool baseline = true;      // time the vendor baseline interleaved (when the backend has one)
+  TimingPolicy policy;     // final timing of the best configuration
+  TimingPolicy screening;  // ranking of configurations
+  bool baseline = true;    // time the vendor baseline interleaved (when the backend has one)
   double task_timeout_s = 60;
   std::map<std::string, std::vector<int64_t>> tuning_overrides;
   std::vector<Config> must_include;  // e.g. the parent's top configurations
@@ -57,7 +57,7 @@ struct Evaluation {
 struct ApplyResult {
   Disposition disposition = Disposition::not_run;
   std::string message;
-  bool pending = false;  // manual mode: waiting for `peak respond`
+  bool pending = false;            // manual mode: waiting for `peak respond`
   bool input_error = false;        // bad input (unknown transformation, unusable files)
   bool environment_error = false;  // no device, no backend, store problem
   std::optional<int64_t> checkpoint;
@@ -120,7 +120,9 @@ class Workspace {
   Result<Backend*> backend();
   Result<DeviceFacts> device(const std::string& selector);
   // Uses `facts` for `selector` instead of probing (compile-only recording for another device).
-  void set_device(const std::string& selector, const DeviceFacts& facts) { devices_[selector] = facts; }
+  void set_device(const std::string& selector, const DeviceFacts& facts) {
+    devices_[selector] = facts;
+  }
 
   // Validates, tunes and times a kernel (context + source); nothing is checkpointed.
   Evaluation evaluate(const KernelContext& ctx, const std::string& source, const EvalOptions& opts,
@@ -140,7 +142,7 @@ class Workspace {
   ApplyResult commit(const std::string& message, const EvalOptions& opts);
 
   // History.
-  Status checkout(const std::string& ref);      // writes the files, moves HEAD
+  Status checkout(const std::string& ref);                        // writes the files, moves HEAD
   Status branch(const std::string& name, const std::string& at);  // creates and switches
   Result<std::string> diff(const std::string& a, const std::string& b) const;  // unified diff
 

@@ -10,6 +10,25 @@ namespace peak {
 
 using json = nlohmann::json;
 
+namespace {
+// Compiler resource report of a build (CUDA: ptxas; HLSL: SPIR-V reflection), in words.
+std::string describe_resources(const json& r) {
+  if (!r.is_object()) return "";
+  std::vector<std::string> parts;
+  if (r.contains("max_registers"))
+    parts.push_back(fmt::format("{} registers", r.value("max_registers", 0)));
+  int64_t shared = r.value("max_shared_bytes", r.value("shared_bytes", int64_t{-1}));
+  if (shared >= 0)
+    parts.push_back(fmt::format("{:.1f} KiB shared", static_cast<double>(shared) / 1024.0));
+  if (r.contains("threads"))
+    parts.push_back(fmt::format("{} threads/group", r.value("threads", 0)));
+  if (r.contains("spills")) parts.push_back(r.value("spills", false) ? "SPILLS" : "no spills");
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out;
+}
+}  // namespace
+
 Report build_report(const std::string& workspace, const std::string& kernel,
                     const std::vector<std::pair<CheckpointRecord, json>>& chain,
                     const std::vector<AttemptRecord>& attempts) {
@@ -24,7 +43,10 @@ Report build_report(const std::string& workspace, const std::string& kernel,
     row.transformation = cp.transformation.empty() ? "seed" : cp.transformation;
     row.message = cp.message;
     row.disposition = s.value("disposition", s.contains("bench") ? "passed" : "not_run");
-    if (s.contains("best")) row.best_config = s["best"].value("config_text", "");
+    if (s.contains("best")) {
+      row.best_config = s["best"].value("config_text", "");
+      row.resources = describe_resources(s["best"].value("resources", json::object()));
+    }
     if (s.contains("device") && r.device.empty()) {
       r.device = s["device"].value("name", "");
       r.backend = s["device"].value("backend", "");
@@ -83,33 +105,36 @@ Report build_report(const std::string& workspace, const std::string& kernel,
 }
 
 namespace {
-std::string num(double v, const char* f = "{:.1f}") { return v > 0 ? fmt::format(fmt::runtime(f), v) : "-"; }
+std::string num(double v, const char* f = "{:.1f}") {
+  return v > 0 ? fmt::format(fmt::runtime(f), v) : "-";
+}
 }  // namespace
 
 std::string render_text(const Report& r) {
   std::ostringstream o;
   o << fmt::format("peak report: {} ({})\n", r.kernel, r.workspace);
   o << fmt::format("device: {} [{}]\n", r.device.empty() ? "(not evaluated)" : r.device, r.backend);
-  if (r.peak_tflops > 0) o << fmt::format("peak:   {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
+  if (r.peak_tflops > 0)
+    o << fmt::format("peak:   {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
   if (r.measured_fp32_tflops > 0)
     o << fmt::format("measured FP32 FMA throughput: {:.2f} TFLOP/s\n", r.measured_fp32_tflops);
   o << "\n";
   // One row per (step, shape); columns sized to their content.
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"ckpt", "step", "disposition", "best configuration", "shape", "GFLOP/s", "%vendor",
-                  "%peak", "x seed", "x parent", "spread"});
+  rows.push_back({"ckpt", "step", "disposition", "best configuration", "shape", "GFLOP/s",
+                  "%vendor", "%peak", "x seed", "x parent", "spread"});
   for (const auto& s : r.steps) {
     if (s.bench.empty()) {
-      rows.push_back({std::to_string(s.checkpoint), s.transformation, s.disposition, s.best_config, "", "", "",
-                      "", "", "", ""});
+      rows.push_back({std::to_string(s.checkpoint), s.transformation, s.disposition, s.best_config,
+                      "", "", "", "", "", "", ""});
       continue;
     }
     bool first = true;
     for (const auto& b : s.bench) {
       rows.push_back({first ? std::to_string(s.checkpoint) : "", first ? s.transformation : "",
-                      first ? s.disposition : "", first ? s.best_config : "", b.shape, num(b.gflops),
-                      num(b.pct_of_baseline), num(b.pct_of_peak), num(b.speedup_vs_seed, "{:.2f}"),
-                      num(b.speedup_vs_parent, "{:.2f}"),
+                      first ? s.disposition : "", first ? s.best_config : "", b.shape,
+                      num(b.gflops), num(b.pct_of_baseline), num(b.pct_of_peak),
+                      num(b.speedup_vs_seed, "{:.2f}"), num(b.speedup_vs_parent, "{:.2f}"),
                       b.spread > 0 ? fmt::format("{:.1f}%", 100 * b.spread) : "-"});
       first = false;
     }
@@ -127,12 +152,21 @@ std::string render_text(const Report& r) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     o << line << "\n";
   }
+  bool any_resources = false;
+  for (const auto& s : r.steps) any_resources |= !s.resources.empty();
+  if (any_resources) {
+    o << "\nresources of the best configuration:\n";
+    for (const auto& s : r.steps)
+      if (!s.resources.empty())
+        o << fmt::format("  {:>4}  {:<14} {}\n", s.checkpoint, s.transformation, s.resources);
+  }
   if (!r.failures.empty()) {
     o << fmt::format("\nfailed attempts ({}):\n", r.failures.size());
     for (const auto& f : r.failures)
-      o << fmt::format("  {} {} attempt {}: {}: {}\n", f.transformation,
-                       f.pass_index > 0 ? fmt::format("pass {}", f.pass_index) : std::string("evaluation"),
-                       f.attempt, f.disposition, f.error);
+      o << fmt::format(
+          "  {} {} attempt {}: {}: {}\n", f.transformation,
+          f.pass_index > 0 ? fmt::format("pass {}", f.pass_index) : std::string("evaluation"),
+          f.attempt, f.disposition, f.error);
   }
   return o.str();
 }
@@ -141,15 +175,17 @@ std::string render_markdown(const Report& r) {
   std::ostringstream o;
   o << fmt::format("# peak report: {}\n\n", r.kernel);
   o << fmt::format("- Device: {} ({} backend)\n", r.device, r.backend);
-  if (r.peak_tflops > 0) o << fmt::format("- Peak used for %%peak: {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
+  if (r.peak_tflops > 0)
+    o << fmt::format("- Peak used for %%peak: {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
   if (r.measured_fp32_tflops > 0)
     o << fmt::format("- Measured FP32 FMA throughput: {:.2f} TFLOP/s\n", r.measured_fp32_tflops);
-  o << "\n| checkpoint | step | disposition | best configuration | shape | GFLOP/s | % of vendor | % of peak | speedup vs seed | vs parent | spread |\n";
+  o << "\n| checkpoint | step | disposition | best configuration | shape | GFLOP/s | % of vendor | "
+       "% of peak | speedup vs seed | vs parent | spread |\n";
   o << "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
   for (const auto& s : r.steps) {
     if (s.bench.empty())
-      o << fmt::format("| {} | {} | {} | {} | | | | | | | |\n", s.checkpoint, s.transformation, s.disposition,
-                       s.best_config);
+      o << fmt::format("| {} | {} | {} | {} | | | | | | | |\n", s.checkpoint, s.transformation,
+                       s.disposition, s.best_config);
     for (const auto& b : s.bench)
       o << fmt::format("| {} | {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", s.checkpoint,
                        s.transformation, s.disposition, s.best_config, b.shape, num(b.gflops),
@@ -157,12 +193,22 @@ std::string render_markdown(const Report& r) {
                        num(b.speedup_vs_parent, "{:.2f}"),
                        b.spread > 0 ? fmt::format("{:.1f}%", 100 * b.spread) : "-");
   }
+  bool any_resources = false;
+  for (const auto& s : r.steps) any_resources |= !s.resources.empty();
+  if (any_resources) {
+    o << "\n## Resources of the best configuration\n\n| checkpoint | step | resources "
+         "|\n|---|---|---|\n";
+    for (const auto& s : r.steps)
+      if (!s.resources.empty())
+        o << fmt::format("| {} | {} | {} |\n", s.checkpoint, s.transformation, s.resources);
+  }
   if (!r.failures.empty()) {
-    o << "\n## Failed attempts\n\n| transformation | pass | attempt | disposition | message |\n|---|---|---|---|---|\n";
+    o << "\n## Failed attempts\n\n| transformation | pass | attempt | disposition | message "
+         "|\n|---|---|---|---|---|\n";
     for (const auto& f : r.failures)
       o << fmt::format("| {} | {} | {} | {} | {} |\n", f.transformation,
-                       f.pass_index > 0 ? std::to_string(f.pass_index) : "evaluation", f.attempt, f.disposition,
-                       f.error);
+                       f.pass_index > 0 ? std::to_string(f.pass_index) : "evaluation", f.attempt,
+                       f.disposition, f.error);
   }
   return o.str();
 }
@@ -179,26 +225,39 @@ json render_json(const Report& r) {
   j["measured_fp32_tflops"] = r.measured_fp32_tflops;
   j["steps"] = json::array();
   for (const auto& s : r.steps) {
-    json sj{{"checkpoint", s.checkpoint}, {"transformation", s.transformation}, {"message", s.message},
-            {"disposition", s.disposition}, {"attempts", s.attempts}, {"failed_attempts", s.failed_attempts},
-            {"best_config", s.best_config}};
+    json sj{{"checkpoint", s.checkpoint},   {"transformation", s.transformation},
+            {"message", s.message},         {"disposition", s.disposition},
+            {"attempts", s.attempts},       {"failed_attempts", s.failed_attempts},
+            {"best_config", s.best_config}, {"resources", s.resources}};
     if (s.parent) sj["parent"] = *s.parent;
     sj["bench"] = json::array();
     for (const auto& b : s.bench)
-      sj["bench"].push_back({{"shape", b.shape}, {"disposition", b.disposition}, {"median_ms", b.median_ms},
-                             {"spread", b.spread}, {"gflops", b.gflops}, {"pct_of_peak", b.pct_of_peak},
-                             {"baseline", b.baseline}, {"baseline_gflops", b.baseline_gflops},
+      sj["bench"].push_back({{"shape", b.shape},
+                             {"disposition", b.disposition},
+                             {"median_ms", b.median_ms},
+                             {"spread", b.spread},
+                             {"gflops", b.gflops},
+                             {"pct_of_peak", b.pct_of_peak},
+                             {"baseline", b.baseline},
+                             {"baseline_gflops", b.baseline_gflops},
                              {"baseline_median_ms", b.baseline_median_ms},
-                             {"pct_of_baseline", b.pct_of_baseline}, {"speedup_vs_seed", b.speedup_vs_seed},
-                             {"speedup_vs_parent", b.speedup_vs_parent}, {"samples", b.samples},
-                             {"samples_ms", b.samples_ms}, {"baseline_samples_ms", b.baseline_samples_ms},
-                             {"clock_mhz_before", b.clock_mhz_before}, {"clock_mhz_after", b.clock_mhz_after}});
+                             {"pct_of_baseline", b.pct_of_baseline},
+                             {"speedup_vs_seed", b.speedup_vs_seed},
+                             {"speedup_vs_parent", b.speedup_vs_parent},
+                             {"samples", b.samples},
+                             {"samples_ms", b.samples_ms},
+                             {"baseline_samples_ms", b.baseline_samples_ms},
+                             {"clock_mhz_before", b.clock_mhz_before},
+                             {"clock_mhz_after", b.clock_mhz_after}});
     j["steps"].push_back(sj);
   }
   j["failures"] = json::array();
   for (const auto& f : r.failures)
-    j["failures"].push_back({{"transformation", f.transformation}, {"pass", f.pass_index},
-                             {"attempt", f.attempt}, {"disposition", f.disposition}, {"error", f.error}});
+    j["failures"].push_back({{"transformation", f.transformation},
+                             {"pass", f.pass_index},
+                             {"attempt", f.attempt},
+                             {"disposition", f.disposition},
+                             {"error", f.error}});
   return j;
 }
 

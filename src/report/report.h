@@ -32,9 +32,10 @@ struct StepRow {
   std::string transformation;  // "seed" for the root
   std::string message;
   std::string disposition;
-  int attempts = 0;            // LLM calls + evaluations recorded for this step
+  int attempts = 0;  // LLM calls + evaluations recorded for this step
   int failed_attempts = 0;
   std::string best_config;
+  std::string resources;  // of the best configuration: "96 registers, 16.0 KiB shared, no spills"
   std::vector<BenchRow> bench;
 };
 

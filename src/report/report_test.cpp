@@ -22,7 +22,8 @@ TEST(Report, RendersStepsSpeedupsAndFailures) {
              {"bench", {{{"shape", "M=256"}, {"disposition", "passed"}, {"median_ms", 2.0}, {"gflops", 16.0},
                          {"pct_of_peak", 3.2}, {"speedup_vs_seed", 1.0}, {"samples_ms", {2.0, 2.1}}}}}};
   json s2 = {{"disposition", "passed"},
-             {"best", {{"config_text", "TILE_K=16"}}},
+             {"best", {{"config_text", "TILE_K=16"},
+                       {"resources", {{"max_registers", 40}, {"max_shared_bytes", 8192}, {"spills", false}}}}},
              {"bench", {{{"shape", "M=256"}, {"disposition", "passed"}, {"median_ms", 1.0}, {"gflops", 32.0},
                          {"spread", 0.01}, {"speedup_vs_seed", 2.0}, {"speedup_vs_parent", 2.0}}}}};
   AttemptRecord bad;
@@ -48,6 +49,8 @@ TEST(Report, RendersStepsSpeedupsAndFailures) {
   EXPECT_NE(text.find("32.0"), std::string::npos);
   EXPECT_NE(text.find("2.00"), std::string::npos);
   EXPECT_NE(text.find("no_code"), std::string::npos);
+  EXPECT_EQ(r.steps[1].resources, "40 registers, 8.0 KiB shared, no spills");
+  EXPECT_NE(text.find("40 registers"), std::string::npos);
   std::string md = render_markdown(r);
   EXPECT_NE(md.find("| 2 | tb-tiling | passed | `TILE_K=16` | M=256 | 32.0 |"), std::string::npos) << md;
   json j = render_json(r);

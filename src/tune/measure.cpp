@@ -133,12 +133,14 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
       m.throttled = true;
     // Device timers must agree with the host clock: the host interval contains the device one.
     if (host.median > 0 && m.stats.median > host.median * 1.05 + 0.05) m.host_clock_mismatch = true;
-    // Outputs of the timed runs must still be right (a kernel must not be fast only when unobserved).
+    // Outputs of the timed runs must still be right (a kernel must not be fast only when
+    // unobserved).
     if (!r.timed_outputs.empty()) {
       ValidationOptions vo;
       vo.full_check_limit = 1 << 16;
       vo.sampled_elements = 2048;
-      ShapeCheck c = validator.compare_outputs(ctx, shapes[i], opts.seed + i, 0, r.timed_outputs, vo);
+      ShapeCheck c =
+          validator.compare_outputs(ctx, shapes[i], opts.seed + i, 0, r.timed_outputs, vo);
       if (c.disposition != Disposition::passed && c.disposition != Disposition::not_run) {
         m.disposition = c.disposition;
         m.message = "outputs of the timed runs: " + c.message;
@@ -154,8 +156,9 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
     }
     if (opts.peak_tflops > 0 && m.gflops > opts.peak_tflops * 1e3 * 1.02) {
       m.disposition = Disposition::faster_than_peak;
-      m.message = fmt::format("{:.0f} GFLOP/s exceeds the device's peak of {:.0f} GFLOP/s: rejected",
-                              m.gflops, opts.peak_tflops * 1e3);
+      m.message =
+          fmt::format("{:.0f} GFLOP/s exceeds the device's peak of {:.0f} GFLOP/s: rejected",
+                      m.gflops, opts.peak_tflops * 1e3);
     }
   }
   if (dir) {

@@ -27,9 +27,9 @@ struct Measurement {
   double pct_of_baseline = 0;  // 100 * baseline time / candidate time
   double pct_of_peak = 0;      // of the documented (or measured) peak for the precision
   double clock_mhz_before = 0, clock_mhz_after = 0;
-  bool throttled = false;      // clock dropped by more than 10% during sampling
+  bool throttled = false;            // clock dropped by more than 10% during sampling
   bool host_clock_mismatch = false;  // device time far below host time / the reverse
-  std::string baseline;        // "cublas" / ""
+  std::string baseline;              // "cublas" / ""
 };
 
 struct MeasureOptions {

@@ -39,14 +39,15 @@ Result<Space> enumerate_space(const KernelContext& ctx, const DeviceFacts& devic
     if (it != opts.overrides.end() && !it->second.empty()) p.values = it->second;
   }
   for (const auto& [name, vals] : opts.overrides) {
-    bool known = std::any_of(params.begin(), params.end(), [&](const TuningParam& p) { return p.name == name; });
+    bool known = std::any_of(params.begin(), params.end(),
+                             [&](const TuningParam& p) { return p.name == name; });
     if (!known)
-      return make_error(fmt::format("tuning override for unknown parameter {} (known: {})", name,
-                                    [&] {
-                                      std::vector<std::string> n;
-                                      for (const auto& p : params) n.push_back(p.name);
-                                      return join(n, ", ");
-                                    }()));
+      return make_error(
+          fmt::format("tuning override for unknown parameter {} (known: {})", name, [&] {
+            std::vector<std::string> n;
+            for (const auto& p : params) n.push_back(p.name);
+            return join(n, ", ");
+          }()));
   }
   std::optional<expr::Expression> constraint;
   if (!ctx.tuning_valid.empty()) {
@@ -58,8 +59,8 @@ Result<Space> enumerate_space(const KernelContext& ctx, const DeviceFacts& devic
   for (const auto& p : params) space.total *= std::max<size_t>(p.values.size(), 1);
   const size_t kEnumerateLimit = 1u << 20;
   if (space.total > kEnumerateLimit)
-    return make_error(fmt::format("the tuning space has {} configurations; narrow the value sets",
-                                  space.total));
+    return make_error(
+        fmt::format("the tuning space has {} configurations; narrow the value sets", space.total));
   expr::Env base = device_env(device);
   std::vector<Config> valid;
   std::vector<size_t> idx(params.size(), 0);
@@ -75,8 +76,10 @@ Result<Space> enumerate_space(const KernelContext& ctx, const DeviceFacts& devic
       if (!r) return make_error("kernel.toml tuning_valid: " + r.error());
       ok = *r != 0;
     }
-    if (ok) valid.push_back(std::move(c));
-    else ++space.invalid;
+    if (ok)
+      valid.push_back(std::move(c));
+    else
+      ++space.invalid;
     for (size_t i = 0; i < params.size(); ++i) {
       if (++idx[i] < std::max<size_t>(params[i].values.size(), 1)) break;
       idx[i] = 0;
@@ -129,7 +132,8 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
 
   // 1. Compile every configuration in parallel.
   auto t0 = std::chrono::steady_clock::now();
-  int jobs = opts.jobs > 0 ? opts.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int jobs = opts.jobs > 0 ? opts.jobs
+                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0}, done{0};
   std::mutex mu;
   auto worker = [&] {

@@ -13,9 +13,9 @@
 namespace peak {
 
 struct SpaceOptions {
-  size_t budget = 64;       // at most this many configurations; random sample beyond
+  size_t budget = 64;  // at most this many configurations; random sample beyond
   uint64_t seed = 0x7u;
-  std::vector<Config> must_include;  // e.g. the parent's top configurations
+  std::vector<Config> must_include;                       // e.g. the parent's top configurations
   std::map<std::string, std::vector<int64_t>> overrides;  // per-parameter value sets
 };
 
@@ -48,7 +48,7 @@ struct TuneOptions {
   int jobs = 0;                    // parallel compiles (0 = hardware threads)
   std::vector<Shape> tune_shapes;  // shapes timed to rank configurations
   ValidationOptions validation;
-  MeasureOptions screening;        // short timing policy for ranking
+  MeasureOptions screening;  // short timing policy for ranking
   std::filesystem::path cache_dir;
 };
 

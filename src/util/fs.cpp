@@ -15,7 +15,8 @@ namespace peak {
 
 Result<std::string> read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(fmt::format("cannot read {}: no such file or not readable", path.string()));
+  if (!in)
+    return make_error(fmt::format("cannot read {}: no such file or not readable", path.string()));
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -50,7 +51,9 @@ Status write_file_atomic(const fs::path& path, std::string_view content) {
   ::fsync(fd);
   ::close(fd);
   fs::rename(tmp, path, ec);
-  if (ec) return Status::error(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
+  if (ec)
+    return Status::error(
+        fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
   return Status::ok();
 }
 
@@ -82,7 +85,8 @@ std::vector<std::string> split_lines(std::string_view text) {
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
   while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r' || s[b] == '\n')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n')) --e;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n'))
+    --e;
   return std::string(s.substr(b, e - b));
 }
 
@@ -112,8 +116,10 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
 std::string shell_quote(std::string_view s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -125,7 +131,8 @@ std::string format_bytes(double bytes) {
     bytes /= 1024;
     ++u;
   }
-  return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.1f} {}", bytes, units[u]);
+  return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u])
+                : fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
 std::string format_seconds(double s) {

@@ -17,7 +17,8 @@ namespace peak {
 
 std::string ProcessResult::describe() const {
   if (timed_out) return fmt::format("timed out after {:.1f} s", seconds);
-  if (term_signal) return fmt::format("killed by signal {} ({})", term_signal, ::strsignal(term_signal));
+  if (term_signal)
+    return fmt::format("killed by signal {} ({})", term_signal, ::strsignal(term_signal));
   return fmt::format("exit code {}", exit_code);
 }
 

@@ -22,8 +22,8 @@ struct ProcessOptions {
 };
 
 struct ProcessResult {
-  int exit_code = -1;    // valid when !signaled && !timed_out
-  int term_signal = 0;   // the signal that ended it, if any
+  int exit_code = -1;   // valid when !signaled && !timed_out
+  int term_signal = 0;  // the signal that ended it, if any
   bool timed_out = false;
   std::string out;
   std::string err;

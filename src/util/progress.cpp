@@ -13,7 +13,8 @@ void Progress::status(const std::string& line, bool force) {
   if (tty_) {
     std::string shown = line.size() > 150 ? line.substr(0, 147) + "..." : line;
     std::fprintf(out_, "\r%s", shown.c_str());
-    if (last_len_ > shown.size()) std::fprintf(out_, "%*s", static_cast<int>(last_len_ - shown.size()), "");
+    if (last_len_ > shown.size())
+      std::fprintf(out_, "%*s", static_cast<int>(last_len_ - shown.size()), "");
     std::fprintf(out_, "\r%s", shown.c_str());
     std::fflush(out_);
     last_len_ = shown.size();

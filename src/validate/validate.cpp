@@ -32,8 +32,12 @@ struct Validator::RefData {
   std::map<std::string, Out> outputs;
 };
 
-Validator::Validator(Backend& backend, DeviceFacts device, RunnerOptions runner, ReferenceSource ref)
-    : backend_(backend), device_(std::move(device)), runner_(std::move(runner)), ref_(std::move(ref)) {}
+Validator::Validator(Backend& backend, DeviceFacts device, RunnerOptions runner,
+                     ReferenceSource ref)
+    : backend_(backend),
+      device_(std::move(device)),
+      runner_(std::move(runner)),
+      ref_(std::move(ref)) {}
 
 namespace {
 
@@ -73,11 +77,11 @@ std::vector<int64_t> output_dims(const KernelContext& ctx, const Shape& shape) {
 }  // namespace
 
 Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelContext& ctx,
-                                                                const Shape& shape, uint64_t seed,
-                                                                int variant,
-                                                                const ValidationOptions& opts) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}", shape.text(), seed, variant, opts.full_check_limit,
-                                opts.sampled_elements);
+                                                                 const Shape& shape, uint64_t seed,
+                                                                 int variant,
+                                                                 const ValidationOptions& opts) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}", shape.text(), seed, variant,
+                                opts.full_check_limit, opts.sampled_elements);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   auto sizes = array_sizes(ctx, shape);
   if (!sizes) return Error{sizes.error()};
@@ -86,8 +90,8 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
   for (const auto& a : ctx.arrays) {
     if (!a.output) continue;
     int64_t n = sizes->at(a.name);
-    indices[a.name] = choose_indices(n, opts.full_check_limit, opts.sampled_elements,
-                                     seed + 17, output_dims(ctx, shape));
+    indices[a.name] = choose_indices(n, opts.full_check_limit, opts.sampled_elements, seed + 17,
+                                     output_dims(ctx, shape));
   }
   if (ctx.reference == ReferenceKind::cpu) {
     if (!has_cpu_reference(ctx.family))
@@ -113,8 +117,8 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
       return make_error("reference = \"seed\" but the seed kernel has not been built");
     auto plan = backend_.plan(ctx, ref_.seed_source, shape, ref_.seed_config, device_);
     if (plan.disposition != Disposition::passed)
-      return make_error(fmt::format("the seed kernel cannot run shape {}: {}", shape.text(),
-                                    plan.message));
+      return make_error(
+          fmt::format("the seed kernel cannot run shape {}: {}", shape.text(), plan.message));
     auto dir = make_temp_dir("peak-ref-");
     if (!dir) return Error{dir.error()};
     RunnerJob job;
@@ -146,7 +150,8 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
       RefData::Out o;
       o.indices = indices[a.name];
       for (int64_t i : o.indices)
-        o.values.push_back(element_as_double(a.dtype, reinterpret_cast<const uint8_t*>(bytes->data()), i));
+        o.values.push_back(
+            element_as_double(a.dtype, reinterpret_cast<const uint8_t*>(bytes->data()), i));
       data->outputs[a.name] = std::move(o);
     }
     std::error_code ec;
@@ -203,7 +208,8 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
     const auto& ro = (*ref)->outputs.at(a.name);
     auto sizes = array_sizes(ctx, shape);
     int64_t count = sizes ? sizes->at(a.name) : 0;
-    if (!bytes || static_cast<int64_t>(bytes->size()) < count * static_cast<int64_t>(dtype_size(a.dtype))) {
+    if (!bytes ||
+        static_cast<int64_t>(bytes->size()) < count * static_cast<int64_t>(dtype_size(a.dtype))) {
       c.disposition = Disposition::crashed;
       c.message = fmt::format("output {} is missing or short", a.name);
       return c;
@@ -364,12 +370,13 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
         c.disposition = Disposition::forbidden_api;
         c.message = fmt::format("the candidate left {} thread(s) running in the runner",
                                 r.threads_after - r.threads_before);
-      } else if (r.nondeterministic &&
-                 (c.disposition == Disposition::passed || c.disposition == Disposition::incorrect)) {
+      } else if (r.nondeterministic && (c.disposition == Disposition::passed ||
+                                        c.disposition == Disposition::incorrect)) {
         c.disposition = Disposition::nondeterministic;
-        c.message = fmt::format("two runs on the same inputs wrote different outputs at {} (a race?)",
-                                c.shape.text()) +
-                    (c.message.empty() ? "" : "; " + c.message);
+        c.message =
+            fmt::format("two runs on the same inputs wrote different outputs at {} (a race?)",
+                        c.shape.text()) +
+            (c.message.empty() ? "" : "; " + c.message);
       }
     }
     c.hidden = shapes[info.shape].hidden;

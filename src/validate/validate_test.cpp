@@ -14,7 +14,8 @@ TEST(Tolerance, ScalesWithReductionAndCatchesTf32) {
   EXPECT_LT(t4096, 3e-4 / 2);
   // fp16 inputs with fp32 accumulation get a looser bound; fp16 outputs add their rounding.
   EXPECT_GT(default_tolerance(DType::f16, DType::f32, 4096), t4096);
-  EXPECT_GT(default_tolerance(DType::f16, DType::f16, 4096), default_tolerance(DType::f16, DType::f32, 4096));
+  EXPECT_GT(default_tolerance(DType::f16, DType::f16, 4096),
+            default_tolerance(DType::f16, DType::f32, 4096));
   EXPECT_EQ(default_tolerance(DType::i32, DType::i32, 100), 0);
 }
 
