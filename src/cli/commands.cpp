@@ -64,10 +64,25 @@ void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); 
 
 void emit_json(const json& j) { std::cout << j.dump(2) << "\n"; }
 
-Result<std::unique_ptr<Workspace>> open_ws(const Options& o) {
+// Opens the workspace, or says why not (the caller returns kUsage).
+std::unique_ptr<Workspace> open_ws(const Options& o) {
   auto ws = Workspace::open(o.workspace);
-  if (ws) (*ws)->progress().set_quiet(o.quiet);
-  return ws;
+  if (!ws) {
+    err(ws.error());
+    return nullptr;
+  }
+  (*ws)->progress().set_quiet(o.quiet);
+  return std::move(*ws);
+}
+
+// Resolves a checkpoint reference, or says why not.
+std::optional<int64_t> resolve_or_report(Workspace& ws, const std::string& ref) {
+  auto id = ws.resolve(ref);
+  if (!id) {
+    err(id.error());
+    return std::nullopt;
+  }
+  return *id;
 }
 
 Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
@@ -316,17 +331,14 @@ int cmd_apply(Options& o) {
     return kUsage;
   }
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
+  if (!ws) return kUsage;
   auto tuning = parse_tuning(o.tuning);
   if (!tuning) {
     err(tuning.error());
     return kUsage;
   }
-  auto r = (*ws)->apply(o.args[0], apply_options(**ws, o), 0, *tuning);
-  return print_apply(r, o, **ws);
+  auto r = ws->apply(o.args[0], apply_options(*ws, o), 0, *tuning);
+  return print_apply(r, o, *ws);
 }
 
 int cmd_run(Options& o) {
@@ -335,10 +347,7 @@ int cmd_run(Options& o) {
     return kUsage;
   }
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
+  if (!ws) return kUsage;
   fs::path p = o.args[0];
   std::error_code ec;
   if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / p, ec))
@@ -351,10 +360,10 @@ int cmd_run(Options& o) {
     return kUsage;
   }
   RunOptions ro;
-  ro.apply = apply_options(**ws, o);
+  ro.apply = apply_options(*ws, o);
   ro.resume = o.resume;
   ro.from_step = o.from;
-  auto r = (*ws)->run(*seq, ro);
+  auto r = ws->run(*seq, ro);
   if (o.json_out) {
     json steps = json::array();
     for (const auto& s : r.steps)
@@ -372,10 +381,10 @@ int cmd_run(Options& o) {
     std::printf("%s\nthen continue with: peak run %s --resume --llm %s\n", r.message.c_str(),
                 o.args[0].c_str(), o.llm.c_str());
   } else if (r.disposition == Disposition::passed) {
-    auto h = (*ws)->head();
+    auto h = ws->head();
     if (h) {
-      auto rep = build_report((*ws)->root().string(), seq->name, chain_to(**ws, h->id),
-                              (*ws)->store().attempts().is_ok() ? *(*ws)->store().attempts()
+      auto rep = build_report(ws->root().string(), seq->name, chain_to(*ws, h->id),
+                              ws->store().attempts().is_ok() ? *ws->store().attempts()
                                                                 : std::vector<AttemptRecord>{});
       std::printf("%s", render_text(rep).c_str());
     }
@@ -390,12 +399,9 @@ int cmd_run(Options& o) {
 
 int cmd_respond(Options& o) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
+  if (!ws) return kUsage;
   if (o.list || o.args.empty()) {
-    auto pending = list_manual((*ws)->root());
+    auto pending = list_manual(ws->root());
     if (o.json_out) {
       json j = json::array();
       for (const auto& p : pending)
@@ -429,7 +435,7 @@ int cmd_respond(Options& o) {
     text = *t;
   }
   std::string producer = o.producer.empty() ? "human (peak respond)" : o.producer;
-  if (auto s = respond_manual((*ws)->root(), o.args[0], text, producer); !s) {
+  if (auto s = respond_manual(ws->root(), o.args[0], text, producer); !s) {
     err(s.message());
     return kUsage;
   }
@@ -441,23 +447,17 @@ int cmd_respond(Options& o) {
 
 int cmd_eval(Options& o, bool force, const char* what) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
-  auto id = (*ws)->resolve(o.args.empty() ? "HEAD" : o.args[0]);
-  if (!id) {
-    err(id.error());
-    return kUsage;
-  }
-  EvalOptions e = eval_options(**ws, o);
+  if (!ws) return kUsage;
+  auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) return kUsage;
+  EvalOptions e = eval_options(*ws, o);
   auto tuning = parse_tuning(o.tuning);
   if (!tuning) {
     err(tuning.error());
     return kUsage;
   }
   e.tuning_overrides = *tuning;
-  auto ev = (*ws)->evaluate_checkpoint(*id, e, force);
+  auto ev = ws->evaluate_checkpoint(*id, e, force);
   if (!ev) {
     err(ev.error());
     return kEnvironment;
@@ -484,19 +484,16 @@ int cmd_eval(Options& o, bool force, const char* what) {
 
 int cmd_log(Options& o) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
-  auto cps = (*ws)->store().checkpoints();
+  if (!ws) return kUsage;
+  auto cps = ws->store().checkpoints();
   if (!cps) {
     err(cps.error());
     return kEnvironment;
   }
-  auto refs = (*ws)->store().refs();
-  auto tags = (*ws)->store().tags();
-  auto head = (*ws)->store().head();
-  auto head_id = (*ws)->store().head_checkpoint();
+  auto refs = ws->store().refs();
+  auto tags = ws->store().tags();
+  auto head = ws->store().head();
+  auto head_id = ws->store().head_checkpoint();
   json j = json::array();
   for (auto it = cps->rbegin(); it != cps->rend(); ++it) {
     const auto& c = *it;
@@ -536,22 +533,16 @@ int cmd_log(Options& o) {
 
 int cmd_show(Options& o) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
-  auto id = (*ws)->resolve(o.args.empty() ? "HEAD" : o.args[0]);
-  if (!id) {
-    err(id.error());
-    return kUsage;
-  }
-  auto c = (*ws)->store().checkpoint(*id);
-  auto files = (*ws)->checkpoint_files(*id);
+  if (!ws) return kUsage;
+  auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) return kUsage;
+  auto c = ws->store().checkpoint(*id);
+  auto files = ws->checkpoint_files(*id);
   if (!c || !files) {
     err(!c ? c.error() : files.error());
     return kEnvironment;
   }
-  auto chain = chain_to(**ws, *id);
+  auto chain = chain_to(*ws, *id);
   json summary = chain.back().second;
   if (o.json_out) {
     emit_json({{"id", c->id},
@@ -578,13 +569,10 @@ int cmd_show(Options& o) {
 
 int cmd_diff(Options& o) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
+  if (!ws) return kUsage;
   std::string a = o.args.size() > 0 ? o.args[0] : "HEAD~1";
   std::string b = o.args.size() > 1 ? o.args[1] : "HEAD";
-  auto d = (*ws)->diff(a, b);
+  auto d = ws->diff(a, b);
   if (!d) {
     err(d.error());
     return kUsage;
@@ -602,11 +590,8 @@ int cmd_checkout(Options& o) {
     return kUsage;
   }
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
-  if (auto s = (*ws)->checkout(o.args[0]); !s) {
+  if (!ws) return kUsage;
+  if (auto s = ws->checkout(o.args[0]); !s) {
     err(s.message());
     return kUsage;
   }
@@ -616,13 +601,10 @@ int cmd_checkout(Options& o) {
 
 int cmd_branch(Options& o) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
+  if (!ws) return kUsage;
   if (o.args.empty()) {
-    auto refs = (*ws)->store().refs();
-    auto head = (*ws)->store().head();
+    auto refs = ws->store().refs();
+    auto head = ws->store().head();
     if (!refs) {
       err(refs.error());
       return kEnvironment;
@@ -636,7 +618,7 @@ int cmd_branch(Options& o) {
                   static_cast<long long>(id));
     return kOk;
   }
-  if (auto s = (*ws)->branch(o.args[0], o.args.size() > 1 ? o.args[1] : "HEAD"); !s) {
+  if (auto s = ws->branch(o.args[0], o.args.size() > 1 ? o.args[1] : "HEAD"); !s) {
     err(s.message());
     return kUsage;
   }
@@ -646,19 +628,13 @@ int cmd_branch(Options& o) {
 
 int cmd_report(Options& o) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
-  auto id = (*ws)->resolve(o.args.empty() ? "HEAD" : o.args[0]);
-  if (!id) {
-    err(id.error());
-    return kUsage;
-  }
-  auto files = (*ws)->checkpoint_files(*id);
-  auto attempts = (*ws)->store().attempts();
+  if (!ws) return kUsage;
+  auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) return kUsage;
+  auto files = ws->checkpoint_files(*id);
+  auto attempts = ws->store().attempts();
   Report rep =
-      build_report((*ws)->root().string(), files ? files->first.name : "", chain_to(**ws, *id),
+      build_report(ws->root().string(), files ? files->first.name : "", chain_to(*ws, *id),
                    attempts ? *attempts : std::vector<AttemptRecord>{});
   std::string fmt_name = o.json_out ? "json" : o.format;
   std::string text;
@@ -686,12 +662,9 @@ int cmd_report(Options& o) {
 
 int cmd_commit(Options& o) {
   auto ws = open_ws(o);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
-  auto r = (*ws)->commit(o.message, eval_options(**ws, o));
-  return print_apply(r, o, **ws);
+  if (!ws) return kUsage;
+  auto r = ws->commit(o.message, eval_options(*ws, o));
+  return print_apply(r, o, *ws);
 }
 
 int cmd_doctor(Options& o) {

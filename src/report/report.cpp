@@ -176,7 +176,7 @@ std::string render_markdown(const Report& r) {
   o << fmt::format("# peak report: {}\n\n", r.kernel);
   o << fmt::format("- Device: {} ({} backend)\n", r.device, r.backend);
   if (r.peak_tflops > 0)
-    o << fmt::format("- Peak used for %%peak: {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
+    o << fmt::format("- Peak used for % of peak: {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
   if (r.measured_fp32_tflops > 0)
     o << fmt::format("- Measured FP32 FMA throughput: {:.2f} TFLOP/s\n", r.measured_fp32_tflops);
   o << "\n| checkpoint | step | disposition | best configuration | shape | GFLOP/s | % of vendor | "
