@@ -115,9 +115,9 @@ std::string render_text(const Report& r) {
   o << fmt::format("peak report: {} ({})\n", r.kernel, r.workspace);
   o << fmt::format("device: {} [{}]\n", r.device.empty() ? "(not evaluated)" : r.device, r.backend);
   if (r.peak_tflops > 0)
-    o << fmt::format("peak:   {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
+    o << fmt::format("peak:   {:.3g} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
   if (r.measured_fp32_tflops > 0)
-    o << fmt::format("measured FP32 FMA throughput: {:.2f} TFLOP/s\n", r.measured_fp32_tflops);
+    o << fmt::format("measured FP32 FMA throughput: {:.3g} TFLOP/s\n", r.measured_fp32_tflops);
   o << "\n";
   // One row per (step, shape); columns sized to their content.
   std::vector<std::vector<std::string>> rows;
@@ -176,9 +176,9 @@ std::string render_markdown(const Report& r) {
   o << fmt::format("# peak report: {}\n\n", r.kernel);
   o << fmt::format("- Device: {} ({} backend)\n", r.device, r.backend);
   if (r.peak_tflops > 0)
-    o << fmt::format("- Peak used for % of peak: {:.1f} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
+    o << fmt::format("- Peak used for % of peak: {:.3g} TFLOP/s ({})\n", r.peak_tflops, r.peak_source);
   if (r.measured_fp32_tflops > 0)
-    o << fmt::format("- Measured FP32 FMA throughput: {:.2f} TFLOP/s\n", r.measured_fp32_tflops);
+    o << fmt::format("- Measured FP32 FMA throughput: {:.3g} TFLOP/s\n", r.measured_fp32_tflops);
   o << "\n| checkpoint | step | disposition | best configuration | shape | GFLOP/s | % of vendor | "
        "% of peak | speedup vs seed | vs parent | spread |\n";
   o << "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
