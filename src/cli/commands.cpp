@@ -58,6 +58,7 @@ struct Options {
   std::vector<std::string> tuning;  // NAME=V1,V2
   std::string prompt_device;        // JSON file of device facts for prompts
   bool compile_only = false;
+  bool sanitize = false;
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -126,6 +127,7 @@ EvalOptions eval_options(Workspace& ws, const Options& o) {
   if (o.jobs > 0) e.jobs = o.jobs;
   if (o.no_baseline) e.baseline = false;
   e.compile_only = o.compile_only;
+  e.sanitize = o.sanitize;
   return e;
 }
 
@@ -181,6 +183,8 @@ void add_eval_options(CLI::App* c, Options& o) {
   c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: all cores)");
   c->add_flag("--no-baseline", o.no_baseline, "do not time the vendor library");
   c->add_option("--tune", o.tuning, "override a tuning parameter's values: NAME=V1,V2,...");
+  c->add_flag("--sanitize", o.sanitize,
+              "CUDA: also run compute-sanitizer (memcheck, racecheck) on one small shape");
   c->add_flag("--compile-only", o.compile_only,
               "compile every configuration but run nothing (recording without the target device)");
 }
@@ -469,6 +473,9 @@ int cmd_eval(Options& o, bool force, const char* what) {
                 std::string(to_string(ev->disposition)).c_str(), ev->message.c_str());
     if (ev->summary.contains("configs"))
       std::printf("  configurations: %s\n", ev->summary["configs"].dump().c_str());
+    if (ev->summary.contains("sanitizer"))
+      std::printf("  compute-sanitizer (%s):\n%s", ev->summary["sanitizer"].value("config", "").c_str(),
+                  ev->summary["sanitizer"].value("report", "").c_str());
     if (ev->summary.contains("top"))
       for (const auto& t : ev->summary["top"])
         std::printf("  %-40s %.4f ms\n", t["config"].dump().c_str(), t.value("score_ms", 0.0));

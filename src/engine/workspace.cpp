@@ -384,6 +384,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.jobs = opts.jobs;
   to.tune_shapes = {bench.front()};
   to.validation.seeds = opts.seeds;
+  to.validation.sanitize = opts.sanitize;
   to.validation.task_timeout_s = opts.task_timeout_s;
   to.screening.policy = opts.screening;
   to.screening.task_timeout_s = opts.task_timeout_s * 2;
@@ -452,6 +453,9 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                         {"config_text", config_text(best.config)},
                         {"resources", best.build.resources},
                         {"validation", best.validation.message}};
+  for (const auto& o : tr.outcomes)
+    if (!o.validation.sanitizer.empty())
+      ev.summary["sanitizer"] = {{"config", config_text(o.config)}, {"report", o.validation.sanitizer}};
   // Final timing of the best configuration on every bench shape, against the baseline.
   auto t0 = std::chrono::steady_clock::now();
   MeasureOptions mo;

@@ -43,6 +43,7 @@ struct EvalOptions {
   // Compile every configuration but run nothing: for recording a campaign on a machine without
   // the target device (the run is replayed, fully evaluated, where the device is).
   bool compile_only = false;
+  bool sanitize = false;  // CUDA: compute-sanitizer memcheck and racecheck on one small shape
 };
 EvalOptions default_eval_options(bool cpu_device);
 

@@ -163,6 +163,7 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
 
   // 2. Validate every configuration that built.
   t0 = std::chrono::steady_clock::now();
+  bool sanitized = false;
   for (size_t i = 0; i < n; ++i) {
     ConfigOutcome& o = res.outcomes[i];
     if (o.build.disposition != Disposition::passed) {
@@ -174,7 +175,11 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
         o.disposition = check.disposition;
         o.message = check.message;
       } else {
-        o.validation = validator.validate(ctx, source, o.build, o.config, opts.validation);
+        ValidationOptions vo = opts.validation;
+        // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
+        vo.sanitize = opts.validation.sanitize && !sanitized;
+        sanitized = sanitized || vo.sanitize;
+        o.validation = validator.validate(ctx, source, o.build, o.config, vo);
         o.disposition = o.validation.disposition;
         o.message = o.validation.message;
       }

@@ -11,6 +11,7 @@
 #include "context/inputs.h"
 #include "context/reference.h"
 #include "util/fs.h"
+#include "util/process.h"
 
 namespace peak {
 
@@ -28,6 +29,8 @@ struct Validator::RefData {
     std::vector<int64_t> indices;
     std::vector<double> values;
     double rms = 0;
+    std::vector<float> vendor;  // every element from the vendor library (large outputs), or empty
+    std::string vendor_name;
   };
   std::map<std::string, Out> outputs;
 };
@@ -157,12 +160,65 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     std::error_code ec;
     fs::remove_all(*dir, ec);
   }
+  // Large outputs: every element against the vendor library on the device, whose own result is
+  // checked against the float64 CPU reference on the sampled elements.
+  std::string vendor = backend_.baseline(ctx, device_);
+  bool large = false;
+  for (const auto& a : ctx.arrays)
+    if (a.output && sizes->at(a.name) > opts.full_check_limit) large = true;
+  if (opts.vendor_reference && large && !vendor.empty() && ctx.reference == ReferenceKind::cpu) {
+    auto dir = make_temp_dir("peak-vref-");
+    if (!dir) return Error{dir.error()};
+    RunnerJob job;
+    job.family = ctx.family;
+    job.entry = ctx.entry;
+    job.arrays = ctx.arrays;
+    job.scalars = ctx.scalars;
+    RunnerTask t;
+    t.id = "vendor-reference";
+    t.shape = shape;
+    t.sizes = *sizes;
+    t.seed = seed;
+    t.variant = variant;
+    t.repeat = false;
+    t.baseline = vendor;
+    t.baseline_outputs = true;
+    t.output_dir = dir->string();
+    job.tasks.push_back(t);
+    auto res = run_job(job, runner_);
+    std::error_code ec;
+    if (!res || res->at(0).disposition != Disposition::passed) {
+      fs::remove_all(*dir, ec);
+      return make_error(fmt::format("the {} reference failed on shape {}: {}", vendor, shape.text(),
+                                    res ? res->at(0).message : res.error()));
+    }
+    for (const auto& a : ctx.arrays) {
+      if (!a.output || sizes->at(a.name) <= opts.full_check_limit) continue;
+      auto bytes = read_file(res->at(0).outputs.at(a.name));
+      if (!bytes) {
+        fs::remove_all(*dir, ec);
+        return Error{bytes.error()};
+      }
+      auto& o = data->outputs[a.name];
+      int64_t n = sizes->at(a.name);
+      o.vendor.resize(static_cast<size_t>(n));
+      const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
+      for (int64_t i = 0; i < n; ++i)
+        o.vendor[static_cast<size_t>(i)] = static_cast<float>(element_as_double(a.dtype, p, i));
+      o.vendor_name = vendor;
+    }
+    fs::remove_all(*dir, ec);
+    ++cached_full_;
+  }
   for (auto& [name, o] : data->outputs) {
     double ss = 0;
     for (double v : o.values) ss += v * v;
     o.rms = o.values.empty() ? 0 : std::sqrt(ss / static_cast<double>(o.values.size()));
   }
-  if (cache_.size() > 64) cache_.clear();
+  if (cache_.size() > 64 || cached_full_ > 6) {
+    cache_.clear();
+    cached_full_ = 0;
+  }
   cache_[key] = data;
   return data;
 }
@@ -257,6 +313,36 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
       if (dims.size() == 2) return fmt::format("{}[{}][{}]", a.name, i / dims[1], i % dims[1]);
       return fmt::format("{}[{}]", a.name, i);
     };
+    // The vendor reference must agree with the float64 one before it judges anything.
+    if (!ro.vendor.empty()) {
+      for (size_t k = 0; k < ro.indices.size(); ++k) {
+        double v = ro.vendor[static_cast<size_t>(ro.indices[k])];
+        if (!(std::fabs(v - ro.values[k]) <= 4 * (atol_scale + tol * std::fabs(ro.values[k])))) {
+          c.disposition = Disposition::not_run;
+          c.message = fmt::format("the {} reference disagrees with the float64 CPU reference at {} "
+                                  "({:.7g} vs {:.7g}); nothing was judged",
+                                  ro.vendor_name, shape.text(), v, ro.values[k]);
+          return c;
+        }
+      }
+      int64_t vendor_bad = 0, first_vendor_bad = -1;
+      for (int64_t i = 0; i < count; ++i) {
+        if (is_poison(a.dtype, p + i * static_cast<int64_t>(dtype_size(a.dtype)))) continue;
+        double v = ro.vendor[static_cast<size_t>(i)];
+        double err = std::fabs(element_as_double(a.dtype, p, i) - v);
+        if (!(err <= 2 * (atol_scale + tol * std::fabs(v)))) {
+          if (first_vendor_bad < 0) first_vendor_bad = i;
+          ++vendor_bad;
+        }
+      }
+      c.checked_elements += count;
+      if (vendor_bad > 0 && c.bad_elements == 0) {
+        c.bad_elements = vendor_bad;
+        first_bad = first_vendor_bad;
+        first_bad_out = element_as_double(a.dtype, p, first_vendor_bad);
+        first_bad_ref = ro.vendor[static_cast<size_t>(first_vendor_bad)];
+      }
+    }
     if (c.unwritten > 0) {
       c.disposition = Disposition::unwritten_output;
       c.message = fmt::format("{} of {} elements of {} were never written (first: {}) at {}",
@@ -268,7 +354,8 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
       c.message = fmt::format(
           "{} of {} checked elements of {} differ from the reference at {} (first: {} = {:.7g}, "
           "expected {:.7g}; tolerance {:.2g} relative)",
-          c.bad_elements, ro.indices.size(), a.name, shape.text(), where(first_bad), first_bad_out,
+          c.bad_elements, ro.vendor.empty() ? static_cast<int64_t>(ro.indices.size()) : count, a.name,
+          shape.text(), where(first_bad), first_bad_out,
           first_bad_ref, tol);
       return c;
     }
@@ -390,8 +477,95 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   std::error_code ec;
   fs::remove_all(*dir, ec);
   if (first != Disposition::passed) return finish(first, first_msg);
+  if (opts.sanitize && backend_.name() == "cuda" && !job.tasks.empty()) {
+    RunnerJob one = job;
+    one.tasks = {job.tasks.front()};
+    auto sdir = make_temp_dir("peak-sanitize-out-");
+    if (sdir) one.tasks[0].output_dir = sdir->string();
+    one.tasks[0].repeat = false;
+    SanitizerOutcome so = run_sanitizer(runner_, one, opts.task_timeout_s * 10);
+    if (sdir) fs::remove_all(*sdir, ec);
+    out.sanitizer = so.report;
+    if (so.disposition != Disposition::passed && so.disposition != Disposition::not_run)
+      return finish(so.disposition, "compute-sanitizer: " + so.report);
+  }
   return finish(Disposition::passed,
                 fmt::format("{} checks on {} shapes passed", out.checks.size(), shapes.size()));
+}
+
+namespace {
+fs::path find_compute_sanitizer() {
+  std::error_code ec;
+  if (const char* e = std::getenv("PEAK_COMPUTE_SANITIZER"); e && *e) return e;
+  for (const char* home : {std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH")})
+    if (home && fs::exists(fs::path(home) / "bin/compute-sanitizer", ec)) return fs::path(home) / "bin/compute-sanitizer";
+  if (fs::exists("/usr/local/cuda/bin/compute-sanitizer", ec)) return "/usr/local/cuda/bin/compute-sanitizer";
+  if (const char* path = std::getenv("PATH")) {
+    std::string dirs = path;
+    size_t start = 0;
+    while (start <= dirs.size()) {
+      size_t colon = dirs.find(':', start);
+      fs::path d = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      if (!d.empty() && fs::exists(d / "compute-sanitizer", ec)) return d / "compute-sanitizer";
+      if (colon == std::string::npos) break;
+      start = colon + 1;
+    }
+  }
+  return {};
+}
+}  // namespace
+
+SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job, double timeout_s) {
+  SanitizerOutcome out;
+  fs::path tool = find_compute_sanitizer();
+  if (tool.empty()) {
+    out.report = "compute-sanitizer not found (set PEAK_COMPUTE_SANITIZER or install the CUDA toolkit)";
+    return out;
+  }
+  out.disposition = Disposition::passed;
+  for (const std::string t : {"memcheck", "racecheck"}) {
+    auto dir = make_temp_dir("peak-sanitize-");
+    if (!dir) {
+      out.disposition = Disposition::not_run;
+      out.report += dir.error();
+      return out;
+    }
+    fs::path log = *dir / "sanitizer.log";
+    ProcessOptions po;
+    po.argv = {tool.string(), "--tool", t, "--error-exitcode", "99", "--log-file", log.string(),
+               runner.executable.string()};
+    po.stdin_data = job.to_json().dump();
+    po.env = runner.env;
+    po.timeout_s = timeout_s;
+    auto r = run_process(po);
+    std::string text = read_file(log).is_ok() ? *read_file(log) : "";
+    std::string summary;
+    for (const auto& line : split_lines(text))
+      if (line.find("ERROR SUMMARY") != std::string::npos || line.find("RACECHECK SUMMARY") != std::string::npos)
+        summary = trim(line.substr(line.find("=========") == 0 ? 10 : 0));
+    std::error_code ec;
+    fs::remove_all(*dir, ec);
+    if (!r) {
+      out.disposition = Disposition::not_run;
+      out.report += fmt::format("{}: {}\n", t, r.error());
+      continue;
+    }
+    bool findings = r->exit_code == 99;
+    out.report += fmt::format("{}: {}\n", t, summary.empty() ? r->describe() : summary);
+    if (findings) {
+      // The first reported problem, for the record.
+      auto lines = split_lines(text);
+      int shown = 0;
+      for (const auto& line : lines) {
+        if (line.find("=========") == std::string::npos || trim(line).size() <= 10) continue;
+        out.report += "  " + trim(line) + "\n";
+        if (++shown == 8) break;
+      }
+      if (out.disposition == Disposition::passed)
+        out.disposition = t == "memcheck" ? Disposition::out_of_bounds : Disposition::nondeterministic;
+    }
+  }
+  return out;
 }
 
 }  // namespace peak

@@ -34,6 +34,7 @@ struct ValidationOutcome {
   Disposition disposition = Disposition::not_run;
   std::string message;  // first failure, or a summary
   std::vector<ShapeCheck> checks;
+  std::string sanitizer;  // compute-sanitizer findings, when it ran
   double seconds = 0;
 };
 
@@ -57,7 +58,20 @@ struct ValidationOptions {
   double task_timeout_s = 60;
   uint64_t base_seed = 0x5eed;
   bool sanitize = false;            // CUDA: compute-sanitizer memcheck+racecheck on one shape
+  // Outputs larger than full_check_limit are also compared element by element against the
+  // vendor library run on the device (cuBLAS), itself checked against the CPU float64 reference
+  // on the sampled elements.
+  bool vendor_reference = true;
 };
+
+// Runs `runner` under compute-sanitizer (memcheck, then racecheck) on one task; returns the
+// disposition (passed, out_of_bounds for memory errors, nondeterministic for races, not_run when
+// compute-sanitizer is missing) and its findings.
+struct SanitizerOutcome {
+  Disposition disposition = Disposition::not_run;
+  std::string report;
+};
+SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job, double timeout_s);
 
 // Tolerance for one output element (documented in docs/validation.md):
 //   |out - ref| <= tol * (|ref| + rms_abs)   with tol = c(dtype) * sqrt(reduction)
@@ -87,6 +101,7 @@ class Validator {
   RunnerOptions runner_;
   ReferenceSource ref_;
   std::map<std::string, std::shared_ptr<RefData>> cache_;
+  size_t cached_full_ = 0;  // references holding every element (memory bound)
 };
 
 }  // namespace peak
