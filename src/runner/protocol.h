@@ -105,6 +105,15 @@ struct RunnerJob {
   std::vector<RunnerTask> tasks;
   json to_json() const;
   static Result<RunnerJob> from_json(const json& j);
+  // A "run" job for a kernel context (family, entry, arrays, scalars), with no tasks yet.
+  static RunnerJob for_context(const KernelContext& ctx) {
+    RunnerJob job;
+    job.family = ctx.family;
+    job.entry = ctx.entry;
+    job.arrays = ctx.arrays;
+    job.scalars = ctx.scalars;
+    return job;
+  }
 };
 
 struct TaskResult {

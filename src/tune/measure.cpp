@@ -44,11 +44,7 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
   std::vector<Measurement> out;
   std::string baseline = opts.with_baseline ? backend.baseline(ctx, device) : "";
   auto dir = make_temp_dir("peak-time-");
-  RunnerJob job;
-  job.family = ctx.family;
-  job.entry = ctx.entry;
-  job.arrays = ctx.arrays;
-  job.scalars = ctx.scalars;
+  RunnerJob job = RunnerJob::for_context(ctx);
   std::vector<size_t> task_of_shape(shapes.size(), SIZE_MAX);
   for (size_t i = 0; i < shapes.size(); ++i) {
     Measurement m;

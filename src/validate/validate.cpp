@@ -124,11 +124,7 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
           fmt::format("the seed kernel cannot run shape {}: {}", shape.text(), plan.message));
     auto dir = make_temp_dir("peak-ref-");
     if (!dir) return Error{dir.error()};
-    RunnerJob job;
-    job.family = ctx.family;
-    job.entry = ctx.entry;
-    job.arrays = ctx.arrays;
-    job.scalars = ctx.scalars;
+    RunnerJob job = RunnerJob::for_context(ctx);
     RunnerTask t;
     t.id = "ref";
     t.artifact = ref_.seed_artifact;
@@ -169,11 +165,7 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
   if (opts.vendor_reference && large && !vendor.empty() && ctx.reference == ReferenceKind::cpu) {
     auto dir = make_temp_dir("peak-vref-");
     if (!dir) return Error{dir.error()};
-    RunnerJob job;
-    job.family = ctx.family;
-    job.entry = ctx.entry;
-    job.arrays = ctx.arrays;
-    job.scalars = ctx.scalars;
+    RunnerJob job = RunnerJob::for_context(ctx);
     RunnerTask t;
     t.id = "vendor-reference";
     t.shape = shape;
@@ -396,11 +388,7 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
 
   auto dir = make_temp_dir("peak-val-");
   if (!dir) return finish(Disposition::crashed, dir.error());
-  RunnerJob job;
-  job.family = ctx.family;
-  job.entry = ctx.entry;
-  job.arrays = ctx.arrays;
-  job.scalars = ctx.scalars;
+  RunnerJob job = RunnerJob::for_context(ctx);
   struct TaskInfo {
     size_t shape;
     uint64_t seed;
