@@ -387,9 +387,9 @@ int cmd_run(Options& o) {
   } else if (r.disposition == Disposition::passed) {
     auto h = ws->head();
     if (h) {
-      auto rep = build_report(ws->root().string(), seq->name, chain_to(*ws, h->id),
-                              ws->store().attempts().is_ok() ? *ws->store().attempts()
-                                                                : std::vector<AttemptRecord>{});
+      auto rep = build_report(
+          ws->root().string(), seq->name, chain_to(*ws, h->id),
+          ws->store().attempts().is_ok() ? *ws->store().attempts() : std::vector<AttemptRecord>{});
       std::printf("%s", render_text(rep).c_str());
     }
   } else {
@@ -474,7 +474,8 @@ int cmd_eval(Options& o, bool force, const char* what) {
     if (ev->summary.contains("configs"))
       std::printf("  configurations: %s\n", ev->summary["configs"].dump().c_str());
     if (ev->summary.contains("sanitizer"))
-      std::printf("  compute-sanitizer (%s):\n%s", ev->summary["sanitizer"].value("config", "").c_str(),
+      std::printf("  compute-sanitizer (%s):\n%s",
+                  ev->summary["sanitizer"].value("config", "").c_str(),
                   ev->summary["sanitizer"].value("report", "").c_str());
     if (ev->summary.contains("top"))
       for (const auto& t : ev->summary["top"])
@@ -640,9 +641,8 @@ int cmd_report(Options& o) {
   if (!id) return kUsage;
   auto files = ws->checkpoint_files(*id);
   auto attempts = ws->store().attempts();
-  Report rep =
-      build_report(ws->root().string(), files ? files->first.name : "", chain_to(*ws, *id),
-                   attempts ? *attempts : std::vector<AttemptRecord>{});
+  Report rep = build_report(ws->root().string(), files ? files->first.name : "", chain_to(*ws, *id),
+                            attempts ? *attempts : std::vector<AttemptRecord>{});
   std::string fmt_name = o.json_out ? "json" : o.format;
   std::string text;
   if (fmt_name == "json")

@@ -190,6 +190,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
 
   auto regions0 = split_regions(files->second, ctx.source_file);
   if (!regions0) return fail(Disposition::not_run, regions0.error());
+  // Helper snippets are peak's to insert, before the first pass; the model only calls them.
+  regions0 = insert_helpers(T, ctx.backend, *regions0);
   std::vector<std::pair<std::string, std::string>> facts = {
       {"name", dev->name},
       {"compute units", std::to_string(dev->compute_units)},

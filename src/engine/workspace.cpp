@@ -455,7 +455,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                         {"validation", best.validation.message}};
   for (const auto& o : tr.outcomes)
     if (!o.validation.sanitizer.empty())
-      ev.summary["sanitizer"] = {{"config", config_text(o.config)}, {"report", o.validation.sanitizer}};
+      ev.summary["sanitizer"] = {{"config", config_text(o.config)},
+                                 {"report", o.validation.sanitizer}};
   // Final timing of the best configuration on every bench shape, against the baseline.
   auto t0 = std::chrono::steady_clock::now();
   MeasureOptions mo;

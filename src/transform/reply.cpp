@@ -1,5 +1,7 @@
 #include "transform/reply.h"
 
+#include "transform/transformation.h"
+
 #include <set>
 #include <vector>
 
@@ -266,6 +268,20 @@ SpliceOutcome splice_reply(const std::string& reply, const SourceRegions& curren
   out.disposition = Disposition::passed;
   out.message.clear();
   return out;
+}
+
+SourceRegions insert_helpers(const Transformation& t, const std::string& backend,
+                             SourceRegions source) {
+  for (const auto& h : t.helpers) {
+    if (!h.backend.empty() && h.backend != backend) continue;
+    std::string& region = source.get(h.region);
+    std::string marker = "// peak helper: " + h.name;
+    if (region.find(marker) != std::string::npos) continue;
+    if (!region.empty() && region.back() != '\n') region += '\n';
+    region += marker + "\n" + h.code;
+    if (region.back() != '\n') region += '\n';
+  }
+  return source;
 }
 
 }  // namespace peak

@@ -20,4 +20,11 @@ struct SpliceOutcome {
 // comments, is a region_violation.
 SpliceOutcome splice_reply(const std::string& reply, const SourceRegions& current, Region target);
 
+// Inserts the transformation's helper snippets for `backend` (those with no backend or this one)
+// at the end of their regions, each after a comment line "// peak helper: NAME", unless that
+// line is already there. peak does this before the first pass: the model calls the helpers, it
+// never writes them.
+SourceRegions insert_helpers(const struct Transformation& t, const std::string& backend,
+                             SourceRegions source);
+
 }  // namespace peak

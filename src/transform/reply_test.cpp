@@ -1,4 +1,5 @@
 #include "transform/reply.h"
+#include "transform/transformation.h"
 
 #include <gtest/gtest.h>
 
@@ -211,6 +212,31 @@ TEST(Reply, IndentedFenceInAListItem) {
   auto o = splice_reply(reply, cur, Region::macros);
   ASSERT_EQ(o.disposition, Disposition::passed) << o.message;
   EXPECT_EQ(o.source.macros, "#define X 1\n  #define Y 2\n");
+}
+
+}  // namespace
+}  // namespace peak
+
+namespace peak {
+namespace {
+
+TEST(InsertHelpers, AddsMatchingSnippetsOnceAfterAMarker) {
+  Transformation t;
+  t.helpers.push_back({"copy_tile", Region::device, "cuda", "__device__ void copy_tile() {}\n"});
+  t.helpers.push_back({"hlsl_only", Region::device, "hlsl", "void hlsl_only() {}\n"});
+  t.helpers.push_back({"any_backend", Region::macros, "", "#define PEAK_HELPER 1"});
+  SourceRegions src;
+  src.device = "__global__ void k() {}\n";
+  src.macros = "#define A 1";
+  SourceRegions out = insert_helpers(t, "cuda", src);
+  EXPECT_EQ(out.device,
+            "__global__ void k() {}\n// peak helper: copy_tile\n__device__ void copy_tile() {}\n");
+  EXPECT_EQ(out.macros, "#define A 1\n// peak helper: any_backend\n#define PEAK_HELPER 1\n");
+  EXPECT_EQ(out.device.find("hlsl_only"), std::string::npos);
+  // A second insertion (a retry, a resumed run) changes nothing.
+  SourceRegions again = insert_helpers(t, "cuda", out);
+  EXPECT_EQ(again.device, out.device);
+  EXPECT_EQ(again.macros, out.macros);
 }
 
 }  // namespace

@@ -311,9 +311,10 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
         double v = ro.vendor[static_cast<size_t>(ro.indices[k])];
         if (!(std::fabs(v - ro.values[k]) <= 4 * (atol_scale + tol * std::fabs(ro.values[k])))) {
           c.disposition = Disposition::not_run;
-          c.message = fmt::format("the {} reference disagrees with the float64 CPU reference at {} "
-                                  "({:.7g} vs {:.7g}); nothing was judged",
-                                  ro.vendor_name, shape.text(), v, ro.values[k]);
+          c.message = fmt::format(
+              "the {} reference disagrees with the float64 CPU reference at {} "
+              "({:.7g} vs {:.7g}); nothing was judged",
+              ro.vendor_name, shape.text(), v, ro.values[k]);
           return c;
         }
       }
@@ -346,9 +347,8 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
       c.message = fmt::format(
           "{} of {} checked elements of {} differ from the reference at {} (first: {} = {:.7g}, "
           "expected {:.7g}; tolerance {:.2g} relative)",
-          c.bad_elements, ro.vendor.empty() ? static_cast<int64_t>(ro.indices.size()) : count, a.name,
-          shape.text(), where(first_bad), first_bad_out,
-          first_bad_ref, tol);
+          c.bad_elements, ro.vendor.empty() ? static_cast<int64_t>(ro.indices.size()) : count,
+          a.name, shape.text(), where(first_bad), first_bad_out, first_bad_ref, tol);
       return c;
     }
   }
@@ -486,14 +486,17 @@ fs::path find_compute_sanitizer() {
   std::error_code ec;
   if (const char* e = std::getenv("PEAK_COMPUTE_SANITIZER"); e && *e) return e;
   for (const char* home : {std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH")})
-    if (home && fs::exists(fs::path(home) / "bin/compute-sanitizer", ec)) return fs::path(home) / "bin/compute-sanitizer";
-  if (fs::exists("/usr/local/cuda/bin/compute-sanitizer", ec)) return "/usr/local/cuda/bin/compute-sanitizer";
+    if (home && fs::exists(fs::path(home) / "bin/compute-sanitizer", ec))
+      return fs::path(home) / "bin/compute-sanitizer";
+  if (fs::exists("/usr/local/cuda/bin/compute-sanitizer", ec))
+    return "/usr/local/cuda/bin/compute-sanitizer";
   if (const char* path = std::getenv("PATH")) {
     std::string dirs = path;
     size_t start = 0;
     while (start <= dirs.size()) {
       size_t colon = dirs.find(':', start);
-      fs::path d = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      fs::path d =
+          dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
       if (!d.empty() && fs::exists(d / "compute-sanitizer", ec)) return d / "compute-sanitizer";
       if (colon == std::string::npos) break;
       start = colon + 1;
@@ -503,11 +506,13 @@ fs::path find_compute_sanitizer() {
 }
 }  // namespace
 
-SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job, double timeout_s) {
+SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job,
+                               double timeout_s) {
   SanitizerOutcome out;
   fs::path tool = find_compute_sanitizer();
   if (tool.empty()) {
-    out.report = "compute-sanitizer not found (set PEAK_COMPUTE_SANITIZER or install the CUDA toolkit)";
+    out.report =
+        "compute-sanitizer not found (set PEAK_COMPUTE_SANITIZER or install the CUDA toolkit)";
     return out;
   }
   out.disposition = Disposition::passed;
@@ -520,7 +525,13 @@ SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job
     }
     fs::path log = *dir / "sanitizer.log";
     ProcessOptions po;
-    po.argv = {tool.string(), "--tool", t, "--error-exitcode", "99", "--log-file", log.string(),
+    po.argv = {tool.string(),
+               "--tool",
+               t,
+               "--error-exitcode",
+               "99",
+               "--log-file",
+               log.string(),
                runner.executable.string()};
     po.stdin_data = job.to_json().dump();
     po.env = runner.env;
@@ -529,7 +540,8 @@ SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job
     std::string text = read_file(log).is_ok() ? *read_file(log) : "";
     std::string summary;
     for (const auto& line : split_lines(text))
-      if (line.find("ERROR SUMMARY") != std::string::npos || line.find("RACECHECK SUMMARY") != std::string::npos)
+      if (line.find("ERROR SUMMARY") != std::string::npos ||
+          line.find("RACECHECK SUMMARY") != std::string::npos)
         summary = trim(line.substr(line.find("=========") == 0 ? 10 : 0));
     std::error_code ec;
     fs::remove_all(*dir, ec);
@@ -550,7 +562,8 @@ SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job
         if (++shown == 8) break;
       }
       if (out.disposition == Disposition::passed)
-        out.disposition = t == "memcheck" ? Disposition::out_of_bounds : Disposition::nondeterministic;
+        out.disposition =
+            t == "memcheck" ? Disposition::out_of_bounds : Disposition::nondeterministic;
     }
   }
   return out;
