@@ -131,7 +131,8 @@ EvalOptions eval_options(Workspace& ws, const Options& o) {
   return e;
 }
 
-ApplyOptions apply_options(Workspace& ws, const Options& o) {
+// The options of apply/run; nullopt (after saying why) when --prompt-device is unusable.
+std::optional<ApplyOptions> apply_options(Workspace& ws, const Options& o) {
   ApplyOptions a;
   a.llm = o.llm;
   a.driver.workspace = ws.root();
@@ -145,13 +146,12 @@ ApplyOptions apply_options(Workspace& ws, const Options& o) {
   a.feedback = !o.no_feedback;
   a.eval = eval_options(ws, o);
   if (!o.prompt_device.empty()) {
-    auto text = read_file(o.prompt_device);
-    json j = text ? json::parse(*text, nullptr, false) : json();
-    if (j.is_object())
-      a.prompt_device = DeviceFacts::from_json(j.contains("device") ? j["device"] : j);
-    else
-      err(fmt::format("--prompt-device {}: not a JSON file of device facts; ignored",
-                      o.prompt_device));
+    auto facts = read_device_facts(o.prompt_device);
+    if (!facts) {
+      err("--prompt-device: " + facts.error());
+      return std::nullopt;
+    }
+    a.prompt_device = *facts;
   }
   return a;
 }
@@ -189,7 +189,7 @@ void add_eval_options(CLI::App* c, Options& o) {
               "compile every configuration but run nothing (recording without the target device)");
 }
 
-int print_apply(const ApplyResult& r, const Options& o, Workspace& ws) {
+int print_apply(const ApplyResult& r, const Options& o) {
   if (o.json_out) {
     json j{{"disposition", std::string(to_string(r.disposition))},
            {"message", r.message},
@@ -216,27 +216,10 @@ int print_apply(const ApplyResult& r, const Options& o, Workspace& ws) {
   } else {
     err(fmt::format("{}: {}", to_string(r.disposition), r.message));
   }
-  (void)ws;
   if (r.pending) return kWaiting;
   if (r.input_error) return kUsage;
   if (r.environment_error) return kEnvironment;
   return r.disposition == Disposition::passed ? kOk : kStepFailed;
-}
-
-std::vector<std::pair<CheckpointRecord, json>> chain_to(Workspace& ws, int64_t tip) {
-  std::vector<std::pair<CheckpointRecord, json>> chain;
-  std::optional<int64_t> id = tip;
-  while (id) {
-    auto c = ws.store().checkpoint(*id);
-    if (!c) break;
-    json s = json::parse(c->summary_json.empty() ? "{}" : c->summary_json, nullptr, false);
-    if (auto m = ws.store().meta(fmt::format("eval.{}", *id)); m && *m)
-      if (auto b = ws.store().get_blob(**m)) s = json::parse(*b, nullptr, false);
-    chain.emplace_back(*c, s.is_object() ? s : json::object());
-    id = c->parent;
-  }
-  std::reverse(chain.begin(), chain.end());
-  return chain;
 }
 
 // ---- handlers --------------------------------------------------------------------------------
@@ -341,8 +324,10 @@ int cmd_apply(Options& o) {
     err(tuning.error());
     return kUsage;
   }
-  auto r = ws->apply(o.args[0], apply_options(*ws, o), 0, *tuning);
-  return print_apply(r, o, *ws);
+  auto ao = apply_options(*ws, o);
+  if (!ao) return kUsage;
+  auto r = ws->apply(o.args[0], *ao, 0, *tuning);
+  return print_apply(r, o);
 }
 
 int cmd_run(Options& o) {
@@ -364,7 +349,9 @@ int cmd_run(Options& o) {
     return kUsage;
   }
   RunOptions ro;
-  ro.apply = apply_options(*ws, o);
+  auto ao = apply_options(*ws, o);
+  if (!ao) return kUsage;
+  ro.apply = *ao;
   ro.resume = o.resume;
   ro.from_step = o.from;
   auto r = ws->run(*seq, ro);
@@ -387,10 +374,7 @@ int cmd_run(Options& o) {
   } else if (r.disposition == Disposition::passed) {
     auto h = ws->head();
     if (h) {
-      auto rep = build_report(
-          ws->root().string(), seq->name, chain_to(*ws, h->id),
-          ws->store().attempts().is_ok() ? *ws->store().attempts() : std::vector<AttemptRecord>{});
-      std::printf("%s", render_text(rep).c_str());
+      std::printf("%s", render_text(ws->report(h->id, seq->name)).c_str());
     }
   } else {
     err(r.message);
@@ -550,8 +534,7 @@ int cmd_show(Options& o) {
     err(!c ? c.error() : files.error());
     return kEnvironment;
   }
-  auto chain = chain_to(*ws, *id);
-  json summary = chain.back().second;
+  json summary = ws->summary(*c);
   if (o.json_out) {
     emit_json({{"id", c->id},
                {"parent", c->parent ? json(*c->parent) : json(nullptr)},
@@ -640,9 +623,7 @@ int cmd_report(Options& o) {
   auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
   if (!id) return kUsage;
   auto files = ws->checkpoint_files(*id);
-  auto attempts = ws->store().attempts();
-  Report rep = build_report(ws->root().string(), files ? files->first.name : "", chain_to(*ws, *id),
-                            attempts ? *attempts : std::vector<AttemptRecord>{});
+  Report rep = ws->report(*id, files ? files->first.name : "");
   std::string fmt_name = o.json_out ? "json" : o.format;
   std::string text;
   if (fmt_name == "json")
@@ -671,7 +652,7 @@ int cmd_commit(Options& o) {
   auto ws = open_ws(o);
   if (!ws) return kUsage;
   auto r = ws->commit(o.message, eval_options(*ws, o));
-  return print_apply(r, o, *ws);
+  return print_apply(r, o);
 }
 
 int cmd_doctor(Options& o) {

@@ -67,16 +67,9 @@ std::string feedback_for(Disposition d, const std::string& message) {
 Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions& opts, bool force) {
   auto c = store_->checkpoint(id);
   if (!c) return Error{c.error()};
-  std::string key = fmt::format("eval.{}", id);
   if (!force) {
-    json s = json::parse(c->summary_json.empty() ? "{}" : c->summary_json, nullptr, false);
-    auto m = store_->meta(key);
-    if (m && *m) {
-      auto blob = store_->get_blob(**m);
-      if (blob) s = json::parse(*blob, nullptr, false);
-    }
-    if (s.is_object() &&
-        (s.contains("bench") || (opts.compile_only && s.value("compile_only", false)))) {
+    json s = summary(*c);
+    if ((s.contains("bench") || (opts.compile_only && s.value("compile_only", false)))) {
       Evaluation ev;
       ev.disposition =
           disposition_from_string(s.value("disposition", "passed")).value_or(Disposition::passed);
@@ -90,19 +83,59 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
   Evaluation ev = evaluate(files->first, files->second, opts, std::nullopt, id);
   if (c->parent) {
     auto ps = evaluate_checkpoint(*c->parent, opts, false);
-    auto seed = store_->find_tag("seed");
-    json seed_summary;
-    if (seed && *seed) {
-      auto ss = evaluate_checkpoint(**seed, opts, false);
-      if (ss) seed_summary = ss->summary;
-    }
-    if (ps) add_speedups(ev.summary, ps->summary, seed_summary);
+    if (ps) add_speedups(ev.summary, ps->summary, seed_summary(opts));
   } else {
     add_speedups(ev.summary, ev.summary, ev.summary);
   }
   auto blob = store_->put_blob(ev.summary.dump());
-  if (blob) (void)store_->set_meta(key, *blob);
+  if (blob) (void)store_->set_meta(fmt::format("eval.{}", id), *blob);
   return ev;
+}
+
+Result<DeviceFacts> read_device_facts(const fs::path& path) {
+  auto text = read_file(path);
+  if (!text) return Error{text.error()};
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_object() && j.contains("device")) j = j["device"];
+  if (!j.is_object() || !j.contains("name"))
+    return make_error(
+        fmt::format("{} holds no device facts (a JSON object with \"name\", "
+                    "\"subgroup_size\", ... as a runner's probe prints)",
+                    path.string()));
+  return DeviceFacts::from_json(j);
+}
+
+json Workspace::seed_summary(const EvalOptions& opts) {
+  auto seed = store_->find_tag("seed");
+  if (!seed || !*seed) return json::object();
+  auto ss = evaluate_checkpoint(**seed, opts, false);
+  return ss ? ss->summary : json::object();
+}
+
+json Workspace::summary(const CheckpointRecord& c) const {
+  json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
+  if (auto m = store_->meta(fmt::format("eval.{}", c.id)); m && *m)
+    if (auto blob = store_->get_blob(**m)) s = json::parse(*blob, nullptr, false);
+  return s.is_object() ? s : json::object();
+}
+
+std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) const {
+  std::vector<std::pair<CheckpointRecord, json>> chain;
+  std::optional<int64_t> id = tip;
+  while (id) {
+    auto c = store_->checkpoint(*id);
+    if (!c) break;
+    chain.emplace_back(*c, summary(*c));
+    id = c->parent;
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+Report Workspace::report(int64_t tip, const std::string& title) const {
+  auto attempts = store_->attempts();
+  return build_report(root_.string(), title, history(tip),
+                      attempts ? *attempts : std::vector<AttemptRecord>{});
 }
 
 ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, int64_t workflow_id,
@@ -139,14 +172,15 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     res.environment_error = true;
     return fail(Disposition::not_run, probed.error());
   }
-  // Prompts show the facts of the device a campaign was recorded for: a replay folder's
-  // device.json, else --prompt-device, else this machine's device.
+  // Prompts show the facts of the device a campaign was recorded for: --prompt-device, else a
+  // replay folder's device.json, else this machine's device.
   std::optional<DeviceFacts> prompt_device = opts.prompt_device;
   if (!prompt_device && starts_with(opts.llm, "replay:")) {
-    auto text = read_file(fs::path(opts.llm.substr(7)) / "device.json");
-    if (text) {
-      json j = json::parse(*text, nullptr, false);
-      if (j.is_object()) prompt_device = DeviceFacts::from_json(j);
+    fs::path recorded = fs::path(opts.llm.substr(7)) / "device.json";
+    if (fs::exists(recorded)) {
+      auto facts = read_device_facts(recorded);
+      if (!facts) return fail(Disposition::not_run, facts.error());
+      prompt_device = *facts;
     }
   }
   Result<DeviceFacts> dev = prompt_device ? Result<DeviceFacts>(*prompt_device) : probed;
@@ -302,13 +336,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     if (eval_attempt) eval_attempt_id = *eval_attempt;
     Evaluation ev = evaluate(ctx2, new_source, eo, eval_attempt_id);
     if (ev.disposition == Disposition::passed) {
-      auto seed = store_->find_tag("seed");
-      json seed_summary;
-      if (seed && *seed) {
-        auto ss = evaluate_checkpoint(**seed, opts.eval, false);
-        if (ss) seed_summary = ss->summary;
-      }
-      add_speedups(ev.summary, parent_eval->summary, seed_summary);
+      add_speedups(ev.summary, parent_eval->summary, seed_summary(opts.eval));
       ev.summary["transformation"] = {{"name", T.name}, {"version", T.version}};
       ev.summary["attempts"] = attempt_no;
       auto id =
@@ -469,11 +497,7 @@ ApplyResult Workspace::commit(const std::string& message, const EvalOptions& opt
   res.disposition = ev.disposition;
   res.message = ev.message;
   if (ev.disposition != Disposition::passed) return res;
-  auto seed = store_->find_tag("seed");
-  json seed_summary;
-  if (seed && *seed)
-    if (auto ss = evaluate_checkpoint(**seed, opts, false)) seed_summary = ss->summary;
-  if (parent_eval) add_speedups(ev.summary, parent_eval->summary, seed_summary);
+  if (parent_eval) add_speedups(ev.summary, parent_eval->summary, seed_summary(opts));
   ev.summary["transformation"] = {{"name", "manual"}, {"message", message}};
   auto id = make_checkpoint(head_cp->id, "manual", message.empty() ? "manual edit" : message, *ctx,
                             *src, ev.summary);

@@ -95,23 +95,7 @@ int run_demo(const DemoOptions& opts) {
   }
   auto rr = (*ws)->run(*seq, ro);
   auto head = (*ws)->head();
-  std::vector<std::pair<CheckpointRecord, json>> chain;
-  if (head) {
-    std::optional<int64_t> id = head->id;
-    while (id) {
-      auto c = (*ws)->store().checkpoint(*id);
-      if (!c) break;
-      json s = json::parse(c->summary_json.empty() ? "{}" : c->summary_json, nullptr, false);
-      if (auto m = (*ws)->store().meta(fmt::format("eval.{}", *id)); m && *m)
-        if (auto b = (*ws)->store().get_blob(**m)) s = json::parse(*b, nullptr, false);
-      chain.emplace_back(*c, s.is_object() ? s : json::object());
-      id = c->parent;
-    }
-    std::reverse(chain.begin(), chain.end());
-  }
-  auto attempts = (*ws)->store().attempts();
-  Report rep = build_report((*ws)->root().string(), seq->name, chain,
-                            attempts ? *attempts : std::vector<AttemptRecord>{});
+  Report rep = head ? (*ws)->report(head->id, seq->name) : Report{};
   (void)write_file((*ws)->root() / "report.md", render_markdown(rep));
   (void)write_file((*ws)->root() / "report.json", render_json(rep).dump(2) + "\n");
   if (opts.json_out) {

@@ -312,35 +312,24 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
 
   fs::path cache = root_ / ".peak" / "cache";
   if (opts.compile_only) {
-    SpaceOptions so;
-    so.budget = opts.budget;
-    so.must_include = opts.must_include;
-    so.overrides = opts.tuning_overrides;
-    auto space = enumerate_space(ctx, *dev, so);
-    if (!space) return fail(Disposition::invalid_config, space.error());
-    size_t built = 0, failed = 0;
-    std::string first_failure;
-    Disposition first_disposition = Disposition::compile_failed;
-    for (const auto& c : space->configs) {
-      BuildRequest req{&ctx, source, c, *dev, cache};
-      auto br = be.build(req);
-      progress_.status(
-          fmt::format("  compile {}/{} configurations", built + failed + 1, space->configs.size()));
-      if (br.disposition == Disposition::passed) {
-        ++built;
-      } else if (failed++ == 0) {
-        first_disposition = br.disposition;
-        first_failure = fmt::format("configuration {}: {}", config_text(c), br.log);
-      }
-    }
-    if (built == 0) {
-      progress_.clear();
-      return fail(first_disposition, first_failure);
-    }
+    // Every configuration is compiled (in parallel), nothing is run.
+    TuneOptions to;
+    to.space.budget = opts.budget;
+    to.space.must_include = opts.must_include;
+    to.space.overrides = opts.tuning_overrides;
+    to.top_k = opts.top_k;
+    to.jobs = opts.jobs;
+    to.cache_dir = cache;
+    to.compile_only = true;
+    Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
+    auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to,
+                   [&](const std::string& phase, size_t done, size_t total) {
+                     progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
+                   });
     progress_.clear();
+    if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
     ev.disposition = Disposition::passed;
-    ev.message = fmt::format("compile only: {} configurations built, {} failed (nothing run)",
-                             built, failed);
+    ev.message = tr.message;
     ev.summary["disposition"] = "passed";
     ev.summary["compile_only"] = true;
     ev.summary["message"] = ev.message;
@@ -390,7 +379,6 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.screening.task_timeout_s = opts.task_timeout_s * 2;
   to.screening.peak_tflops = peak.limit;
   to.cache_dir = cache;
-  std::string label = ctx.name;
   auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
                  [&](const std::string& phase, size_t done, size_t total) {
                    progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));

@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "context/context.h"
 #include "llm/llm.h"
+#include "report/report.h"
 #include "store/store.h"
 #include "transform/transformation.h"
 #include "tune/tuner.h"
@@ -142,6 +143,14 @@ class Workspace {
   // Checkpoints the working files (a manual edit) after evaluating them.
   ApplyResult commit(const std::string& message, const EvalOptions& opts);
 
+  // The evaluation summary of a checkpoint: the one stored by evaluate_checkpoint when there is
+  // one (the seed's, re-evaluations), else the one recorded with the checkpoint.
+  json summary(const CheckpointRecord& c) const;
+  // Checkpoints from the seed to `tip`, each with its summary.
+  std::vector<std::pair<CheckpointRecord, json>> history(int64_t tip) const;
+  // The report of the history from the seed to `tip`, with every recorded attempt.
+  Report report(int64_t tip, const std::string& title) const;
+
   // History.
   Status checkout(const std::string& ref);                        // writes the files, moves HEAD
   Status branch(const std::string& name, const std::string& at);  // creates and switches
@@ -150,6 +159,8 @@ class Workspace {
  private:
   Workspace() = default;
   Status write_working_files(const KernelContext& ctx, const std::string& source);
+  // The seed's evaluation summary (evaluated on first use), for speedups over the seed.
+  json seed_summary(const EvalOptions& opts);
   Result<int64_t> make_checkpoint(std::optional<int64_t> parent, const std::string& transformation,
                                   const std::string& message, const KernelContext& ctx,
                                   const std::string& source, const json& summary);
@@ -160,6 +171,10 @@ class Workspace {
   std::map<std::string, DeviceFacts> devices_;
   Progress progress_;
 };
+
+// Device facts from a JSON file: a DeviceFacts object, or a runner's probe event holding one
+// under "device" (as in recordings/*/device.json and results/*/probe-*.json).
+Result<DeviceFacts> read_device_facts(const std::filesystem::path& path);
 
 // Unified diff of two texts with file labels (3 lines of context).
 std::string unified_diff(const std::string& a, const std::string& b, const std::string& label_a,

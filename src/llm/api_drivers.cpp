@@ -62,29 +62,51 @@ Result<std::string> load_key(const DriverOptions& opts, const std::string& defau
   return key;
 }
 
-class OpenAiDriver : public LlmDriver {
+// What the two HTTP API drivers share: the endpoint, the key and the retry policy.
+class ApiDriver : public LlmDriver {
  public:
-  OpenAiDriver(std::string model, std::string base, bool base_from_spec_or_env, std::string key,
-               std::string key_env, RetryPolicy policy)
-      : model_(std::move(model)),
+  ApiDriver(std::string name, std::string model, std::string base, bool show_base, std::string key,
+            std::string key_env, RetryPolicy policy)
+      : name_(std::move(name)),
+        model_(std::move(model)),
         base_(std::move(base)),
-        show_base_(base_from_spec_or_env),
+        show_base_(show_base),
         key_(std::move(key)),
         key_env_(std::move(key_env)),
         policy_(policy) {}
 
   std::string describe() const override {
-    std::string d = "openai:" + model_;
+    std::string d = name_ + ":" + model_;
     if (show_base_) d += "@" + display_url(base_);
     return redact(d);
   }
 
+ protected:
+  // A reply carrying this driver's identity, before the request is made.
+  LlmReply new_reply() const {
+    LlmReply reply;
+    reply.driver = name_;
+    reply.model = model_;
+    reply.producer = name_ + ":" + model_;
+    return reply;
+  }
+
+  std::string name_, model_, base_;
+  bool show_base_;
+  std::string key_, key_env_;
+  RetryPolicy policy_;
+};
+
+class OpenAiDriver : public ApiDriver {
+ public:
+  OpenAiDriver(std::string model, std::string base, bool show_base, std::string key,
+               std::string key_env, RetryPolicy policy)
+      : ApiDriver("openai", std::move(model), std::move(base), show_base, std::move(key),
+                  std::move(key_env), policy) {}
+
   LlmReply complete(const LlmRequest& request) override {
     auto t0 = std::chrono::steady_clock::now();
-    LlmReply reply;
-    reply.driver = "openai";
-    reply.model = model_;
-    reply.producer = "openai:" + model_;
+    LlmReply reply = new_reply();
     std::string url = base_ + "/chat/completions";
     std::vector<std::string> headers;
     if (!key_.empty()) headers.push_back("Authorization: Bearer " + key_);
@@ -175,36 +197,19 @@ class OpenAiDriver : public LlmDriver {
   }
 
  private:
-  std::string model_, base_;
-  bool show_base_;
-  std::string key_, key_env_;
-  RetryPolicy policy_;
   std::atomic<bool> use_max_tokens_{false};
 };
 
-class AnthropicDriver : public LlmDriver {
+class AnthropicDriver : public ApiDriver {
  public:
   AnthropicDriver(std::string model, std::string base, bool show_base, std::string key,
                   std::string key_env, RetryPolicy policy)
-      : model_(std::move(model)),
-        base_(std::move(base)),
-        show_base_(show_base),
-        key_(std::move(key)),
-        key_env_(std::move(key_env)),
-        policy_(policy) {}
-
-  std::string describe() const override {
-    std::string d = "anthropic:" + model_;
-    if (show_base_) d += "@" + display_url(base_);
-    return redact(d);
-  }
+      : ApiDriver("anthropic", std::move(model), std::move(base), show_base, std::move(key),
+                  std::move(key_env), policy) {}
 
   LlmReply complete(const LlmRequest& request) override {
     auto t0 = std::chrono::steady_clock::now();
-    LlmReply reply;
-    reply.driver = "anthropic";
-    reply.model = model_;
-    reply.producer = "anthropic:" + model_;
+    LlmReply reply = new_reply();
     // Accept a base given with or without the /v1 suffix.
     std::string url = base_.size() >= 3 && base_.substr(base_.size() - 3) == "/v1"
                           ? base_ + "/messages"
@@ -269,12 +274,6 @@ class AnthropicDriver : public LlmDriver {
     reply.status = LlmStatus::ok;
     return reply;
   }
-
- private:
-  std::string model_, base_;
-  bool show_base_;
-  std::string key_, key_env_;
-  RetryPolicy policy_;
 };
 
 RetryPolicy policy_from(const DriverOptions& opts) {

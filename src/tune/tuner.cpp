@@ -160,6 +160,29 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
   for (int j = 0; j < std::min<int>(jobs, static_cast<int>(n)); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   res.compile_seconds = elapsed(t0);
+  if (opts.compile_only) {
+    for (size_t i = 0; i < n; ++i) {
+      ConfigOutcome& o = res.outcomes[i];
+      o.disposition = o.build.disposition;
+      if (o.disposition != Disposition::passed)
+        o.message = o.build.log;
+      else if (res.ranking.size() < static_cast<size_t>(std::max(opts.top_k, 1)))
+        res.ranking.push_back(i);
+    }
+    auto built =
+        std::count_if(res.outcomes.begin(), res.outcomes.end(),
+                      [](const ConfigOutcome& o) { return o.disposition == Disposition::passed; });
+    if (built > 0) {
+      res.disposition = Disposition::passed;
+      res.message =
+          fmt::format("compile only: {} of {} configurations built (nothing run)", built, n);
+    } else {
+      res.disposition = res.outcomes[0].disposition;
+      res.message = fmt::format("configuration {}: {}", config_text(res.outcomes[0].config),
+                                res.outcomes[0].build.log);
+    }
+    return res;
+  }
 
   // 2. Validate every configuration that built.
   t0 = std::chrono::steady_clock::now();

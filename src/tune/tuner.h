@@ -50,6 +50,7 @@ struct TuneOptions {
   ValidationOptions validation;
   MeasureOptions screening;  // short timing policy for ranking
   std::filesystem::path cache_dir;
+  bool compile_only = false;  // stop after compiling: nothing is run (validator unused)
 };
 
 struct TuneResult {
