@@ -10,7 +10,7 @@ packages=(
   libcurl4-openssl-dev libsqlite3-dev sqlite3
   libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools
-  binutils
+  binutils ccache
 )
 missing=()
 for p in "${packages[@]}"; do
