@@ -203,6 +203,11 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     if (std::none_of(ctx2.tuning.begin(), ctx2.tuning.end(),
                      [&](const TuningParam& q) { return q.name == p.name; }))
       ctx2.tuning.push_back(p);
+  // Scratch memory the transformation needs (split-K partial sums, ...) joins the workspace.
+  if (!T.workspace.empty())
+    ctx2.workspace = ctx2.workspace.empty()
+                         ? T.workspace
+                         : fmt::format("max({}, {})", ctx2.workspace, T.workspace);
   EvalOptions eo = opts.eval;
   for (const auto& [k, v] : tuning) eo.tuning_overrides[k] = v;
   eo.must_include = top_configs(parent_eval->summary, ctx2);
@@ -226,13 +231,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (!regions0) return fail(Disposition::not_run, regions0.error());
   // Helper snippets are peak's to insert, before the first pass; the model only calls them.
   regions0 = insert_helpers(T, ctx.backend, *regions0);
-  std::vector<std::pair<std::string, std::string>> facts = {
-      {"name", dev->name},
-      {"compute units", std::to_string(dev->compute_units)},
-      {"subgroup (warp) size", std::to_string(dev->subgroup_size)},
-      {"shared memory per block (bytes)", std::to_string(dev->shared_memory_per_group)},
-      {"max threads per block", std::to_string(dev->max_threads_per_group)}};
-  if (!dev->arch.empty()) facts.push_back({"architecture", dev->arch});
+  const std::vector<std::pair<std::string, std::string>> facts = (*be)->prompt_facts(*dev);
+  const std::string plan_text = plan_reference((*be)->plan_dialect());
 
   const int passes = static_cast<int>(T.passes.size());
   std::string feedback;
@@ -254,6 +254,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
       in.backend_translation = (*be)->translation_table();
       in.device_facts = facts;
       in.device_name = dev->name;
+      in.plan_reference = plan_text;
       in.extra_instructions = opts.extra_instructions;
       in.feedback = opts.feedback ? feedback : "";
       Prompt prompt = build_prompt(in);

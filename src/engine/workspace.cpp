@@ -356,7 +356,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     if (sb.disposition != Disposition::passed)
       return fail(Disposition::not_run,
                   "the seed kernel (the reference) does not build:\n" + sb.log);
-    ref.seed_artifact = sb.artifact.string();
+    ref.seed_build = sb;
     ref.seed_config = dc;
     ref.seed_source = *seed_regions;
   }

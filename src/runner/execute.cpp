@@ -29,9 +29,9 @@ uint8_t word_byte(uint32_t word, size_t offset) {
 
 size_t round_up4(size_t n) { return (n + 3) & ~size_t{3}; }
 
-// One array of the task on the device.
+// One array (or scratch buffer) of the task on the device.
 struct Array {
-  const ArraySpec* spec = nullptr;
+  const ArraySpec* spec = nullptr;  // scratch buffers: a spec made from the plan, output = true
   int64_t count = 0;
   size_t bytes = 0;        // count * dtype size: the part the kernel owns
   size_t alloc_bytes = 0;  // bytes rounded up to 4, plus the guard
@@ -45,8 +45,9 @@ class Executor {
     r_.id = t.id;
   }
   ~Executor() {
-    for (auto& b : bufs_)
-      if (b.handle) dev_.free(b);
+    for (auto* list : {&bufs_.arrays, &bufs_.scratch})
+      for (auto& b : *list)
+        if (b.handle) dev_.free(b);
   }
 
   TaskResult run() {
@@ -78,7 +79,10 @@ class Executor {
 
   bool load() {
     if (reference_mode()) return true;  // the baseline stands in for the kernel
-    auto k = dev_.load(task_, job_);
+    auto plan = LaunchPlan::from_json(task_.plan, job_.arrays.size());
+    if (!plan) return fail(Disposition::launch_failed, "the task's launch plan: " + plan.error());
+    plan_ = std::move(*plan);
+    auto k = dev_.load(task_, job_, plan_);
     if (!k) {
       auto [d, msg] = load_failure(k.error());
       return fail(d, msg);
@@ -90,7 +94,7 @@ class Executor {
 
   bool allocate() {
     arrays_.resize(job_.arrays.size());
-    bufs_.resize(job_.arrays.size());
+    bufs_.arrays.resize(job_.arrays.size());
     for (size_t i = 0; i < job_.arrays.size(); ++i) {
       const ArraySpec& spec = job_.arrays[i];
       Array& a = arrays_[i];
@@ -108,11 +112,11 @@ class Executor {
         return fail(Disposition::launch_failed,
                     fmt::format("cannot allocate {} bytes on the device for array '{}': {}",
                                 a.alloc_bytes, spec.name, b.error()));
-      bufs_[i] = b.value();
-      if (bufs_[i].bytes < a.alloc_bytes)
+      bufs_.arrays[i] = b.value();
+      if (bufs_.arrays[i].bytes < a.alloc_bytes)
         return fail(Disposition::crashed,
                     fmt::format("the device allocated {} bytes for array '{}', {} were asked",
-                                bufs_[i].bytes, spec.name, a.alloc_bytes));
+                                bufs_.arrays[i].bytes, spec.name, a.alloc_bytes));
       if (spec.output) continue;  // poisoned before every launch
       a.pristine = generate_array(spec, a.count, array_seed(task_.seed, spec.name), task_.variant);
       if (a.pristine.size() != a.bytes)
@@ -122,9 +126,38 @@ class Executor {
       std::vector<uint8_t> image(a.alloc_bytes);
       std::memcpy(image.data(), a.pristine.data(), a.bytes);
       for (size_t o = a.bytes; o < a.alloc_bytes; ++o) image[o] = word_byte(a.guard_word, o);
-      if (auto s = dev_.upload(bufs_[i], image.data(), image.size()); !s)
+      if (auto s = dev_.upload(bufs_.arrays[i], image.data(), image.size()); !s)
         return fail(Disposition::crashed,
                     fmt::format("cannot upload input array '{}': {}", spec.name, s.message()));
+    }
+    return allocate_scratch();
+  }
+
+  // The plan's scratch buffers: poisoned before every launch like outputs, with guard zones.
+  bool allocate_scratch() {
+    scratch_specs_.clear();
+    for (const PlanScratch& ps : plan_.scratch) {
+      ArraySpec spec;
+      spec.name = ps.name;
+      spec.dtype = ps.dtype;
+      spec.output = true;
+      scratch_specs_.push_back(spec);
+    }
+    scratch_.resize(plan_.scratch.size());
+    bufs_.scratch.resize(plan_.scratch.size());
+    for (size_t i = 0; i < plan_.scratch.size(); ++i) {
+      Array& a = scratch_[i];
+      a.spec = &scratch_specs_[i];
+      a.count = plan_.scratch[i].count;
+      a.bytes = static_cast<size_t>(plan_.scratch[i].bytes);
+      a.alloc_bytes = round_up4(a.bytes) + kGuardBytes;
+      a.guard_word = poison_u32(a.spec->dtype);
+      auto b = dev_.alloc(a.alloc_bytes);
+      if (!b)
+        return fail(Disposition::launch_failed,
+                    fmt::format("cannot allocate {} bytes on the device for scratch buffer '{}': {}",
+                                a.alloc_bytes, a.spec->name, b.error()));
+      bufs_.scratch[i] = b.value();
     }
     return true;
   }
@@ -132,16 +165,21 @@ class Executor {
   bool poison_outputs() {
     for (size_t i = 0; i < arrays_.size(); ++i) {
       if (!arrays_[i].spec->output) continue;
-      if (auto s = dev_.fill_u32(bufs_[i], poison_u32(arrays_[i].spec->dtype)); !s)
+      if (auto s = dev_.fill_u32(bufs_.arrays[i], poison_u32(arrays_[i].spec->dtype)); !s)
         return fail(Disposition::crashed, fmt::format("cannot poison output array '{}': {}",
                                                       arrays_[i].spec->name, s.message()));
+    }
+    for (size_t i = 0; i < scratch_.size(); ++i) {
+      if (auto s = dev_.fill_u32(bufs_.scratch[i], poison_u32(scratch_[i].spec->dtype)); !s)
+        return fail(Disposition::crashed, fmt::format("cannot poison scratch buffer '{}': {}",
+                                                      scratch_[i].spec->name, s.message()));
     }
     return true;
   }
 
   LaunchOutcome launch_main(bool timed) {
-    if (reference_mode()) return dev_.baseline(task_.baseline, task_, job_, bufs_, timed);
-    return dev_.launch(*kernel_, task_, job_, bufs_, timed);
+    if (reference_mode()) return dev_.baseline(task_.baseline, task_, job_, bufs_.arrays, timed);
+    return dev_.launch(*kernel_, task_, job_, plan_, bufs_, timed);
   }
 
   bool launched(const LaunchOutcome& o, std::string_view when) {
@@ -155,15 +193,14 @@ class Executor {
 
   bool download(size_t i, std::vector<uint8_t>& full) {
     full.assign(arrays_[i].alloc_bytes, 0);
-    if (auto s = dev_.download(bufs_[i], full.data(), full.size()); !s)
+    if (auto s = dev_.download(bufs_.arrays[i], full.data(), full.size()); !s)
       return fail(Disposition::crashed, fmt::format("cannot read back array '{}': {}",
                                                     arrays_[i].spec->name, s.message()));
     return true;
   }
 
-  // The first changed guard byte of array i, or -1.
-  int64_t guard_change(size_t i, const std::vector<uint8_t>& full) const {
-    const Array& a = arrays_[i];
+  // The first changed guard byte of array (or scratch buffer) a, or -1.
+  static int64_t guard_change(const Array& a, const std::vector<uint8_t>& full) {
     for (size_t o = a.bytes; o < a.alloc_bytes; ++o)
       if (full[o] != word_byte(a.guard_word, o)) return static_cast<int64_t>(o - a.bytes);
     return -1;
@@ -178,7 +215,7 @@ class Executor {
     for (size_t i = 0; i < arrays_.size(); ++i) {
       const Array& a = arrays_[i];
       if (!download(i, full)) return false;
-      if (int64_t g = guard_change(i, full); g >= 0)
+      if (int64_t g = guard_change(a, full); g >= 0)
         overrun.push_back(fmt::format("array '{}' (guard byte {} past its {} elements changed)",
                                       a.spec->name, g, a.count));
       if (a.spec->output) {
@@ -194,6 +231,17 @@ class Executor {
                                      a.spec->name, e, a.count,
                                      element_as_double(a.spec->dtype, a.pristine.data(), e),
                                      element_as_double(a.spec->dtype, full.data(), e)));
+    }
+    for (size_t i = 0; i < scratch_.size(); ++i) {
+      const Array& a = scratch_[i];
+      full.assign(a.alloc_bytes, 0);
+      if (auto s = dev_.download(bufs_.scratch[i], full.data(), full.size()); !s)
+        return fail(Disposition::crashed, fmt::format("cannot read back scratch buffer '{}': {}",
+                                                      a.spec->name, s.message()));
+      if (int64_t g = guard_change(a, full); g >= 0)
+        overrun.push_back(fmt::format("scratch buffer '{}' (guard byte {} past its {} elements "
+                                      "changed)",
+                                      a.spec->name, g, a.count));
     }
     if (!overrun.empty()) r_.guard_overwritten = true;
     std::string msg;
@@ -294,7 +342,7 @@ class Executor {
   // One interleaved baseline sample; false (with a note) when the baseline cannot run.
   bool baseline_sample(const TimingPolicy& p) {
     if (!prepare(p)) return false;
-    LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_, true);
+    LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_.arrays, true);
     if (b.disposition != Disposition::passed) {
       baseline_unavailable(b);
       r_.baseline_samples_ms.clear();
@@ -313,7 +361,7 @@ class Executor {
       if (!launched(launch_main(false), "warm-up")) return false;
       if (with_baseline_) {
         if (!poison_outputs()) return false;
-        LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_, false);
+        LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_.arrays, false);
         if (b.disposition != Disposition::passed) baseline_unavailable(b);
       }
     }
@@ -325,6 +373,7 @@ class Executor {
       if (!launched(o, fmt::format("timed sample {}", r_.samples_ms.size() + 1))) return false;
       r_.samples_ms.push_back(o.device_ms);
       r_.host_ms.push_back(o.host_ms);
+      if (o.outlived) r_.outlived = true;
       bool last = stop_sampling(p, seconds_since(t0));
       if (last) {
         // The outputs of the last timed launch, before the baseline overwrites them.
@@ -346,7 +395,10 @@ class Executor {
   TaskResult r_;
   std::unique_ptr<LoadedKernel> kernel_;
   std::vector<Array> arrays_;
-  std::vector<DeviceBuffer> bufs_;
+  std::vector<Array> scratch_;
+  std::vector<ArraySpec> scratch_specs_;
+  LaunchPlan plan_;
+  TaskBuffers bufs_;
   bool with_baseline_ = false;
 };
 

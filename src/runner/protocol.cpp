@@ -330,6 +330,7 @@ TaskResult parse_result(const json& j, const std::string& where, std::vector<std
   r.integer("threads_before", t.threads_before);
   r.integer("threads_after", t.threads_after);
   r.boolean("guard_overwritten", t.guard_overwritten);
+  r.boolean("outlived", t.outlived);
   r.number("seconds", t.seconds);
   return t;
 }
@@ -437,7 +438,7 @@ json RunnerJob::to_json() const {
   for (const auto& x : scalars) s.push_back(scalar_spec_to_json(x));
   for (const auto& x : tasks) t.push_back(x.to_json());
   return json{{"format", format}, {"mode", mode},   {"device", device}, {"microbench", microbench},
-              {"family", family}, {"entry", entry}, {"arrays", a},      {"scalars", s},
+              {"family", family}, {"arrays", a}, {"scalars", s},
               {"tasks", t}};
 }
 
@@ -458,9 +459,11 @@ Result<RunnerJob> RunnerJob::from_json(const json& j) {
         "runner job format {} is newer than this runner understands (format {}); use the runner "
         "built with the same peak (rebuild peak-runner)",
         job.format, kRunnerProtocolVersion));
-  if (job.format < 1)
-    return make_error(
-        fmt::format("invalid runner job: format {} is not a valid version", job.format));
+  if (job.format < kRunnerProtocolVersion)
+    return make_error(fmt::format(
+        "runner job format {} is older than this runner understands (format {}): jobs now carry "
+        "evaluated launch plans; use the peak built with this runner",
+        job.format, kRunnerProtocolVersion));
 
   r.str("mode", job.mode);
   if (job.mode != "run" && job.mode != "probe")
@@ -469,7 +472,6 @@ Result<RunnerJob> RunnerJob::from_json(const json& j) {
   r.str("device", job.device);
   r.boolean("microbench", job.microbench);
   r.str("family", job.family);
-  r.str("entry", job.entry);
   r.each("arrays", [&](const json& e, const std::string& where) {
     job.arrays.push_back(parse_array_spec(e, where, &errors));
   });
@@ -539,6 +541,7 @@ json TaskResult::to_json() const {
               {"threads_before", threads_before},
               {"threads_after", threads_after},
               {"guard_overwritten", guard_overwritten},
+              {"outlived", outlived},
               {"seconds", seconds}};
 }
 TaskResult TaskResult::from_json(const json& j) { return parse_result(j, "result", nullptr); }

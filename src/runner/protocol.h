@@ -23,7 +23,7 @@
 
 namespace peak {
 
-inline constexpr int kRunnerProtocolVersion = 1;
+inline constexpr int kRunnerProtocolVersion = 2;
 using json = nlohmann::json;
 
 // Exit statuses of a runner (anything else, or a signal, is a crash).
@@ -77,8 +77,8 @@ struct TimingPolicy {
 
 struct RunnerTask {
   std::string id;
-  std::string artifact;  // path of the compiled artifact (SPIR-V file, shared object)
-  json plan;             // backend launch plan (HLSL: {"groups":[x,y,z]}); {} for CUDA
+  std::string artifact;  // path of the compiled artifact (SPIR-V module, cubin)
+  json plan;             // the evaluated launch plan (LaunchPlan::to_json; plan/launch_plan.h)
   Shape shape;           // scalar values
   std::map<std::string, int64_t> sizes;  // elements per array
   uint64_t seed = 1;
@@ -99,17 +99,15 @@ struct RunnerJob {
   std::string device;        // device selector ("" = best: a discrete GPU, else a CPU device)
   bool microbench = false;   // probe: also measure FP32 FMA throughput
   std::string family;
-  std::string entry = "main";  // kernel entry point (HLSL) / host function (CUDA)
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
   std::vector<RunnerTask> tasks;
   json to_json() const;
   static Result<RunnerJob> from_json(const json& j);
-  // A "run" job for a kernel context (family, entry, arrays, scalars), with no tasks yet.
+  // A "run" job for a kernel context (family, arrays, scalars), with no tasks yet.
   static RunnerJob for_context(const KernelContext& ctx) {
     RunnerJob job;
     job.family = ctx.family;
-    job.entry = ctx.entry;
     job.arrays = ctx.arrays;
     job.scalars = ctx.scalars;
     return job;
@@ -132,6 +130,7 @@ struct TaskResult {
   double clock_mhz_before = 0, clock_mhz_after = 0;
   int threads_before = 0, threads_after = 0;  // process threads around the launches
   bool guard_overwritten = false;  // bytes past the end of a buffer changed (out of bounds)
+  bool outlived = false;  // device work was still running after a timed sample's end mark
   double seconds = 0;
   json to_json() const;
   static TaskResult from_json(const json& j);

@@ -57,7 +57,7 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
       out.back().message = dir.error();
       continue;
     }
-    auto plan = backend.plan(ctx, source, shapes[i], config, device);
+    auto plan = backend.plan(ctx, source, shapes[i], config, device, build);
     if (plan.disposition != Disposition::passed) {
       out.back().disposition = plan.disposition;
       out.back().message = plan.message;

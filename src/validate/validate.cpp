@@ -116,9 +116,10 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     }
   } else {
     // The seed kernel's outputs, computed by a runner that loads only the seed.
-    if (ref_.seed_artifact.empty())
+    if (ref_.seed_build.artifact.empty())
       return make_error("reference = \"seed\" but the seed kernel has not been built");
-    auto plan = backend_.plan(ctx, ref_.seed_source, shape, ref_.seed_config, device_);
+    auto plan =
+        backend_.plan(ctx, ref_.seed_source, shape, ref_.seed_config, device_, ref_.seed_build);
     if (plan.disposition != Disposition::passed)
       return make_error(
           fmt::format("the seed kernel cannot run shape {}: {}", shape.text(), plan.message));
@@ -127,7 +128,7 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     RunnerJob job = RunnerJob::for_context(ctx);
     RunnerTask t;
     t.id = "ref";
-    t.artifact = ref_.seed_artifact;
+    t.artifact = ref_.seed_build.artifact.string();
     t.plan = plan.plan;
     t.shape = shape;
     t.sizes = *sizes;
@@ -399,9 +400,8 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
     const Shape& shape = shapes[si].shape;
     auto ok = shape_is_valid(ctx, shape);
     if (!ok || !*ok) continue;
-    auto plan = backend_.plan(ctx, source, shape, config, device_);
-    if (plan.disposition != Disposition::passed)
-      return finish(plan.disposition, fmt::format("{} (shape {})", plan.message, shape.text()));
+    auto plan = backend_.plan(ctx, source, shape, config, device_, build);
+    if (plan.disposition != Disposition::passed) return finish(plan.disposition, plan.message);
     auto sizes = array_sizes(ctx, shape);
     if (!sizes) return finish(Disposition::incorrect, sizes.error());
     for (int s = 0; s < opts.seeds; ++s) {

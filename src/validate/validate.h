@@ -42,7 +42,7 @@ struct ValidationOutcome {
 struct ReferenceSource {
   // For reference = seed: the seed kernel's artifact and configuration, run in a runner of its
   // own (its outputs are cached per shape/seed/variant under cache_dir).
-  std::string seed_artifact;
+  BuildResult seed_build;  // seed_build.artifact empty: not built
   Config seed_config;
   SourceRegions seed_source;
   std::filesystem::path cache_dir;
