@@ -28,6 +28,7 @@ enum class Kernel {
   fail_timed,        // timed launches fail (and the device is lost)
   copy,              // Y = X (any dtype)
   slow,              // matmul, sleeping sleep_ms per launch
+  overrun_scratch,   // matmul, then one element past the end of the first scratch buffer
 };
 
 struct FakeBuffer {
@@ -46,6 +47,8 @@ class FakeDevice : public Device {
   bool lost_flag = false;
 
   int loads = 0, launches = 0, timed_launches = 0, baselines = 0, timed_baselines = 0;
+  int loaded_launches = 0, small_scratch = 0;
+  size_t scratch_seen = 0;
   int flushes = 0, unpoisoned = 0, live = 0, clock_reads = 0;
   std::string order;  // 'K' candidate / 'B' baseline, timed launches only
 
@@ -83,16 +86,37 @@ class FakeDevice : public Device {
     for (size_t o = 0; o + 4 <= v.size(); o += 4) std::memcpy(&v[o], &word, 4);
     return Status::ok();
   }
-  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask&, const RunnerJob&) override {
+  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask&, const RunnerJob&,
+                                             const LaunchPlan& plan) override {
     ++loads;
+    loaded_launches = plan.launches();
     if (load_throws) throw std::runtime_error("loader exploded");
     if (!load_error_text.empty()) return make_error(load_error_text);
     return std::unique_ptr<LoadedKernel>(new FakeKernel);
   }
   LaunchOutcome launch(LoadedKernel&, const RunnerTask& task, const RunnerJob& job,
-                       std::vector<DeviceBuffer>& arrays, bool timed) override {
+                       const LaunchPlan& plan, TaskBuffers& buffers, bool timed) override {
     ++launches;
+    std::vector<DeviceBuffer>& arrays = buffers.arrays;
     check_poisoned(job, arrays);
+    scratch_seen = buffers.scratch.size();
+    for (size_t i = 0; i < buffers.scratch.size(); ++i) {
+      if (buffers.scratch[i].bytes < static_cast<size_t>(plan.scratch[i].bytes)) ++small_scratch;
+      uint32_t p = poison_u32(plan.scratch[i].dtype);
+      auto& v = buf(buffers.scratch[i]);
+      for (size_t o = 0; o + 4 <= v.size(); o += 4)
+        if (std::memcmp(&v[o], &p, 4) != 0) {
+          ++unpoisoned;
+          break;
+        }
+      // The kernel leaves something behind: the next launch must find poison again.
+      if (!v.empty()) v[0] = 0x11;
+    }
+    if (kernel == Kernel::overrun_scratch && !buffers.scratch.empty()) {
+      auto& v = buf(buffers.scratch[0]);
+      size_t end = static_cast<size_t>(plan.scratch[0].bytes);
+      if (end + 4 <= v.size()) v[end] ^= 0xFF;
+    }
     LaunchOutcome o;
     if (kernel == Kernel::fail_launch) {
       o.disposition = Disposition::launch_failed;
@@ -223,6 +247,12 @@ class ExecuteTest : public ::testing::Test {
     task_.sizes = {{"A", 42}, {"B", 35}, {"C", 30}};
     task_.seed = 99;
     task_.variant = 1;
+    LaunchPlan plan;
+    PlanStep st;
+    st.kernel = "fake";
+    st.symbol = "fake";
+    plan.steps.push_back(st);
+    task_.plan = plan.to_json();
     task_.output_dir = (dir_ / "out").string();
   }
   void TearDown() override {
@@ -279,6 +309,32 @@ TEST_F(ExecuteTest, CheckedRunsWriteOutputsAndFindNothingWrong) {
   EXPECT_TRUE(r.timed_outputs.empty());
   EXPECT_GT(r.threads_before, 0);
   EXPECT_GT(r.threads_after, 0);
+}
+
+TEST_F(ExecuteTest, ScratchBuffersAreAllocatedPoisonedAndGuarded) {
+  LaunchPlan plan = *LaunchPlan::from_json(task_.plan, 3);
+  plan.scratch.push_back({"partial", DType::f32, 40, 160});
+  plan.scratch.push_back({"counts", DType::i32, 3, 12});
+  task_.plan = plan.to_json();
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(dev_.scratch_seen, 2u);
+  EXPECT_EQ(dev_.small_scratch, 0);
+  EXPECT_EQ(dev_.unpoisoned, 0);  // poisoned again before the second checked run
+  EXPECT_EQ(dev_.loaded_launches, 1);
+
+  dev_.kernel = Kernel::overrun_scratch;
+  r = run();
+  EXPECT_EQ(r.disposition, Disposition::out_of_bounds);
+  EXPECT_NE(r.message.find("scratch buffer 'partial'"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, AMalformedPlanIsALaunchFailure) {
+  task_.plan = json{{"format", 1}, {"steps", json::array()}};
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::launch_failed);
+  EXPECT_NE(r.message.find("launch plan"), std::string::npos) << r.message;
+  EXPECT_EQ(dev_.loads, 0);
 }
 
 TEST_F(ExecuteTest, NoRepeatMeansOneLaunch) {

@@ -287,6 +287,9 @@ class CudaDevice final : public Device {
   // errors surface there, and a device still busy afterwards is flagged (`outlived`).
   LaunchOutcome run(const std::function<CUresult()>& enqueue, bool timed, std::string_view what);
   Status load_fma_module();
+  // The gate kernel (fma_bench_ptx.h) and its host-mapped flag; false when unavailable (the
+  // samples then include the host's enqueue time, and say so).
+  bool gate_ready();
 
   int index_ = 0;
   std::string pci_bus_id_;
@@ -300,6 +303,10 @@ class CudaDevice final : public Device {
   int flush_round_ = 0;
   CUmodule fma_module_ = nullptr;
   CUfunction fma_fn_ = nullptr;
+  CUmodule gate_module_ = nullptr;
+  CUfunction gate_fn_ = nullptr;
+  volatile unsigned* gate_flag_ = nullptr;  // [0] release, [1] the gate timed out
+  bool gate_failed_ = false;
   bool lost_ = false;
 };
 
@@ -378,6 +385,8 @@ CudaDevice::~CudaDevice() {
   if (lost_) return;  // the context is unusable; the process exits
   cudaDeviceSynchronize();
   if (fma_module_) g_cu.ModuleUnload(fma_module_);
+  if (gate_module_) g_cu.ModuleUnload(gate_module_);
+  if (gate_flag_) cudaFreeHost(const_cast<unsigned*>(gate_flag_));
   if (cublas_) cublasDestroy(cublas_);
   if (workspace_) cudaFree(workspace_);
   if (flush_buf_) cudaFree(flush_buf_);
@@ -574,9 +583,40 @@ LaunchOutcome CudaDevice::run(const std::function<CUresult()>& enqueue, bool tim
     return o;
   }
   (void)cudaGetLastError();  // nothing stale is charged to this call
+  // Timed samples: the stream waits at the gate while the start event, the work and the end
+  // event are enqueued, so the window holds the device's work and nothing of the host's.
+  const bool gated = timed && gate_ready();
+  if (gated) {
+    gate_flag_[0] = 0;
+    gate_flag_[1] = 0;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    CUdeviceptr flag = 0;
+    if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag),
+                                 const_cast<unsigned*>(gate_flag_), 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      flag = reinterpret_cast<CUdeviceptr>(gate_flag_);
+    }
+    unsigned long long limit_ns = 2'000'000'000ull;
+    void* args[] = {&flag, &limit_ns};
+    if (g_cu.LaunchKernel(gate_fn_, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream_), args,
+                          nullptr) != CUDA_SUCCESS) {
+      (void)cudaGetLastError();
+      gate_failed_ = true;
+      o.disposition = Disposition::launch_failed;
+      o.message = "the runner's timing gate could not be launched";
+      return o;
+    }
+  }
+  auto release = [&] {
+    if (!gated) return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    gate_flag_[0] = 1;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  };
   auto h0 = Clock::now();
   if (timed) {
     if (cudaError_t e = cudaEventRecord(start_, stream_); e != cudaSuccess) {
+      release();
       check_alive(e);
       o.disposition = lost_ ? Disposition::crashed : Disposition::launch_failed;
       o.message = fmt::format("cudaEventRecord failed before {}: {}", what, err_text(e));
@@ -587,9 +627,11 @@ LaunchOutcome CudaDevice::run(const std::function<CUresult()>& enqueue, bool tim
   cudaError_t sync_err = cudaSuccess;
   if (timed && launched == CUDA_SUCCESS) {
     cudaError_t e = cudaEventRecord(stop_, stream_);
+    release();
     if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
     if (e != cudaSuccess) sync_err = e;
   }
+  release();
   auto h1 = Clock::now();
   // Outside the timed window: the whole device, so that errors (and anything still running)
   // surface here.
@@ -631,6 +673,12 @@ LaunchOutcome CudaDevice::run(const std::function<CUresult()>& enqueue, bool tim
       o.disposition = Disposition::launch_failed;
       o.message = fmt::format("{} failed: {}", what, err_text(err));
     }
+    return o;
+  }
+  if (gated && gate_flag_[1] != 0) {
+    o.disposition = Disposition::launch_failed;
+    o.message = fmt::format("the timing gate before {} timed out before the host released it",
+                            what);
     return o;
   }
   if (timed) {
@@ -931,6 +979,26 @@ void CudaDevice::flush_caches() {
   cudaError_t e = cudaMemsetAsync(flush_buf_, value, flush_bytes_, stream_);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
   if (e != cudaSuccess) check_alive(e);
+}
+
+bool CudaDevice::gate_ready() {
+  if (gate_fn_) return true;
+  if (gate_failed_ || lost_) return false;
+  gate_failed_ = true;  // until everything below succeeds
+  void* flag = nullptr;
+  if (cudaHostAlloc(&flag, 2 * sizeof(unsigned), cudaHostAllocMapped) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  gate_flag_ = static_cast<volatile unsigned*>(flag);
+  std::string ptx = cuda::gate_ptx();
+  if (g_cu.ModuleLoadData(&gate_module_, ptx.c_str()) != CUDA_SUCCESS) return false;
+  if (g_cu.ModuleGetFunction(&gate_fn_, gate_module_, cuda::kGateName) != CUDA_SUCCESS) {
+    gate_fn_ = nullptr;
+    return false;
+  }
+  gate_failed_ = false;
+  return true;
 }
 
 Status CudaDevice::load_fma_module() {
