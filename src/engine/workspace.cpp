@@ -271,6 +271,13 @@ json measurement_json(const Measurement& m) {
   j["clock_mhz_before"] = m.clock_mhz_before;
   j["clock_mhz_after"] = m.clock_mhz_after;
   j["throttled"] = m.throttled;
+  j["timed_launches_checked"] = m.timed_launches_checked;
+  j["full_comparisons"] = m.full_comparisons;
+  j["input_ms"] = m.input_ms;
+  j["check_s"] = m.check_seconds;
+  if (m.module_bytes >= 0) j["module_bytes"] = m.module_bytes;
+  if (m.memory_growth_bytes >= 0) j["memory_growth_bytes"] = m.memory_growth_bytes;
+  if (m.outlived) j["outlived"] = true;
   return j;
 }
 

@@ -254,6 +254,15 @@ class CudaDevice final : public Device {
                          std::vector<DeviceBuffer>& arrays, bool timed) override;
   void flush_caches() override;
   double clock_mhz() override;
+  int64_t memory_in_use() override {
+    if (lost_) return -1;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return -1;
+    }
+    return static_cast<int64_t>(total_b - free_b);
+  }
   bool lost() override { return lost_; }
 
  private:
