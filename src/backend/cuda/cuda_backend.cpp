@@ -310,11 +310,11 @@ Result<CubinInfo> inspect_cubin(const fs::path& path) {
 
 std::optional<std::string> forbidden_device_symbol(std::string_view name) {
   if (name == "vprintf" || name == "__assertfail") return std::nullopt;
-  if (starts_with(name, ".nv.") || starts_with(name, "__nv_")) return std::nullopt;
   if (name == "malloc" || name == "free" || name == "__nv_malloc")
     return std::string(
         "device-side allocation: memory a kernel may use is the arrays and the plan's scratch "
         "buffers");
+  if (starts_with(name, ".nv.") || starts_with(name, "__nv_")) return std::nullopt;
   if (starts_with(name, "cudaLaunchDevice") || starts_with(name, "cudaGetParameterBuffer") ||
       starts_with(name, "cudaCGGet") || starts_with(name, "cudaDevice"))
     return std::string("device-side runtime calls (dynamic parallelism): launches belong in the plan");
