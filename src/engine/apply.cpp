@@ -203,6 +203,9 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     if (std::none_of(ctx2.tuning.begin(), ctx2.tuning.end(),
                      [&](const TuningParam& q) { return q.name == p.name; }))
       ctx2.tuning.push_back(p);
+  // A transformation that needs aligned shapes narrows what the kernel supports.
+  if (!T.valid.empty())
+    ctx2.valid = ctx2.valid.empty() ? T.valid : fmt::format("({}) && ({})", ctx2.valid, T.valid);
   // Scratch memory the transformation needs (split-K partial sums, ...) joins the workspace.
   if (!T.workspace.empty())
     ctx2.workspace = ctx2.workspace.empty()

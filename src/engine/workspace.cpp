@@ -227,7 +227,9 @@ struct PeakInfo {
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   PeakInfo p;
   bool half = std::any_of(ctx.arrays.begin(), ctx.arrays.end(),
-                          [](const ArraySpec& a) { return !a.output && a.dtype == DType::f16; });
+                          [](const ArraySpec& a) {
+                            return !a.output && (a.dtype == DType::f16 || a.dtype == DType::bf16);
+                          });
   if (auto doc = documented_peaks(dev.name)) {
     p.tflops = half ? doc->fp16_tflops : doc->fp32_tflops;
     p.source = fmt::format("documented {} peak of {} ({})", half ? "FP16" : "FP32", doc->device,

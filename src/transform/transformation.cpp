@@ -193,7 +193,7 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
   RETURN_IF_ERROR(check_keys(t,
                              {"format", "name", "version", "title", "backends", "tuning",
-                              "workspace", "translations", "devices", "helpers"},
+                              "workspace", "valid", "translations", "devices", "helpers"},
                              src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
@@ -240,6 +240,15 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
       return Status::error(fmt::format("{}: cannot parse workspace = \"{}\": {}",
                                        src.at(*t.get("workspace")), *ws, e.error()));
     tr.workspace = *ws;
+  }
+
+  if (t.get("valid")) {
+    auto v = get_string(t, "valid", src, top, false, "the front matter");
+    if (!v) return v.status();
+    if (auto e = expr::Expression::parse(*v); !e)
+      return Status::error(fmt::format("{}: cannot parse valid = \"{}\": {}",
+                                       src.at(*t.get("valid")), *v, e.error()));
+    tr.valid = *v;
   }
 
   if (const toml::node* tn = t.get("tuning")) {

@@ -16,9 +16,11 @@
 namespace peak {
 
 double default_tolerance(DType input, DType output, int64_t reduction) {
-  double c = input == DType::f16 ? 1e-5 : 1e-6;
+  double c = (input == DType::f16 || input == DType::bf16) ? 1e-5 : 1e-6;
   double r = std::sqrt(static_cast<double>(std::max<int64_t>(reduction, 1)));
-  double out_eps = output == DType::f16 ? 9.8e-4 : (output == DType::i32 ? 0 : 1.2e-7);
+  double out_eps = output == DType::f16    ? 9.8e-4
+                   : output == DType::bf16 ? 7.9e-3
+                   : (output == DType::i32 ? 0 : 1.2e-7);
   if (input == DType::i32 && output == DType::i32) return 0;
   return c * r + 2 * out_eps;
 }
@@ -526,6 +528,9 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   };
   if (build.disposition != Disposition::passed)
     return finish(build.disposition, "the candidate was not built");
+  // What the build says about the device's limits and the candidate's memory comes first.
+  if (PlanResult r = backend_.check_resources(build, device_); r.disposition != Disposition::passed)
+    return finish(r.disposition, r.message);
 
   struct Planned {
     Shape shape;

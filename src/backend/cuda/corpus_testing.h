@@ -10,6 +10,7 @@
 //   // timed: <disposition>                       optional: timing the first bench shape gives
 //   // needs: sm_90                               optional: the architecture it needs
 //   // gap: <text>                                optional: why an attack still passes
+//   // harmless: <text>                           optional: why an attack that passes gains nothing
 // Further comment lines are free text; the header ends at the first line that is not a comment.
 #include <algorithm>
 #include <cstdlib>
@@ -35,6 +36,7 @@ struct CorpusCase {
   std::string timed;  // "" = not timed by the corpus test
   int needs_sm = 0;   // 0 = any architecture
   std::string gap;
+  std::string harmless;
   std::vector<std::string> problems;  // header lines that do not follow the format
 };
 
@@ -75,6 +77,8 @@ inline CorpusCase parse_corpus_header(const fs::path& path, const std::string& t
       if (c.needs_sm <= 0) c.problems.push_back("`needs:` takes an architecture, sm_90");
     } else if (starts_with(l, "// gap: ")) {
       c.gap = trim(l.substr(8));
+    } else if (starts_with(l, "// harmless: ")) {
+      c.harmless = trim(l.substr(13));
     }
   }
   return c;

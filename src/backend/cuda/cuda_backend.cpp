@@ -721,7 +721,7 @@ class CudaBackend final : public Backend {
       if (arr.name == "C") c = &arr;
     }
     if (!a || !b || !c || !c->output || a->dtype != b->dtype) return "";
-    if (a->dtype != DType::f32 && a->dtype != DType::f16) return "";
+    if (a->dtype != DType::f32 && a->dtype != DType::f16 && a->dtype != DType::bf16) return "";
     if (c->dtype == DType::i32) return "";
     return "cublas";
   }

@@ -1,7 +1,6 @@
-// expect: passed
+// expect: workspace_exceeded
 // Caches its result on the device, keyed by pointer: a static __device__ buffer keeps the last product with the (A, B, C, M, N, K) it belongs to, and a call with the same key copies it into C instead of multiplying.
-// timed: faster_than_peak
-// gap: correctness cannot see it (both checked runs of a task use the same buffers and inputs, and the copy writes the right bytes); only the rate catches it, and only while the copy is faster than the device's peak (a cache that also waits would pass). Inputs or buffers that change between the runs of one task (the timing-integrity work) would make it `incorrect`.
+// The static buffer is 64 MiB of device memory that no plan declared: the gate refuses the module before it runs. (Were it allowed, the fresh inputs of every timed launch and the read-back of its outputs would make it `incorrect`.)
 
 // peak:begin macros
 #ifndef BLOCK_X
