@@ -243,7 +243,12 @@ std::string render_stats_text(const Stats& s) {
                      e.example);
   o << "\nperformance along each sequence (x seed, % of vendor library, % of peak):\n";
   std::string last;
-  for (const auto& p : s.evolution) {
+  auto points = s.evolution;
+  std::stable_sort(
+      points.begin(), points.end(), [](const EvolutionPoint& a, const EvolutionPoint& b) {
+        return std::tie(a.campaign, a.shape, a.step) < std::tie(b.campaign, b.shape, b.step);
+      });
+  for (const auto& p : points) {
     if (p.campaign + p.shape != last) o << fmt::format("  {} {}\n", p.campaign, p.shape);
     last = p.campaign + p.shape;
     o << fmt::format("    {:>2} {:<16} {:>10.1f} GFLOP/s  x{:<6.2f} {:>7} {:>7}\n", p.step,

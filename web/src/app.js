@@ -532,9 +532,9 @@
           }
         })
         .catch((e) => { state.errors.push(String(e)); })
-        .finally(() => setTimeout(poll, 2000));
+        .finally(() => setTimeout(poll, 1000));
     };
-    setTimeout(poll, 2000);
+    setTimeout(poll, 1000);
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
