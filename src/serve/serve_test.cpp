@@ -35,7 +35,6 @@ class ServeTest : public ::testing::Test {
     for (auto& a : args) o.argv.push_back(a);
     o.cwd = tmp_;
     o.env["PEAK_DATA_DIR"] = PEAK_SOURCE_DIR;
-    o.env["PEAK_RUNNER_FENCE_TIMEOUT_S"] = "3";
     return o;
   }
   fs::path tmp_;
@@ -121,8 +120,8 @@ TEST_F(ServeTest, PageFollowsARunningCampaignInChromium) {
   json j = json::parse(checked->out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << checked->out << checked->err;
   EXPECT_EQ(j["ok"], true) << j.dump(1);
-  EXPECT_GT(j["polls"].get<int>(), 0);
-  EXPECT_GT(j["renders"].get<int>(), 1);  // redrawn as the run went on
+  EXPECT_GT(j.value("polls", 0), 0);
+  EXPECT_GT(j.value("renders", 0), 1);  // redrawn as the run went on
 }
 
 }  // namespace
