@@ -321,12 +321,14 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     to.jobs = opts.jobs;
     to.cache_dir = cache;
     to.compile_only = true;
+    to.cancelled = opts.cancelled;
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
     auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to,
                    [&](const std::string& phase, size_t done, size_t total) {
                      progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                    });
     progress_.clear();
+    if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
     ev.disposition = Disposition::passed;
     ev.message = tr.message;
@@ -379,11 +381,13 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.screening.task_timeout_s = opts.task_timeout_s * 2;
   to.screening.peak_tflops = peak.limit;
   to.cache_dir = cache;
+  to.cancelled = opts.cancelled;
   auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
                  [&](const std::string& phase, size_t done, size_t total) {
                    progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                  });
   progress_.clear();
+  if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
     BuildRecord br;

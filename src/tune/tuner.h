@@ -51,6 +51,9 @@ struct TuneOptions {
   MeasureOptions screening;  // short timing policy for ranking
   std::filesystem::path cache_dir;
   bool compile_only = false;  // stop after compiling: nothing is run (validator unused)
+  // Polled before each configuration's compile, validation and timing; when it returns true the
+  // remaining configurations are skipped (left not_run) and tune() returns early.
+  std::function<bool()> cancelled;
 };
 
 struct TuneResult {

@@ -9,6 +9,7 @@ Progress::Progress(FILE* out) : out_(out) { tty_ = ::isatty(::fileno(out)) != 0;
 Progress::~Progress() { clear(); }
 
 void Progress::status(const std::string& line, bool force) {
+  if (listener_) listener_(line);
   if (quiet_) return;
   if (tty_) {
     std::string shown = line.size() > 150 ? line.substr(0, 147) + "..." : line;
@@ -38,6 +39,7 @@ void Progress::clear() {
 }
 
 void Progress::print(const std::string& line) {
+  if (listener_) listener_(line);
   if (quiet_) return;
   clear();
   std::fprintf(out_, "%s\n", line.c_str());
