@@ -1,5 +1,7 @@
 #include "engine/workspace.h"
 
+#include "engine/api.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -184,8 +186,7 @@ Result<int64_t> Workspace::resolve(const std::string& ref_in) const {
 }
 
 Result<std::vector<Transformation>> Workspace::library() const {
-  if (const char* env = std::getenv("PEAK_LIBRARY"); env && *env) return load_library(env);
-  return load_library(data_path("transformations"));
+  return api::load_library_for(root_);
 }
 
 Result<Backend*> Workspace::backend() {
