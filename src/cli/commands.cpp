@@ -14,6 +14,7 @@
 #include "engine/paths.h"
 #include "engine/workspace.h"
 #include "llm/llm.h"
+#include "mcp/serve.h"
 #include "peak/version.h"
 #include "report/report.h"
 #include "transform/transformation.h"
@@ -60,6 +61,10 @@ struct Options {
   std::string prompt_device;        // JSON file of device facts for prompts
   bool compile_only = false;
   bool sanitize = false;
+  // mcp
+  std::string mcp_http;
+  std::string mcp_root;
+  std::string mcp_token_env;
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -594,6 +599,10 @@ int cmd_demo(Options& o) {
   return run_demo(d);
 }
 
+int cmd_mcp(Options& o) {
+  return mcp::run(o.workspace, o.mcp_root, o.mcp_http, o.mcp_token_env);
+}
+
 struct Command {
   const char* name;
   const char* help;
@@ -666,6 +675,19 @@ std::vector<Command> commands() {
          c->add_option("-o,--output", o.output, "write to FILE");
        },
        cmd_report},
+      {"mcp", "serve peak's tools to an AI agent (MCP over stdio, or Streamable HTTP)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("--http", o.mcp_http,
+                       "serve Streamable HTTP at HOST:PORT/mcp instead of stdio (default host "
+                       "127.0.0.1; port 0 picks a free one)");
+         c->add_option("--root", o.mcp_root,
+                       "the folder clients may use: workspaces are created and opened only "
+                       "inside it (default: the current folder)");
+         c->add_option("--token-env", o.mcp_token_env,
+                       "HTTP: the environment variable holding the bearer token (default "
+                       "PEAK_MCP_TOKEN); required to listen beyond loopback");
+       },
+       cmd_mcp},
       {"doctor", "check toolchains, devices and what is missing",
        [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); },
        cmd_doctor},
