@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything peak needs to build and run, from Debian 12's packages.
+# Installs everything peak needs to build and run, from Debian 12's packages, and the npm
+# packages of the MCP tests.
 # The CUDA toolkit (nvcc, cuBLAS) is not a Debian package: install it separately to get the CUDA
 # backend; without it peak builds with the HLSL (Vulkan) backend only.
 set -euo pipefail
@@ -16,12 +17,30 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all Debian packages present"
-  exit 0
+# Node.js and npm run the MCP tests' clients; a Node.js that came with its own npm is kept.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
 fi
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all Debian packages present"
+else
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The MCP tests' clients from the npm registry, at the versions in tests/mcp/package-lock.json:
+# the official MCP TypeScript SDK and conformance suite (with the Node.js 22 the suite needs).
+# Installed again only when the lock file changed.
+mcp_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp"
+stamp="$mcp_tests/node_modules/.peak-lock-sha256"
+want="$(sha256sum "$mcp_tests/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing the MCP test clients (npm ci in tests/mcp)"
+  (cd "$mcp_tests" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" > "$stamp"
+else
+  echo "setup: MCP test clients present"
+fi

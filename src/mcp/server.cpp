@@ -393,12 +393,13 @@ json McpServer::call_tool(const json& id, const json& params, const std::shared_
       result =
           ToolResult::error(fmt::format("{} failed: internal error: {}", tool->name, e.what()));
     }
+    // Free the slot first: a client may call the next step as soon as it has the answer.
+    job->done = true;
+    --running_jobs();
     // A cancelled request is not answered (the client has stopped waiting for it).
     if (!job->cancel)
       job->out->send(
           {{"jsonrpc", "2.0"}, {"id", job->request_id}, {"result", tool_result_json(result)}});
-    job->done = true;
-    --running_jobs();
   });
   return nullptr;
 }
