@@ -55,8 +55,8 @@ int serve_stdio(const ServerOptions& opts) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   auto out = std::make_shared<FdOutbox>(proto_fd);
-  auto server = std::make_unique<McpServer>(opts);
-  std::thread signals([&server, set] {
+  auto server = std::make_shared<McpServer>(opts);
+  std::thread signals([server, set] {
     int sig = 0;
     sigwait(&set, &sig);
     if (sig == 0) return;
