@@ -5,7 +5,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${BIN:-$ROOT/build}
 OUT=${OUT:-$ROOT/out}
 mkdir -p "$OUT"
-if [ -d "$ROOT/.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
+if [ -d "$ROOT/.gl" ] && ! { ldconfig -p | grep -q libvulkan.so.1 && ldconfig -p | grep -q libcpp-httplib && command -v bwrap >/dev/null; }; then
   for f in "$ROOT"/.gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
