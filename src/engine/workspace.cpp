@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <dtl/dtl.hpp>
 
 #include "engine/paths.h"
 #include "util/fs.h"
@@ -29,20 +28,6 @@ EvalOptions default_eval_options(bool cpu_device) {
     o.screening = TimingPolicy{2, 5, 20, 1.0, 0.03, true};
   }
   return o;
-}
-
-std::string unified_diff(const std::string& a, const std::string& b, const std::string& label_a,
-                         const std::string& label_b) {
-  auto la = split_lines(a), lb = split_lines(b);
-  dtl::Diff<std::string, std::vector<std::string>> d(la, lb);
-  d.onHuge();
-  d.compose();
-  d.composeUnifiedHunks();
-  std::ostringstream out;
-  if (d.getUniHunks().empty()) return "";
-  out << "--- " << label_a << "\n+++ " << label_b << "\n";
-  d.printUnifiedFormat(out);
-  return out.str();
 }
 
 // ---------------------------------------------------------------------------------------------
