@@ -162,7 +162,8 @@ constexpr const char* kValidForms =
 
 Error bad_spec(const std::string& spec, const std::string& why) {
   return make_error(
-      fmt::format("invalid LLM driver \"{}\": {}; {}", llm_detail::redact(spec), why, kValidForms));
+      fmt::format("invalid LLM driver \"{}\": {}; {}", llm_detail::redact(spec), why, kValidForms),
+      ErrorKind::input);
 }
 
 // "MODEL" or "MODEL@URL" -> (model, url).
@@ -185,6 +186,14 @@ Result<std::pair<std::string, std::string>> split_model_url(const std::string& s
 }
 
 }  // namespace
+
+Status preflight(LlmDriver& driver) {
+  for (const auto& c : driver.check())
+    if (!c.ok)
+      return Status::error(llm_detail::redact(fmt::format("{}: {}", driver.describe(), c.detail)),
+                           ErrorKind::environment);
+  return Status::ok();
+}
 
 Result<std::unique_ptr<LlmDriver>> make_driver(const std::string& spec_in,
                                                const DriverOptions& opts) {
