@@ -84,6 +84,7 @@ Report build_report(const std::string& workspace, const std::string& kernel,
         if (!a.parent_checkpoint || *a.parent_checkpoint != *cp.parent) continue;
         if (a.transformation != cp.transformation) continue;
         if (a.pass_index == 0 && a.disposition == "not_run") continue;  // evaluation placeholder
+        if (a.infrastructure) continue;  // not the transformation's attempt
         row.attempts++;
         if (a.disposition != "passed") row.failed_attempts++;
       }
@@ -97,6 +98,7 @@ Report build_report(const std::string& workspace, const std::string& kernel,
     f.pass_index = a.pass_index;
     f.attempt = a.attempt;
     f.disposition = a.disposition;
+    f.infrastructure = a.infrastructure;
     f.error = a.error.substr(0, a.error.find('\n'));
     if (f.error.size() > 160) f.error = f.error.substr(0, 157) + "...";
     r.failures.push_back(f);
@@ -160,13 +162,20 @@ std::string render_text(const Report& r) {
       if (!s.resources.empty())
         o << fmt::format("  {:>4}  {:<14} {}\n", s.checkpoint, s.transformation, s.resources);
   }
-  if (!r.failures.empty()) {
-    o << fmt::format("\nfailed attempts ({}):\n", r.failures.size());
+  for (bool infra : {false, true}) {
+    size_t n = std::count_if(r.failures.begin(), r.failures.end(),
+                             [&](const FailureRow& f) { return f.infrastructure == infra; });
+    if (n == 0) continue;
+    o << (infra ? fmt::format("\ninfrastructure failures ({}; not charged to the "
+                              "transformations):\n",
+                              n)
+                : fmt::format("\nfailed attempts ({}):\n", n));
     for (const auto& f : r.failures)
-      o << fmt::format(
-          "  {} {} attempt {}: {}: {}\n", f.transformation,
-          f.pass_index > 0 ? fmt::format("pass {}", f.pass_index) : std::string("evaluation"),
-          f.attempt, f.disposition, f.error);
+      if (f.infrastructure == infra)
+        o << fmt::format(
+            "  {} {} attempt {}: {}: {}\n", f.transformation,
+            f.pass_index > 0 ? fmt::format("pass {}", f.pass_index) : std::string("evaluation"),
+            f.attempt, f.disposition, f.error);
   }
   return o.str();
 }
@@ -202,13 +211,18 @@ std::string render_markdown(const Report& r) {
       if (!s.resources.empty())
         o << fmt::format("| {} | {} | {} |\n", s.checkpoint, s.transformation, s.resources);
   }
-  if (!r.failures.empty()) {
-    o << "\n## Failed attempts\n\n| transformation | pass | attempt | disposition | message "
-         "|\n|---|---|---|---|---|\n";
+  for (bool infra : {false, true}) {
+    if (std::none_of(r.failures.begin(), r.failures.end(),
+                     [&](const FailureRow& f) { return f.infrastructure == infra; }))
+      continue;
+    o << (infra ? "\n## Infrastructure failures (not charged to the transformations)\n\n"
+                : "\n## Failed attempts\n\n");
+    o << "| transformation | pass | attempt | disposition | message |\n|---|---|---|---|---|\n";
     for (const auto& f : r.failures)
-      o << fmt::format("| {} | {} | {} | {} | {} |\n", f.transformation,
-                       f.pass_index > 0 ? std::to_string(f.pass_index) : "evaluation", f.attempt,
-                       f.disposition, f.error);
+      if (f.infrastructure == infra)
+        o << fmt::format("| {} | {} | {} | {} | {} |\n", f.transformation,
+                         f.pass_index > 0 ? std::to_string(f.pass_index) : "evaluation", f.attempt,
+                         f.disposition, f.error);
   }
   return o.str();
 }
@@ -252,12 +266,14 @@ json render_json(const Report& r) {
     j["steps"].push_back(sj);
   }
   j["failures"] = json::array();
+  j["infrastructure_failures"] = json::array();
   for (const auto& f : r.failures)
-    j["failures"].push_back({{"transformation", f.transformation},
-                             {"pass", f.pass_index},
-                             {"attempt", f.attempt},
-                             {"disposition", f.disposition},
-                             {"error", f.error}});
+    j[f.infrastructure ? "infrastructure_failures" : "failures"].push_back(
+        {{"transformation", f.transformation},
+         {"pass", f.pass_index},
+         {"attempt", f.attempt},
+         {"disposition", f.disposition},
+         {"error", f.error}});
   return j;
 }
 

@@ -32,7 +32,7 @@ struct StepRow {
   std::string transformation;  // "seed" for the root
   std::string message;
   std::string disposition;
-  int attempts = 0;  // LLM calls + evaluations recorded for this step
+  int attempts = 0;  // LLM calls + evaluations recorded for this step (infrastructure excluded)
   int failed_attempts = 0;
   std::string best_config;
   std::string resources;  // of the best configuration: "96 registers, 16.0 KiB shared, no spills"
@@ -45,6 +45,9 @@ struct FailureRow {
   int attempt = 0;
   std::string disposition;
   std::string error;  // first line
+  // An infrastructure failure (endpoint down, authentication, quota, harness-side timeout):
+  // listed apart, never counted against the transformation or the model.
+  bool infrastructure = false;
 };
 
 struct Report {

@@ -59,5 +59,46 @@ TEST(Report, RendersStepsSpeedupsAndFailures) {
   EXPECT_EQ(j["steps"][0]["bench"][0]["samples"], 2);
 }
 
+TEST(Report, InfrastructureFailuresAreListedApart) {
+  CheckpointRecord seed;
+  seed.id = 1;
+  seed.message = "seed";
+  CheckpointRecord step;
+  step.id = 2;
+  step.parent = 1;
+  step.transformation = "refactor";
+  AttemptRecord down;
+  down.parent_checkpoint = 1;
+  down.transformation = "refactor";
+  down.pass_index = 1;
+  down.attempt = 1;
+  down.disposition = "llm_error";
+  down.error = "openai: cannot reach http://127.0.0.1:9/v1: Connection refused";
+  down.infrastructure = true;
+  AttemptRecord model = down;
+  model.infrastructure = false;
+  model.disposition = "no_code";
+  model.error = "the reply held two code blocks";
+  AttemptRecord good = down;
+  good.infrastructure = false;
+  good.disposition = "passed";
+  good.attempt = 2;
+  Report r = build_report("/ws", "matmul", {{seed, json::object()}, {step, json::object()}},
+                          {down, down, model, good});
+  EXPECT_EQ(r.steps[1].attempts, 2);  // the model's two attempts; the endpoint's are not
+  EXPECT_EQ(r.steps[1].failed_attempts, 1);
+  std::string text = render_text(r);
+  auto failed = text.find("failed attempts (1):");
+  auto infra = text.find("infrastructure failures (2; not charged to the transformations):");
+  ASSERT_NE(failed, std::string::npos) << text;
+  ASSERT_NE(infra, std::string::npos) << text;
+  EXPECT_LT(text.find("two code blocks"), infra);
+  EXPECT_GT(text.find("Connection refused"), infra);
+  EXPECT_NE(render_markdown(r).find("## Infrastructure failures"), std::string::npos);
+  json j = render_json(r);
+  EXPECT_EQ(j["failures"].size(), 1u);
+  EXPECT_EQ(j["infrastructure_failures"].size(), 2u);
+}
+
 }  // namespace
 }  // namespace peak
