@@ -26,6 +26,9 @@ struct LlmRequest {
   std::string key;         // sha256 of the prompt (Prompt::key())
   std::string step_label;  // "tb-tiling pass 2/6 (device)": used in messages and recordings
   int attempt = 0;         // the transformation's attempt (1, 2, ...; 0 = not known): messages
+  // How many answers to this very prompt the caller already used (a resumed workflow that asks
+  // an identical prompt again). Manual and replay drivers skip that many of their answers.
+  int served_before = 0;
   int max_tokens = 16384;
   double timeout_s = 600;  // per HTTP request / command run
 };

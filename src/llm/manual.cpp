@@ -156,6 +156,7 @@ class ManualDriver : public LlmDriver {
     for (const auto& e : all)
       if (e.key() == request.key) same.push_back(e);
     size_t& served = served_[request.key];
+    served = std::max(served, static_cast<size_t>(std::max(0, request.served_before)));
     std::optional<Entry> found;
     if (served < same.size()) {
       if (same[served].has_reply()) {

@@ -213,9 +213,30 @@ class ReplayDriver : public LlmDriver {
 
   std::string describe() const override { return "replay:" + dir_.string(); }
 
+  // The folder was read when the driver was made; what it holds.
+  std::vector<LlmCheck> check() override {
+    std::error_code ec;
+    bool device = fs::exists(dir_ / "device.json", ec);
+    return {{"recordings", total_ > 0,
+             total_ > 0 ? fmt::format("{} usable recorded replies ({} prompts) in {}{}", total_,
+                                      prompts_.size(), dir_.string(),
+                                      device ? "; prompts show the device facts of device.json"
+                                             : "; no device.json: prompts show this machine's "
+                                               "device")
+                        : fmt::format("{} holds no usable recording (*.json files with status "
+                                      "ok); record one with --llm <driver> --record {}",
+                                      dir_.string(), dir_.string())}};
+  }
+
   LlmReply complete(const LlmRequest& request) override {
     std::lock_guard lock(mutex_);
     auto it = by_key_.find(request.key);
+    // Answers the caller already used (a resumed workflow) are not served again.
+    if (it != by_key_.end())
+      while (served_[request.key] < request.served_before && !it->second.empty()) {
+        it->second.pop_front();
+        ++served_[request.key];
+      }
     if (it != by_key_.end() && !it->second.empty()) {
       LlmReply reply = std::move(it->second.front().reply);
       it->second.pop_front();
