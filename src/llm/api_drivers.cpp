@@ -346,7 +346,7 @@ Result<std::unique_ptr<LlmDriver>> make_openai_driver(const std::string& model,
   bool official = host == "api.openai.com";
   std::string env_name;
   auto key = load_key(opts, "OPENAI_API_KEY", official, "openai", env_name);
-  if (!key) return Error{key.error()};
+  if (!key) return Error{key.error(), key.error_kind()};
   return std::unique_ptr<LlmDriver>(new OpenAiDriver(model, base, show_base, *key, env_name,
                                                      policy_from(opts), opts.check_timeout_s));
 }
@@ -368,7 +368,7 @@ Result<std::unique_ptr<LlmDriver>> make_anthropic_driver(const std::string& mode
   bool official = url_host(base) == "api.anthropic.com";
   std::string env_name;
   auto key = load_key(opts, "ANTHROPIC_API_KEY", official, "anthropic", env_name);
-  if (!key) return Error{key.error()};
+  if (!key) return Error{key.error(), key.error_kind()};
   return std::unique_ptr<LlmDriver>(new AnthropicDriver(model, base, show_base, *key, env_name,
                                                         policy_from(opts), opts.check_timeout_s));
 }

@@ -206,7 +206,7 @@ Result<std::unique_ptr<LlmDriver>> make_driver(const std::string& spec_in,
     if (colon == std::string::npos)
       return bad_spec(spec, fmt::format("{} needs a model name ({}:MODEL)", kind, kind));
     auto mu = split_model_url(spec, rest, kind);
-    if (!mu) return Error{mu.error()};
+    if (!mu) return Error{mu.error(), mu.error_kind()};
     return kind == "openai" ? llm_detail::make_openai_driver(mu->first, mu->second, opts)
                             : llm_detail::make_anthropic_driver(mu->first, mu->second, opts);
   }
