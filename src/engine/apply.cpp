@@ -75,25 +75,6 @@ bool harness_suspect(Disposition d) {
   return d == Disposition::timeout || d == Disposition::crashed;
 }
 
-// The index of a checkpoint's result among its evaluations: the highest GFLOP/s at the first
-// bench shape among those that passed under the default options; failing that, among those
-// that passed under any options; failing that, the latest.
-std::optional<size_t> result_index(const std::vector<EvaluationRecord>& ev) {
-  if (ev.empty()) return std::nullopt;
-  for (bool standard_only : {true, false}) {
-    std::optional<size_t> best;
-    for (size_t i = 0; i < ev.size(); ++i) {
-      const auto& e = ev[i];
-      if (e.disposition != "passed" || (standard_only && !e.standard)) continue;
-      double g = std::isfinite(e.gflops) ? e.gflops : -1;
-      double b = best && std::isfinite(ev[*best].gflops) ? ev[*best].gflops : -1;
-      if (!best || g > b) best = i;
-    }
-    if (best) return best;
-  }
-  return ev.size() - 1;
-}
-
 json parse_object(const std::string& text) {
   json j = json::parse(text.empty() ? "{}" : text, nullptr, false);
   return j.is_object() ? j : json::object();
@@ -134,19 +115,14 @@ void Workspace::record_evaluation(int64_t checkpoint, std::optional<int64_t> wor
   (void)store_->add_evaluation(e);
 }
 
-json Workspace::summary(const CheckpointRecord& c) const {
-  auto ev = store_->evaluations(c.id);
-  if (ev && !ev->empty())
-    if (auto i = result_index(*ev))
-      if (auto blob = store_->get_blob((*ev)[*i].summary_blob)) return parse_object(*blob);
-  return parse_object(c.summary_json);
-}
+// One rule for log, show and report (report/build.cpp reads the result the same way).
+json Workspace::summary(const CheckpointRecord& c) const { return checkpoint_summary(*store_, c); }
 
 std::vector<EvaluationEntry> Workspace::evaluations(int64_t id) const {
   std::vector<EvaluationEntry> out;
   auto ev = store_->evaluations(id);
   if (!ev) return out;
-  auto result = result_index(*ev);
+  auto result = result_evaluation(*ev);
   for (size_t i = 0; i < ev->size(); ++i) {
     EvaluationEntry e;
     e.record = (*ev)[i];
@@ -182,6 +158,7 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
   } else {
     add_speedups(ev.summary, ev.summary, ev.summary);
   }
+  if (opts.cancelled && opts.cancelled()) return ev;  // a partial evaluation is not kept
   record_evaluation(id, std::nullopt, kind, opts, ev.summary);
   return ev;
 }
@@ -219,10 +196,13 @@ std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) c
   return chain;
 }
 
-Report Workspace::report(int64_t tip, const std::string& title) const {
-  auto attempts = store_->attempts();
-  return build_report(root_.string(), title, history(tip),
-                      attempts ? *attempts : std::vector<AttemptRecord>{});
+Result<Report> Workspace::report(int64_t tip, const std::string& title) const {
+  ReportOptions o;
+  o.tip = tip;
+  o.title = title;
+  auto r = build_report(*store_, o);
+  if (r) r->source = root_.string();
+  return r;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -254,6 +234,15 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
     res.input_error = k == ErrorKind::input;
     res.environment_error = k == ErrorKind::environment;
     return fail(Disposition::not_run, std::move(msg));
+  };
+  auto cancelled = [&] { return opts.eval.cancelled && opts.eval.cancelled(); };
+  // Stopped between passes or configurations: every row written so far stays, no checkpoint.
+  auto stop = [&](int64_t at, const std::string& where) {
+    res.cancelled = true;
+    return fail(Disposition::not_run,
+                fmt::format("{}: {} stopped {}; nothing was checkpointed and the workspace stays "
+                            "at checkpoint {}",
+                            kCancelledMessage, sc.name, where, at));
   };
   auto lib = library();
   if (!lib) return fail_kind(ErrorKind::input, lib.error());
@@ -295,6 +284,7 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
   // The parent's evaluation: the baseline for speedups and the configurations carried forward.
   progress_.print(fmt::format("evaluating checkpoint {} (parent) ...", head_cp->id));
   auto parent_eval = evaluate_checkpoint(head_cp->id, *base_eval, false, "parent");
+  if (cancelled()) return stop(head_cp->id, "while evaluating the parent");
   if (!parent_eval) return fail_kind(ErrorKind::environment, parent_eval.error());
   if (parent_eval->disposition != Disposition::passed)
     return fail_kind(
@@ -308,6 +298,14 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
     if (std::none_of(ctx2.tuning.begin(), ctx2.tuning.end(),
                      [&](const TuningParam& q) { return q.name == p.name; }))
       ctx2.tuning.push_back(p);
+  // A transformation that needs aligned shapes narrows what the kernel supports.
+  if (!T.valid.empty())
+    ctx2.valid = ctx2.valid.empty() ? T.valid : fmt::format("({}) && ({})", ctx2.valid, T.valid);
+  // Scratch memory the transformation needs (split-K partial sums, ...) joins the workspace.
+  if (!T.workspace.empty())
+    ctx2.workspace = ctx2.workspace.empty()
+                         ? T.workspace
+                         : fmt::format("max({}, {})", ctx2.workspace, T.workspace);
   EvalOptions eo = *base_eval;
   for (const auto& [k, v] : sc.tuning) eo.tuning_overrides[k] = v;
   eo.must_include = top_configs(parent_eval->summary, ctx2);
@@ -316,13 +314,8 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
   if (!regions0) return fail_kind(ErrorKind::input, regions0.error());
   // Helper snippets are peak's to insert, before the first pass; the model only calls them.
   regions0 = insert_helpers(T, ctx.backend, *regions0);
-  std::vector<std::pair<std::string, std::string>> facts = {
-      {"name", dev.name},
-      {"compute units", std::to_string(dev.compute_units)},
-      {"subgroup (warp) size", std::to_string(dev.subgroup_size)},
-      {"shared memory per block (bytes)", std::to_string(dev.shared_memory_per_group)},
-      {"max threads per block", std::to_string(dev.max_threads_per_group)}};
-  if (!dev.arch.empty()) facts.push_back({"architecture", dev.arch});
+  const std::vector<std::pair<std::string, std::string>> facts = (*be)->prompt_facts(dev);
+  const std::string plan_text = plan_reference((*be)->plan_dialect());
 
   // Where the step stands: from its saved state when it belongs to this transformation on this
   // checkpoint (a rerun or a resume), else from the start.
@@ -382,6 +375,7 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
     const int attempt_no = failures + 1;
     res.attempts = attempt_no;
     if (pass <= passes) {
+      if (cancelled()) return stop(head_cp->id, fmt::format("before pass {}/{}", pass, passes));
       const Pass& P = T.passes[static_cast<size_t>(pass - 1)];
       PromptInput in;
       in.transformation = &T;
@@ -392,6 +386,7 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
       in.backend_translation = (*be)->translation_table();
       in.device_facts = facts;
       in.device_name = dev.name;
+      in.plan_reference = plan_text;
       in.extra_instructions = opts.extra_instructions;
       in.feedback = opts.feedback ? feedback : "";
       Prompt prompt = build_prompt(in);
@@ -413,6 +408,7 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
                        true);
       LlmReply reply = sc.driver->complete(req);
       progress_.clear();
+      if (cancelled()) return stop(head_cp->id, fmt::format("during pass {}/{}", pass, passes));
       if (reply.status == LlmStatus::pending) {
         save();
         res.pending = true;
@@ -484,6 +480,12 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
     // Tests inject a harness-side timeout here (the runner's task limit made tiny).
     if (fault_active("eval.task-timeout")) first.task_timeout_s = 0.001;
     Evaluation ev = evaluate(ctx2, new_source, first, eval_attempt_id);
+    auto cancelled_eval = [&] {
+      er.error = kCancelledMessage;
+      (void)store_->add_attempt(er);
+      return stop(head_cp->id, "while evaluating the candidate");
+    };
+    if (cancelled()) return cancelled_eval();
     if (harness_suspect(ev.disposition)) {
       // A slow or disturbed machine can time out or lose a runner: evaluate once more before
       // the candidate is charged. The first outcome is recorded as the harness's.
@@ -495,6 +497,7 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
       progress_.print(fmt::format("  {} attempt {}: {} (evaluating again before charging it)",
                                   T.name, attempt_no, to_string(ev.disposition)));
       ev = evaluate(ctx2, new_source, eo, eval_attempt_id);
+      if (cancelled()) return cancelled_eval();
     }
     if (ev.disposition == Disposition::passed) {
       add_speedups(ev.summary, parent_eval->summary, seed_summary(*base_eval));
@@ -604,7 +607,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (!lib) return fail_kind(ErrorKind::input, lib.error());
   if (auto tr = find_transformation(*lib, name); !tr)
     return fail_kind(ErrorKind::input, tr.error());
-  auto drv = make_driver(opts.llm, opts.driver);
+  auto drv = opts.make_llm ? opts.make_llm() : make_driver(opts.llm, opts.driver);
   if (!drv) return fail_kind(drv.error_kind(), drv.error());
   std::unique_ptr<LlmDriver> driver = std::move(*drv);
   if (auto s = preflight(*driver); !s) return fail_kind(s.kind(), s.message());
@@ -708,8 +711,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (standalone) {
     std::string status = r.disposition == Disposition::passed     ? "passed"
                          : r.pending                              ? "waiting"
-                         : (r.environment_error || r.input_error) ? "interrupted"
-                                                                  : "failed";
+                         : (r.environment_error || r.input_error || r.cancelled) ? "interrupted"
+                                                                                 : "failed";
     (void)store_->update_workflow(workflow_id, status, state_text(sc.state));
     register_workflow(workflow_id, false);
     if (status == "failed" && r.disposition != Disposition::not_run)
@@ -733,7 +736,7 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     if (auto tr = find_transformation(*lib, st.transformation); !tr)
       return fail_kind(ErrorKind::input, fmt::format("{}: {}", seq.path.string(), tr.error()));
   const ApplyOptions& ao0 = opts.apply;
-  auto drv = make_driver(ao0.llm, ao0.driver);
+  auto drv = ao0.make_llm ? ao0.make_llm() : make_driver(ao0.llm, ao0.driver);
   if (!drv) return fail_kind(drv.error_kind(), drv.error());
   std::unique_ptr<LlmDriver> driver = std::move(*drv);
   if (auto s = preflight(*driver); !s) return fail_kind(s.kind(), s.message());
@@ -827,6 +830,14 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     rr.input_error = ar.input_error;
     rr.environment_error = ar.environment_error;
     std::string resume = fmt::format("peak run {} --resume --llm {}", seq.path.string(), ao0.llm);
+    if (ar.cancelled) {
+      (void)store_->update_workflow(wid, "interrupted", state(i, sc.state));
+      register_workflow(wid, false);
+      rr.cancelled = true;
+      rr.message = fmt::format("step {} ({}): {}; continue with `{}`", i + 1, st.transformation,
+                               ar.message, resume);
+      return rr;
+    }
     if (ar.pending) {
       (void)store_->update_workflow(wid, "waiting", state(i, sc.state));
       register_workflow(wid, false);

@@ -1,5 +1,7 @@
 #include "engine/workspace.h"
 
+#include "engine/api.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 
 #include "engine/paths.h"
 #include "expr/expr.h"
+#include "peak/version.h"
 #include "util/fs.h"
 #include "util/sha256.h"
 
@@ -43,6 +46,7 @@ EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device) {
   e.tuning_overrides = c.tuning;
   e.compile_only = c.compile_only;
   e.sanitize = c.sanitize;
+  e.cancelled = c.cancelled;
   // The kernel's own tuning values on the device's default shapes: comparable with every other
   // evaluation of the same kind (the budget only changes how much of the space is searched).
   e.standard = c.tuning.empty() && e.small == cpu_device && !c.compile_only;
@@ -137,6 +141,7 @@ Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
     registry().insert(ws.get());
   }
   if (auto s = ws->lock(); !s) return s;
+  ws->progress_.mirror_to(ws->root_ / ".peak" / "status.json");
   ctx->dir = ws->root_;
   if (auto s = ws->write_working_files(*ctx, *source); !s) return s;
   auto id = ws->make_checkpoint(std::nullopt, "", "seed", *ctx, *source, json::object());
@@ -181,6 +186,7 @@ Result<std::unique_ptr<Workspace>> Workspace::open(const fs::path& dir, const Op
       if (starts_with(de.path().filename().string(), ".peak-new.")) leftover = true;
     if (leftover && !WorkspaceLock::holder(lock_path(p)) && ws->lock()) ws->lock_.reset();
   }
+  ws->progress_.mirror_to(p / ".peak" / "status.json");
   return ws;
 }
 
@@ -332,13 +338,11 @@ Result<int64_t> Workspace::resolve(const std::string& ref_in) const {
 }
 
 Result<std::vector<Transformation>> load_peak_library(std::vector<std::string>* problems) {
-  if (const char* env = std::getenv("PEAK_LIBRARY"); env && *env)
-    return load_library(env, problems);
-  return load_library(data_path("transformations"), problems);
+  return api::load_library_for({}, problems);
 }
 
 Result<std::vector<Transformation>> Workspace::library(std::vector<std::string>* problems) const {
-  return load_peak_library(problems);
+  return api::load_library_for(root_, problems);
 }
 
 Result<Backend*> Workspace::backend() {
@@ -392,7 +396,9 @@ struct PeakInfo {
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   PeakInfo p;
   bool half = std::any_of(ctx.arrays.begin(), ctx.arrays.end(),
-                          [](const ArraySpec& a) { return !a.output && a.dtype == DType::f16; });
+                          [](const ArraySpec& a) {
+                            return !a.output && (a.dtype == DType::f16 || a.dtype == DType::bf16);
+                          });
   if (auto doc = documented_peaks(dev.name)) {
     p.tflops = half ? doc->fp16_tflops : doc->fp32_tflops;
     p.source = fmt::format("documented {} peak of {} ({})", half ? "FP16" : "FP32", doc->device,
@@ -436,6 +442,13 @@ json measurement_json(const Measurement& m) {
   j["clock_mhz_before"] = m.clock_mhz_before;
   j["clock_mhz_after"] = m.clock_mhz_after;
   j["throttled"] = m.throttled;
+  j["timed_launches_checked"] = m.timed_launches_checked;
+  j["full_comparisons"] = m.full_comparisons;
+  j["input_ms"] = m.input_ms;
+  j["check_s"] = m.check_seconds;
+  if (m.module_bytes >= 0) j["module_bytes"] = m.module_bytes;
+  if (m.memory_growth_bytes >= 0) j["memory_growth_bytes"] = m.memory_growth_bytes;
+  if (m.outlived) j["outlived"] = true;
   return j;
 }
 
@@ -453,6 +466,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     return ev;
   };
   ev.summary["format"] = kSummaryFormatVersion;
+  ev.summary["peak_version"] = PEAK_VERSION;
   auto regions = split_regions(source, ctx.source_file);
   if (!regions) return fail(Disposition::region_violation, regions.error());
   auto b = backend();
@@ -486,12 +500,14 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     to.jobs = opts.jobs;
     to.cache_dir = cache;
     to.compile_only = true;
+    to.cancelled = opts.cancelled;
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
     auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to,
                    [&](const std::string& phase, size_t done, size_t total) {
                      progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                    });
     progress_.clear();
+    if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
     ev.disposition = Disposition::passed;
     ev.message = tr.message;
@@ -521,7 +537,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     if (sb.disposition != Disposition::passed)
       return fail(Disposition::not_run,
                   "the seed kernel (the reference) does not build:\n" + sb.log);
-    ref.seed_artifact = sb.artifact.string();
+    ref.seed_build = sb;
     ref.seed_config = dc;
     ref.seed_source = *seed_regions;
   }
@@ -544,11 +560,36 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.screening.task_timeout_s = opts.task_timeout_s * 2;
   to.screening.peak_tflops = peak.limit;
   to.cache_dir = cache;
+  // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
+  // reports see the distribution of the search, and `peak serve` its progress.
+  const json screening_device = ev.summary["device"];
+  to.on_timed = [&](const ConfigOutcome& o) {
+    for (const auto& m : o.measurements) {
+      MeasurementRecord mr;
+      mr.attempt_id = attempt_id;
+      mr.checkpoint_id = checkpoint_id;
+      mr.config_json = config_json(o.config).dump();
+      mr.shape = m.shape.text();
+      mr.what = "screening";
+      mr.samples_json = json(m.samples_ms).dump();
+      mr.median_ms = m.stats.median;
+      mr.spread = m.stats.rel_spread;
+      mr.gflops = m.gflops;
+      mr.disposition = std::string(to_string(m.disposition));
+      json dj = screening_device;
+      dj["clock_mhz_before"] = m.clock_mhz_before;
+      dj["clock_mhz_after"] = m.clock_mhz_after;
+      mr.device_json = dj.dump();
+      (void)store_->add_measurement(mr);
+    }
+  };
+  to.cancelled = opts.cancelled;
   auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
                  [&](const std::string& phase, size_t done, size_t total) {
                    progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                  });
   progress_.clear();
+  if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
     BuildRecord br;

@@ -29,6 +29,8 @@ namespace peak {
 
 using json = nlohmann::json;
 inline constexpr int kSummaryFormatVersion = 1;
+// The message of a step or evaluation stopped by EvalOptions::cancelled.
+inline constexpr const char* kCancelledMessage = "cancelled";
 
 // How candidates are evaluated (validated, tuned, timed).
 struct EvalOptions {
@@ -51,6 +53,9 @@ struct EvalOptions {
   // The default options (the kernel's own tuning values, the device's default shapes): only
   // such evaluations count for a checkpoint's result (docs/store.md, "Results").
   bool standard = true;
+  // Cancellation: polled between passes and between tuning configurations; when it returns true
+  // the step stops at the next such point, records what it did, and checkpoints nothing.
+  std::function<bool()> cancelled;
 };
 EvalOptions default_eval_options(bool cpu_device);
 
@@ -65,6 +70,7 @@ struct EvalChoices {
   std::map<std::string, std::vector<int64_t>> tuning;  // --tune NAME=V1,V2
   bool compile_only = false;
   bool sanitize = false;
+  std::function<bool()> cancelled;  // EvalOptions::cancelled
 };
 EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device);
 // The options as JSON (recorded with every evaluation).
@@ -89,6 +95,7 @@ struct ApplyResult {
   int64_t workflow_id = 0;
   std::string prompt_id, prompt_path;  // pending: the manual prompt waiting for a reply
   std::optional<int64_t> stash;        // local changes set aside (--force)
+  bool cancelled = false;  // stopped by EvalOptions::cancelled
   json summary = json::object();
 };
 
@@ -105,6 +112,9 @@ struct ApplyOptions {
   // Device facts shown in prompts instead of the probed device's (recording a campaign for a
   // device other than this machine's; see docs/llm.md).
   std::optional<DeviceFacts> prompt_device;
+  // A driver made by the caller instead of make_driver(llm) (e.g. the MCP server's sampling
+  // driver); `llm` still names it in the workflow's arguments.
+  std::function<Result<std::unique_ptr<LlmDriver>>()> make_llm;
 };
 
 struct RunOptions {
@@ -121,6 +131,7 @@ struct RunResult {
   bool pending = false;
   bool input_error = false;
   bool environment_error = false;
+  bool cancelled = false;  // the workflow is left "interrupted"; `run --resume` continues it
   int steps_done = 0;
   int64_t workflow_id = 0;
   std::string prompt_id, prompt_path;
@@ -242,8 +253,8 @@ class Workspace {
   std::vector<EvaluationEntry> evaluations(int64_t id) const;
   // Checkpoints from the seed to `tip`, each with its summary.
   std::vector<std::pair<CheckpointRecord, json>> history(int64_t tip) const;
-  // The report of the history from the seed to `tip`, with every recorded attempt.
-  Report report(int64_t tip, const std::string& title) const;
+  // The report of the history from the seed to `tip` (report/report.h).
+  Result<Report> report(int64_t tip, const std::string& title) const;
 
   // The working files against HEAD.
   Result<WorkingState> working_state() const;

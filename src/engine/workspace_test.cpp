@@ -14,7 +14,7 @@
 namespace peak {
 namespace {
 
-const char* kToml = R"TOML(format = 1
+const char* kToml = R"TOML(format = 2
 name = "scale"
 backend = "hlsl"
 precision = "fp32"
@@ -61,9 +61,8 @@ const char* kSource = R"SRC([[vk::binding(0, 0)]] RWStructuredBuffer<float> X;
 void main(uint3 id : SV_DispatchThreadID) { if ((int)id.x < N) Y[id.x] = 2.0f * X[id.x]; }
 // peak:end device
 // peak:begin host
-dispatch_x = ceil_div(N, BLOCK)
-dispatch_y = 1
-dispatch_z = 1
+launch main
+  grid = (ceil_div(N, BLOCK))
 // peak:end host
 )SRC";
 

@@ -154,6 +154,13 @@ class Store {
   // A store that cannot be written (read-only folder or file system) is opened read-only:
   // reading works, every write fails with a message saying so.
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& peak_dir, bool create);
+  // Opens a store for reading only: a workspace's .peak folder, or a lone peak.db file (as kept
+  // under results/; its blobs are then read from a `blobs` folder beside it when there is one).
+  // Nothing is written: no FORMAT, no schema, no migration. A store of another schema version is
+  // refused with a message that says which. Readers see what a running peak has committed.
+  static Result<std::unique_ptr<Store>> open_read_only(const std::filesystem::path& path);
+  // Whether the blob folder exists (a lone peak.db has no blobs: no sources, prompts, replies).
+  bool has_blobs() const;
   ~Store();
   bool read_only() const;
 
@@ -227,5 +234,10 @@ class Store {
 };
 
 std::string utc_now_iso8601();
+
+// Which of a checkpoint's evaluations (oldest first) is its result: the highest GFLOP/s at the
+// first bench shape among those that passed under the default options; failing that, among
+// those that passed under any options; failing that, the latest (docs/store.md, "Results").
+std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& evaluations);
 
 }  // namespace peak
