@@ -8,6 +8,7 @@
 #include "engine/workspace.h"
 #include "peak/version.h"
 #include "report/report.h"
+#include "transform/reply.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -83,7 +84,6 @@ int run_demo(const DemoOptions& opts) {
   RunOptions ro;
   ro.apply.llm = "replay:" + rec_dir.string();
   ro.apply.driver.workspace = (*ws)->root();
-  ro.apply.eval = default_eval_options(dev->is_cpu);
   ro.apply.eval.device = opts.device;
   if (opts.small) ro.apply.eval.small = true;
   if (opts.full) ro.apply.eval.small = false;
@@ -94,6 +94,10 @@ int run_demo(const DemoOptions& opts) {
     out.print(fmt::format("LLM replies replayed from {}", rec_dir.string()));
   }
   auto rr = (*ws)->run(*seq, ro);
+  if (rr.input_error || rr.environment_error) {
+    std::fprintf(stderr, "peak demo: %s\n", rr.message.c_str());
+    return rr.input_error ? 2 : 4;
+  }
   auto head = (*ws)->head();
   Report rep;
   if (head)
@@ -123,16 +127,85 @@ std::string DoctorReport::text() const {
     out += fmt::format("[{}] {}: {}\n", c.ok ? " ok " : "MISS", c.what, c.detail);
     if (!c.ok && !c.fix.empty()) out += fmt::format("       fix: {}\n", c.fix);
   }
-  out += ok ? "peak can run kernels on this machine.\n"
-            : "no backend can run kernels here; see the fixes above.\n";
+  if (llm)
+    out += ok ? "the LLM endpoint is ready for a campaign.\n"
+              : "the LLM endpoint is not ready; see the messages above.\n";
+  else
+    out += ok ? "peak can run kernels on this machine.\n"
+              : "no backend can run kernels here; see the fixes above.\n";
   return out;
 }
 
 json DoctorReport::to_json() const {
-  json j{{"ok", ok}, {"checks", json::array()}};
+  json j{{"ok", ok}, {"llm", llm}, {"checks", json::array()}};
   for (const auto& c : checks)
     j["checks"].push_back({{"what", c.what}, {"ok", c.ok}, {"detail", c.detail}, {"fix", c.fix}});
   return j;
+}
+
+DoctorReport run_llm_doctor(const std::string& spec, const DriverOptions& opts) {
+  DoctorReport r;
+  r.llm = true;
+  auto d = make_driver(spec, opts);
+  if (!d) {
+    r.bad_input = d.error_kind() == ErrorKind::input;
+    r.checks.push_back(
+        {"LLM driver", false, d.error(), r.bad_input ? "fix the --llm spec" : "see the message"});
+    return r;
+  }
+  LlmDriver& driver = **d;
+  r.checks.push_back({"LLM driver", true, driver.describe(), ""});
+  for (const auto& c : driver.check()) {
+    r.checks.push_back({c.what, c.ok, c.detail, ""});
+    if (!c.ok) return r;
+  }
+  // Recordings and people are not asked anything.
+  std::string described = driver.describe();
+  if (starts_with(described, "replay:") || described == "manual") {
+    r.checks.push_back({"completion", true,
+                        described == "manual"
+                            ? "manual mode: a person or an agent answers each prompt with `peak "
+                              "respond`; nothing is asked now"
+                            : "replayed replies: no model is asked",
+                        ""});
+    r.ok = true;
+    return r;
+  }
+  // One tiny completion: does the model answer, how fast, and does it keep the reply format?
+  LlmRequest req;
+  req.system =
+      "You are a GPU performance engineer. Reply with exactly one fenced code block holding the "
+      "code asked for, and nothing else that is code.";
+  req.user = "Write the C statement that sets the int variable x to 1.";
+  req.key = "doctor";
+  req.step_label = "peak doctor";
+  req.max_tokens = 256;
+  req.timeout_s = 120;
+  LlmReply reply = driver.complete(req);
+  if (!reply.ok()) {
+    r.checks.push_back({"completion", false, reply.error, ""});
+    return r;
+  }
+  std::string usage = reply.prompt_tokens + reply.completion_tokens > 0
+                          ? fmt::format(", {} prompt + {} completion tokens", reply.prompt_tokens,
+                                        reply.completion_tokens)
+                          : "";
+  r.checks.push_back(
+      {"completion", true,
+       fmt::format("{} answered in {}{}", reply.producer.empty() ? reply.driver : reply.producer,
+                   format_seconds(reply.latency_s), usage),
+       ""});
+  SpliceOutcome sp = splice_reply(reply.text, SourceRegions{}, Region::device);
+  r.checks.push_back(
+      {"reply format", sp.disposition == Disposition::passed,
+       sp.disposition == Disposition::passed
+           ? "exactly one fenced code block, as peak's prompts ask"
+           : fmt::format("the reply does not keep the format ({}): {}", to_string(sp.disposition),
+                         sp.message),
+       "a model that does not keep the format fails its attempts with no_code; try another "
+       "model"});
+  r.ok = sp.disposition == Disposition::passed;
+  return r;
 }
 
 DoctorReport run_doctor(const std::string& device) {

@@ -246,5 +246,39 @@ TEST_F(ReportTest, BrowserDrawsTheStatsPage) {
   EXPECT_EQ(j["kind"], "peak-stats");
 }
 
+TEST_F(ReportTest, InfrastructureFailuresAreListedApart) {
+  testing::write_campaign(tmp_ / "ws");
+  {
+    auto st = Store::open(tmp_ / "ws" / ".peak", false);
+    ASSERT_TRUE(st.is_ok()) << st.error();
+    auto all = (*st)->attempts();
+    ASSERT_TRUE(all.is_ok());
+    // The endpoint was down twice before tb-tiling's second try: not the model's attempts.
+    AttemptRecord down = all->front();
+    down.id = 0;
+    down.pass_index = 1;
+    down.attempt = 2;
+    down.disposition = "llm_error";
+    down.error = "openai: cannot reach http://127.0.0.1:9/v1: Connection refused";
+    down.infrastructure = true;
+    ASSERT_TRUE((*st)->add_attempt(down).is_ok());
+    ASSERT_TRUE((*st)->add_attempt(down).is_ok());
+  }
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_GE(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[1].attempts, 2);  // the model's two tries; the endpoint's are not counted
+  EXPECT_EQ(r.steps[1].failed_attempts, 1);
+  std::string text = render_text(r);
+  auto infra = text.find("infrastructure failures (2; not charged to the transformations):");
+  ASSERT_NE(text.find("failed attempts ("), std::string::npos) << text;
+  ASSERT_NE(infra, std::string::npos) << text;
+  EXPECT_LT(text.find("the reply held no code block"), infra);
+  EXPECT_GT(text.find("Connection refused"), infra);
+  EXPECT_NE(render_markdown(r).find("## Infrastructure failures"), std::string::npos);
+  json j = render_json(r);
+  EXPECT_EQ(j["infrastructure_failures"].size(), 2u);
+  for (const auto& f : j["failures"]) EXPECT_NE(f["disposition"], "llm_error");
+}
+
 }  // namespace
 }  // namespace peak

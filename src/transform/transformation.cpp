@@ -563,7 +563,8 @@ Result<Transformation> load_transformation(const std::filesystem::path& path) {
   return tr;
 }
 
-Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir) {
+Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir,
+                                                 std::vector<std::string>* problems) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return make_error(fmt::format(
@@ -602,7 +603,10 @@ Result<std::vector<Transformation>> load_library(const std::filesystem::path& di
     }
     out.push_back(std::move(*tr));
   }
-  if (!errors.empty()) return make_error(join(errors, "\n"));
+  if (problems)
+    problems->insert(problems->end(), errors.begin(), errors.end());
+  else if (!errors.empty())
+    return make_error(join(errors, "\n"), ErrorKind::input);
   std::sort(out.begin(), out.end(),
             [](const Transformation& a, const Transformation& b) { return a.name < b.name; });
   return out;

@@ -87,8 +87,11 @@ struct Transformation {
 
 Result<Transformation> parse_transformation(std::string_view text, std::string_view filename);
 Result<Transformation> load_transformation(const std::filesystem::path& path);
-// Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error.
-Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir);
+// Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error. With
+// `problems`, a file that cannot be loaded (or a duplicate) is skipped and described there
+// instead, so that one broken file does not disable the library.
+Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir,
+                                                 std::vector<std::string>* problems = nullptr);
 // Finds by name; the error lists the closest names ("did you mean tb-tiling?").
 Result<Transformation> find_transformation(const std::vector<Transformation>& library,
                                            std::string_view name);

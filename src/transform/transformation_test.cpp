@@ -230,6 +230,18 @@ TEST_F(Library, BadFileIsReportedWithItsPath) {
       << lib.error();
 }
 
+TEST_F(Library, WithProblemsABadFileIsSkippedAndNamed) {
+  put("ok.md", named("ok"));
+  put("bad.md", "+++\nformat = 1\nname = \"bad\"\ntitle = \"T\"\n+++\n## Pass 1: gpu\nDo.\n");
+  std::vector<std::string> problems;
+  auto lib = load_library(dir_, &problems);
+  ASSERT_TRUE(lib.is_ok()) << lib.error();
+  ASSERT_EQ(lib->size(), 1u);
+  EXPECT_EQ((*lib)[0].name, "ok");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find((dir_ / "bad.md").string() + ":6:"), std::string::npos) << problems[0];
+}
+
 TEST_F(Library, MissingDirectoryIsAnError) {
   auto lib = load_library(dir_ / "nope");
   ASSERT_FALSE(lib.is_ok());
