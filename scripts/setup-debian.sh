@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything peak needs to build and run, from Debian 12's packages.
 # The CUDA toolkit (nvcc, cuBLAS) is not a Debian package: install it separately to get the CUDA
-# backend; without it peak builds with the HLSL (Vulkan) backend only.
+# backend; without it peak builds with the HLSL (Vulkan) backend only. hipcc (ROCm 5.2) is: the HIP
+# backend builds every HIP candidate for AMD gfx90a and gfx1030 with it, on any machine.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -11,6 +12,7 @@ packages=(
   libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools
   binutils ccache
+  hipcc
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -11,7 +11,9 @@ namespace peak {
 using json = nlohmann::json;
 
 namespace {
-// Compiler resource report of a build (CUDA: ptxas; HLSL: SPIR-V reflection), in words.
+// Compiler resource report of a build (CUDA: ptxas; HLSL: SPIR-V reflection), in words. A build
+// also compiled for targets it does not run on (HIP: AMD gfx90a, gfx1030) carries each target's
+// report under "targets", with its own "summary"; those are shown after the run target's.
 std::string describe_resources(const json& r) {
   if (!r.is_object()) return "";
   std::vector<std::string> parts;
@@ -25,6 +27,11 @@ std::string describe_resources(const json& r) {
   if (r.contains("spills")) parts.push_back(r.value("spills", false) ? "SPILLS" : "no spills");
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  if (r.contains("targets") && r["targets"].is_object())
+    for (const auto& [target, t] : r["targets"].items())
+      if (t.is_object() && !t.value("summary", "").empty())
+        out += fmt::format("{}{} (compiled, not run): {}", out.empty() ? "" : "; ", target,
+                           t.value("summary", ""));
   return out;
 }
 }  // namespace

@@ -59,5 +59,34 @@ TEST(Report, RendersStepsSpeedupsAndFailures) {
   EXPECT_EQ(j["steps"][0]["bench"][0]["samples"], 2);
 }
 
+TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
+  // A HIP build: run on NVIDIA (ptxas's report), also compiled for AMD targets (their reports).
+  CheckpointRecord seed;
+  seed.id = 1;
+  json resources = {
+      {"max_registers", 38},
+      {"max_shared_bytes", 0},
+      {"spills", false},
+      {"platform", "nvidia"},
+      {"targets",
+       {{"gfx1030", {{"summary", "14 VGPRs, 16 SGPRs, 0.0 KiB LDS, no scratch, no spills, 16 waves/SIMD"}}},
+        {"gfx90a",
+         {{"summary", "12 VGPRs, 0 AGPRs, 18 SGPRs, 0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD"}}}}}};
+  json s1 = {{"disposition", "passed"},
+             {"device", {{"name", "NVIDIA H100 80GB HBM3"}, {"backend", "hip"}}},
+             {"best", {{"config_text", "BLOCK_X=16"}, {"resources", resources}}},
+             {"bench", {{{"shape", "M=2048"}, {"disposition", "passed"}, {"median_ms", 2.0}, {"gflops", 16.0}}}}};
+  Report r = build_report("/ws", "matmul", {{seed, s1}}, {});
+  ASSERT_EQ(r.steps.size(), 1u);
+  EXPECT_EQ(r.steps[0].resources,
+            "38 registers, 0.0 KiB shared, no spills; gfx1030 (compiled, not run): 14 VGPRs, 16 SGPRs, 0.0 KiB "
+            "LDS, no scratch, no spills, 16 waves/SIMD; gfx90a (compiled, not run): 12 VGPRs, 0 AGPRs, 18 SGPRs, "
+            "0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD");
+  std::string text = render_text(r);
+  EXPECT_NE(text.find("NVIDIA H100 80GB HBM3 [hip]"), std::string::npos) << text;
+  EXPECT_NE(text.find("gfx90a (compiled, not run)"), std::string::npos) << text;
+  EXPECT_NE(render_markdown(r).find("gfx1030 (compiled, not run)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace peak

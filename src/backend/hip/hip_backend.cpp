@@ -476,9 +476,10 @@ class HipBackend final : public Backend {
         if (!b.log.empty())
           log += fmt::format("== hipcc, AMD {} ==\n{}", target, b.log);
         targets[target] = b.resources;
-        if (b.disposition != Disposition::passed && first_failure == Disposition::passed)
-          first_failure = b.disposition;
+        bool failed = b.disposition != Disposition::passed;
+        if (failed && first_failure == Disposition::passed) first_failure = b.disposition;
         amd.push_back(std::move(b));
+        if (failed) break;  // the source does not build for AMD; the other targets add nothing
       }
     } else {
       log += "hipcc was not found: no AMD build (install hipcc: scripts/setup-debian.sh)\n";
@@ -598,7 +599,7 @@ class HipBackend final : public Backend {
     po.cwd = dir;
     // Pinned flags: hipcc's environment additions are not honoured.
     po.env = {{"HIPCC_COMPILE_FLAGS_APPEND", ""}, {"HIPCC_LINK_FLAGS_APPEND", ""},
-              {"HIPCC_VERBOSE", ""}};
+              {"HIPCC_VERBOSE", "0"}};
     std::vector<std::string> quoted;
     for (const auto& a : po.argv) quoted.push_back(shell_quote(a));
     b.command = join(quoted, " ");
