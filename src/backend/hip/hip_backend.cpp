@@ -382,7 +382,7 @@ class HipBackend final : public Backend {
       out.emplace_back("hipcc", "not found (AMD builds need it: scripts/setup-debian.sh)");
     } else {
       auto v = hipcc_version_text(hipcc);
-      out.emplace_back("hipcc", v ? hipcc_version_number(*v) : "unknown: " + v.error());
+      out.emplace_back("hipcc", v ? hipcc_version_number(*v).substr(6) : "unknown: " + v.error());
       out.emplace_back("hipcc_path", hipcc.string());
     }
     out.emplace_back("amd_targets", join(amd_targets(), ", "));
