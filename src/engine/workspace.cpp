@@ -1,14 +1,16 @@
 #include "engine/workspace.h"
 
+#include "engine/api.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
-#include <dtl/dtl.hpp>
 
 #include "engine/paths.h"
+#include "peak/version.h"
 #include "util/fs.h"
 #include "util/sha256.h"
 
@@ -29,20 +31,6 @@ EvalOptions default_eval_options(bool cpu_device) {
     o.screening = TimingPolicy{2, 5, 20, 1.0, 0.03, true};
   }
   return o;
-}
-
-std::string unified_diff(const std::string& a, const std::string& b, const std::string& label_a,
-                         const std::string& label_b) {
-  auto la = split_lines(a), lb = split_lines(b);
-  dtl::Diff<std::string, std::vector<std::string>> d(la, lb);
-  d.onHuge();
-  d.compose();
-  d.composeUnifiedHunks();
-  std::ostringstream out;
-  if (d.getUniHunks().empty()) return "";
-  out << "--- " << label_a << "\n+++ " << label_b << "\n";
-  d.printUnifiedFormat(out);
-  return out.str();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -70,6 +58,7 @@ Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
   ws->root_ = fs::absolute(dest).lexically_normal();
   if (ws->root_.filename().empty()) ws->root_ = ws->root_.parent_path();
   ws->store_ = std::move(*store);
+  ws->progress_.mirror_to(ws->root_ / ".peak" / "status.json");
   ctx->dir = ws->root_;
   if (auto s = ws->write_working_files(*ctx, *source); !s) return Error{s.message()};
   auto id = ws->make_checkpoint(std::nullopt, "", "seed", *ctx, *source, json::object());
@@ -98,6 +87,7 @@ Result<std::unique_ptr<Workspace>> Workspace::open(const fs::path& dir) {
   std::unique_ptr<Workspace> ws(new Workspace());
   ws->root_ = p;
   ws->store_ = std::move(*store);
+  ws->progress_.mirror_to(p / ".peak" / "status.json");
   return ws;
 }
 
@@ -148,44 +138,12 @@ Result<std::pair<KernelContext, std::string>> Workspace::checkpoint_files(int64_
   return std::make_pair(std::move(*ctx), std::move(*src));
 }
 
-Result<int64_t> Workspace::resolve(const std::string& ref_in) const {
-  std::string ref = trim(ref_in);
-  if (ref.empty() || ref == "HEAD") {
-    auto h = head();
-    if (!h) return Error{h.error()};
-    return h->id;
-  }
-  if (starts_with(ref, "HEAD~")) {
-    auto h = head();
-    if (!h) return Error{h.error()};
-    int n = std::atoi(ref.c_str() + 5);
-    CheckpointRecord c = *h;
-    for (int i = 0; i < n; ++i) {
-      if (!c.parent) return make_error(fmt::format("{} goes past the seed checkpoint", ref));
-      auto p = store_->checkpoint(*c.parent);
-      if (!p) return Error{p.error()};
-      c = *p;
-    }
-    return c.id;
-  }
-  std::string num = starts_with(ref, "#") ? ref.substr(1) : ref;
-  if (!num.empty() && std::all_of(num.begin(), num.end(), ::isdigit)) {
-    int64_t id = std::stoll(num);
-    auto c = store_->checkpoint(id);
-    if (!c) return make_error(fmt::format("no checkpoint {}; `peak log` lists them", id));
-    return id;
-  }
-  auto r = store_->ref(ref);
-  if (r && *r) return **r;
-  auto t = store_->find_tag(ref);
-  if (t && *t) return **t;
-  return make_error(fmt::format(
-      "'{}' names no checkpoint, branch or tag; `peak log` lists checkpoints and branches", ref));
+Result<int64_t> Workspace::resolve(const std::string& ref) const {
+  return resolve_checkpoint(*store_, ref);
 }
 
 Result<std::vector<Transformation>> Workspace::library() const {
-  if (const char* env = std::getenv("PEAK_LIBRARY"); env && *env) return load_library(env);
-  return load_library(data_path("transformations"));
+  return api::load_library_for(root_);
 }
 
 Result<Backend*> Workspace::backend() {
@@ -297,6 +255,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     return ev;
   };
   ev.summary["format"] = kSummaryFormatVersion;
+  ev.summary["peak_version"] = PEAK_VERSION;
   auto regions = split_regions(source, ctx.source_file);
   if (!regions) return fail(Disposition::region_violation, regions.error());
   auto b = backend();
@@ -330,12 +289,14 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     to.jobs = opts.jobs;
     to.cache_dir = cache;
     to.compile_only = true;
+    to.cancelled = opts.cancelled;
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
     auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to,
                    [&](const std::string& phase, size_t done, size_t total) {
                      progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                    });
     progress_.clear();
+    if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
     ev.disposition = Disposition::passed;
     ev.message = tr.message;
@@ -388,11 +349,36 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.screening.task_timeout_s = opts.task_timeout_s * 2;
   to.screening.peak_tflops = peak.limit;
   to.cache_dir = cache;
+  // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
+  // reports see the distribution of the search, and `peak serve` its progress.
+  const json screening_device = ev.summary["device"];
+  to.on_timed = [&](const ConfigOutcome& o) {
+    for (const auto& m : o.measurements) {
+      MeasurementRecord mr;
+      mr.attempt_id = attempt_id;
+      mr.checkpoint_id = checkpoint_id;
+      mr.config_json = config_json(o.config).dump();
+      mr.shape = m.shape.text();
+      mr.what = "screening";
+      mr.samples_json = json(m.samples_ms).dump();
+      mr.median_ms = m.stats.median;
+      mr.spread = m.stats.rel_spread;
+      mr.gflops = m.gflops;
+      mr.disposition = std::string(to_string(m.disposition));
+      json dj = screening_device;
+      dj["clock_mhz_before"] = m.clock_mhz_before;
+      dj["clock_mhz_after"] = m.clock_mhz_after;
+      mr.device_json = dj.dump();
+      (void)store_->add_measurement(mr);
+    }
+  };
+  to.cancelled = opts.cancelled;
   auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
                  [&](const std::string& phase, size_t done, size_t total) {
                    progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                  });
   progress_.clear();
+  if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
     BuildRecord br;
