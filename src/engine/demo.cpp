@@ -214,7 +214,7 @@ DoctorReport run_doctor(const std::string& device) {
       {"peak", true,
        fmt::format("{} ({}), data in {}", PEAK_VERSION, PEAK_CXX_COMPILER, data_dir().string()),
        ""});
-  for (const std::string name : {"hlsl", "cuda"}) {
+  for (const std::string name : {"hlsl", "cuda", "hip"}) {
     auto b = make_backend(name);
     if (!b) {
       r.checks.push_back({name + " backend", false, b.error(), ""});
@@ -225,11 +225,16 @@ DoctorReport run_doctor(const std::string& device) {
     std::error_code ec;
     fs::path runner = (*b)->runner();
     bool have_runner = !runner.empty() && fs::exists(runner, ec);
-    r.checks.push_back({name + " toolchain", !tc.empty(), tc.empty() ? "not found" : tc,
-                        name == "cuda" ? "install the CUDA toolkit (nvcc) and rebuild peak"
-                                       : "run scripts/setup-debian.sh (shaderc, Vulkan headers)"});
+    bool nvidia = name == "cuda" || name == "hip";  // HIP runs on NVIDIA (peak-runner-cuda)
+    // HIP: hipcc builds for AMD on any machine; without it there is no AMD build.
+    bool tc_ok = !tc.empty() && !(name == "hip" && starts_with(tc, "hipcc not found"));
+    r.checks.push_back({name + " toolchain", tc_ok, tc.empty() ? "not found" : tc,
+                        name == "cuda"  ? "install the CUDA toolkit (nvcc) and rebuild peak"
+                        : name == "hip" ? "run scripts/setup-debian.sh (Debian's hipcc, for the "
+                                          "AMD builds); the CUDA toolkit runs HIP on NVIDIA"
+                                        : "run scripts/setup-debian.sh (shaderc, Vulkan headers)"});
     r.checks.push_back({name + " runner", have_runner, have_runner ? runner.string() : "not built",
-                        name == "cuda"
+                        nvidia
                             ? "build peak where the CUDA toolkit is installed (peak-runner-cuda)"
                             : "rebuild peak (peak-runner)"});
     if (!have_runner) continue;
@@ -249,8 +254,10 @@ DoctorReport run_doctor(const std::string& device) {
       r.checks.push_back(
           {name + " device", false,
            split_lines(facts.error()).empty() ? "" : split_lines(facts.error()).front(),
-           name == "cuda"
-               ? "needs an NVIDIA GPU and driver"
+           nvidia
+               ? (name == "hip" ? "needs an NVIDIA GPU and driver (HIP kernels run on NVIDIA "
+                                  "through peak_hip_to_cuda.h; no AMD device is run)"
+                                : "needs an NVIDIA GPU and driver")
                : "apt-get install mesa-vulkan-drivers libvulkan1 (lavapipe) or a GPU driver"});
     }
   }

@@ -109,10 +109,20 @@ std::string describe_resources(const json& r) {
   if (r.contains("spills")) parts.push_back(r.value("spills", false) ? "SPILLS" : "no spills");
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  // A build also compiled for targets it does not run on (HIP: AMD gfx90a, gfx1030) carries each
+  // target's report under "targets", with its own "summary", shown after the run target's.
+  if (r.contains("targets") && r["targets"].is_object())
+    for (const auto& [target, t] : r["targets"].items())
+      if (t.is_object() && t.contains("summary") && t["summary"].is_string() &&
+          !t["summary"].get<std::string>().empty())
+        out += fmt::format("{}{} (compiled, not run): {}", out.empty() ? "" : "; ", target,
+                           t["summary"].get<std::string>());
   return out;
 }
 
 }  // namespace
+
+std::string resources_text(const json& resources) { return describe_resources(resources); }
 
 json checkpoint_summary(const Store& store, const CheckpointRecord& c, std::string* note) {
   json s = parse_object(c.summary_json);

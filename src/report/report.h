@@ -179,6 +179,11 @@ struct ReportOptions {
 // summary that cannot be read, a run in progress) give a partial report with notes, not errors.
 Result<Report> build_report(const Store& store, const ReportOptions& opts = {});
 
+// A build's compiler resources in words, as reports show them ("40 registers, 8.0 KiB shared,
+// no spills"); the reports of further compile targets (HIP: "gfx90a (compiled, not run): ...")
+// follow the run target's.
+std::string resources_text(const nlohmann::json& resources);
+
 // The evaluation summary of a checkpoint, its result: the evaluation that result_evaluation
 // (store/store.h) picks among those recorded for it; else a re-evaluation stored under meta
 // "eval.<id>" by a store of schema 1; else the summary recorded with the checkpoint. `note`

@@ -280,5 +280,26 @@ TEST_F(ReportTest, InfrastructureFailuresAreListedApart) {
   for (const auto& f : j["failures"]) EXPECT_NE(f["disposition"], "llm_error");
 }
 
+TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
+  // A HIP build: run on NVIDIA (ptxas's report), also compiled for AMD targets (their reports).
+  json resources = {
+      {"max_registers", 38},
+      {"max_shared_bytes", 0},
+      {"spills", false},
+      {"platform", "nvidia"},
+      {"targets",
+       {{"gfx1030", {{"summary", "9 VGPRs, 15 SGPRs, 0.0 KiB LDS, no scratch, no spills, 16 waves/SIMD"}}},
+        {"gfx90a",
+         {{"summary", "11 VGPRs, 0 AGPRs, 18 SGPRs, 0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD"}}}}}};
+  EXPECT_EQ(resources_text(resources),
+            "38 registers, 0.0 KiB shared, no spills; gfx1030 (compiled, not run): 9 VGPRs, 15 SGPRs, 0.0 KiB "
+            "LDS, no scratch, no spills, 16 waves/SIMD; gfx90a (compiled, not run): 11 VGPRs, 0 AGPRs, 18 SGPRs, "
+            "0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD");
+  // An AMD-only build: the targets alone.
+  json amd = {{"platform", "amd-only"}, {"targets", {{"gfx90a", {{"summary", "11 VGPRs"}}}}}};
+  EXPECT_EQ(resources_text(amd), "gfx90a (compiled, not run): 11 VGPRs");
+  EXPECT_EQ(resources_text(json{{"targets", {{"gfx90a", {{"summary", 3}}}}}}), "");
+}
+
 }  // namespace
 }  // namespace peak

@@ -405,7 +405,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
 TEST(RealLibrary, SequencesNameExistingTransformations) {
   auto lib = load_library(std::string(PEAK_SOURCE_DIR) + "/transformations");
   ASSERT_TRUE(lib.is_ok()) << lib.error();
-  for (const char* file : {"hlsl-fp32.toml", "cuda-fp32.toml"}) {
+  for (const char* file : {"hlsl-fp32.toml", "cuda-fp32.toml", "hip-fp32.toml"}) {
     auto seq = load_sequence(std::string(PEAK_SOURCE_DIR) + "/sequences/" + file);
     ASSERT_TRUE(seq.is_ok()) << seq.error();
     std::vector<std::string> steps;
@@ -413,6 +413,10 @@ TEST(RealLibrary, SequencesNameExistingTransformations) {
       steps.push_back(s.transformation);
       auto t = find_transformation(*lib, s.transformation);
       EXPECT_TRUE(t.is_ok()) << file << ": " << t.error();
+      if (t.is_ok() && std::string(file) == "hip-fp32.toml") {
+        EXPECT_TRUE(t->supports("hip")) << s.transformation;
+        EXPECT_TRUE(t->translations.count("hip")) << s.transformation << ": no HIP table";
+      }
     }
     EXPECT_EQ(steps, (std::vector<std::string>{"refactor", "tb-tiling", "thread-tiling"})) << file;
     EXPECT_EQ(seq->path.filename(), file);
