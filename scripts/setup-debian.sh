@@ -11,6 +11,7 @@ packages=(
   libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools
   binutils ccache
+  libseccomp-dev bubblewrap stress-ng
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "peak/version.h"
+#include "runner/runner_sandbox.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -59,6 +60,7 @@ Status start_runner(Subprocess& p, const RunnerOptions& opts, const RunnerJob& j
   po.argv = {opts.executable.string()};
   po.stdin_data = job.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
   po.env = opts.env;
+  po.sandbox = runner_sandbox(opts, job);
   return p.start(po);
 }
 
