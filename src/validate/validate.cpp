@@ -10,6 +10,7 @@
 
 #include "context/inputs.h"
 #include "context/reference.h"
+#include "runner/runner_sandbox.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -536,6 +537,11 @@ SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job
     po.stdin_data = job.to_json().dump();
     po.env = runner.env;
     po.timeout_s = timeout_s;
+    // The runner's sandbox, but compute-sanitizer starts the runner as its child and writes a log.
+    po.sandbox = runner_sandbox(runner, job);
+    po.sandbox.allow_fork = true;
+    po.sandbox.readable.push_back(tool.parent_path().parent_path());
+    po.sandbox.writable.push_back(*dir);
     auto r = run_process(po);
     std::string text = read_file(log).is_ok() ? *read_file(log) : "";
     std::string summary;

@@ -554,6 +554,41 @@ int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cud
   EXPECT_EQ(again.log, r.log);
 }
 
+// The real build path: nvcc runs in the compiler sandbox, so a candidate that includes a file from
+// outside the workspace by its path gets a compile error that shows nothing of the file.
+TEST(CudaBuild, IncludingAFileOutsideTheCandidateShowsNothingOfIt) {
+  REQUIRE_NVCC();
+  if (sandbox_support().level != SandboxSupport::Level::full)
+    GTEST_SKIP() << "the sandbox has no namespaces here: " << sandbox_support().detail;
+  auto dir = make_temp_dir("peak-cuda-secret-");
+  ASSERT_TRUE(dir) << dir.error();
+  const std::string secret = "sk_planted_cuda_6f5e4d3c2b1a";
+  ASSERT_TRUE(write_file(*dir / "id_ed25519", "int " + secret + " = ;\n"));
+  auto b = make_cuda_backend();
+  const KernelContext& ctx = fp32_context();
+  auto source = [&](const std::string& tag) {
+    return "#include <cuda_runtime.h>\n// peak:begin macros\n// peak:end macros\n"
+           "// peak:begin device\n#include \"" +
+           (*dir / "id_ed25519").string() + "\"\n__global__ void k(float* C) { C[0] = 1; }\n// " +
+           tag +
+           "\n// peak:end device\n// peak:begin host\n"
+           "int peak_host(const float* A, const float* B, float* C, int M, int N, int K, "
+           "cudaStream_t s) {\n  k<<<1, 1, 0, s>>>(C);\n  return PEAK_OK;\n}\n// peak:end host\n";
+  };
+  BuildResult r = build(*b, ctx, source("sandboxed"), default_config(ctx));
+  EXPECT_EQ(r.disposition, Disposition::compile_failed);
+  EXPECT_EQ(r.log.find(secret), std::string::npos) << r.log;
+  EXPECT_TRUE(contains(r.log, "id_ed25519")) << r.log;
+  // Without the sandbox nvcc shows the line it could not parse: the check above can fail.
+  bool was = sandbox_enabled();
+  set_sandbox_enabled(false);
+  BuildResult open = build(*b, ctx, source("unsandboxed"), default_config(ctx));
+  set_sandbox_enabled(was);
+  EXPECT_TRUE(contains(open.log, secret)) << open.log;
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+}
+
 TEST(CudaBuild, WrongHostSignatureExplainsTheConvention) {
   REQUIRE_NVCC();
   auto b = make_cuda_backend();
