@@ -17,6 +17,7 @@
 #include "report/report.h"
 #include "transform/transformation.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 
 namespace peak::cli {
 
@@ -59,6 +60,7 @@ struct Options {
   std::string prompt_device;        // JSON file of device facts for prompts
   bool compile_only = false;
   bool sanitize = false;
+  bool no_sandbox = false;
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -775,6 +777,9 @@ int run_cli(int argc, char** argv) {
   app.add_option("-C,--workspace", o.workspace, "workspace folder (default: the current one)");
   app.add_flag("--json", o.json_out, "machine-readable output");
   app.add_flag("-q,--quiet", o.quiet, "no progress lines");
+  app.add_flag("--no-sandbox", o.no_sandbox,
+               "run compilers and runners without the sandbox (also PEAK_NO_SANDBOX=1; "
+               "docs/sandbox.md)");
   app.footer(
       "Exit codes: 0 ok, 1 a step did not pass, 2 bad arguments or input, 3 waiting for a manual "
       "reply, 4 environment problem.\nDocs: docs/cli.md");
@@ -791,6 +796,7 @@ int run_cli(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? kOk : kUsage;
   }
+  if (o.no_sandbox) set_sandbox_enabled(false);
   for (const auto& [sub, c] : subs)
     if (sub->parsed()) {
       try {

@@ -10,6 +10,7 @@
 
 #include "engine/paths.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 #include "util/sha256.h"
 
 namespace peak {
@@ -309,6 +310,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   json tc = json::object();
   for (const auto& [k, v] : be.toolchain()) tc[k] = v;
   ev.summary["toolchain"] = tc;
+  ev.summary["sandbox"] = sandbox_status();
 
   fs::path cache = root_ / ".peak" / "cache";
   if (opts.compile_only) {

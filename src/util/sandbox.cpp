@@ -352,6 +352,13 @@ const SandboxSupport& sandbox_support() {
   return support;
 }
 
+std::string sandbox_status() {
+  if (!sandbox_enabled())
+    return "off: turned off with --no-sandbox (or PEAK_NO_SANDBOX); compilers and runners see "
+           "peak's environment and the whole file system";
+  return sandbox_support().describe();
+}
+
 SandboxSupport::Level sandbox_level(const SandboxPolicy& policy) {
   if (!policy.enabled) return SandboxSupport::Level::off;
   return sandbox_support().level;

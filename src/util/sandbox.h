@@ -72,6 +72,8 @@ struct SandboxSupport {
 };
 // Probes on first use (and prints the one-time notice when the sandbox is partial).
 const SandboxSupport& sandbox_support();
+// One line for summaries and `peak doctor`: off (and why), or what the host supports.
+std::string sandbox_status();
 // The level a policy gets now: off when disabled, else what the host supports.
 SandboxSupport::Level sandbox_level(const SandboxPolicy& policy);
 
