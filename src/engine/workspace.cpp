@@ -9,6 +9,7 @@
 #include <dtl/dtl.hpp>
 
 #include "engine/paths.h"
+#include "util/device_lock.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "util/sha256.h"
@@ -245,6 +246,21 @@ PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   return p;
 }
 
+// The device's lock (one timer per device) and its label for the waiting line.
+std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev) {
+  auto pci = dev.extra.find("pci_bus_id");
+  std::string bus = pci == dev.extra.end() ? "" : pci->second;
+  std::string label = dev.is_cpu    ? fmt::format("the CPU ({})", dev.name)
+                      : bus.empty() ? dev.name
+                                    : fmt::format("{} ({})", dev.name, bus);
+  return DeviceLock::for_device(device_lock_key(bus, dev.is_cpu, dev.name), label);
+}
+
+json lock_json(const DeviceLock& lock, const DeviceLockStats& s) {
+  return {{"key", lock.key()}, {"file", lock.path().string()}, {"acquisitions", s.acquisitions},
+          {"waits", s.waits},  {"waited_s", s.waited_s},       {"waited_for", s.waited_for}};
+}
+
 json measurement_json(const Measurement& m) {
   json j;
   j["shape"] = m.shape.text();
@@ -340,6 +356,17 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   RunnerOptions ro;
   ro.executable = be.runner();
   ro.task_timeout_s = opts.task_timeout_s;
+  ro.device_lock = device_lock_for(*dev);
+  ro.device_lock->set_wait_notice([this](const std::string& m) { progress_.status(m, true); });
+  struct NoticeScope {  // the lock outlives this workspace: it must not call back into it
+    std::shared_ptr<DeviceLock> lock;
+    ~NoticeScope() { lock->set_wait_notice({}); }
+  } notice_scope{ro.device_lock};
+  const DeviceLockStats lock_before = ro.device_lock->stats();
+  auto record_lock = [&] {
+    ev.summary["device_lock"] =
+        lock_json(*ro.device_lock, ro.device_lock->stats().since(lock_before));
+  };
   ReferenceSource ref;
   ref.cache_dir = cache;
   if (ctx.reference == ReferenceKind::seed) {
@@ -386,6 +413,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                    progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                  });
   progress_.clear();
+  record_lock();
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
     BuildRecord br;
@@ -458,6 +486,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
       fmt::format("  timing {} on {} shape(s)", config_text(best.config), bench.size()), true);
   auto ms = measure(be, *dev, ro, validator, ctx, *regions, best.build, best.config, bench, mo);
   progress_.clear();
+  record_lock();
   ev.summary["phases"]["bench_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json mj = json::array();

@@ -127,6 +127,9 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
       return make_error(
           fmt::format("internal: task id \"{}\" is used twice in one runner job", job.tasks[i].id));
   }
+  Result<DeviceLock::Guard> held = DeviceLock::Guard{};
+  if (opts.device_lock) held = opts.device_lock->acquire();
+  if (!held) return Error{held.error()};
   size_t ndone = 0;
   auto finish = [&](size_t i, TaskResult r) {
     r.id = job.tasks[i].id;
