@@ -30,11 +30,14 @@ struct Measurement {
   bool throttled = false;            // clock dropped by more than 10% during sampling
   bool host_clock_mismatch = false;  // device time far below host time / the reverse
   std::string baseline;              // "cublas" / ""
+  double seconds = 0;                // wall time of the runner task
 };
 
 struct MeasureOptions {
   TimingPolicy policy;
-  double task_timeout_s = 120;
+  double task_timeout_s = 120;  // validate/task_timeout.h derives it
+  double reference_task_s = 0;  // the reference's slowest task of this kind here
+  std::string timeout_basis;
   bool with_baseline = true;
   uint64_t seed = 0x71e;
   double peak_tflops = 0;  // physical peak used for faster_than_peak and % of peak
