@@ -18,6 +18,7 @@
 #include "transform/transformation.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
+#include "util/workspace_lock.h"
 
 namespace peak::cli {
 
@@ -61,6 +62,7 @@ struct Options {
   bool compile_only = false;
   bool sanitize = false;
   bool no_sandbox = false;
+  WorkspaceLock workspace_lock;  // held by a command that changes the workspace
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -76,6 +78,23 @@ std::unique_ptr<Workspace> open_ws(const Options& o) {
   }
   (*ws)->progress().set_quiet(o.quiet);
   return std::move(*ws);
+}
+
+// Opens the workspace for a command that changes it: holds its lock (util/workspace_lock.h) for
+// the rest of the command, waiting for another holder with --wait. Fails after saying why.
+std::unique_ptr<Workspace> open_ws_to_change(Options& o) {
+  auto ws = open_ws(o);
+  if (!ws) return nullptr;
+  Progress& progress = ws->progress();
+  auto lock = WorkspaceLock::acquire(ws->root() / ".peak", o.wait,
+                                     [&](const std::string& m) { progress.status(m, true); });
+  progress.clear();
+  if (!lock) {
+    err(lock.error());
+    return nullptr;
+  }
+  o.workspace_lock = std::move(*lock);
+  return ws;
 }
 
 // Resolves a checkpoint reference, or says why not.
@@ -171,10 +190,18 @@ void add_llm_options(CLI::App* c, Options& o) {
   c->add_option("--instructions", o.instructions, "extra text appended to every prompt");
   c->add_flag("--no-feedback", o.no_feedback,
               "do not tell the model why its previous attempt failed");
-  c->add_flag("--wait", o.wait, "manual mode: wait for the reply file instead of exiting");
+  c->add_flag("--wait", o.wait,
+              "wait instead of exiting: for the reply file in manual mode, and for another peak "
+              "that is changing this workspace");
   c->add_option("--prompt-device", o.prompt_device,
                 "JSON device facts shown in prompts instead of this machine's (recording for "
                 "another device)");
+}
+
+// --wait of the commands that change a workspace and take no LLM options (which have it).
+void add_wait_option(CLI::App* c, Options& o) {
+  c->add_flag("--wait", o.wait,
+              "if another peak is changing this workspace, wait for it instead of exiting");
 }
 
 void add_eval_options(CLI::App* c, Options& o) {
@@ -319,7 +346,7 @@ int cmd_apply(Options& o) {
     err("usage: peak apply TRANSFORMATION [--llm SPEC]");
     return kUsage;
   }
-  auto ws = open_ws(o);
+  auto ws = open_ws_to_change(o);
   if (!ws) return kUsage;
   auto tuning = parse_tuning(o.tuning);
   if (!tuning) {
@@ -337,7 +364,7 @@ int cmd_run(Options& o) {
     err("usage: peak run SEQUENCE.toml [--llm SPEC] [--resume]");
     return kUsage;
   }
-  auto ws = open_ws(o);
+  auto ws = open_ws_to_change(o);
   if (!ws) return kUsage;
   fs::path p = o.args[0];
   std::error_code ec;
@@ -436,7 +463,7 @@ int cmd_respond(Options& o) {
 }
 
 int cmd_eval(Options& o, bool force, const char* what) {
-  auto ws = open_ws(o);
+  auto ws = open_ws_to_change(o);
   if (!ws) return kUsage;
   auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
   if (!id) return kUsage;
@@ -582,7 +609,7 @@ int cmd_checkout(Options& o) {
     err("usage: peak checkout CHECKPOINT|BRANCH|TAG");
     return kUsage;
   }
-  auto ws = open_ws(o);
+  auto ws = open_ws_to_change(o);
   if (!ws) return kUsage;
   if (auto s = ws->checkout(o.args[0]); !s) {
     err(s.message());
@@ -593,7 +620,7 @@ int cmd_checkout(Options& o) {
 }
 
 int cmd_branch(Options& o) {
-  auto ws = open_ws(o);
+  auto ws = o.args.empty() ? open_ws(o) : open_ws_to_change(o);
   if (!ws) return kUsage;
   if (o.args.empty()) {
     auto refs = ws->store().refs();
@@ -651,7 +678,7 @@ int cmd_report(Options& o) {
 }
 
 int cmd_commit(Options& o) {
-  auto ws = open_ws(o);
+  auto ws = open_ws_to_change(o);
   if (!ws) return kUsage;
   auto r = ws->commit(o.message, eval_options(*ws, o));
   return print_apply(r, o);
@@ -723,27 +750,38 @@ std::vector<Command> commands() {
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT");
          add_eval_options(c, o);
+         add_wait_option(c, o);
        },
        [](Options& o) { return cmd_eval(o, true, "validated"); }},
       {"tune", "tune a checkpoint over its tuning parameters (default HEAD)",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT");
          add_eval_options(c, o);
+         add_wait_option(c, o);
        },
        [](Options& o) { return cmd_eval(o, true, "tuned"); }},
       {"commit", "checkpoint the working files after a manual edit (validated, tuned, timed)",
        [](CLI::App* c, Options& o) {
          c->add_option("-m,--message", o.message, "what the edit does");
          add_eval_options(c, o);
+         add_wait_option(c, o);
        },
        cmd_commit},
       {"log", "list checkpoints, newest first", [](CLI::App*, Options&) {}, cmd_log},
       {"show", "show a checkpoint: its numbers and source", args("CHECKPOINT"), cmd_show},
       {"diff", "unified diff between two checkpoints (default HEAD~1 HEAD)", args("A B"), cmd_diff},
-      {"checkout", "restore a checkpoint, branch or tag into the working files", args("REF"),
+      {"checkout", "restore a checkpoint, branch or tag into the working files",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "REF");
+         add_wait_option(c, o);
+       },
        cmd_checkout},
       {"branch", "list branches, or create one at HEAD (or REF) and switch to it",
-       args("[NAME [REF]]"), cmd_branch},
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "[NAME [REF]]");
+         add_wait_option(c, o);
+       },
+       cmd_branch},
       {"report", "performance along the history: text, markdown or json",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT (default HEAD)");

@@ -10,6 +10,9 @@
 //   connect PORT connect to 127.0.0.1:PORT
 //   fork         start up to 1000 processes (each exits at once)
 //   memory       reserve 100 GiB of host memory, 1 GiB at a time (never touched)
+//   hang         never return (a hung kernel)
+//   hang-once PATH  hang when PATH.<task id> does not exist, after creating it; return at once
+//                when it does (a machine busy for a moment: the task misses its deadline once)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -189,6 +192,14 @@ class HostileDevice : public Device {
             0, 0};
       }
       return done("reserved 100 GiB of host memory");
+    }
+    if (kind == "hang" || kind == "hang-once") {
+      if (kind == "hang-once") {
+        const std::string marker = target + "." + task.id;
+        if (std::ifstream(marker)) return done("ran at once: " + marker + " exists");
+        std::ofstream(marker) << "hung once\n";
+      }
+      for (;;) ::pause();
     }
     return {Disposition::launch_failed, "unknown PEAK_HOSTILE_ATTACK '" + kind + "'", 0, 0};
   }

@@ -52,7 +52,8 @@ bool usable(const fs::path& dir, bool shared) {
   return ::access(dir.c_str(), W_OK | X_OK) == 0;
 }
 
-// "pid 4242 on host: peak tune --budget 4 (in /home/u/ws) since 2025-11-23 10:31:02"
+}  // namespace
+
 std::string this_process() {
   std::string cmd;
   if (auto text = read_file("/proc/self/cmdline")) {
@@ -80,7 +81,6 @@ std::string read_holder(int fd) {
   return trim(std::string_view(buf, static_cast<size_t>(n)));
 }
 
-// Opens (creating when needed) a lock file that other users' processes can lock too.
 int open_lock_file(const fs::path& path) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -96,8 +96,6 @@ int open_lock_file(const fs::path& path) {
   }
   return -1;
 }
-
-}  // namespace
 
 std::string device_lock_key(std::string_view pci_bus_id, bool is_cpu, std::string_view name) {
   if (is_cpu) return "cpu";

@@ -22,6 +22,15 @@ namespace peak {
 // a CPU device, else "gpu-" and the device's name.
 std::string device_lock_key(std::string_view pci_bus_id, bool is_cpu, std::string_view name);
 
+// "pid 4242 on host: peak tune --budget 4 (in /home/u/ws) since 2025-11-23 10:31:02": what a lock
+// holder writes into its lock file for the processes that wait for it.
+std::string this_process();
+// The holder's words from an open lock file ("" when none were written).
+std::string read_holder(int fd);
+// Opens (creating when needed, O_CLOEXEC) a lock file that other users' processes can lock too;
+// -1 with errno set on failure.
+int open_lock_file(const std::filesystem::path& path);
+
 // The folder that holds the lock files (created when missing).
 Result<std::filesystem::path> device_lock_dir();
 
