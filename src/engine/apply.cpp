@@ -112,12 +112,7 @@ json Workspace::seed_summary(const EvalOptions& opts) {
   return ss ? ss->summary : json::object();
 }
 
-json Workspace::summary(const CheckpointRecord& c) const {
-  json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
-  if (auto m = store_->meta(fmt::format("eval.{}", c.id)); m && *m)
-    if (auto blob = store_->get_blob(**m)) s = json::parse(*blob, nullptr, false);
-  return s.is_object() ? s : json::object();
-}
+json Workspace::summary(const CheckpointRecord& c) const { return checkpoint_summary(*store_, c); }
 
 std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) const {
   std::vector<std::pair<CheckpointRecord, json>> chain;
@@ -132,10 +127,13 @@ std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) c
   return chain;
 }
 
-Report Workspace::report(int64_t tip, const std::string& title) const {
-  auto attempts = store_->attempts();
-  return build_report(root_.string(), title, history(tip),
-                      attempts ? *attempts : std::vector<AttemptRecord>{});
+Result<Report> Workspace::report(int64_t tip, const std::string& title) const {
+  ReportOptions o;
+  o.tip = tip;
+  o.title = title;
+  auto r = build_report(*store_, o);
+  if (r) r->source = root_.string();
+  return r;
 }
 
 ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, int64_t workflow_id,
@@ -203,6 +201,14 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     if (std::none_of(ctx2.tuning.begin(), ctx2.tuning.end(),
                      [&](const TuningParam& q) { return q.name == p.name; }))
       ctx2.tuning.push_back(p);
+  // A transformation that needs aligned shapes narrows what the kernel supports.
+  if (!T.valid.empty())
+    ctx2.valid = ctx2.valid.empty() ? T.valid : fmt::format("({}) && ({})", ctx2.valid, T.valid);
+  // Scratch memory the transformation needs (split-K partial sums, ...) joins the workspace.
+  if (!T.workspace.empty())
+    ctx2.workspace = ctx2.workspace.empty()
+                         ? T.workspace
+                         : fmt::format("max({}, {})", ctx2.workspace, T.workspace);
   EvalOptions eo = opts.eval;
   for (const auto& [k, v] : tuning) eo.tuning_overrides[k] = v;
   eo.must_include = top_configs(parent_eval->summary, ctx2);
@@ -226,13 +232,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (!regions0) return fail(Disposition::not_run, regions0.error());
   // Helper snippets are peak's to insert, before the first pass; the model only calls them.
   regions0 = insert_helpers(T, ctx.backend, *regions0);
-  std::vector<std::pair<std::string, std::string>> facts = {
-      {"name", dev->name},
-      {"compute units", std::to_string(dev->compute_units)},
-      {"subgroup (warp) size", std::to_string(dev->subgroup_size)},
-      {"shared memory per block (bytes)", std::to_string(dev->shared_memory_per_group)},
-      {"max threads per block", std::to_string(dev->max_threads_per_group)}};
-  if (!dev->arch.empty()) facts.push_back({"architecture", dev->arch});
+  const std::vector<std::pair<std::string, std::string>> facts = (*be)->prompt_facts(*dev);
+  const std::string plan_text = plan_reference((*be)->plan_dialect());
 
   const int passes = static_cast<int>(T.passes.size());
   std::string feedback;
@@ -254,6 +255,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
       in.backend_translation = (*be)->translation_table();
       in.device_facts = facts;
       in.device_name = dev->name;
+      in.plan_reference = plan_text;
       in.extra_instructions = opts.extra_instructions;
       in.feedback = opts.feedback ? feedback : "";
       Prompt prompt = build_prompt(in);
