@@ -1087,7 +1087,7 @@ TEST(CudaPassingKernels, ThereIsOneForEveryFeature) {
     for (const auto& p : c.problems) ADD_FAILURE() << c.file << ": " << p;
     EXPECT_EQ(c.expect, std::set<std::string>{"passed"}) << c.file;
   }
-  for (const char* f : {"split_k.cu", "large_smem.cu", "tma_cluster.cu"})
+  for (const char* f : {"split_k.cu", "split_k_atomic.cu", "large_smem.cu", "tma_cluster.cu"})
     EXPECT_TRUE(files.count(f)) << "missing tests/integrity/cuda/passing/" << f;
 }
 
