@@ -66,8 +66,8 @@ struct Options {
   bool sanitize = false;
   bool no_sandbox = false;
   WorkspaceLock workspace_lock;  // held by a command that changes the workspace
-  std::string html;   // report --html FILE
-  std::string store;  // report/serve --store PATH
+  std::string html;              // report --html FILE
+  std::string store;             // report/serve --store PATH
   std::string host = "127.0.0.1";
   int port = 8765;
 };

@@ -20,8 +20,8 @@ Result<WorkspaceLock> WorkspaceLock::acquire(const fs::path& peak_dir, bool wait
   const fs::path path = peak_dir / "lock";
   int fd = open_lock_file(path);
   if (fd < 0)
-    return make_error(fmt::format("cannot open the workspace lock {}: {}", path.string(),
-                                  std::strerror(errno)));
+    return make_error(
+        fmt::format("cannot open the workspace lock {}: {}", path.string(), std::strerror(errno)));
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
   double next_notice = 0;
@@ -44,10 +44,9 @@ Result<WorkspaceLock> WorkspaceLock::acquire(const fs::path& peak_dir, bool wait
     }
     double waited = std::chrono::duration<double>(Clock::now() - t0).count();
     if (notice && waited >= next_notice) {
-      notice(fmt::format("waiting for the workspace {}: being changed by {}{}", root.string(),
-                         holder,
-                         waited >= 1 ? fmt::format(" ({} so far)", format_seconds(waited))
-                                     : std::string()));
+      notice(fmt::format(
+          "waiting for the workspace {}: being changed by {}{}", root.string(), holder,
+          waited >= 1 ? fmt::format(" ({} so far)", format_seconds(waited)) : std::string()));
       next_notice = waited + 5;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
