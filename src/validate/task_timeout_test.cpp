@@ -67,7 +67,7 @@ class Retry : public ::testing::Test {
     job_.family = "copy";
     job_.arrays = {ArraySpec{"X", DType::f32, "16", Initializer{}, false},
                    ArraySpec{"Y", DType::f32, "16", Initializer{}, true}};
-    for (const char* id : {"a", "b", "c"}) {
+    for (const char* id : {"a", "b"}) {
       RunnerTask t;
       t.id = id;
       t.sizes = {{"X", 16}, {"Y", 16}};
@@ -77,10 +77,11 @@ class Retry : public ::testing::Test {
     }
     opts_.executable = fs::path(PEAK_BINARY_DIR) / "peak-hostile-runner";
     opts_.start_timeout_s = 120;
-    // The deadline a hung kernel runs into; a task that does nothing ends far within it.
-    budget_.timeout_s = 3;
+    // The deadline a hung kernel runs into; a task that does nothing ends far within it, even on
+    // a machine busy with other work.
+    budget_.timeout_s = 10;
     budget_.reference_s = 0.05;
-    budget_.basis = "20x the seed's slowest validation task here (0.05 s), at least 3 s";
+    budget_.basis = "20x the seed's slowest validation task here (0.05 s), at least 10 s";
   }
   void TearDown() override {
     std::error_code ec;
@@ -117,7 +118,7 @@ TEST_F(Retry, AHungKernelIsChargedTimeoutWithTheRatio) {
 
 TEST_F(Retry, TasksThatMissTheDeadlineOnceAreNotCharged) {
   auto r = run("hang-once");
-  ASSERT_EQ(r.size(), 3u);
+  ASSERT_EQ(r.size(), 2u);
   for (size_t i = 0; i < r.size(); ++i) {
     SCOPED_TRACE(r[i].id);
     EXPECT_EQ(r[i].id, job_.tasks[i].id);
