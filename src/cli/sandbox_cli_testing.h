@@ -128,11 +128,12 @@ class PeakCli : public ::testing::Test {
       EXPECT_EQ(lock.value("key", ""), key) << lock.dump();
       EXPECT_GE(lock.value("waits", 0), 1) << lock.dump();
       EXPECT_FALSE(lock.value("waited_for", json::array()).empty()) << lock.dump();
-      if (!lock.value("waited_for", json::array()).empty())
+      if (!lock.value("waited_for", json::array()).empty()) {
         EXPECT_NE(
             lock["waited_for"][0].get<std::string>().find("pid " + std::to_string(::getpid())),
             std::string::npos)
             << lock.dump();
+      }
     }
     return t;
   }

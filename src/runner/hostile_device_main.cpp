@@ -82,11 +82,13 @@ class HostileDevice : public Device {
     for (size_t o = 0; o + 4 <= v.size(); o += 4) std::memcpy(&v[o], &word, 4);
     return Status::ok();
   }
-  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask&, const RunnerJob&) override {
+  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask&, const RunnerJob&,
+                                             const LaunchPlan&) override {
     return std::unique_ptr<LoadedKernel>(new NoKernel);
   }
   LaunchOutcome launch(LoadedKernel&, const RunnerTask& task, const RunnerJob& job,
-                       std::vector<DeviceBuffer>& arrays, bool) override {
+                       const LaunchPlan&, TaskBuffers& buffers, bool) override {
+    std::vector<DeviceBuffer>& arrays = buffers.arrays;
     LaunchOutcome o = attack(task);
     // The outputs get written, so that a refused attack is the only failure.
     for (size_t i = 0; i < job.arrays.size(); ++i)

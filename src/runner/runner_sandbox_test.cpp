@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "plan/launch_plan.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -39,6 +40,11 @@ class RunnerSandbox : public ::testing::Test {
     t.sizes = {{"X", 16}, {"Y", 16}};
     t.repeat = false;
     t.output_dir = (scratch_ / "out").string();
+    LaunchPlan plan;  // one launch of the device's only kernel
+    PlanStep step;
+    step.kernel = step.symbol = "attack";
+    plan.steps.push_back(step);
+    t.plan = plan.to_json();
     job_.tasks = {t};
     opts_.executable = fs::path(PEAK_BINARY_DIR) / "peak-hostile-runner";
     opts_.task_timeout_s = 120;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "plan/launch_plan.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -73,6 +74,11 @@ class Retry : public ::testing::Test {
       t.sizes = {{"X", 16}, {"Y", 16}};
       t.repeat = false;
       t.output_dir = (dir_ / "out").string();
+      LaunchPlan plan;  // one launch of the device's only kernel
+      PlanStep step;
+      step.kernel = step.symbol = "attack";
+      plan.steps.push_back(step);
+      t.plan = plan.to_json();
       job_.tasks.push_back(t);
     }
     opts_.executable = fs::path(PEAK_BINARY_DIR) / "peak-hostile-runner";

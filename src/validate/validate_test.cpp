@@ -36,11 +36,13 @@ class NoBackend : public Backend {
   std::vector<std::pair<std::string, std::string>> toolchain() const override { return {}; }
   Result<DeviceFacts> probe(const std::string&, bool) override { return DeviceFacts{}; }
   BuildResult build(const BuildRequest&) override { return {}; }
-  PlanResult plan(const KernelContext&, const SourceRegions&, const Shape&, const Config&,
-                  const DeviceFacts&) override {
+  PlanDialect plan_dialect() const override { return {}; }
+  std::string baseline(const KernelContext&, const DeviceFacts&) const override { return ""; }
+
+ protected:
+  PlanResult resolve_plan(LaunchPlan&, const BuildResult&, const DeviceFacts&) override {
     return {};
   }
-  std::string baseline(const KernelContext&, const DeviceFacts&) const override { return ""; }
 };
 
 class RunToRun : public ::testing::Test {
