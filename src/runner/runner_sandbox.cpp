@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "plan/launch_plan.h"
+
 namespace peak {
 
 SandboxPolicy runner_sandbox(const RunnerOptions& opts, const RunnerJob& job) {
@@ -12,6 +14,9 @@ SandboxPolicy runner_sandbox(const RunnerOptions& opts, const RunnerJob& job) {
   for (const auto& t : job.tasks) {
     add(inputs, t.artifact);
     add(outputs, t.output_dir);
+    // A plan's launches may each name their own module (HLSL: one SPIR-V file per entry point).
+    if (auto plan = LaunchPlan::from_json(t.plan, job.arrays.size()))
+      for (const auto& step : plan->steps) add(inputs, step.module);
   }
   // The longest the parent lets this runner live: start-up, then every task to its deadline.
   double budget = opts.start_timeout_s * 2 +
