@@ -14,6 +14,7 @@ packages=(
   libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools
   binutils ccache
+  libseccomp-dev bubblewrap stress-ng
   chromium chromium-driver fonts-dejavu-core
   hipcc
 )

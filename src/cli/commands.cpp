@@ -23,6 +23,8 @@
 #include "report/stats.h"
 #include "transform/transformation.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
+#include "util/workspace_lock.h"
 
 namespace peak::cli {
 
@@ -71,6 +73,7 @@ struct Options {
   bool compile_only = false;
   bool sanitize = false;
   std::string doctor_llm;
+  bool no_sandbox = false;
   std::string html;   // report --html FILE
   std::string store;  // report/serve --store PATH
   std::string host = "127.0.0.1";
@@ -1276,6 +1279,9 @@ int run_cli(int argc, char** argv) {
   app.add_option("-C,--workspace", o.workspace, "workspace folder (default: the current one)");
   app.add_flag("--json", o.json_out, "machine-readable output");
   app.add_flag("-q,--quiet", o.quiet, "no progress lines");
+  app.add_flag("--no-sandbox", o.no_sandbox,
+               "run compilers and runners without the sandbox (also PEAK_NO_SANDBOX=1; "
+               "docs/sandbox.md)");
   app.footer(
       "Exit codes: 0 ok, 1 a step did not pass, 2 bad arguments, input or local changes in the "
       "way, 3 waiting for a manual reply, 4 environment problem (device, toolchain, LLM "
@@ -1316,6 +1322,7 @@ int run_cli(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? kOk : kUsage;
   }
+  if (o.no_sandbox) set_sandbox_enabled(false);
   for (const auto& [sub, c] : subs)
     if (sub->parsed()) {
       o.command = "peak " + std::string(c->name);

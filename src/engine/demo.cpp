@@ -10,6 +10,7 @@
 #include "report/report.h"
 #include "transform/reply.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 
 namespace peak {
 
@@ -214,6 +215,15 @@ DoctorReport run_doctor(const std::string& device) {
       {"peak", true,
        fmt::format("{} ({}), data in {}", PEAK_VERSION, PEAK_CXX_COMPILER, data_dir().string()),
        ""});
+  {
+    const SandboxSupport& s = sandbox_support();
+    bool full = s.level == SandboxSupport::Level::full && sandbox_enabled();
+    r.checks.push_back(
+        {"sandbox", full, sandbox_status(),
+         !sandbox_enabled() ? "drop --no-sandbox / PEAK_NO_SANDBOX"
+         : full             ? ""
+                            : "install bubblewrap and allow user namespaces (docs/sandbox.md)"});
+  }
   for (const std::string name : {"hlsl", "cuda", "hip"}) {
     auto b = make_backend(name);
     if (!b) {

@@ -13,9 +13,12 @@
 
 #include "engine/paths.h"
 #include "expr/expr.h"
+#include "util/device_lock.h"
 #include "peak/version.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 #include "util/sha256.h"
+#include "validate/task_timeout.h"
 
 namespace peak {
 
@@ -415,6 +418,21 @@ PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   return p;
 }
 
+// The device's lock (one timer per device) and its label for the waiting line.
+std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev) {
+  auto pci = dev.extra.find("pci_bus_id");
+  std::string bus = pci == dev.extra.end() ? "" : pci->second;
+  std::string label = dev.is_cpu    ? fmt::format("the CPU ({})", dev.name)
+                      : bus.empty() ? dev.name
+                                    : fmt::format("{} ({})", dev.name, bus);
+  return DeviceLock::for_device(device_lock_key(bus, dev.is_cpu, dev.name), label);
+}
+
+json lock_json(const DeviceLock& lock, const DeviceLockStats& s) {
+  return {{"key", lock.key()}, {"file", lock.path().string()}, {"acquisitions", s.acquisitions},
+          {"waits", s.waits},  {"waited_s", s.waited_s},       {"waited_for", s.waited_for}};
+}
+
 json measurement_json(const Measurement& m) {
   json j;
   j["shape"] = m.shape.text();
@@ -488,6 +506,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   json tc = json::object();
   for (const auto& [k, v] : be.toolchain()) tc[k] = v;
   ev.summary["toolchain"] = tc;
+  ev.summary["sandbox"] = sandbox_status();
 
   fs::path cache = root_ / ".peak" / "cache";
   if (opts.compile_only) {
@@ -519,6 +538,17 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   RunnerOptions ro;
   ro.executable = be.runner();
   ro.task_timeout_s = opts.task_timeout_s;
+  ro.device_lock = device_lock_for(*dev);
+  ro.device_lock->set_wait_notice([this](const std::string& m) { progress_.status(m, true); });
+  struct NoticeScope {  // the lock outlives this workspace: it must not call back into it
+    std::shared_ptr<DeviceLock> lock;
+    ~NoticeScope() { lock->set_wait_notice({}); }
+  } notice_scope{ro.device_lock};
+  const DeviceLockStats lock_before = ro.device_lock->stats();
+  auto record_lock = [&] {
+    ev.summary["device_lock"] =
+        lock_json(*ro.device_lock, ro.device_lock->stats().since(lock_before));
+  };
   ReferenceSource ref;
   ref.cache_dir = cache;
   if (ctx.reference == ReferenceKind::seed) {
@@ -543,6 +573,38 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   Validator validator(be, *dev, ro, ref);
 
+  // Deadlines from what the reference kernels took per task on this device (the seed, the parent
+  // and this kernel's own last evaluation), so that a slow machine is not taken for a hung kernel.
+  std::vector<std::pair<std::string, TaskSeconds>> refs;
+  auto add_ref = [&](std::optional<int64_t> id, const std::string& who) {
+    if (!id) return;
+    auto c = store_->checkpoint(*id);
+    if (!c) return;
+    json s = summary(*c);
+    if (s.contains("task_seconds"))
+      refs.emplace_back(fmt::format("{} (checkpoint {})", who, *id),
+                        TaskSeconds::from_json(s["task_seconds"]));
+  };
+  if (auto seed = store_->find_tag("seed"); seed && *seed) add_ref(**seed, "seed");
+  if (checkpoint_id) {
+    add_ref(checkpoint_id, "last evaluation");
+    if (auto c = store_->checkpoint(*checkpoint_id); c && c->parent) add_ref(c->parent, "parent");
+  } else if (auto h = head()) {
+    add_ref(h->id, "parent");  // a candidate (apply, commit) is evaluated on top of HEAD
+  }
+  const TaskBudget validate_budget =
+      task_budget(TaskKind::validate, dev->is_cpu, refs, opts.task_timeout_s);
+  const TaskBudget screen_budget =
+      task_budget(TaskKind::screen, dev->is_cpu, refs, opts.task_timeout_s * 2,
+                  timing_allowance(opts.screening, false));
+  const TaskBudget bench_budget =
+      task_budget(TaskKind::bench, dev->is_cpu, refs, opts.task_timeout_s * 4,
+                  timing_allowance(opts.policy, opts.baseline));
+  ev.summary["task_timeouts"] = {{"validate", validate_budget.to_json()},
+                                 {"screen", screen_budget.to_json()},
+                                 {"bench", bench_budget.to_json()}};
+  TaskSeconds measured;
+
   std::vector<Shape> bench =
       opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
@@ -555,9 +617,13 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.tune_shapes = {bench.front()};
   to.validation.seeds = opts.seeds;
   to.validation.sanitize = opts.sanitize;
-  to.validation.task_timeout_s = opts.task_timeout_s;
+  to.validation.task_timeout_s = validate_budget.timeout_s;
+  to.validation.reference_task_s = validate_budget.reference_s;
+  to.validation.timeout_basis = validate_budget.basis;
   to.screening.policy = opts.screening;
-  to.screening.task_timeout_s = opts.task_timeout_s * 2;
+  to.screening.task_timeout_s = screen_budget.timeout_s;
+  to.screening.reference_task_s = screen_budget.reference_s;
+  to.screening.timeout_basis = screen_budget.basis;
   to.screening.peak_tflops = peak.limit;
   to.cache_dir = cache;
   // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
@@ -589,6 +655,16 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                    progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                  });
   progress_.clear();
+  record_lock();
+  for (const auto& o : tr.outcomes) {
+    for (const auto& c : o.validation.checks)
+      if (c.disposition == Disposition::passed)
+        measured.validate = std::max(measured.validate, c.seconds);
+    for (const auto& m : o.measurements)
+      if (m.disposition == Disposition::passed)
+        measured.screen = std::max(measured.screen, m.seconds);
+  }
+  ev.summary["task_seconds"] = measured.to_json();
   if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
@@ -656,12 +732,18 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   MeasureOptions mo;
   mo.policy = opts.policy;
   mo.with_baseline = opts.baseline;
-  mo.task_timeout_s = opts.task_timeout_s * 4;
+  mo.task_timeout_s = bench_budget.timeout_s;
+  mo.reference_task_s = bench_budget.reference_s;
+  mo.timeout_basis = bench_budget.basis;
   mo.peak_tflops = peak.limit;
   progress_.status(
       fmt::format("  timing {} on {} shape(s)", config_text(best.config), bench.size()), true);
   auto ms = measure(be, *dev, ro, validator, ctx, *regions, best.build, best.config, bench, mo);
   progress_.clear();
+  record_lock();
+  for (const auto& m : ms)
+    if (m.disposition == Disposition::passed) measured.bench = std::max(measured.bench, m.seconds);
+  ev.summary["task_seconds"] = measured.to_json();
   ev.summary["phases"]["bench_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json mj = json::array();

@@ -704,6 +704,7 @@ class CudaBackend final : public Backend {
     po.cwd = dir;
     // Flags are pinned: environment additions to the nvcc command line are not honoured.
     po.env = {{"NVCC_PREPEND_FLAGS", ""}, {"NVCC_APPEND_FLAGS", ""}};
+    po.sandbox = SandboxPolicy::compiler({dir}, {nvcc});
     std::vector<std::string> quoted;
     for (const auto& a : po.argv) quoted.push_back(shell_quote(a));
     r.command = join(quoted, " ");
