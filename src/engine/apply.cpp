@@ -49,6 +49,40 @@ std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
   return out;
 }
 
+// An expression as an operand of &&: parenthesized when it has operators that bind less tightly.
+std::string conjunct(const std::string& e) {
+  return e.find("||") != std::string::npos || e.find('?') != std::string::npos ? "(" + e + ")"
+                                                                                : e;
+}
+
+}  // namespace
+
+std::vector<Config> carried_configs(const std::vector<Config>& top,
+                                    const std::vector<TuningParam>& fresh, size_t limit) {
+  std::vector<Config> combos = {Config{}};
+  for (const auto& p : fresh) {
+    std::vector<Config> next;
+    for (const auto& c : combos)
+      for (int64_t v : p.values) {
+        Config d = c;
+        d[p.name] = v;
+        next.push_back(std::move(d));
+      }
+    combos = std::move(next);
+  }
+  std::vector<Config> out;
+  for (const auto& t : top)
+    for (const auto& c : combos) {
+      if (out.size() >= limit) return out;
+      Config d = t;
+      for (const auto& [k, v] : c) d[k] = v;
+      if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(std::move(d));
+    }
+  return out;
+}
+
+namespace {
+
 std::string feedback_for(Disposition d, const std::string& message) {
   std::string msg = message;
   // Never leak hidden validation shapes into a prompt.
@@ -208,9 +242,23 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     ctx2.workspace = ctx2.workspace.empty()
                          ? T.workspace
                          : fmt::format("max({}, {})", ctx2.workspace, T.workspace);
+  // So does its constraint on the tuning configurations (pruned before anything is compiled).
+  if (!T.tuning_valid.empty() && ctx2.tuning_valid.find(T.tuning_valid) == std::string::npos)
+    ctx2.tuning_valid =
+        ctx2.tuning_valid.empty()
+            ? T.tuning_valid
+            : fmt::format("{} && {}", conjunct(ctx2.tuning_valid), conjunct(T.tuning_valid));
   EvalOptions eo = opts.eval;
   for (const auto& [k, v] : tuning) eo.tuning_overrides[k] = v;
-  eo.must_include = top_configs(parent_eval->summary, ctx2);
+  std::vector<TuningParam> fresh;
+  for (const auto& p : ctx2.tuning)
+    if (std::none_of(ctx.tuning.begin(), ctx.tuning.end(),
+                     [&](const TuningParam& q) { return q.name == p.name; })) {
+      fresh.push_back(p);
+      if (auto it = eo.tuning_overrides.find(p.name); it != eo.tuning_overrides.end())
+        fresh.back().values = it->second;
+    }
+  eo.must_include = carried_configs(top_configs(parent_eval->summary, ctx2), fresh, eo.budget);
 
   auto drv = make_driver(opts.llm, opts.driver);
   if (!drv) return fail(Disposition::llm_error, drv.error());
@@ -439,6 +487,8 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
       ao.extra_instructions = ao.extra_instructions.empty()
                                   ? st.instructions
                                   : ao.extra_instructions + "\n" + st.instructions;
+    const int budget = st.budget > 0 ? st.budget : seq.budget;
+    if (budget > 0) ao.eval.budget = std::min(ao.eval.budget, static_cast<size_t>(budget));
     progress_.print(fmt::format("step {}/{}: {}", i + 1, seq.steps.size(), st.transformation));
     ApplyResult ar = apply(st.transformation, ao, wid, st.tuning);
     rr.steps.push_back(ar);
@@ -461,6 +511,22 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
           "then `peak run {} --resume`.",
           i + 1, st.transformation, ar.message, seq.path.string());
       return rr;
+    }
+    if (!st.keep && ar.checkpoint) {
+      // The step stays in the history, but the sequence goes on from where it started.
+      auto made = store_->checkpoint(*ar.checkpoint);
+      if (made && made->parent) {
+        if (auto s = move_head(*made->parent); !s) {
+          rr.disposition = Disposition::not_run;
+          rr.environment_error = true;
+          rr.message = s.message();
+          return rr;
+        }
+        progress_.print(fmt::format(
+            "step {} ({}): checkpoint {} is kept aside (keep = false); the next step builds on "
+            "checkpoint {}",
+            i + 1, st.transformation, *ar.checkpoint, *made->parent));
+      }
     }
     rr.steps_done = i + 1;
     (void)store_->update_workflow(wid, "running",
@@ -514,6 +580,16 @@ ApplyResult Workspace::commit(const std::string& message, const EvalOptions& opt
   res.checkpoint = *id;
   res.summary = ev.summary;
   return res;
+}
+
+Status Workspace::move_head(int64_t id) {
+  auto h = store_->head();
+  Status s = h && !starts_with(*h, "#") ? store_->set_ref(*h, id)
+                                         : store_->set_head(fmt::format("#{}", id));
+  if (!s) return s;
+  auto files = checkpoint_files(id);
+  if (!files) return Status::error(files.error());
+  return write_working_files(files->first, files->second);
 }
 
 Status Workspace::checkout(const std::string& ref) {

@@ -159,6 +159,8 @@ class Workspace {
  private:
   Workspace() = default;
   Status write_working_files(const KernelContext& ctx, const std::string& source);
+  // Moves the current branch (or a detached HEAD) to checkpoint `id` and writes its files.
+  Status move_head(int64_t id);
   // The seed's evaluation summary (evaluated on first use), for speedups over the seed.
   json seed_summary(const EvalOptions& opts);
   Result<int64_t> make_checkpoint(std::optional<int64_t> parent, const std::string& transformation,
@@ -171,6 +173,13 @@ class Workspace {
   std::map<std::string, DeviceFacts> devices_;
   Progress progress_;
 };
+
+// The configurations carried into a transformation's tuning: the parent's top configurations
+// (`top`, best first), each combined with every value of the parameters the transformation
+// introduces (`fresh`, with their value sets after overrides), rank by rank, at most `limit` in
+// all. The tuner thus tries the new knobs around the configurations that were best so far.
+std::vector<Config> carried_configs(const std::vector<Config>& top,
+                                    const std::vector<TuningParam>& fresh, size_t limit);
 
 // Device facts from a JSON file: a DeviceFacts object, or a runner's probe event holding one
 // under "device" (as in recordings/*/device.json and results/*/probe-*.json).

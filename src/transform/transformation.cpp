@@ -193,7 +193,7 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
   RETURN_IF_ERROR(check_keys(t,
                              {"format", "name", "version", "title", "backends", "tuning",
-                              "workspace", "translations", "devices", "helpers"},
+                              "tuning_valid", "workspace", "translations", "devices", "helpers"},
                              src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
@@ -240,6 +240,15 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
       return Status::error(fmt::format("{}: cannot parse workspace = \"{}\": {}",
                                        src.at(*t.get("workspace")), *ws, e.error()));
     tr.workspace = *ws;
+  }
+
+  if (t.get("tuning_valid")) {
+    auto tv = get_string(t, "tuning_valid", src, top, false, "the front matter");
+    if (!tv) return tv.status();
+    if (auto e = expr::Expression::parse(*tv); !e)
+      return Status::error(fmt::format("{}: cannot parse tuning_valid = \"{}\": {}",
+                                       src.at(*t.get("tuning_valid")), *tv, e.error()));
+    tr.tuning_valid = trim(*tv);
   }
 
   if (const toml::node* tn = t.get("tuning")) {
@@ -638,9 +647,26 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
   if (!parsed) return make_error(parsed.error());
   const toml::table& t = *parsed;
   Sequence seq;
-  RETURN_IF_ERROR(
-      check_keys(t, {"format", "name", "description", "attempts", "step"}, src, "a sequence"));
+  RETURN_IF_ERROR(check_keys(t, {"format", "name", "description", "attempts", "budget", "step"},
+                             src, "a sequence"));
   RETURN_IF_ERROR(check_format(t, src, kSequenceFormatVersion, "sequence", &seq.format));
+  // Keys that format 1 did not have are refused there, so that a file states what it needs.
+  auto needs_format_2 = [&](const toml::table& tbl, std::string_view key) -> Status {
+    const toml::node* n = tbl.get(key);
+    if (!n || seq.format >= 2) return Status::ok();
+    return Status::error(fmt::format("{}: '{}' needs sequence format 2; write 'format = 2'",
+                                     src.at(*n), key));
+  };
+  auto get_budget = [&](const toml::table& tbl, int line, int* out) -> Status {
+    RETURN_IF_ERROR(needs_format_2(tbl, "budget"));
+    auto b = get_int(tbl, "budget", src, line, 0, "the sequence");
+    if (!b) return Status::error(b.error());
+    if (tbl.get("budget") && (*b < 1 || *b > 100000))
+      return Status::error(fmt::format("{}: budget must be between 1 and 100000, found {}",
+                                       src.at(*tbl.get("budget")), *b));
+    *out = static_cast<int>(*b);
+    return Status::ok();
+  };
   auto name = get_string(t, "name", src, 1, true, "the sequence");
   if (!name) return make_error(name.error());
   if (name->empty())
@@ -655,6 +681,7 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
                                   src.at(*t.get("attempts")), *attempts));
   seq.attempts = static_cast<int>(*attempts);
+  RETURN_IF_ERROR(get_budget(t, 1, &seq.budget));
 
   const toml::node* steps = t.get("step");
   if (!steps)
@@ -669,8 +696,9 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
   for (const toml::node& e : *arr) {
     const toml::table& st = *e.as_table();
     const int line = src.line_of(e);
-    RETURN_IF_ERROR(check_keys(st, {"transformation", "attempts", "instructions", "tuning"}, src,
-                               "a [[step]]"));
+    RETURN_IF_ERROR(check_keys(
+        st, {"transformation", "attempts", "budget", "keep", "instructions", "tuning"}, src,
+        "a [[step]]"));
     SequenceStep step;
     auto tr = get_string(st, "transformation", src, line, true, "a [[step]]");
     if (!tr) return make_error(tr.error());
@@ -684,6 +712,14 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
       return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
                                     src.at(*st.get("attempts")), *a));
     step.attempts = static_cast<int>(*a);
+    RETURN_IF_ERROR(get_budget(st, line, &step.budget));
+    RETURN_IF_ERROR(needs_format_2(st, "keep"));
+    if (const toml::node* k = st.get("keep")) {
+      if (!k->is_boolean())
+        return make_error(fmt::format("{}: 'keep' must be true or false, found {}", src.at(*k),
+                                      type_name(*k)));
+      step.keep = k->as_boolean()->get();
+    }
     auto ins = get_string(st, "instructions", src, line, false, "a [[step]]");
     if (!ins) return make_error(ins.error());
     step.instructions = trim(*ins);

@@ -44,7 +44,8 @@
 namespace peak {
 
 inline constexpr int kTransformationFormatVersion = 1;
-inline constexpr int kSequenceFormatVersion = 1;
+// Format 2 added per-step `keep` and the tuning `budget` keys.
+inline constexpr int kSequenceFormatVersion = 2;
 
 struct Pass {
   int index = 0;  // 1-based
@@ -71,6 +72,10 @@ struct Transformation {
   // Scratch bytes its launch plans may need for a shape (an expression of the scalars and
   // tuning parameters; "" = none); joins the context's workspace.
   std::string workspace;
+  // Which tuning configurations the transformed kernel can run (an expression of the tuning
+  // parameters and device limits, like kernel.toml's tuning_valid; "" = all); joins the
+  // context's tuning_valid with &&, so configurations it rules out are pruned before compiling.
+  std::string tuning_valid;
   // Backend -> (phrase -> backend spelling), merged with the backend's own table in prompts.
   std::map<std::string, std::map<std::string, std::string>> translations;
   // Device-name substring -> extra instruction text added when the device name contains it.
@@ -90,19 +95,26 @@ Result<Transformation> find_transformation(const std::vector<Transformation>& li
                                            std::string_view name);
 
 // sequences/<name>.toml:
-//   format = 1
+//   format = 2
 //   name = "hlsl-fp32"
 //   description = "..."
 //   attempts = 3                 # default per step
+//   budget = 24                  # format 2: tuning configurations per step at most (optional)
 //   [[step]]
 //   transformation = "refactor"
 //   attempts = 2                 # optional override
+//   budget = 16                  # format 2: optional override of the sequence's budget
+//   keep = false                 # format 2: the next step builds on this step's parent
 //   instructions = "..."         # optional extra text appended to every pass's prompt
 //   [step.tuning]                # optional overrides of tuning values
 //   TILE_K = [16, 32]
 struct SequenceStep {
   std::string transformation;
   int attempts = 0;  // 0 = sequence default
+  int budget = 0;    // 0 = the sequence's budget
+  // false: the step is applied, validated, tuned and checkpointed as usual, but the sequence
+  // goes on from the checkpoint it started from (its result made the kernel slower).
+  bool keep = true;
   std::string instructions;
   std::map<std::string, std::vector<int64_t>> tuning;
 };
@@ -112,6 +124,7 @@ struct Sequence {
   std::string name;
   std::string description;
   int attempts = 3;
+  int budget = 0;  // tuning configurations per step at most (0 = the caller's budget)
   std::vector<SequenceStep> steps;
   std::filesystem::path path;
 };

@@ -100,6 +100,22 @@ TEST(Transformation, ParsesEveryField) {
   EXPECT_EQ(t.passes[2].instruction, "Fix the grid.");
 }
 
+TEST(Transformation, TuningValidIsAnExpression) {
+  auto r = parse_transformation(
+      "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\n"
+      "tuning_valid = \" TRD_X_DIM % CHUNK == 0 \"\n+++\n## Pass 1: device\nDo.\n",
+      "x.md");
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  EXPECT_EQ(r->tuning_valid, "TRD_X_DIM % CHUNK == 0");
+  auto bad = parse_transformation(
+      "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\ntuning_valid = \"A %% 2\"\n+++\n"
+      "## Pass 1: device\nDo.\n",
+      "x.md");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.error().find("x.md:5: cannot parse tuning_valid"), std::string::npos)
+      << bad.error();
+}
+
 TEST(Transformation, EmptyBackendsMeansAll) {
   auto r = parse_transformation(
       "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\n+++\n## Pass 1: device\nDo.\n", "x.md");
@@ -299,11 +315,49 @@ TILE_K = [16, 32]
   EXPECT_EQ(s->steps[1].tuning.at("TILE_K"), (std::vector<int64_t>{16, 32}));
 }
 
+TEST(Sequence, Format2KeepAndBudget) {
+  const char* text = R"MD(format = 2
+name = "cuda-fp32"
+budget = 24
+
+[[step]]
+transformation = "split-k"
+keep = false
+budget = 12
+
+[[step]]
+transformation = "pipelining"
+)MD";
+  auto s = parse_sequence(text, "s.toml");
+  ASSERT_TRUE(s.is_ok()) << s.error();
+  EXPECT_EQ(s->format, 2);
+  EXPECT_EQ(s->budget, 24);
+  ASSERT_EQ(s->steps.size(), 2u);
+  EXPECT_FALSE(s->steps[0].keep);
+  EXPECT_EQ(s->steps[0].budget, 12);
+  EXPECT_TRUE(s->steps[1].keep);
+  EXPECT_EQ(s->steps[1].budget, 0);
+  // Format 1 files still read, with every step kept and no budget of their own.
+  auto old = parse_sequence("format = 1\nname = \"s\"\n[[step]]\ntransformation = \"a\"\n", "s.toml");
+  ASSERT_TRUE(old.is_ok()) << old.error();
+  EXPECT_EQ(old->format, 1);
+  EXPECT_EQ(old->budget, 0);
+  EXPECT_TRUE(old->steps[0].keep);
+}
+
 TEST(Sequence, Errors) {
   const std::vector<BadCase> cases = {
       {"format = 1\nname = \"s\"\n", "s.toml:1: the sequence has no steps"},
       {"format = 3\nname = \"s\"\n[[step]]\ntransformation = \"a\"\n",
-       "s.toml:1: sequence format 3 is newer than this peak supports (format 1)"},
+       "s.toml:1: sequence format 3 is newer than this peak supports (format 2)"},
+      {"format = 1\nname = \"s\"\n[[step]]\ntransformation = \"a\"\nkeep = false\n",
+       "s.toml:5: 'keep' needs sequence format 2; write 'format = 2'"},
+      {"format = 1\nname = \"s\"\nbudget = 8\n[[step]]\ntransformation = \"a\"\n",
+       "s.toml:3: 'budget' needs sequence format 2"},
+      {"format = 2\nname = \"s\"\n[[step]]\ntransformation = \"a\"\nkeep = \"no\"\n",
+       "s.toml:5: 'keep' must be true or false, found a string"},
+      {"format = 2\nname = \"s\"\n[[step]]\ntransformation = \"a\"\nbudget = 0\n",
+       "s.toml:5: budget must be between 1 and 100000, found 0"},
       {"format = 1\nname = \"s\"\n[[step]]\ntransformaton = \"a\"\n",
        "s.toml:4: unknown key 'transformaton' in a [[step]]"},
       {"format = 1\nname = \"s\"\n[[step]]\nattempts = 2\n",
