@@ -49,12 +49,6 @@ std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
   return out;
 }
 
-// An expression as an operand of &&: parenthesized when it has operators that bind less tightly.
-std::string conjunct(const std::string& e) {
-  return e.find("||") != std::string::npos || e.find('?') != std::string::npos ? "(" + e + ")"
-                                                                                : e;
-}
-
 }  // namespace
 
 std::vector<Config> carried_configs(const std::vector<Config>& top,
@@ -231,23 +225,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
         fmt::format("the parent checkpoint {} does not pass its own evaluation ({}): {}",
                     head_cp->id, to_string(parent_eval->disposition), parent_eval->message));
 
-  // The new context: the transformation's tuning parameters join the context's.
-  KernelContext ctx2 = ctx;
-  for (const auto& p : T.tuning)
-    if (std::none_of(ctx2.tuning.begin(), ctx2.tuning.end(),
-                     [&](const TuningParam& q) { return q.name == p.name; }))
-      ctx2.tuning.push_back(p);
-  // Scratch memory the transformation needs (split-K partial sums, ...) joins the workspace.
-  if (!T.workspace.empty())
-    ctx2.workspace = ctx2.workspace.empty()
-                         ? T.workspace
-                         : fmt::format("max({}, {})", ctx2.workspace, T.workspace);
-  // So does its constraint on the tuning configurations (pruned before anything is compiled).
-  if (!T.tuning_valid.empty() && ctx2.tuning_valid.find(T.tuning_valid) == std::string::npos)
-    ctx2.tuning_valid =
-        ctx2.tuning_valid.empty()
-            ? T.tuning_valid
-            : fmt::format("{} && {}", conjunct(ctx2.tuning_valid), conjunct(T.tuning_valid));
+  // The new context: the transformation's tuning parameters, constraint and workspace join.
+  KernelContext ctx2 = transformed_context(T, ctx);
   EvalOptions eo = opts.eval;
   for (const auto& [k, v] : tuning) eo.tuning_overrides[k] = v;
   std::vector<TuningParam> fresh;

@@ -519,6 +519,31 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+namespace {
+// An expression as an operand of &&: parenthesized when it has operators that bind less tightly.
+std::string conjunct(const std::string& e) {
+  return e.find("||") != std::string::npos || e.find('?') != std::string::npos ? "(" + e + ")"
+                                                                                : e;
+}
+}  // namespace
+
+KernelContext transformed_context(const Transformation& t, const KernelContext& ctx) {
+  KernelContext out = ctx;
+  for (const auto& p : t.tuning)
+    if (std::none_of(out.tuning.begin(), out.tuning.end(),
+                     [&](const TuningParam& q) { return q.name == p.name; }))
+      out.tuning.push_back(p);
+  if (!t.workspace.empty() && out.workspace.find(t.workspace) == std::string::npos)
+    out.workspace = out.workspace.empty() ? t.workspace
+                                          : fmt::format("max({}, {})", out.workspace, t.workspace);
+  if (!t.tuning_valid.empty() && out.tuning_valid.find(t.tuning_valid) == std::string::npos)
+    out.tuning_valid =
+        out.tuning_valid.empty()
+            ? t.tuning_valid
+            : fmt::format("{} && {}", conjunct(out.tuning_valid), conjunct(t.tuning_valid));
+  return out;
+}
+
 bool Transformation::supports(std::string_view backend) const {
   return backends.empty() || std::find(backends.begin(), backends.end(), backend) != backends.end();
 }

@@ -86,6 +86,11 @@ struct Transformation {
   bool supports(std::string_view backend) const;
 };
 
+// The context after `t`: its tuning parameters join the context's (a name already there keeps
+// the context's value set), its tuning_valid joins with &&, and the workspace becomes the larger
+// of the two. The source is the caller's business.
+KernelContext transformed_context(const Transformation& t, const KernelContext& ctx);
+
 Result<Transformation> parse_transformation(std::string_view text, std::string_view filename);
 Result<Transformation> load_transformation(const std::filesystem::path& path);
 // Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error.
