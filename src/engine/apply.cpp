@@ -1,5 +1,6 @@
 // Applying transformations and sequences, manual commits, and history operations.
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -469,7 +470,7 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     const int budget = st.budget > 0 ? st.budget : seq.budget;
     if (budget > 0) ao.eval.budget = std::min(ao.eval.budget, static_cast<size_t>(budget));
     progress_.print(fmt::format("step {}/{}: {}", i + 1, seq.steps.size(), st.transformation));
-    ApplyResult ar = apply(st.transformation, ao, wid, st.tuning);
+    ApplyResult ar = apply(st.transformation, ao, wid, step_tuning(seq, st));
     rr.steps.push_back(ar);
     rr.input_error = ar.input_error;
     rr.environment_error = ar.environment_error;
@@ -559,6 +560,23 @@ ApplyResult Workspace::commit(const std::string& message, const EvalOptions& opt
   res.checkpoint = *id;
   res.summary = ev.summary;
   return res;
+}
+
+std::map<std::string, std::vector<int64_t>> Workspace::step_tuning(const Sequence& seq,
+                                                                  const SequenceStep& st) {
+  std::map<std::string, std::vector<int64_t>> out = st.tuning;
+  if (seq.tuning.empty()) return out;
+  // The sequence's value sets apply to the parameters the step's context will have.
+  std::set<std::string> names;
+  if (auto h = head())
+    if (auto files = checkpoint_files(h->id))
+      for (const auto& p : files->first.tuning) names.insert(p.name);
+  if (auto lib = library())
+    if (auto t = find_transformation(*lib, st.transformation))
+      for (const auto& p : t->tuning) names.insert(p.name);
+  for (const auto& [name, values] : seq.tuning)
+    if (names.count(name) && !out.count(name)) out[name] = values;
+  return out;
 }
 
 Status Workspace::move_head(int64_t id) {

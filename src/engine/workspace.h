@@ -161,6 +161,9 @@ class Workspace {
   Status write_working_files(const KernelContext& ctx, const std::string& source);
   // Moves the current branch (or a detached HEAD) to checkpoint `id` and writes its files.
   Status move_head(int64_t id);
+  // A step's value-set overrides: its own, then the sequence's for the parameters it will have.
+  std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
+                                                          const SequenceStep& st);
   // The seed's evaluation summary (evaluated on first use), for speedups over the seed.
   json seed_summary(const EvalOptions& opts);
   Result<int64_t> make_checkpoint(std::optional<int64_t> parent, const std::string& transformation,

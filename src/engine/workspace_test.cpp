@@ -187,6 +187,33 @@ TEST_F(WorkspaceTest, RunKeepsAStepAsideAndCapsTheBudget) {
   EXPECT_EQ(files->first.tuning_valid, "BLOCK == 64");
 }
 
+TEST_F(WorkspaceTest, SequenceTuningAppliesWhereTheParameterExists) {
+  ASSERT_TRUE(write_file(tmp_ / "lib" / "note-a.md", comment_transformation("note-a", "")));
+  ASSERT_TRUE(write_file(tmp_ / "reply.md", device_reply("note-a")));
+  ::setenv("PEAK_LIBRARY", (tmp_ / "lib").c_str(), 1);
+  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
+  ASSERT_TRUE(ws) << ws.error();
+  // BLOCK = [32] applies (the context has BLOCK); TILE = [8] names no parameter of this step
+  // and is left out rather than refused.
+  auto seq = parse_sequence(
+      "format = 2\nname = \"one\"\n[tuning]\nBLOCK = [32]\nTILE = [8]\n[[step]]\n"
+      "transformation = \"note-a\"\n",
+      "one.toml");
+  ASSERT_TRUE(seq) << seq.error();
+  RunOptions ro;
+  ro.apply.llm = "command:'cat " + (tmp_ / "reply.md").string() + "'";
+  ro.apply.eval = default_eval_options(true);
+  ro.apply.eval.seeds = 1;
+  RunResult rr = (*ws)->run(*seq, ro);
+  ::unsetenv("PEAK_LIBRARY");
+  ASSERT_EQ(rr.disposition, Disposition::passed) << rr.message;
+  auto c = (*ws)->store().checkpoint(*rr.steps[0].checkpoint);
+  ASSERT_TRUE(c);
+  auto summary = json::parse(c->summary_json);
+  EXPECT_EQ(summary["configs"]["evaluated"], 1);
+  EXPECT_EQ(summary["best"]["config"]["BLOCK"], 32);
+}
+
 TEST(CarriedConfigs, NewParametersAroundTheParentsBest) {
   std::vector<Config> top = {{{"B", 64}}, {{"B", 32}}};
   std::vector<TuningParam> fresh = {{"S", {2, 3}, 2}};

@@ -672,8 +672,9 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
   if (!parsed) return make_error(parsed.error());
   const toml::table& t = *parsed;
   Sequence seq;
-  RETURN_IF_ERROR(check_keys(t, {"format", "name", "description", "attempts", "budget", "step"},
-                             src, "a sequence"));
+  RETURN_IF_ERROR(check_keys(
+      t, {"format", "name", "description", "attempts", "budget", "tuning", "step"}, src,
+      "a sequence"));
   RETURN_IF_ERROR(check_format(t, src, kSequenceFormatVersion, "sequence", &seq.format));
   // Keys that format 1 did not have are refused there, so that a file states what it needs.
   auto needs_format_2 = [&](const toml::table& tbl, std::string_view key) -> Status {
@@ -707,6 +708,26 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
                                   src.at(*t.get("attempts")), *attempts));
   seq.attempts = static_cast<int>(*attempts);
   RETURN_IF_ERROR(get_budget(t, 1, &seq.budget));
+  auto get_tuning_table = [&](const toml::table& tt,
+                              std::map<std::string, std::vector<int64_t>>* out) -> Status {
+    for (auto&& [k, v] : tt) {
+      if (!is_identifier(k.str()))
+        return Status::error(
+            fmt::format("{}: '{}' is not a tuning parameter name (a preprocessor identifier)",
+                        src.at(v), k.str()));
+      auto values = get_int_list(v, k.str(), src);
+      if (!values) return Status::error(values.error());
+      (*out)[std::string(k.str())] = *values;
+    }
+    return Status::ok();
+  };
+  if (const toml::node* tn = t.get("tuning")) {
+    RETURN_IF_ERROR(needs_format_2(t, "tuning"));
+    if (!tn->as_table())
+      return make_error(fmt::format(
+          "{}: the sequence's tuning must be a table ([tuning] NAME = [values])", src.at(*tn)));
+    RETURN_IF_ERROR(get_tuning_table(*tn->as_table(), &seq.tuning));
+  }
 
   const toml::node* steps = t.get("step");
   if (!steps)
@@ -749,19 +770,10 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     if (!ins) return make_error(ins.error());
     step.instructions = trim(*ins);
     if (const toml::node* tn = st.get("tuning")) {
-      const toml::table* tt = tn->as_table();
-      if (!tt)
+      if (!tn->as_table())
         return make_error(fmt::format(
             "{}: step tuning must be a table ([step.tuning] NAME = [values])", src.at(*tn)));
-      for (auto&& [k, v] : *tt) {
-        if (!is_identifier(k.str()))
-          return make_error(
-              fmt::format("{}: '{}' is not a tuning parameter name (a preprocessor identifier)",
-                          src.at(v), k.str()));
-        auto values = get_int_list(v, k.str(), src);
-        if (!values) return make_error(values.error());
-        step.tuning[std::string(k.str())] = *values;
-      }
+      RETURN_IF_ERROR(get_tuning_table(*tn->as_table(), &step.tuning));
     }
     seq.steps.push_back(std::move(step));
   }

@@ -105,6 +105,8 @@ Result<Transformation> find_transformation(const std::vector<Transformation>& li
 //   description = "..."
 //   attempts = 3                 # default per step
 //   budget = 24                  # format 2: tuning configurations per step at most (optional)
+//   [tuning]                     # format 2: value sets for every step that has the parameter
+//   TRD_Y_DIM = [4, 8, 16]
 //   [[step]]
 //   transformation = "refactor"
 //   attempts = 2                 # optional override
@@ -130,6 +132,9 @@ struct Sequence {
   std::string description;
   int attempts = 3;
   int budget = 0;  // tuning configurations per step at most (0 = the caller's budget)
+  // Format 2 [tuning]: value sets used by every step whose context has the parameter (a step's
+  // own [step.tuning] wins), for parameters whose useful values a later step widens or narrows.
+  std::map<std::string, std::vector<int64_t>> tuning;
   std::vector<SequenceStep> steps;
   std::filesystem::path path;
 };
