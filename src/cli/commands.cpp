@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 
@@ -15,6 +17,7 @@
 #include "llm/llm.h"
 #include "peak/version.h"
 #include "report/report.h"
+#include "report/stats.h"
 #include "transform/transformation.h"
 #include "util/fs.h"
 
@@ -59,6 +62,10 @@ struct Options {
   std::string prompt_device;        // JSON file of device facts for prompts
   bool compile_only = false;
   bool sanitize = false;
+  std::string html;   // report --html FILE
+  std::string store;  // report/serve --store PATH
+  std::string host = "127.0.0.1";
+  int port = 8765;
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -373,9 +380,8 @@ int cmd_run(Options& o) {
                 o.args[0].c_str(), o.llm.c_str());
   } else if (r.disposition == Disposition::passed) {
     auto h = ws->head();
-    if (h) {
-      std::printf("%s", render_text(ws->report(h->id, seq->name)).c_str());
-    }
+    if (h)
+      if (auto rep = ws->report(h->id, seq->name)) std::printf("%s", render_text(*rep).c_str());
   } else {
     err(r.message);
   }
@@ -617,35 +623,137 @@ int cmd_branch(Options& o) {
   return kOk;
 }
 
+// Writes `text` to o.output (saying so) or standard output.
+int emit(const Options& o, const std::string& text) {
+  if (o.output.empty()) {
+    std::printf("%s", text.c_str());
+    return kOk;
+  }
+  if (auto s = write_file(o.output, text); !s) {
+    err(s.message());
+    return kEnvironment;
+  }
+  if (!o.quiet) std::printf("wrote %s\n", o.output.c_str());
+  return kOk;
+}
+
 int cmd_report(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
-  if (!id) return kUsage;
-  auto files = ws->checkpoint_files(*id);
-  Report rep = ws->report(*id, files ? files->first.name : "");
-  std::string fmt_name = o.json_out ? "json" : o.format;
-  std::string text;
-  if (fmt_name == "json")
-    text = render_json(rep).dump(2) + "\n";
-  else if (fmt_name == "markdown" || fmt_name == "md")
-    text = render_markdown(rep);
-  else if (fmt_name == "text")
-    text = render_text(rep);
-  else {
-    err(fmt::format("unknown report format '{}' (text, markdown, json)", fmt_name));
+  fs::path where = o.store.empty() ? fs::path(o.workspace) : fs::path(o.store);
+  auto store = open_store_for_reading(where);
+  if (!store) {
+    err(store.error());
     return kUsage;
   }
-  if (!o.output.empty()) {
-    if (auto s = write_file(o.output, text); !s) {
-      err(s.message());
+  ReportOptions ro;
+  if (!o.args.empty()) {
+    auto id = resolve_checkpoint(**store, o.args[0]);
+    if (!id) {
+      err(id.error());
+      return kUsage;
+    }
+    ro.tip = *id;
+  }
+  auto rep = build_report(**store, ro);
+  if (!rep) {
+    err(rep.error());
+    return kEnvironment;
+  }
+  if (o.store.empty() && (*store)->dir().filename() == ".peak")
+    rep->source = (*store)->dir().parent_path().string();
+  std::string fmt_name = o.json_out ? "json" : o.format;
+  if (!o.html.empty()) {
+    fmt_name = "html";
+    o.output = o.html;
+  }
+  std::string text;
+  if (fmt_name == "json") {
+    text = render_json(*rep).dump(2) + "\n";
+  } else if (fmt_name == "markdown" || fmt_name == "md") {
+    text = render_markdown(*rep);
+  } else if (fmt_name == "text") {
+    text = render_text(*rep);
+  } else if (fmt_name == "html") {
+    auto html = render_html(*rep);
+    if (!html) {
+      err(html.error());
       return kEnvironment;
     }
-    if (!o.quiet) std::printf("wrote %s\n", o.output.c_str());
+    text = std::move(*html);
   } else {
-    std::printf("%s", text.c_str());
+    err(fmt::format("unknown report format '{}' (text, markdown, json, html)", fmt_name));
+    return kUsage;
   }
-  return kOk;
+  return emit(o, text);
+}
+
+int cmd_stats(Options& o) {
+  std::vector<std::pair<std::string, Report>> reports;
+  if (o.args.empty()) o.args.push_back(o.workspace);
+  for (const auto& arg : o.args) {
+    auto found = find_stores(arg);
+    if (!found) {
+      err(found.error());
+      return kUsage;
+    }
+    for (const auto& path : *found) {
+      auto store = open_store_for_reading(path);
+      if (!store) {
+        err(store.error());
+        return kUsage;
+      }
+      auto rep = build_report(**store);
+      if (!rep) {
+        err(fmt::format("{}: {}", path.string(), rep.error()));
+        return kEnvironment;
+      }
+      reports.emplace_back(path.string(), std::move(*rep));
+    }
+  }
+  Stats st = build_stats(reports);
+  std::string fmt_name = o.json_out ? "json" : o.format;
+  std::string text;
+  if (fmt_name == "json") {
+    text = render_stats_json(st).dump(2) + "\n";
+  } else if (fmt_name == "csv") {
+    text = render_stats_csv(st);
+  } else if (fmt_name == "text") {
+    text = render_stats_text(st);
+  } else if (fmt_name == "html") {
+    auto html = render_stats_html(st);
+    if (!html) {
+      err(html.error());
+      return kEnvironment;
+    }
+    text = std::move(*html);
+  } else {
+    err(fmt::format("unknown stats format '{}' (text, json, csv, html)", fmt_name));
+    return kUsage;
+  }
+  return emit(o, text);
+}
+
+// `peak serve` is the peak-serve program beside peak (it links the HTTP server library, which
+// the peak binary itself does without).
+int cmd_serve(Options& o) {
+  fs::path self = fs::read_symlink("/proc/self/exe");
+  fs::path exe = self.parent_path() / "peak-serve";
+  std::error_code ec;
+  if (!fs::exists(exe, ec)) {
+    err(fmt::format("{} is missing: build it (`ninja -C build peak-serve`) next to peak",
+                    exe.string()));
+    return kEnvironment;
+  }
+  std::vector<std::string> args = {exe.string(), "-C",     o.workspace,           "--host",
+                                   o.host,       "--port", std::to_string(o.port)};
+  if (!o.store.empty()) args.insert(args.end(), {"--store", o.store});
+  if (o.quiet) args.push_back("-q");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(exe.c_str(), argv.data());
+  err(fmt::format("cannot run {}: {}", exe.string(), std::strerror(errno)));
+  return kEnvironment;
 }
 
 int cmd_commit(Options& o) {
@@ -742,13 +850,34 @@ std::vector<Command> commands() {
        cmd_checkout},
       {"branch", "list branches, or create one at HEAD (or REF) and switch to it",
        args("[NAME [REF]]"), cmd_branch},
-      {"report", "performance along the history: text, markdown or json",
+      {"report", "performance along the history: text, markdown, json or html",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
-         c->add_option("--format", o.format, "text, markdown or json")->capture_default_str();
+         c->add_option("--format", o.format, "text, markdown, json or html")->capture_default_str();
          c->add_option("-o,--output", o.output, "write to FILE");
+         c->add_option("--html", o.html, "write the HTML report to FILE (= --format html -o FILE)");
+         c->add_option("--store", o.store,
+                       "read this store instead of the workspace: a workspace, its .peak folder "
+                       "or a peak.db file");
        },
        cmd_report},
+      {"stats", "campaign analytics over stores: success, errors, performance, costs",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args,
+                       "STORE_OR_WORKSPACE... (workspaces, .peak folders, peak.db files, or "
+                       "folders to search; default: the workspace)");
+         c->add_option("--format", o.format, "text, json, csv or html")->capture_default_str();
+         c->add_option("-o,--output", o.output, "write to FILE");
+       },
+       cmd_stats},
+      {"serve", "a local page with the workspace's report, updated while a run progresses",
+       [](CLI::App* c, Options& o) {
+         c->add_option("--host", o.host, "address to listen on (default: loopback only)")
+             ->capture_default_str();
+         c->add_option("--port", o.port, "port (0: any free port)")->capture_default_str();
+         c->add_option("--store", o.store, "serve this store instead of the workspace");
+       },
+       cmd_serve},
       {"doctor", "check toolchains, devices and what is missing",
        [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); },
        cmd_doctor},

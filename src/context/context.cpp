@@ -25,6 +25,8 @@ std::string_view to_string(DType t) {
       return "f32";
     case DType::f16:
       return "f16";
+    case DType::bf16:
+      return "bf16";
     case DType::i32:
       return "i32";
   }
@@ -34,11 +36,12 @@ std::string_view to_string(DType t) {
 std::optional<DType> dtype_from_string(std::string_view s) {
   if (s == "f32") return DType::f32;
   if (s == "f16") return DType::f16;
+  if (s == "bf16") return DType::bf16;
   if (s == "i32") return DType::i32;
   return std::nullopt;
 }
 
-size_t dtype_size(DType t) { return t == DType::f16 ? 2 : 4; }
+size_t dtype_size(DType t) { return t == DType::f16 || t == DType::bf16 ? 2 : 4; }
 
 std::string_view to_string(Region r) {
   switch (r) {

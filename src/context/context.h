@@ -20,7 +20,7 @@ namespace peak {
 
 inline constexpr int kContextFormatVersion = 2;
 
-enum class DType { f32, f16, i32 };
+enum class DType { f32, f16, bf16, i32 };
 std::string_view to_string(DType t);
 std::optional<DType> dtype_from_string(std::string_view s);
 size_t dtype_size(DType t);

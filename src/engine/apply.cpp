@@ -141,12 +141,7 @@ json Workspace::seed_summary(const EvalOptions& opts) {
   return ss ? ss->summary : json::object();
 }
 
-json Workspace::summary(const CheckpointRecord& c) const {
-  json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
-  if (auto m = store_->meta(fmt::format("eval.{}", c.id)); m && *m)
-    if (auto blob = store_->get_blob(**m)) s = json::parse(*blob, nullptr, false);
-  return s.is_object() ? s : json::object();
-}
+json Workspace::summary(const CheckpointRecord& c) const { return checkpoint_summary(*store_, c); }
 
 std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) const {
   std::vector<std::pair<CheckpointRecord, json>> chain;
@@ -161,10 +156,13 @@ std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) c
   return chain;
 }
 
-Report Workspace::report(int64_t tip, const std::string& title) const {
-  auto attempts = store_->attempts();
-  return build_report(root_.string(), title, history(tip),
-                      attempts ? *attempts : std::vector<AttemptRecord>{});
+Result<Report> Workspace::report(int64_t tip, const std::string& title) const {
+  ReportOptions o;
+  o.tip = tip;
+  o.title = title;
+  auto r = build_report(*store_, o);
+  if (r) r->source = root_.string();
+  return r;
 }
 
 ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, int64_t workflow_id,

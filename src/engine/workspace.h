@@ -20,6 +20,7 @@
 #include "store/store.h"
 #include "transform/transformation.h"
 #include "tune/tuner.h"
+#include "util/diff.h"
 #include "util/progress.h"
 
 namespace peak {
@@ -148,8 +149,8 @@ class Workspace {
   json summary(const CheckpointRecord& c) const;
   // Checkpoints from the seed to `tip`, each with its summary.
   std::vector<std::pair<CheckpointRecord, json>> history(int64_t tip) const;
-  // The report of the history from the seed to `tip`, with every recorded attempt.
-  Report report(int64_t tip, const std::string& title) const;
+  // The report of the history from the seed to `tip` (report/report.h).
+  Result<Report> report(int64_t tip, const std::string& title) const;
 
   // History.
   Status checkout(const std::string& ref);                        // writes the files, moves HEAD
@@ -187,9 +188,5 @@ std::vector<Config> carried_configs(const std::vector<Config>& top,
 // Device facts from a JSON file: a DeviceFacts object, or a runner's probe event holding one
 // under "device" (as in recordings/*/device.json and results/*/probe-*.json).
 Result<DeviceFacts> read_device_facts(const std::filesystem::path& path);
-
-// Unified diff of two texts with file labels (3 lines of context).
-std::string unified_diff(const std::string& a, const std::string& b, const std::string& label_a,
-                         const std::string& label_b);
 
 }  // namespace peak

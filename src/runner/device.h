@@ -74,6 +74,9 @@ class Device {
   virtual void flush_caches() = 0;
   // Current SM/graphics clock in MHz, 0 when unknown.
   virtual double clock_mhz() = 0;
+  // Device memory in use by the whole device in bytes (total minus free), -1 when unknown; the
+  // runner compares readings around loading and timing (the candidate's footprint).
+  virtual int64_t memory_in_use() { return -1; }
   // True after an error that poisons the context (CUDA sticky errors, VK_ERROR_DEVICE_LOST):
   // the runner reports the task as crashed and exits so the parent starts a fresh one.
   virtual bool lost() = 0;

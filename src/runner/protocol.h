@@ -71,6 +71,13 @@ struct TimingPolicy {
   double max_seconds = 5.0;         // sampling stops at this budget (per task)
   double target_rel_spread = 0.02;  // stop once (p75 - p25) / median is under this
   bool flush_l2 = true;             // write a buffer of twice the L2 before each sample
+  // Every timed launch (warm-ups included) on inputs no earlier launch saw: fresh inputs from a
+  // new seed before each one, in buffers that alternate between two allocations. The outputs of
+  // every timed launch are read back at positions the runner picks after the launch.
+  bool fresh_inputs = true;
+  int check_elements = 32;  // random positions per output and timed launch (besides the corners)
+  int full_checks = 1;      // timed launches whose whole output is kept, with the baseline's on
+                            // the same inputs, for an element-by-element comparison
   json to_json() const;
   static TimingPolicy from_json(const json& j);
 };
@@ -114,6 +121,23 @@ struct RunnerJob {
   }
 };
 
+// The outputs of one timed launch at positions the runner chose after it ran; the parent checks
+// them against a float64 reference of that launch's inputs.
+struct TimedCheck {
+  int sample = 0;     // 0-based index of the timed sample
+  uint64_t seed = 0;  // the inputs were generate_array(spec, size, array_seed(seed, name), 0)
+  std::map<std::string, std::vector<int64_t>> positions;  // per output array
+  std::map<std::string, std::vector<double>> values;      // NaN for an unwritten (poison) element
+};
+
+// A timed launch whose whole output was kept, and the baseline's output on the same inputs.
+struct FullCheck {
+  int sample = 0;
+  uint64_t seed = 0;
+  std::map<std::string, std::string> candidate;  // array -> file
+  std::map<std::string, std::string> baseline;
+};
+
 struct TaskResult {
   std::string id;
   Disposition disposition = Disposition::not_run;  // passed, invalid_config, launch_failed,
@@ -131,8 +155,15 @@ struct TaskResult {
   int threads_before = 0, threads_after = 0;  // process threads around the launches
   bool guard_overwritten = false;  // bytes past the end of a buffer changed (out of bounds)
   bool outlived = false;  // device work was still running after a timed sample's end mark
+  std::vector<TimedCheck> timed_checks;
+  std::vector<FullCheck> full_checks;
+  double input_ms = 0;         // host time generating and uploading fresh inputs (untimed)
+  int64_t module_bytes = -1;   // device memory the loaded kernels took (-1: unknown)
+  int64_t memory_growth_bytes = -1;  // device memory in use after the timed loop minus before
   double seconds = 0;
   json to_json() const;
+  json checks_json() const;
+  json full_json() const;
   static TaskResult from_json(const json& j);
 };
 

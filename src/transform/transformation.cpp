@@ -193,7 +193,8 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
   RETURN_IF_ERROR(check_keys(t,
                              {"format", "name", "version", "title", "backends", "tuning",
-                              "tuning_valid", "workspace", "translations", "devices", "helpers"},
+                              "tuning_valid", "workspace", "valid", "translations", "devices",
+                              "helpers"},
                              src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
@@ -249,6 +250,15 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
       return Status::error(fmt::format("{}: cannot parse tuning_valid = \"{}\": {}",
                                        src.at(*t.get("tuning_valid")), *tv, e.error()));
     tr.tuning_valid = trim(*tv);
+  }
+
+  if (t.get("valid")) {
+    auto v = get_string(t, "valid", src, top, false, "the front matter");
+    if (!v) return v.status();
+    if (auto e = expr::Expression::parse(*v); !e)
+      return Status::error(fmt::format("{}: cannot parse valid = \"{}\": {}",
+                                       src.at(*t.get("valid")), *v, e.error()));
+    tr.valid = *v;
   }
 
   if (const toml::node* tn = t.get("tuning")) {
@@ -536,6 +546,9 @@ KernelContext transformed_context(const Transformation& t, const KernelContext& 
   if (!t.workspace.empty() && out.workspace.find(t.workspace) == std::string::npos)
     out.workspace = out.workspace.empty() ? t.workspace
                                           : fmt::format("max({}, {})", out.workspace, t.workspace);
+  // A transformation that needs aligned shapes narrows what the kernel supports.
+  if (!t.valid.empty() && out.valid.find(t.valid) == std::string::npos)
+    out.valid = out.valid.empty() ? t.valid : fmt::format("({}) && ({})", out.valid, t.valid);
   if (!t.tuning_valid.empty() && out.tuning_valid.find(t.tuning_valid) == std::string::npos)
     out.tuning_valid =
         out.tuning_valid.empty()

@@ -76,6 +76,10 @@ struct Transformation {
   // parameters and device limits, like kernel.toml's tuning_valid; "" = all); joins the
   // context's tuning_valid with &&, so configurations it rules out are pruned before compiling.
   std::string tuning_valid;
+  // Shapes the transformed kernel supports (an expression of the scalars, "" = all): it narrows
+  // the context's validity expression, e.g. "K % 8 == 0 && N % 8 == 0" for 16-byte TMA strides.
+  // Validation then checks hidden shapes that satisfy it, and the report states it.
+  std::string valid;
   // Backend -> (phrase -> backend spelling), merged with the backend's own table in prompts.
   std::map<std::string, std::map<std::string, std::string>> translations;
   // Device-name substring -> extra instruction text added when the device name contains it.
@@ -87,8 +91,9 @@ struct Transformation {
 };
 
 // The context after `t`: its tuning parameters join the context's (a name already there keeps
-// the context's value set), its tuning_valid joins with &&, and the workspace becomes the larger
-// of the two. The source is the caller's business.
+// the context's value set), its tuning_valid joins with &&, its valid narrows the shapes the
+// kernel supports, and the workspace becomes the larger of the two. The source is the caller's
+// business.
 KernelContext transformed_context(const Transformation& t, const KernelContext& ctx);
 
 Result<Transformation> parse_transformation(std::string_view text, std::string_view filename);

@@ -234,6 +234,7 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
         total += m.stats.median;
       }
       o.score_ms = total;
+      if (opts.on_timed) opts.on_timed(o);
     }
     if (progress) progress("time", ++timed, passing.size());
   }

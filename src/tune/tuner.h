@@ -51,6 +51,9 @@ struct TuneOptions {
   MeasureOptions screening;  // short timing policy for ranking
   std::filesystem::path cache_dir;
   bool compile_only = false;  // stop after compiling: nothing is run (validator unused)
+  // Called (on the tuning thread) as soon as a configuration has been timed on the tuning
+  // shapes, so that its measurements can be recorded while the search goes on.
+  std::function<void(const ConfigOutcome&)> on_timed;
 };
 
 struct TuneResult {

@@ -3,6 +3,7 @@
 // (rate-limited so logs stay readable). Writes to stderr; --quiet silences it.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace peak {
@@ -19,6 +20,10 @@ class Progress {
   void print(const std::string& line);
   void clear();
   bool is_tty() const { return tty_; }
+  // Also keeps the latest permanent line and status line in `path` (a small JSON file,
+  // docs/store.md), rewritten atomically on every change, quiet or not: `peak serve` shows a run
+  // in progress from it. An empty path turns it off.
+  void mirror_to(std::filesystem::path path) { mirror_ = std::move(path); }
 
  private:
   FILE* out_;
@@ -27,6 +32,9 @@ class Progress {
   size_t last_len_ = 0;
   std::string last_plain_;
   std::chrono::steady_clock::time_point last_plain_time_{};
+  void write_mirror();
+  std::filesystem::path mirror_;
+  std::string mirror_line_, mirror_status_;
 };
 
 }  // namespace peak

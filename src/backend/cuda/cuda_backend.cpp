@@ -26,6 +26,8 @@ namespace cuda {
 namespace {
 
 constexpr double kCompileTimeoutS = 120;
+// Static __device__ data a module may hold (constant tables, printf format strings).
+constexpr int64_t kStaticGlobalLimit = 64 * 1024;
 
 // Unique names for temporary files written by concurrent builds in one process.
 std::string unique_suffix() {
@@ -177,8 +179,12 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
   std::map<std::string, Props> props;
   std::string props_target;
   int current = -1;
+  int64_t global_bytes = 0;
   for (const std::string& raw : split_lines(log)) {
     std::string_view line = raw;
+    if (line.find("ptxas info") != std::string_view::npos &&
+        line.find("bytes gmem") != std::string_view::npos)
+      global_bytes += std::max<int64_t>(0, number_before(line, "bytes gmem"));
     if (size_t p = line.find("Compiling entry function '"); p != std::string_view::npos) {
       size_t b = p + std::strlen("Compiling entry function '");
       size_t e = line.find('\'', b);
@@ -237,6 +243,7 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
   out["max_registers"] = max_regs;
   out["max_shared_bytes"] = max_smem;
   out["spills"] = spills;
+  out["global_bytes"] = global_bytes;
   return out;
 }
 
@@ -303,11 +310,11 @@ Result<CubinInfo> inspect_cubin(const fs::path& path) {
 
 std::optional<std::string> forbidden_device_symbol(std::string_view name) {
   if (name == "vprintf" || name == "__assertfail") return std::nullopt;
-  if (starts_with(name, ".nv.") || starts_with(name, "__nv_")) return std::nullopt;
   if (name == "malloc" || name == "free" || name == "__nv_malloc")
     return std::string(
         "device-side allocation: memory a kernel may use is the arrays and the plan's scratch "
         "buffers");
+  if (starts_with(name, ".nv.") || starts_with(name, "__nv_")) return std::nullopt;
   if (starts_with(name, "cudaLaunchDevice") || starts_with(name, "cudaGetParameterBuffer") ||
       starts_with(name, "cudaCGGet") || starts_with(name, "cudaDevice"))
     return std::string("device-side runtime calls (dynamic parallelism): launches belong in the plan");
@@ -608,7 +615,19 @@ class CudaBackend final : public Backend {
   PlanResult check_resources(const BuildResult& build, const DeviceFacts& device) override {
     PlanResult pr;
     const nlohmann::json& r = build.resources;
-    if (!r.is_object() || !r.contains("kernels") || !r["kernels"].is_object()) return pr;
+    if (!r.is_object()) return pr;
+    // Device memory that lives as long as the module (static __device__ data) is memory no plan
+    // declared: a candidate could keep results there between launches.
+    if (int64_t g = r.value("global_bytes", int64_t{0}); g > kStaticGlobalLimit) {
+      pr.disposition = Disposition::workspace_exceeded;
+      pr.message = fmt::format(
+          "the device code declares {} bytes of static __device__ data (at most {} are allowed "
+          "for constants and printf strings); memory a kernel needs belongs in the launch plan "
+          "as a scratch buffer within the context's workspace",
+          g, kStaticGlobalLimit);
+      return pr;
+    }
+    if (!r.contains("kernels") || !r["kernels"].is_object()) return pr;
     int64_t limit = std::max(device.shared_memory_per_group_optin, device.shared_memory_per_group);
     std::string dev = device.name.empty() ? "the device" : device.name;
     for (const auto& [name, k] : r["kernels"].items()) {
@@ -702,7 +721,7 @@ class CudaBackend final : public Backend {
       if (arr.name == "C") c = &arr;
     }
     if (!a || !b || !c || !c->output || a->dtype != b->dtype) return "";
-    if (a->dtype != DType::f32 && a->dtype != DType::f16) return "";
+    if (a->dtype != DType::f32 && a->dtype != DType::f16 && a->dtype != DType::bf16) return "";
     if (c->dtype == DType::i32) return "";
     return "cublas";
   }

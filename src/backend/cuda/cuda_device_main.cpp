@@ -254,6 +254,15 @@ class CudaDevice final : public Device {
                          std::vector<DeviceBuffer>& arrays, bool timed) override;
   void flush_caches() override;
   double clock_mhz() override;
+  int64_t memory_in_use() override {
+    if (lost_) return -1;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return -1;
+    }
+    return static_cast<int64_t>(total_b - free_b);
+  }
   bool lost() override { return lost_; }
 
  private:
@@ -702,6 +711,8 @@ CUtensorMapDataType tensor_map_type(DType t) {
       return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
     case DType::f16:
       return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::bf16:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     case DType::i32:
       return CU_TENSOR_MAP_DATA_TYPE_INT32;
   }
@@ -940,9 +951,15 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
   }
   DType ta = job.arrays[ia].dtype, tb = job.arrays[ib].dtype, tc = job.arrays[ic].dtype;
   bool fp32 = ta == DType::f32 && tb == DType::f32 && tc == DType::f32;
-  bool fp16 = ta == DType::f16 && tb == DType::f16 && (tc == DType::f32 || tc == DType::f16);
+  bool fp16 = ((ta == DType::f16 && tb == DType::f16) || (ta == DType::bf16 && tb == DType::bf16)) &&
+              (tc == DType::f32 || tc == ta);
+  const cudaDataType in_type = ta == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType out_type =
+      tc == DType::f32 ? CUDA_R_32F : (tc == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F);
   if (!fp32 && !fp16) {
-    no.message = "the cuBLAS baseline covers f32 x f32 -> f32 and f16 x f16 -> f32/f16";
+    no.message =
+        "the cuBLAS baseline covers f32 x f32 -> f32, f16 x f16 -> f32/f16 and bf16 x bf16 -> "
+        "f32/bf16";
     return no;
   }
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
@@ -958,8 +975,8 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
                            static_cast<const float*>(B), n, static_cast<const float*>(A), k, &beta,
                            static_cast<float*>(C), n);
     } else {
-      status = cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_16F, n, A,
-                            CUDA_R_16F, k, &beta, C, tc == DType::f32 ? CUDA_R_32F : CUDA_R_16F, n,
+      status = cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, in_type, n, A,
+                            in_type, k, &beta, C, out_type, n,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
     return CUDA_SUCCESS;
