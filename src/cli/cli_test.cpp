@@ -193,7 +193,9 @@ TEST_F(Cli, KernelModifyingItsInputsIsCaught) {
 TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   fs::path ws = workspace_with_device("campaign", "");
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
-  Out o = peak({"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "3", "--small"}, ws);
+  // The recording covers the first three steps: the sequence it was made with lies beside it.
+  std::string seq = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/sequence.toml";
+  Out o = peak({"-q", "--json", "run", seq, "--llm", rec, "--budget", "3", "--small"}, ws);
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json j = json::parse(o.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << o.out;
@@ -257,12 +259,13 @@ TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
 TEST_F(Cli, KilledRunResumesWhereItStopped) {
   fs::path ws = workspace_with_device("killed", "");
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
+  std::string seq = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/sequence.toml";
   Subprocess p;
   ProcessOptions o;
   o.argv = {std::string(PEAK_BINARY_DIR) + "/peak",
             "-q",
             "run",
-            "hlsl-fp32",
+            seq,
             "--llm",
             rec,
             "--budget",
@@ -279,7 +282,7 @@ TEST_F(Cli, KilledRunResumesWhereItStopped) {
   size_t kept = checkpoints(ws);
   EXPECT_GE(kept, 2u);
   Out again = peak(
-      {"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "2", "--small", "--resume"},
+      {"-q", "--json", "run", seq, "--llm", rec, "--budget", "2", "--small", "--resume"},
       ws);
   ASSERT_EQ(again.code, 0) << again.out << again.err;
   EXPECT_EQ(checkpoints(ws), 4u);
