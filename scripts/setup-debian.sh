@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything peak needs to build and run, from Debian 12's packages, and the pinned web
-# code its HTML reports inline (web/package-lock.json, from the npm registry).
+# Installs everything peak needs to build and run, from Debian 12's packages, and from the npm
+# registry the pinned web code its HTML reports inline (web/) and the MCP tests' clients
+# (tests/mcp).
 # The CUDA toolkit (nvcc, cuBLAS) is not a Debian package: install it separately to get the CUDA
 # backend; without it peak builds with the HLSL (Vulkan) backend only.
 set -euo pipefail
@@ -39,4 +40,18 @@ else
   echo "setup: installing the web code (npm ci in web/)"
   (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
   cp "$web/package-lock.json" "$web/node_modules/.peak-installed-lock"
+fi
+
+# The MCP tests' clients from the npm registry, at the versions in tests/mcp/package-lock.json:
+# the official MCP TypeScript SDK and conformance suite (with the Node.js 22 the suite needs).
+# Installed again only when the lock file changed.
+mcp_tests="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp"
+stamp="$mcp_tests/node_modules/.peak-lock-sha256"
+want="$(sha256sum "$mcp_tests/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing the MCP test clients (npm ci in tests/mcp)"
+  (cd "$mcp_tests" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" > "$stamp"
+else
+  echo "setup: MCP test clients present"
 fi

@@ -11,10 +11,12 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "engine/api.h"
 #include "engine/demo.h"
 #include "engine/paths.h"
 #include "engine/workspace.h"
 #include "llm/llm.h"
+#include "mcp/serve.h"
 #include "peak/version.h"
 #include "report/report.h"
 #include "report/stats.h"
@@ -66,6 +68,10 @@ struct Options {
   std::string store;  // report/serve --store PATH
   std::string host = "127.0.0.1";
   int port = 8765;
+  // mcp
+  std::string mcp_http;
+  std::string mcp_root;
+  std::string mcp_token_env;
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -123,19 +129,8 @@ Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
 }
 
 EvalOptions eval_options(Workspace& ws, const Options& o) {
-  bool cpu = false;
-  auto dev = ws.device(o.device);
-  if (dev) cpu = dev->is_cpu;
-  EvalOptions e = default_eval_options(cpu);
-  e.device = o.device;
-  if (o.small) e.small = true;
-  if (o.full) e.small = false;
-  if (o.budget > 0) e.budget = static_cast<size_t>(o.budget);
-  if (o.jobs > 0) e.jobs = o.jobs;
-  if (o.no_baseline) e.baseline = false;
-  e.compile_only = o.compile_only;
-  e.sanitize = o.sanitize;
-  return e;
+  return api::eval_options(ws, {o.device, o.small, o.full, o.budget, o.jobs, o.no_baseline,
+                                o.compile_only, o.sanitize});
 }
 
 // The options of apply/run; nullopt (after saying why) when --prompt-device is unusable.
@@ -198,13 +193,7 @@ void add_eval_options(CLI::App* c, Options& o) {
 
 int print_apply(const ApplyResult& r, const Options& o) {
   if (o.json_out) {
-    json j{{"disposition", std::string(to_string(r.disposition))},
-           {"message", r.message},
-           {"pending", r.pending},
-           {"attempts", r.attempts},
-           {"summary", r.summary}};
-    if (r.checkpoint) j["checkpoint"] = *r.checkpoint;
-    emit_json(j);
+    emit_json(api::apply_json(r));
   } else if (r.pending) {
     std::printf("%s\n", r.message.c_str());
   } else if (r.disposition == Disposition::passed) {
@@ -237,10 +226,12 @@ int cmd_init(Options& o) {
         "examples/matmul-hlsl-fp32)");
     return kUsage;
   }
-  fs::path src = o.args[0];
-  std::error_code ec;
-  if (!fs::exists(src, ec) && fs::exists(data_path("examples") / src, ec))
-    src = data_path("examples") / src;
+  auto found = api::find_context(o.args[0]);
+  if (!found) {
+    err(found.error());
+    return kUsage;
+  }
+  fs::path src = *found;
   auto ctx = load_context(src);
   if (!ctx) {
     err(ctx.error());
@@ -265,9 +256,7 @@ int cmd_init(Options& o) {
 int cmd_transformations(Options& o) {
   std::vector<Transformation> lib;
   auto ws = Workspace::open(o.workspace);
-  auto l = ws ? (*ws)->library()
-              : load_library(std::getenv("PEAK_LIBRARY") ? std::getenv("PEAK_LIBRARY")
-                                                         : data_path("transformations"));
+  auto l = ws ? (*ws)->library() : api::load_library_for("");
   if (!l) {
     err(l.error());
     return kUsage;
@@ -277,17 +266,7 @@ int cmd_transformations(Options& o) {
   if (sub == "list") {
     if (o.json_out) {
       json j = json::array();
-      for (const auto& t : lib) {
-        json tj{{"name", t.name},
-                {"version", t.version},
-                {"title", t.title},
-                {"backends", t.backends},
-                {"passes", t.passes.size()}};
-        json tp = json::array();
-        for (const auto& p : t.tuning) tp.push_back(p.name);
-        tj["tuning"] = tp;
-        j.push_back(tj);
-      }
+      for (const auto& t : lib) j.push_back(api::transformation_json(t));
       emit_json(j);
       return kOk;
     }
@@ -344,13 +323,12 @@ int cmd_run(Options& o) {
   }
   auto ws = open_ws(o);
   if (!ws) return kUsage;
-  fs::path p = o.args[0];
-  std::error_code ec;
-  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / p, ec))
-    p = data_path("sequences") / p;
-  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / (o.args[0] + ".toml"), ec))
-    p = data_path("sequences") / (o.args[0] + ".toml");
-  auto seq = load_sequence(p);
+  auto p = api::find_sequence(o.args[0]);
+  if (!p) {
+    err(p.error());
+    return kUsage;
+  }
+  auto seq = load_sequence(*p);
   if (!seq) {
     err(seq.error());
     return kUsage;
@@ -363,18 +341,7 @@ int cmd_run(Options& o) {
   ro.from_step = o.from;
   auto r = ws->run(*seq, ro);
   if (o.json_out) {
-    json steps = json::array();
-    for (const auto& s : r.steps)
-      steps.push_back({{"disposition", std::string(to_string(s.disposition))},
-                       {"message", s.message},
-                       {"checkpoint", s.checkpoint ? json(*s.checkpoint) : json(nullptr)},
-                       {"attempts", s.attempts}});
-    emit_json({{"disposition", std::string(to_string(r.disposition))},
-               {"message", r.message},
-               {"pending", r.pending},
-               {"steps_done", r.steps_done},
-               {"workflow", r.workflow_id},
-               {"steps", steps}});
+    emit_json(api::run_json(r));
   } else if (r.pending) {
     std::printf("%s\nthen continue with: peak run %s --resume --llm %s\n", r.message.c_str(),
                 o.args[0].c_str(), o.llm.c_str());
@@ -483,49 +450,19 @@ int cmd_eval(Options& o, bool force, const char* what) {
 int cmd_log(Options& o) {
   auto ws = open_ws(o);
   if (!ws) return kUsage;
-  auto cps = ws->store().checkpoints();
-  if (!cps) {
-    err(cps.error());
-    return kEnvironment;
+  json j = api::log_json(*ws);
+  if (o.json_out) {
+    emit_json(j);
+    return kOk;
   }
-  auto refs = ws->store().refs();
-  auto tags = ws->store().tags();
-  auto head = ws->store().head();
-  auto head_id = ws->store().head_checkpoint();
-  json j = json::array();
-  for (auto it = cps->rbegin(); it != cps->rend(); ++it) {
-    const auto& c = *it;
-    std::vector<std::string> names;
-    if (refs)
-      for (const auto& [n, id] : *refs)
-        if (id == c.id) names.push_back(head && *head == n ? "HEAD -> " + n : n);
-    if (tags)
-      for (const auto& [n, id] : *tags)
-        if (id == c.id) names.push_back("tag: " + n);
-    if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id)
-      names.push_back("HEAD");
-    json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
-    std::string perf;
-    if (s.is_object() && s.contains("bench") && !s["bench"].empty())
-      perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0),
-                         s["bench"][0].value("shape", ""));
-    if (o.json_out) {
-      j.push_back({{"id", c.id},
-                   {"parent", c.parent ? json(*c.parent) : json(nullptr)},
-                   {"branch", c.branch},
-                   {"transformation", c.transformation},
-                   {"message", c.message},
-                   {"refs", names},
-                   {"created_at", c.created_at},
-                   {"perf", perf}});
-    } else {
-      std::printf("%-4lld %s%s  parent %-4s %-16s %s\n", static_cast<long long>(c.id),
-                  names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(),
-                  c.created_at.c_str(), c.parent ? std::to_string(*c.parent).c_str() : "-",
-                  c.message.c_str(), perf.c_str());
-    }
+  for (const auto& c : j) {
+    auto names = c["refs"].get<std::vector<std::string>>();
+    std::printf("%-4lld %s%s  parent %-4s %-16s %s\n", c["id"].get<long long>(),
+                names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(),
+                c.value("created_at", "").c_str(),
+                c["parent"].is_null() ? "-" : std::to_string(c["parent"].get<long long>()).c_str(),
+                c.value("message", "").c_str(), c.value("perf", "").c_str());
   }
-  if (o.json_out) emit_json(j);
   return kOk;
 }
 
@@ -542,13 +479,7 @@ int cmd_show(Options& o) {
   }
   json summary = ws->summary(*c);
   if (o.json_out) {
-    emit_json({{"id", c->id},
-               {"parent", c->parent ? json(*c->parent) : json(nullptr)},
-               {"message", c->message},
-               {"transformation", c->transformation},
-               {"summary", summary},
-               {"source", files->second},
-               {"kernel_toml", to_toml(files->first)}});
+    emit_json(*api::checkpoint_json(*ws, *id));
     return kOk;
   }
   std::printf("checkpoint %lld  %s  (%s)\nparent: %s  branch: %s\n", static_cast<long long>(c->id),
@@ -638,52 +569,18 @@ int emit(const Options& o, const std::string& text) {
 }
 
 int cmd_report(Options& o) {
-  fs::path where = o.store.empty() ? fs::path(o.workspace) : fs::path(o.store);
-  auto store = open_store_for_reading(where);
-  if (!store) {
-    err(store.error());
-    return kUsage;
-  }
-  ReportOptions ro;
-  if (!o.args.empty()) {
-    auto id = resolve_checkpoint(**store, o.args[0]);
-    if (!id) {
-      err(id.error());
-      return kUsage;
-    }
-    ro.tip = *id;
-  }
-  auto rep = build_report(**store, ro);
-  if (!rep) {
-    err(rep.error());
-    return kEnvironment;
-  }
-  if (o.store.empty() && (*store)->dir().filename() == ".peak")
-    rep->source = (*store)->dir().parent_path().string();
   std::string fmt_name = o.json_out ? "json" : o.format;
   if (!o.html.empty()) {
     fmt_name = "html";
     o.output = o.html;
   }
-  std::string text;
-  if (fmt_name == "json") {
-    text = render_json(*rep).dump(2) + "\n";
-  } else if (fmt_name == "markdown" || fmt_name == "md") {
-    text = render_markdown(*rep);
-  } else if (fmt_name == "text") {
-    text = render_text(*rep);
-  } else if (fmt_name == "html") {
-    auto html = render_html(*rep);
-    if (!html) {
-      err(html.error());
-      return kEnvironment;
-    }
-    text = std::move(*html);
-  } else {
-    err(fmt::format("unknown report format '{}' (text, markdown, json, html)", fmt_name));
-    return kUsage;
+  fs::path where = o.store.empty() ? fs::path(o.workspace) : fs::path(o.store);
+  auto text = api::render_report_at(where, o.args.empty() ? "" : o.args[0], fmt_name);
+  if (!text) {
+    err(text.error());
+    return text.error().find("unknown report format") != std::string::npos ? kUsage : kEnvironment;
   }
-  return emit(o, text);
+  return emit(o, *text);
 }
 
 int cmd_stats(Options& o) {
@@ -785,6 +682,10 @@ int cmd_demo(Options& o) {
   return run_demo(d);
 }
 
+int cmd_mcp(Options& o) {
+  return mcp::run(o.workspace, o.mcp_root, o.mcp_http, o.mcp_token_env);
+}
+
 struct Command {
   const char* name;
   const char* help;
@@ -878,6 +779,19 @@ std::vector<Command> commands() {
          c->add_option("--store", o.store, "serve this store instead of the workspace");
        },
        cmd_serve},
+      {"mcp", "serve peak's tools to an AI agent (MCP over stdio, or Streamable HTTP)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("--http", o.mcp_http,
+                       "serve Streamable HTTP at HOST:PORT/mcp instead of stdio (default host "
+                       "127.0.0.1; port 0 picks a free one)");
+         c->add_option("--root", o.mcp_root,
+                       "the folder clients may use: workspaces are created and opened only "
+                       "inside it (default: the current folder)");
+         c->add_option("--token-env", o.mcp_token_env,
+                       "HTTP: the environment variable holding the bearer token (default "
+                       "PEAK_MCP_TOKEN); required to listen beyond loopback");
+       },
+       cmd_mcp},
       {"doctor", "check toolchains, devices and what is missing",
        [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); },
        cmd_doctor},

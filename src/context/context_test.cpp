@@ -365,8 +365,11 @@ TEST(Context, Initializers) {
 
 TEST(Context, DTypesAndRegionsNames) {
   EXPECT_EQ(dtype_from_string("f16"), DType::f16);
-  EXPECT_FALSE(dtype_from_string("bf16").has_value());
+  EXPECT_EQ(dtype_from_string("bf16"), DType::bf16);
+  EXPECT_FALSE(dtype_from_string("fp8").has_value());
   EXPECT_EQ(dtype_size(DType::f16), 2u);
+  EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_EQ(to_string(DType::bf16), "bf16");
   EXPECT_EQ(dtype_size(DType::f32), 4u);
   EXPECT_EQ(dtype_size(DType::i32), 4u);
   EXPECT_EQ(to_string(DType::i32), "i32");

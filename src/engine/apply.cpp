@@ -116,6 +116,7 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
   } else {
     add_speedups(ev.summary, ev.summary, ev.summary);
   }
+  if (opts.cancelled && opts.cancelled()) return ev;  // a partial evaluation is not kept
   auto blob = store_->put_blob(ev.summary.dump());
   if (blob) (void)store_->set_meta(fmt::format("eval.{}", id), *blob);
   return ev;
@@ -173,6 +174,15 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     res.message = std::move(msg);
     return res;
   };
+  auto cancelled = [&] { return opts.eval.cancelled && opts.eval.cancelled(); };
+  // Stopped between passes or configurations: every row written so far stays, no checkpoint.
+  auto stop = [&](int64_t at, const std::string& where) {
+    res.cancelled = true;
+    return fail(Disposition::not_run,
+                fmt::format("{}: {} stopped {}; nothing was checkpointed and the workspace stays "
+                            "at checkpoint {}",
+                            kCancelledMessage, name, where, at));
+  };
   auto lib = library();
   auto tr = lib ? find_transformation(*lib, name) : Result<Transformation>(Error{lib.error()});
   if (!tr) {
@@ -217,6 +227,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   // The parent's evaluation: the baseline for speedups and the configurations carried forward.
   progress_.print(fmt::format("evaluating checkpoint {} (parent) ...", head_cp->id));
   auto parent_eval = evaluate_checkpoint(head_cp->id, opts.eval, false);
+  if (cancelled()) return stop(head_cp->id, "while evaluating the parent");
   if (!parent_eval) return fail(Disposition::not_run, parent_eval.error());
   if (parent_eval->disposition != Disposition::passed)
     return fail(
@@ -238,7 +249,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     }
   eo.must_include = carried_configs(top_configs(parent_eval->summary, ctx2), fresh, eo.budget);
 
-  auto drv = make_driver(opts.llm, opts.driver);
+  auto drv = opts.make_llm ? opts.make_llm() : make_driver(opts.llm, opts.driver);
   if (!drv) return fail(Disposition::llm_error, drv.error());
   std::unique_ptr<LlmDriver> driver = std::move(*drv);
   if (!opts.record_dir.empty())
@@ -270,6 +281,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     res.attempts = attempt_no;
     bool pass_failed = false;
     for (; pass <= passes; ++pass) {
+      if (cancelled()) return stop(head_cp->id, fmt::format("before pass {}/{}", pass, passes));
       const Pass& P = T.passes[static_cast<size_t>(pass - 1)];
       PromptInput in;
       in.transformation = &T;
@@ -294,6 +306,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
                        true);
       LlmReply reply = driver->complete(req);
       progress_.clear();
+      if (cancelled()) return stop(head_cp->id, fmt::format("during pass {}/{}", pass, passes));
       AttemptRecord ar;
       ar.workflow_id = workflow_id;
       ar.parent_checkpoint = head_cp->id;
@@ -362,6 +375,11 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     std::optional<int64_t> eval_attempt_id;
     if (eval_attempt) eval_attempt_id = *eval_attempt;
     Evaluation ev = evaluate(ctx2, new_source, eo, eval_attempt_id);
+    if (cancelled()) {
+      er.error = kCancelledMessage;
+      (void)store_->add_attempt(er);
+      return stop(head_cp->id, "while evaluating the candidate");
+    }
     if (ev.disposition == Disposition::passed) {
       add_speedups(ev.summary, parent_eval->summary, seed_summary(opts.eval));
       ev.summary["transformation"] = {{"name", T.name}, {"version", T.version}};
@@ -472,6 +490,14 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     rr.steps.push_back(ar);
     rr.input_error = ar.input_error;
     rr.environment_error = ar.environment_error;
+    if (ar.cancelled) {
+      (void)store_->update_workflow(wid, "interrupted",
+                                    json{{"sequence", seq.name}, {"next_step", i}}.dump());
+      rr.cancelled = true;
+      rr.message = fmt::format("step {} ({}): {}; continue with `peak run {} --resume`", i + 1,
+                               st.transformation, ar.message, seq.path.string());
+      return rr;
+    }
     if (ar.pending) {
       (void)store_->update_workflow(wid, "waiting",
                                     json{{"sequence", seq.name}, {"next_step", i}}.dump());

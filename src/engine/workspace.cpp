@@ -1,5 +1,7 @@
 #include "engine/workspace.h"
 
+#include "engine/api.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -141,8 +143,7 @@ Result<int64_t> Workspace::resolve(const std::string& ref) const {
 }
 
 Result<std::vector<Transformation>> Workspace::library() const {
-  if (const char* env = std::getenv("PEAK_LIBRARY"); env && *env) return load_library(env);
-  return load_library(data_path("transformations"));
+  return api::load_library_for(root_);
 }
 
 Result<Backend*> Workspace::backend() {
@@ -288,12 +289,14 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     to.jobs = opts.jobs;
     to.cache_dir = cache;
     to.compile_only = true;
+    to.cancelled = opts.cancelled;
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
     auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to,
                    [&](const std::string& phase, size_t done, size_t total) {
                      progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                    });
     progress_.clear();
+    if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
     ev.disposition = Disposition::passed;
     ev.message = tr.message;
@@ -369,11 +372,13 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
       (void)store_->add_measurement(mr);
     }
   };
+  to.cancelled = opts.cancelled;
   auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
                  [&](const std::string& phase, size_t done, size_t total) {
                    progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
                  });
   progress_.clear();
+  if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
     BuildRecord br;

@@ -27,6 +27,8 @@ namespace peak {
 
 using json = nlohmann::json;
 inline constexpr int kSummaryFormatVersion = 1;
+// The message of a step or evaluation stopped by EvalOptions::cancelled.
+inline constexpr const char* kCancelledMessage = "cancelled";
 
 // How candidates are evaluated (validated, tuned, timed).
 struct EvalOptions {
@@ -46,6 +48,9 @@ struct EvalOptions {
   // the target device (the run is replayed, fully evaluated, where the device is).
   bool compile_only = false;
   bool sanitize = false;  // CUDA: compute-sanitizer memcheck and racecheck on one small shape
+  // Cancellation: polled between passes and between tuning configurations; when it returns true
+  // the step stops at the next such point, records what it did, and checkpoints nothing.
+  std::function<bool()> cancelled;
 };
 EvalOptions default_eval_options(bool cpu_device);
 
@@ -65,6 +70,7 @@ struct ApplyResult {
   bool environment_error = false;  // no device, no backend, store problem
   std::optional<int64_t> checkpoint;
   int attempts = 0;
+  bool cancelled = false;  // stopped by EvalOptions::cancelled
   json summary = json::object();
 };
 
@@ -80,6 +86,9 @@ struct ApplyOptions {
   // Device facts shown in prompts instead of the probed device's (recording a campaign for a
   // device other than this machine's; see docs/llm.md).
   std::optional<DeviceFacts> prompt_device;
+  // A driver made by the caller instead of make_driver(llm) (e.g. the MCP server's sampling
+  // driver); `llm` still names it in the workflow's arguments.
+  std::function<Result<std::unique_ptr<LlmDriver>>()> make_llm;
 };
 
 struct RunOptions {
@@ -94,6 +103,7 @@ struct RunResult {
   bool pending = false;
   bool input_error = false;
   bool environment_error = false;
+  bool cancelled = false;  // the workflow is left "interrupted"; `run --resume` continues it
   int steps_done = 0;
   int64_t workflow_id = 0;
   std::vector<ApplyResult> steps;

@@ -135,11 +135,12 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
   int jobs = opts.jobs > 0 ? opts.jobs
                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0}, done{0};
+  auto stop = [&] { return opts.cancelled && opts.cancelled(); };
   std::mutex mu;
   auto worker = [&] {
     for (;;) {
       size_t i = next.fetch_add(1);
-      if (i >= n) return;
+      if (i >= n || stop()) return;
       BuildRequest req;
       req.context = &ctx;
       req.source = full;
@@ -187,7 +188,7 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
   // 2. Validate every configuration that built.
   t0 = std::chrono::steady_clock::now();
   bool sanitized = false;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n && !stop(); ++i) {
     ConfigOutcome& o = res.outcomes[i];
     if (o.build.disposition != Disposition::passed) {
       o.disposition = o.build.disposition;
@@ -218,6 +219,7 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
     if (res.outcomes[i].disposition == Disposition::passed) passing.push_back(i);
   size_t timed = 0;
   for (size_t i : passing) {
+    if (stop()) break;
     ConfigOutcome& o = res.outcomes[i];
     if (!opts.tune_shapes.empty()) {
       MeasureOptions mo = opts.screening;

@@ -54,6 +54,9 @@ struct TuneOptions {
   // Called (on the tuning thread) as soon as a configuration has been timed on the tuning
   // shapes, so that its measurements can be recorded while the search goes on.
   std::function<void(const ConfigOutcome&)> on_timed;
+  // Polled before each configuration's compile, validation and timing; when it returns true the
+  // remaining configurations are skipped (left not_run) and tune() returns early.
+  std::function<bool()> cancelled;
 };
 
 struct TuneResult {

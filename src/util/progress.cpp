@@ -32,6 +32,7 @@ void Progress::status(const std::string& line, bool force) {
     mirror_status_ = line;
     write_mirror();
   }
+  if (listener_) listener_(line);
   if (quiet_) return;
   if (tty_) {
     std::string shown = line.size() > 150 ? line.substr(0, 147) + "..." : line;
@@ -66,6 +67,7 @@ void Progress::print(const std::string& line) {
     mirror_status_.clear();
     write_mirror();
   }
+  if (listener_) listener_(line);
   if (quiet_) return;
   clear();
   std::fprintf(out_, "%s\n", line.c_str());

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace peak {
@@ -13,6 +14,10 @@ class Progress {
   explicit Progress(FILE* out = stderr);
   ~Progress();
   void set_quiet(bool q) { quiet_ = q; }
+  // Receives every status and permanent line, quiet or not and without rate limiting (the MCP
+  // server turns them into progress notifications).
+  using Listener = std::function<void(const std::string& line)>;
+  void set_listener(Listener l) { listener_ = std::move(l); }
   // Replaces the status line (on a terminal) or prints it (elsewhere, at most every 2 s unless
   // `force`).
   void status(const std::string& line, bool force = false);
@@ -29,6 +34,7 @@ class Progress {
   FILE* out_;
   bool tty_ = false;
   bool quiet_ = false;
+  Listener listener_;
   size_t last_len_ = 0;
   std::string last_plain_;
   std::chrono::steady_clock::time_point last_plain_time_{};
