@@ -193,8 +193,7 @@ TEST_F(Cli, KernelModifyingItsInputsIsCaught) {
 TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   fs::path ws = workspace_with_device("campaign", "");
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
-  // The recording covers the first three steps: the sequence it was made with lies beside it.
-  std::string seq = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/sequence.toml";
+  std::string seq = "hlsl-fp32-short";  // the steps the recording covers
   Out o = peak({"-q", "--json", "run", seq, "--llm", rec, "--budget", "3", "--small"}, ws);
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json j = json::parse(o.out, nullptr, false);
@@ -259,7 +258,7 @@ TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
 TEST_F(Cli, KilledRunResumesWhereItStopped) {
   fs::path ws = workspace_with_device("killed", "");
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
-  std::string seq = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/sequence.toml";
+  std::string seq = "hlsl-fp32-short";  // the steps the recording covers
   Subprocess p;
   ProcessOptions o;
   o.argv = {std::string(PEAK_BINARY_DIR) + "/peak",
