@@ -125,7 +125,8 @@ TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
   // A harness-side timeout is injected into the first candidate's evaluation: it is evaluated
   // again, not charged, and the prompts stay those of the recording.
-  Out o = peak({"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "3", "--small"}, ws,
+  std::string seq = "hlsl-fp32-short";  // the steps the recording covers
+  Out o = peak({"-q", "--json", "run", seq, "--llm", rec, "--budget", "3", "--small"}, ws,
                {{"PEAK_FAULT", "eval.task-timeout#1"}});
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json j = json::parse(o.out, nullptr, false);
@@ -205,12 +206,13 @@ TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
 TEST_F(Cli, KilledRunResumesWhereItStopped) {
   fs::path ws = workspace_with_device("killed", "");
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
+  std::string seq = "hlsl-fp32-short";  // the steps the recording covers
   Subprocess p;
   ProcessOptions o;
   o.argv = {std::string(PEAK_BINARY_DIR) + "/peak",
             "-q",
             "run",
-            "hlsl-fp32",
+            seq,
             "--llm",
             rec,
             "--budget",
@@ -234,9 +236,9 @@ TEST_F(Cli, KilledRunResumesWhereItStopped) {
   EXPECT_EQ(st["workflows"][0]["owner"]["pid"], owner);
   Out log = peak({"log"}, ws);
   EXPECT_NE(log.out.find("interrupted"), std::string::npos) << log.out;
-  EXPECT_NE(log.out.find("peak run hlsl-fp32 --resume"), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find("peak run hlsl-fp32-short --resume"), std::string::npos) << log.out;
   Out again = peak(
-      {"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "2", "--small", "--resume"},
+      {"-q", "--json", "run", seq, "--llm", rec, "--budget", "2", "--small", "--resume"},
       ws);
   ASSERT_EQ(again.code, 0) << again.out << again.err;
   EXPECT_EQ(checkpoints(ws), 4u);

@@ -1229,7 +1229,9 @@ std::vector<Command> commands() {
          c->add_option("--dir", o.dir, "workspace folder (default: a new temporary folder)");
          c->add_option("--device", o.device, "device selector");
          c->add_flag("--small", o.small, "small shapes (default on CPU devices)");
-         c->add_flag("--full", o.full, "the bench shapes (default on GPUs)");
+         c->add_flag("--full", o.full,
+                     "the bench shapes (default on GPUs) and the whole sequence where its "
+                     "recording exists (recordings/BACKEND-fp32-full)");
          c->add_option("--budget", o.budget, "tuning configurations per step at most");
        },
        cmd_demo},

@@ -1,6 +1,7 @@
 // Applying transformations and sequences, manual commits, and a checkpoint's results.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -50,6 +51,34 @@ std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
   }
   return out;
 }
+
+}  // namespace
+
+std::vector<Config> carried_configs(const std::vector<Config>& top,
+                                    const std::vector<TuningParam>& fresh, size_t limit) {
+  std::vector<Config> combos = {Config{}};
+  for (const auto& p : fresh) {
+    std::vector<Config> next;
+    for (const auto& c : combos)
+      for (int64_t v : p.values) {
+        Config d = c;
+        d[p.name] = v;
+        next.push_back(std::move(d));
+      }
+    combos = std::move(next);
+  }
+  std::vector<Config> out;
+  for (const auto& t : top)
+    for (const auto& c : combos) {
+      if (out.size() >= limit) return out;
+      Config d = t;
+      for (const auto& [k, v] : c) d[k] = v;
+      if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(std::move(d));
+    }
+  return out;
+}
+
+namespace {
 
 // What the next prompt says about a failed attempt. It never depends on timing (a slower or
 // busier machine must send the same prompt, so that replays find their recordings): for the
@@ -292,23 +321,19 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
         fmt::format("the parent checkpoint {} does not pass its own evaluation ({}): {}",
                     head_cp->id, to_string(parent_eval->disposition), parent_eval->message));
 
-  // The new context: the transformation's tuning parameters join the context's.
-  KernelContext ctx2 = ctx;
-  for (const auto& p : T.tuning)
-    if (std::none_of(ctx2.tuning.begin(), ctx2.tuning.end(),
-                     [&](const TuningParam& q) { return q.name == p.name; }))
-      ctx2.tuning.push_back(p);
-  // A transformation that needs aligned shapes narrows what the kernel supports.
-  if (!T.valid.empty())
-    ctx2.valid = ctx2.valid.empty() ? T.valid : fmt::format("({}) && ({})", ctx2.valid, T.valid);
-  // Scratch memory the transformation needs (split-K partial sums, ...) joins the workspace.
-  if (!T.workspace.empty())
-    ctx2.workspace = ctx2.workspace.empty()
-                         ? T.workspace
-                         : fmt::format("max({}, {})", ctx2.workspace, T.workspace);
+  // The new context: the transformation's tuning parameters, constraint and workspace join.
+  KernelContext ctx2 = transformed_context(T, ctx);
   EvalOptions eo = *base_eval;
   for (const auto& [k, v] : sc.tuning) eo.tuning_overrides[k] = v;
-  eo.must_include = top_configs(parent_eval->summary, ctx2);
+  std::vector<TuningParam> fresh;
+  for (const auto& p : ctx2.tuning)
+    if (std::none_of(ctx.tuning.begin(), ctx.tuning.end(),
+                     [&](const TuningParam& q) { return q.name == p.name; })) {
+      fresh.push_back(p);
+      if (auto it = eo.tuning_overrides.find(p.name); it != eo.tuning_overrides.end())
+        fresh.back().values = it->second;
+    }
+  eo.must_include = carried_configs(top_configs(parent_eval->summary, ctx2), fresh, eo.budget);
 
   auto regions0 = split_regions(files->second, ctx.source_file);
   if (!regions0) return fail_kind(ErrorKind::input, regions0.error());
@@ -809,7 +834,7 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     sc.name = st.transformation;
     sc.opts = &ao0;
     sc.workflow_id = wid;
-    sc.tuning = st.tuning;
+    sc.tuning = step_tuning(seq, st);
     sc.driver = driver.get();
     // The command line wins over the sequence file, which wins over the default.
     sc.attempts = opts.attempts      ? *opts.attempts
@@ -821,6 +846,10 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
       step_opts.extra_instructions = step_opts.extra_instructions.empty()
                                          ? st.instructions
                                          : step_opts.extra_instructions + "\n" + st.instructions;
+    if (const int budget = st.budget > 0 ? st.budget : seq.budget; budget > 0)
+      step_opts.eval.budget = step_opts.eval.budget == 0
+                                  ? static_cast<size_t>(budget)
+                                  : std::min(step_opts.eval.budget, static_cast<size_t>(budget));
     sc.opts = &step_opts;
     sc.state = i == start ? step_state : json::object();
     sc.save = [&, i](const json& s) { (void)store_->update_workflow(wid, "running", state(i, s)); };
@@ -861,6 +890,22 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
                                  i + 1, st.transformation, ar.message, resume, ar.attempts + 3,
                                  resume, i + 1);
       return rr;
+    }
+    if (!st.keep && ar.checkpoint) {
+      // The step stays in the history, but the sequence goes on from where it started.
+      auto made = store_->checkpoint(*ar.checkpoint);
+      if (made && made->parent) {
+        if (auto s = move_head(*made->parent); !s) {
+          rr.disposition = Disposition::not_run;
+          rr.environment_error = true;
+          rr.message = s.message();
+          return rr;
+        }
+        progress_.print(fmt::format(
+            "step {} ({}): checkpoint {} is kept aside (keep = false); the next step builds on "
+            "checkpoint {}",
+            i + 1, st.transformation, *ar.checkpoint, *made->parent));
+      }
     }
     rr.steps_done = i + 1;
     (void)store_->update_workflow(wid, "running", state(i + 1, json::object()));
@@ -934,6 +979,23 @@ ApplyResult Workspace::commit(const std::string& message, const EvalChoices& cho
   res.checkpoint = *id;
   res.summary = ev.summary;
   return res;
+}
+
+std::map<std::string, std::vector<int64_t>> Workspace::step_tuning(const Sequence& seq,
+                                                                  const SequenceStep& st) {
+  std::map<std::string, std::vector<int64_t>> out = st.tuning;
+  if (seq.tuning.empty()) return out;
+  // The sequence's value sets apply to the parameters the step's context will have.
+  std::set<std::string> names;
+  if (auto h = head())
+    if (auto files = checkpoint_files(h->id))
+      for (const auto& p : files->first.tuning) names.insert(p.name);
+  if (auto lib = library())
+    if (auto t = find_transformation(*lib, st.transformation))
+      for (const auto& p : t->tuning) names.insert(p.name);
+  for (const auto& [name, values] : seq.tuning)
+    if (names.count(name) && !out.count(name)) out[name] = values;
+  return out;
 }
 
 }  // namespace peak

@@ -42,9 +42,16 @@ int run_demo(const DemoOptions& opts) {
   std::string backend = choose_backend(opts.backend, opts.device, &why);
   if (!why.empty() && !opts.quiet) out.print(why);
   fs::path ctx_dir = data_path("examples") / fmt::format("matmul-{}-fp32", backend);
-  fs::path seq_path = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
-  fs::path rec_dir = data_path("recordings") / fmt::format("{}-fp32", backend);
+  // --full replays the whole sequence where its recording exists; otherwise the short recording
+  // with the sequence of the first three steps that it covers.
   std::error_code ec;
+  fs::path rec_dir = data_path("recordings") / fmt::format("{}-fp32", backend);
+  fs::path seq_path = data_path("sequences") / fmt::format("{}-fp32-short.toml", backend);
+  if (fs::path all = data_path("recordings") / fmt::format("{}-fp32-full", backend);
+      opts.full && fs::exists(all, ec)) {
+    rec_dir = all;
+    seq_path = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
+  }
   for (const auto& p : {ctx_dir, seq_path, rec_dir})
     if (!fs::exists(p, ec)) {
       std::fprintf(stderr,

@@ -297,6 +297,9 @@ class Workspace {
   Result<SwitchResult> switch_to(const std::string& head, int64_t id,
                                  std::vector<std::pair<std::string, int64_t>> branches,
                                  const SwitchOptions& opts, const std::string& why);
+  // A step's value-set overrides: its own, then the sequence's for the parameters it will have.
+  std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
+                                                          const SequenceStep& st);
   // The seed's evaluation summary (evaluated on first use), for speedups over the seed.
   json seed_summary(const EvalOptions& opts);
   // `context_text`: the kernel.toml text to keep (a manual edit's, comments and all); by
@@ -336,6 +339,13 @@ Result<std::vector<Transformation>> load_peak_library(std::vector<std::string>* 
 // On SIGINT, SIGTERM or SIGHUP the workflows this process runs are marked interrupted, then the
 // process ends by that signal. Call once, early in main.
 void install_interrupt_handler();
+
+// The configurations carried into a transformation's tuning: the parent's top configurations
+// (`top`, best first), each combined with every value of the parameters the transformation
+// introduces (`fresh`, with their value sets after overrides), rank by rank, at most `limit` in
+// all. The tuner thus tries the new knobs around the configurations that were best so far.
+std::vector<Config> carried_configs(const std::vector<Config>& top,
+                                    const std::vector<TuningParam>& fresh, size_t limit);
 
 // Device facts from a JSON file: a DeviceFacts object, or a runner's probe event holding one
 // under "device" (as in recordings/*/device.json and results/*/probe-*.json).

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "util/fs.h"
 
 namespace peak {
@@ -650,6 +652,106 @@ TEST_F(WorkspaceTest, WorkflowsOfDeadProcessesReadInterruptedAndAreReaped) {
   EXPECT_EQ(reader->store().workflow(*id)->status, "running");  // reading writes nothing
   ASSERT_TRUE(reader->lock());                                  // the first change reaps it
   EXPECT_EQ(reader->store().workflow(*id)->status, "interrupted");
+
+// A transformation whose one device pass the `command` driver answers with reply-<name>.md.
+std::string comment_transformation(const std::string& name, const std::string& tuning_valid) {
+  return "+++\nformat = 1\nname = \"" + name + "\"\ntitle = \"Add a comment\"\n" +
+         (tuning_valid.empty() ? "" : "tuning_valid = \"" + tuning_valid + "\"\n") +
+         "+++\nAdd a comment.\n\n## Pass 1: device\nAdd the comment `// " + name + "`.\n";
+}
+
+std::string device_reply(const std::string& name) {
+  return "```hlsl\n// " + name +
+         "\n[numthreads(BLOCK, 1, 1)]\nvoid main(uint3 id : SV_DispatchThreadID) { if ((int)id.x "
+         "< N) Y[id.x] = 2.0f * X[id.x]; }\n```\n";
+}
+
+TEST_F(WorkspaceTest, RunKeepsAStepAsideAndCapsTheBudget) {
+  for (const std::string n : {"note-a", "note-b"}) {
+    ASSERT_TRUE(write_file(tmp_ / "lib" / (n + ".md"),
+                           comment_transformation(n, n == "note-b" ? "BLOCK == 64" : "")));
+    ASSERT_TRUE(write_file(tmp_ / ("reply-" + n + ".md"), device_reply(n)));
+  }
+  ASSERT_TRUE(write_file(tmp_ / "answer.sh",
+                         "case \"$PEAK_STEP\" in note-a*) cat " + (tmp_ / "reply-note-a.md").string() +
+                             ";; *) cat " + (tmp_ / "reply-note-b.md").string() + ";; esac\n"));
+  ::setenv("PEAK_LIBRARY", (tmp_ / "lib").c_str(), 1);
+  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
+  ASSERT_TRUE(ws) << ws.error();
+  auto seq = parse_sequence(
+      "format = 2\nname = \"notes\"\nbudget = 1\n[[step]]\ntransformation = \"note-a\"\n"
+      "keep = false\n[[step]]\ntransformation = \"note-b\"\nbudget = 2\n",
+      "notes.toml");
+  ASSERT_TRUE(seq) << seq.error();
+  RunOptions ro;
+  ro.apply.llm = "command:'sh " + (tmp_ / "answer.sh").string() + "'";
+  ro.apply.eval = default_eval_options(true);
+  ro.apply.eval.seeds = 1;
+  RunResult rr = (*ws)->run(*seq, ro);
+  ::unsetenv("PEAK_LIBRARY");
+  ASSERT_EQ(rr.disposition, Disposition::passed) << rr.message;
+  ASSERT_EQ(rr.steps.size(), 2u);
+  ASSERT_TRUE(rr.steps[0].checkpoint && rr.steps[1].checkpoint);
+  // note-a was applied and checkpointed, but note-b builds on the seed.
+  auto a = (*ws)->store().checkpoint(*rr.steps[0].checkpoint);
+  auto b = (*ws)->store().checkpoint(*rr.steps[1].checkpoint);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->parent, b->parent);
+  EXPECT_EQ(*(*ws)->resolve("HEAD"), b->id);
+  auto src = read_file(tmp_ / "ws" / "kernel.hlsl");
+  ASSERT_TRUE(src);
+  EXPECT_NE(src->find("// note-b"), std::string::npos);
+  EXPECT_EQ(src->find("// note-a"), std::string::npos);
+  // Budgets: one configuration for note-a (the sequence's), and note-b's constraint leaves one
+  // of the two its own budget allows; it joins the context's tuning_valid.
+  auto sa = json::parse(a->summary_json);
+  auto sb = json::parse(b->summary_json);
+  EXPECT_EQ(sa["configs"]["evaluated"], 1);
+  EXPECT_EQ(sb["configs"]["evaluated"], 1);
+  EXPECT_EQ(sb["configs"]["rejected_by_constraint"], 1);
+  auto files = (*ws)->checkpoint_files(b->id);
+  ASSERT_TRUE(files);
+  EXPECT_EQ(files->first.tuning_valid, "BLOCK == 64");
+}
+
+TEST_F(WorkspaceTest, SequenceTuningAppliesWhereTheParameterExists) {
+  ASSERT_TRUE(write_file(tmp_ / "lib" / "note-a.md", comment_transformation("note-a", "")));
+  ASSERT_TRUE(write_file(tmp_ / "reply.md", device_reply("note-a")));
+  ::setenv("PEAK_LIBRARY", (tmp_ / "lib").c_str(), 1);
+  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
+  ASSERT_TRUE(ws) << ws.error();
+  // BLOCK = [32] applies (the context has BLOCK); TILE = [8] names no parameter of this step
+  // and is left out rather than refused.
+  auto seq = parse_sequence(
+      "format = 2\nname = \"one\"\n[tuning]\nBLOCK = [32]\nTILE = [8]\n[[step]]\n"
+      "transformation = \"note-a\"\n",
+      "one.toml");
+  ASSERT_TRUE(seq) << seq.error();
+  RunOptions ro;
+  ro.apply.llm = "command:'cat " + (tmp_ / "reply.md").string() + "'";
+  ro.apply.eval = default_eval_options(true);
+  ro.apply.eval.seeds = 1;
+  RunResult rr = (*ws)->run(*seq, ro);
+  ::unsetenv("PEAK_LIBRARY");
+  ASSERT_EQ(rr.disposition, Disposition::passed) << rr.message;
+  auto c = (*ws)->store().checkpoint(*rr.steps[0].checkpoint);
+  ASSERT_TRUE(c);
+  auto summary = json::parse(c->summary_json);
+  EXPECT_EQ(summary["configs"]["evaluated"], 1);
+  EXPECT_EQ(summary["best"]["config"]["BLOCK"], 32);
+}
+
+TEST(CarriedConfigs, NewParametersAroundTheParentsBest) {
+  std::vector<Config> top = {{{"B", 64}}, {{"B", 32}}};
+  std::vector<TuningParam> fresh = {{"S", {2, 3}, 2}};
+  auto c = carried_configs(top, fresh, 10);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0], (Config{{"B", 64}, {"S", 2}}));
+  EXPECT_EQ(c[1], (Config{{"B", 64}, {"S", 3}}));
+  EXPECT_EQ(c[2], (Config{{"B", 32}, {"S", 2}}));
+  EXPECT_EQ(carried_configs(top, fresh, 3).size(), 3u);
+  EXPECT_EQ(carried_configs(top, {}, 10), top);
+  EXPECT_TRUE(carried_configs({}, fresh, 10).empty());
 }
 
 }  // namespace
