@@ -377,6 +377,21 @@ Result<SwitchResult> Workspace::switch_to(const std::string& head_value, int64_t
   return r;
 }
 
+Status Workspace::move_head(int64_t id) {
+  auto files = files_of(id);
+  if (!files) return files.status();
+  auto head_value = store_->head();
+  if (!head_value) return head_value.status();
+  RefUpdate u;
+  if (starts_with(*head_value, "#")) {
+    u.head = fmt::format("#{}", id);
+  } else {
+    u.head = *head_value;
+    u.branches = {{*head_value, id}};
+  }
+  return switch_files(*files, u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Checkout, branches, tags, diff
 

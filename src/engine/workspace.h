@@ -297,6 +297,9 @@ class Workspace {
   Result<SwitchResult> switch_to(const std::string& head, int64_t id,
                                  std::vector<std::pair<std::string, int64_t>> branches,
                                  const SwitchOptions& opts, const std::string& why);
+  // Moves the current branch (or a detached HEAD) to checkpoint `id` and writes its files (the
+  // working files hold the checkpoint just made, so nothing of the user's is replaced).
+  Status move_head(int64_t id);
   // A step's value-set overrides: its own, then the sequence's for the parameters it will have.
   std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
                                                           const SequenceStep& st);

@@ -54,7 +54,7 @@ bool usable(const fs::path& dir, bool shared) {
 
 }  // namespace
 
-std::string this_process() {
+std::string process_description() {
   std::string cmd;
   if (auto text = read_file("/proc/self/cmdline")) {
     std::string s = *text;
@@ -225,7 +225,7 @@ Result<DeviceLock::Guard> DeviceLock::acquire() {
   if (waited) stats_.waited_s += seconds_since(t0);
   ++stats_.acquisitions;
   // Say who holds it, for the next waiter (a file of another user's stays as it is).
-  std::string me = this_process() + "\n";
+  std::string me = process_description() + "\n";
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
   fd_ = fd;
   depth_ = 1;

@@ -24,7 +24,7 @@ std::string device_lock_key(std::string_view pci_bus_id, bool is_cpu, std::strin
 
 // "pid 4242 on host: peak tune --budget 4 (in /home/u/ws) since 2025-11-23 10:31:02": what a lock
 // holder writes into its lock file for the processes that wait for it.
-std::string this_process();
+std::string process_description();
 // The holder's words from an open lock file ("" when none were written).
 std::string read_holder(int fd);
 // Opens (creating when needed, O_CLOEXEC) a lock file that other users' processes can lock too;
