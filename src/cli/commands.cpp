@@ -266,11 +266,6 @@ void add_eval_options(CLI::App* c, Options& o) {
               "compile every configuration but run nothing (recording without the target device)");
 }
 
-json prompt_json(const std::string& id, const std::string& path) {
-  if (id.empty()) return nullptr;
-  return {{"id", id}, {"path", path}};
-}
-
 int print_apply(const ApplyResult& r, const Options& o) {
   if (o.json_out) {
     emit_json(api::apply_json(r));

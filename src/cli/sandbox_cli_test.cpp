@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "cli/sandbox_cli_testing.h"
-#include "util/workspace_lock.h"
 
 namespace peak {
 namespace {
@@ -72,42 +71,6 @@ TEST_F(SandboxCli, ConcurrentTunesQueueOnTheDeviceLock) {
     EXPECT_EQ(s["device_lock"].value("key", ""), "cpu");
     EXPECT_FALSE(bench(s).empty()) << s.dump();
   }
-}
-
-// The workspace lock, held here as another peak would hold it: commands that change the workspace
-// name the holder and stop (or queue with --wait); commands that read it go on.
-TEST_F(SandboxCli, AChangingCommandStopsOrWaitsWhileAnotherChangesTheWorkspace) {
-  fs::path ws = workspace("ws");
-  auto held = WorkspaceLock::acquire(ws / ".peak", false);
-  ASSERT_TRUE(held) << held.error();
-  const std::string holder = "is being changed by pid " + std::to_string(::getpid());
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"checkout", "HEAD"},
-                                               {"branch", "other"},
-                                               {"tune", "--budget", "1"},
-                                               {"commit", "-m", "x"}}) {
-    auto r = peak(args, ws);
-    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out << r.err;
-    EXPECT_NE(r.err.find(holder), std::string::npos) << args[0] << ": " << r.err;
-    EXPECT_NE(r.err.find("--wait"), std::string::npos) << args[0] << ": " << r.err;
-  }
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"log"}, {"show", "HEAD"}, {"branch"}}) {
-    auto r = peak(args, ws);
-    EXPECT_TRUE(r.ok()) << args[0] << ": " << r.err;
-  }
-  // With --wait the command queues, says for whom, and runs once the holder lets go.
-  Subprocess p;
-  ASSERT_TRUE(p.start(command({"checkout", "--wait", "HEAD"}, ws)));
-  for (int i = 0; i < 3600 && p.err().find(holder) == std::string::npos; ++i) {
-    std::string line;
-    p.read_line(line, 0.1);
-    ASSERT_TRUE(p.running()) << p.err();
-  }
-  EXPECT_NE(p.err().find("waiting for the workspace"), std::string::npos) << p.err();
-  *held = WorkspaceLock();
-  ProcessResult r = p.wait(300);
-  EXPECT_TRUE(r.ok()) << r.err;
-  EXPECT_NE(r.out.find("HEAD is now at HEAD"), std::string::npos) << r.out;
 }
 
 }  // namespace

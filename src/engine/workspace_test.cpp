@@ -422,7 +422,7 @@ TEST_F(WorkspaceTest, EvaluationsAccumulateAndTheResultFollowsOneRule) {
   auto cp = ws->store().checkpoint(1);
   double result = all[expected].record.gflops;
   EXPECT_DOUBLE_EQ(ws->summary(*cp)["bench"][0]["gflops"].get<double>(), result);
-  EXPECT_DOUBLE_EQ(ws->report(1, "t").steps[0].bench[0].gflops, result);
+  EXPECT_DOUBLE_EQ(ws->report(1, "t")->steps[0].bench[0].gflops, result);
   // Every evaluation is kept with its options and device.
   json opts = json::parse(all[1].record.options_json);
   EXPECT_EQ(opts["tuning"]["BLOCK"], json::array({32}));
@@ -596,7 +596,9 @@ TEST_F(WorkspaceTest, InfrastructureFailuresAreNotChargedAndTheWorkflowContinues
     EXPECT_EQ((*attempts)[i].attempt, 1);
   }
   EXPECT_EQ(ws->store().workflow(wid)->status, "passed");
-  Report rep = ws->report(*up.checkpoint, "t");
+  auto rep_or = ws->report(*up.checkpoint, "t");
+  ASSERT_TRUE(rep_or.is_ok()) << rep_or.error();
+  Report rep = *rep_or;
   ASSERT_EQ(rep.steps.size(), 2u);
   EXPECT_EQ(rep.steps[1].failed_attempts, 0);
   ASSERT_EQ(rep.failures.size(), 1u);
@@ -652,6 +654,7 @@ TEST_F(WorkspaceTest, WorkflowsOfDeadProcessesReadInterruptedAndAreReaped) {
   EXPECT_EQ(reader->store().workflow(*id)->status, "running");  // reading writes nothing
   ASSERT_TRUE(reader->lock());                                  // the first change reaps it
   EXPECT_EQ(reader->store().workflow(*id)->status, "interrupted");
+}
 
 // A transformation whose one device pass the `command` driver answers with reply-<name>.md.
 std::string comment_transformation(const std::string& name, const std::string& tuning_valid) {
@@ -685,8 +688,7 @@ TEST_F(WorkspaceTest, RunKeepsAStepAsideAndCapsTheBudget) {
   ASSERT_TRUE(seq) << seq.error();
   RunOptions ro;
   ro.apply.llm = "command:'sh " + (tmp_ / "answer.sh").string() + "'";
-  ro.apply.eval = default_eval_options(true);
-  ro.apply.eval.seeds = 1;
+  ro.apply.eval.small = true;
   RunResult rr = (*ws)->run(*seq, ro);
   ::unsetenv("PEAK_LIBRARY");
   ASSERT_EQ(rr.disposition, Disposition::passed) << rr.message;
@@ -729,8 +731,7 @@ TEST_F(WorkspaceTest, SequenceTuningAppliesWhereTheParameterExists) {
   ASSERT_TRUE(seq) << seq.error();
   RunOptions ro;
   ro.apply.llm = "command:'cat " + (tmp_ / "reply.md").string() + "'";
-  ro.apply.eval = default_eval_options(true);
-  ro.apply.eval.seeds = 1;
+  ro.apply.eval.small = true;
   RunResult rr = (*ws)->run(*seq, ro);
   ::unsetenv("PEAK_LIBRARY");
   ASSERT_EQ(rr.disposition, Disposition::passed) << rr.message;
