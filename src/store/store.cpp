@@ -157,6 +157,49 @@ constexpr const char* kAppendOnlyTables[] = {"checkpoints", "attempts",    "atte
                                              "builds",      "validations", "measurements",
                                              "tags"};
 
+// Version 2 adds the tuning tables: one row per tuning search and one per configuration it
+// considered (pruned ones included, with why). Append-only.
+constexpr const char* kSchemaV2Tuning = R"sql(
+CREATE TABLE tuning_runs(
+  id INTEGER PRIMARY KEY,
+  attempt_id INTEGER REFERENCES attempts(id),
+  checkpoint_id INTEGER REFERENCES checkpoints(id),
+  source_hash TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  options_json TEXT NOT NULL,
+  space_json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX tuning_runs_checkpoint ON tuning_runs(checkpoint_id);
+CREATE TABLE tuning_configs(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES tuning_runs(id),
+  position INTEGER NOT NULL,
+  config_json TEXT NOT NULL,
+  stage TEXT NOT NULL,
+  disposition TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  score_ms REAL,
+  compile_s REAL,
+  validate_s REAL,
+  time_s REAL,
+  resources_json TEXT NOT NULL,
+  launch_json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX tuning_configs_run ON tuning_configs(run_id);
+)sql";
+constexpr const char* kAppendOnlyTablesV2[] = {"tuning_runs", "tuning_configs"};
+
+std::string append_only_triggers(const char* table) {
+  return fmt::format(
+      "CREATE TRIGGER {0}_no_update BEFORE UPDATE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
+      "store: {0} are append-only'); END; "
+      "CREATE TRIGGER {0}_no_delete BEFORE DELETE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
+      "store: {0} are append-only'); END;",
+      table);
+}
+
 bool is_blob_hash(std::string_view h) {
   if (h.size() != 64) return false;
   for (char c : h)
@@ -465,14 +508,22 @@ struct Store::Impl {
     return n;
   }
 
+  // Schema 1 -> 2: the tuning tables. Caller holds `mu` inside a transaction.
+  Status migrate_1_to_2() {
+    if (auto s = exec(kSchemaV2Tuning, "add the tuning tables"); !s) return s;
+    for (const char* t : kAppendOnlyTablesV2)
+      if (auto s = exec(append_only_triggers(t).c_str(), "add the tuning tables"); !s) return s;
+    return Status::ok();
+  }
+
   // Brings a database at schema `from` (older than this peak's) up to kStoreSchemaVersion.
-  // Version 1 is the first schema: there is nothing to migrate from yet.
   Status migrate(int from) {
     if (from == 0)
       return Status::error(fmt::format(
           "{} has tables but no peak schema version (user_version 0): it was not written by "
           "peak. Move it away and run `peak init` again",
           db_path.string()));
+    if (from == 1) return migrate_1_to_2();
     return Status::error(fmt::format(
         "{} uses store schema {}, which this peak cannot migrate to schema {}; use the peak "
         "version that wrote it",
@@ -498,16 +549,14 @@ struct Store::Impl {
     if (*v == kStoreSchemaVersion) return abort(Status::ok());
     auto n = object_count();
     if (!n) return abort(n.status());
-    if (*n > 0 || *v != 0) return abort(migrate(*v));
-    if (auto s = exec(kSchemaV1, "create the schema"); !s) return abort(s);
-    for (const char* t : kAppendOnlyTables) {
-      std::string sql = fmt::format(
-          "CREATE TRIGGER {0}_no_update BEFORE UPDATE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
-          "store: {0} are append-only'); END; "
-          "CREATE TRIGGER {0}_no_delete BEFORE DELETE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
-          "store: {0} are append-only'); END;",
-          t);
-      if (auto s = exec(sql.c_str(), "create the schema"); !s) return abort(s);
+    if (*n > 0 || *v != 0) {
+      if (auto s = migrate(*v); !s) return abort(s);
+    } else {
+      if (auto s = exec(kSchemaV1, "create the schema"); !s) return abort(s);
+      for (const char* t : kAppendOnlyTables)
+        if (auto s = exec(append_only_triggers(t).c_str(), "create the schema"); !s)
+          return abort(s);
+      if (auto s = migrate_1_to_2(); !s) return abort(s);
     }
     // PRAGMA takes no parameters; the value is this program's constant.
     std::string set_version = fmt::format("PRAGMA user_version = {}", kStoreSchemaVersion);
@@ -1246,6 +1295,108 @@ Status Store::set_meta(const std::string& key, const std::string& value) {
 Result<std::optional<std::string>> Store::meta(const std::string& key) const {
   std::lock_guard lock(impl_->mu);
   return impl_->meta(key);
+}
+
+// ---- tuning runs and their configurations ----
+
+Result<int64_t> Store::add_tuning_run(const TuningRunRecord& r) {
+  return impl_->insert(
+      "INSERT INTO tuning_runs(attempt_id, checkpoint_id, source_hash, strategy, options_json, "
+      "space_json, created_at) VALUES(?,?,?,?,?,?,?)",
+      "record a tuning run", [&](Stmt& s) {
+        s.opt_id(r.attempt_id)
+            .opt_id(r.checkpoint_id)
+            .text(r.source_hash)
+            .text(r.strategy)
+            .text(r.options_json)
+            .text(r.space_json)
+            .text(utc_now_iso8601());
+      });
+}
+
+Result<std::vector<TuningRunRecord>> Store::tuning_runs() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<TuningRunRecord> out;
+  auto st = impl_->query(
+      "SELECT id, attempt_id, checkpoint_id, source_hash, strategy, options_json, space_json, "
+      "created_at FROM tuning_runs ORDER BY id",
+      "list tuning runs", [](Stmt&) {},
+      [&](Stmt& s) {
+        TuningRunRecord r;
+        r.id = s.col_int(0);
+        r.attempt_id = s.col_opt_id(1);
+        r.checkpoint_id = s.col_opt_id(2);
+        r.source_hash = s.col_text(3);
+        r.strategy = s.col_text(4);
+        r.options_json = s.col_text(5);
+        r.space_json = s.col_text(6);
+        r.created_at = s.col_text(7);
+        out.push_back(std::move(r));
+      });
+  if (!st) return st;
+  return out;
+}
+
+Status Store::add_tuning_configs(const std::vector<TuningConfigRecord>& rows) {
+  std::lock_guard lock(impl_->mu);
+  if (auto s = impl_->exec("BEGIN IMMEDIATE", "record tuning configurations"); !s) return s;
+  const std::string now = utc_now_iso8601();
+  for (const auto& r : rows) {
+    auto id = impl_->change(
+        "INSERT INTO tuning_configs(run_id, position, config_json, stage, disposition, reason, "
+        "score_ms, compile_s, validate_s, time_s, resources_json, launch_json, created_at) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "record a tuning configuration", [&](Stmt& s) {
+          s.integer(r.run_id)
+              .integer(r.position)
+              .text(r.config_json)
+              .text(r.stage)
+              .text(r.disposition)
+              .text(r.reason)
+              .real(r.score_ms)
+              .real(r.compile_s)
+              .real(r.validate_s)
+              .real(r.time_s)
+              .text(r.resources_json)
+              .text(r.launch_json)
+              .text(now);
+        });
+    if (!id) {
+      impl_->exec("ROLLBACK", "roll back");
+      return id.status();
+    }
+  }
+  return impl_->exec("COMMIT", "record tuning configurations");
+}
+
+Result<std::vector<TuningConfigRecord>> Store::tuning_configs(int64_t run_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<TuningConfigRecord> out;
+  auto st = impl_->query(
+      "SELECT id, run_id, position, config_json, stage, disposition, reason, score_ms, "
+      "compile_s, validate_s, time_s, resources_json, launch_json, created_at FROM "
+      "tuning_configs WHERE run_id = ? ORDER BY id",
+      "list tuning configurations", [&](Stmt& s) { s.integer(run_id); },
+      [&](Stmt& s) {
+        TuningConfigRecord r;
+        r.id = s.col_int(0);
+        r.run_id = s.col_int(1);
+        r.position = s.col_int(2);
+        r.config_json = s.col_text(3);
+        r.stage = s.col_text(4);
+        r.disposition = s.col_text(5);
+        r.reason = s.col_text(6);
+        r.score_ms = s.col_real(7);
+        r.compile_s = s.col_real(8);
+        r.validate_s = s.col_real(9);
+        r.time_s = s.col_real(10);
+        r.resources_json = s.col_text(11);
+        r.launch_json = s.col_text(12);
+        r.created_at = s.col_text(13);
+        out.push_back(std::move(r));
+      });
+  if (!st) return st;
+  return out;
 }
 
 }  // namespace peak
