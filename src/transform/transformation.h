@@ -95,6 +95,8 @@ Result<Transformation> find_transformation(const std::vector<Transformation>& li
 //   transformation = "refactor"
 //   attempts = 2                 # optional override
 //   instructions = "..."         # optional extra text appended to every pass's prompt
+//   strategy = "exhaustive"      # optional tuning strategy of this step (docs/tuning.md)
+//   strategy_budget = "15%,600s" # optional budget of that strategy
 //   [step.tuning]                # optional overrides of tuning values
 //   TILE_K = [16, 32]
 struct SequenceStep {
@@ -102,6 +104,8 @@ struct SequenceStep {
   int attempts = 0;  // 0 = sequence default
   std::string instructions;
   std::map<std::string, std::vector<int64_t>> tuning;
+  std::string strategy;         // "" = the run's
+  std::string strategy_budget;  // "" = the run's
 };
 
 struct Sequence {
