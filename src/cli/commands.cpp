@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -16,6 +17,8 @@
 #include "peak/version.h"
 #include "report/report.h"
 #include "transform/transformation.h"
+#include "tune/bench.h"
+#include "tune/record.h"
 #include "util/fs.h"
 
 namespace peak::cli {
@@ -59,6 +62,15 @@ struct Options {
   std::string prompt_device;        // JSON file of device facts for prompts
   bool compile_only = false;
   bool sanitize = false;
+  // tuning search
+  std::string strategy;
+  std::string strategy_budget;
+  std::string export_space;  // tune: write the search's tuning cache here
+  int64_t run = 0;           // export-space: a tuning run id
+  std::string strategies;    // bench: comma-separated
+  int seeds = 20;
+  int batch = 8;
+  bool reuse = false;
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -123,7 +135,20 @@ EvalOptions eval_options(Workspace& ws, const Options& o) {
   e.device = o.device;
   if (o.small) e.small = true;
   if (o.full) e.small = false;
-  if (o.budget > 0) e.budget = static_cast<size_t>(o.budget);
+  if (o.budget > 0) {
+    e.budget = static_cast<size_t>(o.budget);
+    e.budget_fraction = 0;  // --budget N: N configurations at most
+  }
+  e.strategy = o.strategy;
+  e.reuse_measurements = o.reuse;
+  Budget b{e.budget, e.budget_fraction, e.budget_seconds};
+  if (!o.strategy_budget.empty())
+    b = Budget::parse(o.strategy_budget).value();  // checked by check_strategy
+  else if (o.budget <= 0)
+    b = default_budget(o.strategy, b);
+  e.budget = b.evaluations;
+  e.budget_fraction = b.fraction;
+  e.budget_seconds = b.seconds;
   if (o.jobs > 0) e.jobs = o.jobs;
   if (o.no_baseline) e.baseline = false;
   e.compile_only = o.compile_only;
@@ -131,8 +156,24 @@ EvalOptions eval_options(Workspace& ws, const Options& o) {
   return e;
 }
 
+// The strategy options name a known strategy and a well-formed budget; says why not.
+bool check_strategy(const std::string& strategy, const std::string& budget) {
+  if (!strategy.empty())
+    if (auto s = make_strategy(strategy); !s) {
+      err(s.error());
+      return false;
+    }
+  if (!budget.empty())
+    if (auto b = Budget::parse(budget); !b) {
+      err(b.error());
+      return false;
+    }
+  return true;
+}
+
 // The options of apply/run; nullopt (after saying why) when --prompt-device is unusable.
 std::optional<ApplyOptions> apply_options(Workspace& ws, const Options& o) {
+  if (!check_strategy(o.strategy, o.strategy_budget)) return std::nullopt;
   ApplyOptions a;
   a.llm = o.llm;
   a.driver.workspace = ws.root();
@@ -180,6 +221,14 @@ void add_eval_options(CLI::App* c, Options& o) {
   c->add_flag("--small", o.small, "time the context's small shapes (default on CPU devices)");
   c->add_flag("--full", o.full, "time the context's bench shapes even on a CPU device");
   c->add_option("--budget", o.budget, "tuning configurations at most");
+  c->add_option("--strategy", o.strategy,
+                "tuning strategy: auto (default), exhaustive, random, genetic, annealing, basin, "
+                "bayes");
+  c->add_option("--strategy-budget", o.strategy_budget,
+                "tuning budget: N evaluations, P% of the space, Ts seconds (e.g. 24,15%,600s)");
+  c->add_flag("--reuse-measurements", o.reuse,
+              "do not run again the configurations of the same source measured before in this "
+              "workspace (resumes an interrupted tuning search)");
   c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: all cores)");
   c->add_flag("--no-baseline", o.no_baseline, "do not time the vendor library");
   c->add_option("--tune", o.tuning, "override a tuning parameter's values: NAME=V1,V2,...");
@@ -348,6 +397,11 @@ int cmd_run(Options& o) {
     err(seq.error());
     return kUsage;
   }
+  for (const auto& st : seq->steps)
+    if (!check_strategy(st.strategy, st.strategy_budget)) {
+      err(fmt::format("in {} (step {})", p.string(), st.transformation));
+      return kUsage;
+    }
   RunOptions ro;
   auto ao = apply_options(*ws, o);
   if (!ao) return kUsage;
@@ -438,6 +492,7 @@ int cmd_eval(Options& o, bool force, const char* what) {
   if (!ws) return kUsage;
   auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
   if (!id) return kUsage;
+  if (!check_strategy(o.strategy, o.strategy_budget)) return kUsage;
   EvalOptions e = eval_options(*ws, o);
   auto tuning = parse_tuning(o.tuning);
   if (!tuning) {
@@ -449,6 +504,27 @@ int cmd_eval(Options& o, bool force, const char* what) {
   if (!ev) {
     err(ev.error());
     return kEnvironment;
+  }
+  if (!o.export_space.empty()) {
+    auto run = ev->summary.contains("configs") && ev->summary["configs"].contains("tuning_run")
+                   ? Result<int64_t>(ev->summary["configs"]["tuning_run"].get<int64_t>())
+                   : latest_tuning_run(ws->store(), *id);
+    auto cache =
+        run ? cache_from_store(ws->store(), *run) : Result<TuningCache>(Error{run.error()});
+    if (!cache) {
+      err(cache.error());
+      return kEnvironment;
+    }
+    cache->command =
+        fmt::format("peak tune {}{}{}", *id, o.strategy.empty() ? "" : " --strategy " + o.strategy,
+                    o.strategy_budget.empty() ? "" : " --strategy-budget " + o.strategy_budget);
+    if (auto s = write_cache(o.export_space, *cache); !s) {
+      err(s.message());
+      return kEnvironment;
+    }
+    if (!o.quiet && !o.json_out)
+      std::printf("wrote %s (%zu configurations)\n", o.export_space.c_str(),
+                  cache->entries().size());
   }
   if (o.json_out) {
     emit_json(ev->summary);
@@ -648,9 +724,97 @@ int cmd_report(Options& o) {
   return kOk;
 }
 
+int cmd_export_space(Options& o) {
+  if (o.output.empty()) {
+    err("usage: peak export-space [CHECKPOINT] -o FILE [--run ID]");
+    return kUsage;
+  }
+  auto ws = open_ws(o);
+  if (!ws) return kUsage;
+  Result<int64_t> run = o.run;
+  std::string ref = o.args.empty() ? "HEAD" : o.args[0];
+  if (o.run <= 0) {
+    auto id = resolve_or_report(*ws, ref);
+    if (!id) return kUsage;
+    run = latest_tuning_run(ws->store(), *id);
+  }
+  auto cache = run ? cache_from_store(ws->store(), *run) : Result<TuningCache>(Error{run.error()});
+  if (!cache) {
+    err(cache.error());
+    return kUsage;
+  }
+  cache->command = o.run > 0 ? fmt::format("peak export-space --run {}", o.run)
+                             : fmt::format("peak export-space {}", ref);
+  if (auto s = write_cache(o.output, *cache); !s) {
+    err(s.message());
+    return kEnvironment;
+  }
+  if (o.json_out)
+    emit_json({{"file", o.output}, {"run", *run}, {"configs", cache->entries().size()}});
+  else if (!o.quiet)
+    std::printf("wrote %s: tuning run %lld, %zu configurations\n", o.output.c_str(),
+                static_cast<long long>(*run), cache->entries().size());
+  return kOk;
+}
+
+int cmd_bench(Options& o) {
+  if (o.args.empty() || o.args[0] != "tuning") {
+    err("usage: peak bench tuning [CACHE.json ...]  (default: the committed spaces, "
+        "results/*/spaces/*.json)");
+    return kUsage;
+  }
+  std::vector<std::string> files(o.args.begin() + 1, o.args.end());
+  if (files.empty()) {
+    std::error_code ec;
+    fs::path results = data_path("results");
+    if (fs::is_directory(results, ec))
+      for (const auto& d : fs::directory_iterator(results, ec))
+        if (fs::is_directory(d.path() / "spaces", ec))
+          for (const auto& f : fs::directory_iterator(d.path() / "spaces", ec))
+            if (f.path().extension() == ".json") files.push_back(f.path().string());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      err(fmt::format("no tuning caches under {}/*/spaces/; name some: peak bench tuning FILE...",
+                      results.string()));
+      return kUsage;
+    }
+  }
+  std::vector<std::pair<std::string, TuningCache>> caches;
+  for (const auto& f : files) {
+    auto c = read_cache(f);
+    if (!c) {
+      err(c.error());
+      return kUsage;
+    }
+    caches.emplace_back(f, std::move(*c));
+  }
+  TuningBenchOptions bo;
+  for (const auto& s : split_lines(replace_all(o.strategies, ",", "\n")))
+    if (!trim(s).empty()) bo.strategies.push_back(trim(s));
+  bo.seeds = std::max(1, o.seeds);
+  bo.batch = static_cast<size_t>(std::max(1, o.batch));
+  bo.jobs = o.jobs;
+  auto rep = bench_tuning(caches, bo);
+  if (!rep) {
+    err(rep.error());
+    return kUsage;
+  }
+  std::string text = o.json_out ? rep->to_json().dump(2) + "\n" : rep->text();
+  if (!o.output.empty()) {
+    if (auto s = write_file(o.output, text); !s) {
+      err(s.message());
+      return kEnvironment;
+    }
+  } else {
+    std::printf("%s", text.c_str());
+  }
+  return kOk;
+}
+
 int cmd_commit(Options& o) {
   auto ws = open_ws(o);
   if (!ws) return kUsage;
+  if (!check_strategy(o.strategy, o.strategy_budget)) return kUsage;
   auto r = ws->commit(o.message, eval_options(*ws, o));
   return print_apply(r, o);
 }
@@ -727,8 +891,27 @@ std::vector<Command> commands() {
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT");
          add_eval_options(c, o);
+         c->add_option("--export-space", o.export_space,
+                       "write the search's measured space to FILE (a tuning cache)");
        },
        [](Options& o) { return cmd_eval(o, true, "tuned"); }},
+      {"export-space", "write a checkpoint's last tuning search as a tuning cache (JSON)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
+         c->add_option("-o,--output", o.output, "the cache file to write");
+         c->add_option("--run", o.run, "a tuning run id instead of the checkpoint's last");
+       },
+       cmd_export_space},
+      {"bench", "benchmarks: `bench tuning [CACHE...]` compares the strategies in simulation",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "tuning [CACHE.json ...]");
+         c->add_option("--strategies", o.strategies, "comma-separated (default: all)");
+         c->add_option("--seeds", o.seeds, "seeds per strategy and space")->capture_default_str();
+         c->add_option("--batch", o.batch, "configurations per batch")->capture_default_str();
+         c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: each cache's)");
+         c->add_option("-o,--output", o.output, "write the table to FILE");
+       },
+       cmd_bench},
       {"commit", "checkpoint the working files after a manual edit (validated, tuned, timed)",
        [](CLI::App* c, Options& o) {
          c->add_option("-m,--message", o.message, "what the edit does");

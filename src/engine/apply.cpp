@@ -434,6 +434,25 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     const SequenceStep& st = seq.steps[static_cast<size_t>(i)];
     ApplyOptions ao = opts.apply;
     ao.attempts = st.attempts > 0 ? st.attempts : (seq.attempts > 0 ? seq.attempts : ao.attempts);
+    if (!st.strategy.empty()) ao.eval.strategy = st.strategy;
+    Budget step_budget = default_budget(
+        st.strategy, {ao.eval.budget, ao.eval.budget_fraction, ao.eval.budget_seconds});
+    ao.eval.budget = step_budget.evaluations;
+    ao.eval.budget_fraction = step_budget.fraction;
+    ao.eval.budget_seconds = step_budget.seconds;
+    if (!st.strategy_budget.empty()) {
+      auto b = Budget::parse(st.strategy_budget);
+      if (!b) {
+        (void)store_->update_workflow(wid, "failed",
+                                      json{{"sequence", seq.name}, {"next_step", i}}.dump());
+        rr.input_error = true;
+        rr.message = fmt::format("step {} ({}): {}", i + 1, st.transformation, b.error());
+        return rr;
+      }
+      ao.eval.budget = b->evaluations;
+      ao.eval.budget_fraction = b->fraction;
+      ao.eval.budget_seconds = b->seconds;
+    }
     if (!st.instructions.empty())
       ao.extra_instructions = ao.extra_instructions.empty()
                                   ? st.instructions

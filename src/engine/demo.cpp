@@ -87,7 +87,10 @@ int run_demo(const DemoOptions& opts) {
   ro.apply.eval.device = opts.device;
   if (opts.small) ro.apply.eval.small = true;
   if (opts.full) ro.apply.eval.small = false;
-  if (opts.budget > 0) ro.apply.eval.budget = static_cast<size_t>(opts.budget);
+  if (opts.budget > 0) {
+    ro.apply.eval.budget = static_cast<size_t>(opts.budget);
+    ro.apply.eval.budget_fraction = 0;
+  }
   if (!opts.quiet) {
     out.print(fmt::format("peak demo: {} on {} ({} backend), workspace {}", seq->name, dev->name,
                           backend, (*ws)->root().string()));

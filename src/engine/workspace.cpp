@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <dtl/dtl.hpp>
 
 #include "engine/paths.h"
+#include "tune/record.h"
 #include "util/fs.h"
 #include "util/sha256.h"
 
@@ -17,6 +19,7 @@ namespace peak {
 EvalOptions default_eval_options(bool cpu_device) {
   EvalOptions o;
   o.small = cpu_device;
+  o.budget_fraction = 0.15;
   if (cpu_device) {
     o.budget = 24;
     o.top_k = 4;
@@ -311,21 +314,34 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   ev.summary["toolchain"] = tc;
 
   fs::path cache = root_ / ".peak" / "cache";
+  // The tuning search: its options, a status line, and the store recorder.
+  TuneOptions to;
+  to.strategy = opts.strategy.empty() ? std::string(kDefaultStrategy) : opts.strategy;
+  to.budget = Budget{opts.budget, opts.budget_fraction, opts.budget_seconds};
+  to.start = opts.must_include;
+  to.overrides = opts.tuning_overrides;
+  to.top_k = opts.top_k;
+  to.jobs = opts.jobs;
+  to.cache_dir = cache;
+  StatusObserver status([&](const std::string& line) { progress_.status(line); });
+  RecordTarget target;
+  target.attempt_id = attempt_id;
+  target.checkpoint_id = checkpoint_id;
+  target.source_hash = sha256_hex(source);
+  target.kernel = ctx.name;
+  target.device = *dev;
+  target.jobs = opts.jobs > 0 ? opts.jobs
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& [k, v] : be.toolchain())
+    if (k != "runner")  // a path on this machine
+      target.toolchain += (target.toolchain.empty() ? "" : ", ") + k + " " + v;
+  target.options = {{"budget", to.budget.text()}, {"seed", to.seed}, {"batch", to.batch}};
   if (opts.compile_only) {
-    // Every configuration is compiled (in parallel), nothing is run.
-    TuneOptions to;
-    to.space.budget = opts.budget;
-    to.space.must_include = opts.must_include;
-    to.space.overrides = opts.tuning_overrides;
-    to.top_k = opts.top_k;
-    to.jobs = opts.jobs;
-    to.cache_dir = cache;
+    // Every configuration the strategy picks is compiled (in parallel), nothing is run.
     to.compile_only = true;
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
-    auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to,
-                   [&](const std::string& phase, size_t done, size_t total) {
-                     progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
-                   });
+    StoreRecorder recorder(*store_, target);
+    auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to, {&status, &recorder});
     progress_.clear();
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
     ev.disposition = Disposition::passed;
@@ -365,12 +381,6 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   std::vector<Shape> bench =
       opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
-  TuneOptions to;
-  to.space.budget = opts.budget;
-  to.space.must_include = opts.must_include;
-  to.space.overrides = opts.tuning_overrides;
-  to.top_k = opts.top_k;
-  to.jobs = opts.jobs;
   to.tune_shapes = {bench.front()};
   to.validation.seeds = opts.seeds;
   to.validation.sanitize = opts.sanitize;
@@ -378,11 +388,17 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.screening.policy = opts.screening;
   to.screening.task_timeout_s = opts.task_timeout_s * 2;
   to.screening.peak_tflops = peak.limit;
-  to.cache_dir = cache;
-  auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
-                 [&](const std::string& phase, size_t done, size_t total) {
-                   progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
-                 });
+  target.shape = bench.front().text();
+  target.work = work_of(ctx, bench.front());
+  TuningCache known;
+  if (opts.reuse_measurements) {
+    auto k = recorded_outcomes(*store_, target.source_hash, target.shape, dev->name);
+    if (!k) return fail(Disposition::not_run, k.error());
+    known = std::move(*k);
+    to.reuse = &known;
+  }
+  StoreRecorder recorder(*store_, target);
+  auto tr = tune(be, *dev, ro, validator, ctx, *regions, to, {&status, &recorder});
   progress_.clear();
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
@@ -419,11 +435,19 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   std::map<std::string, int> counts;
   for (const auto& o : tr.outcomes) counts[std::string(to_string(o.disposition))]++;
+  size_t pruned = tr.space.invalid;
+  for (const auto& o : tr.outcomes) pruned += o.pruned();
   ev.summary["configs"] = {{"space", tr.space.total},
                            {"rejected_by_constraint", tr.space.invalid},
                            {"evaluated", tr.outcomes.size()},
                            {"sampled", tr.space.sampled},
+                           {"pruned", pruned},
+                           {"strategy", tr.strategy},
+                           {"budget", to.budget.text()},
+                           {"stop", tr.stop},
+                           {"reused", tr.reused},
                            {"dispositions", counts}};
+  if (recorder.run_id()) ev.summary["configs"]["tuning_run"] = *recorder.run_id();
   ev.summary["phases"] = {{"compile_s", tr.compile_seconds},
                           {"validate_s", tr.validate_seconds},
                           {"tune_s", tr.time_seconds}};

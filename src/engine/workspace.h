@@ -31,7 +31,15 @@ inline constexpr int kSummaryFormatVersion = 1;
 struct EvalOptions {
   std::string device;  // device selector ("" = best)
   bool small = false;  // time the context's small shapes instead of its bench shapes
-  size_t budget = 48;  // tuning configurations at most
+  size_t budget = 48;  // tuning configurations at most (or budget_fraction of the space)
+  // The tuning search (docs/tuning.md): the strategy ("" = the default) and the rest of its
+  // budget: budget_fraction of the valid space when that is more than `budget`, and seconds.
+  std::string strategy;
+  double budget_fraction = 0;
+  double budget_seconds = 0;
+  // Configurations of this very source measured before in this workspace (same tuning shape and
+  // device) are not run again: their recorded outcomes are reused (a search resumed).
+  bool reuse_measurements = false;
   int top_k = 8;
   int jobs = 0;  // parallel compiles
   int seeds = 2;

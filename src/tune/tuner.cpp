@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "tune/prune.h"
+#include "tune/simulation.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -18,121 +20,140 @@ double elapsed(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
-                Validator& validator, const KernelContext& ctx, const SourceRegions& source,
-                const TuneOptions& opts, const TuneProgress& progress) {
-  TuneResult res;
-  auto space = enumerate_space(ctx, device, opts.space);
-  if (!space) {
-    res.disposition = Disposition::invalid_config;
-    res.message = space.error();
-    return res;
-  }
-  res.space = *space;
-  if (res.space.configs.empty()) {
-    res.disposition = Disposition::invalid_config;
-    res.message = fmt::format("no tuning configuration satisfies tuning_valid ({} rejected)",
-                              res.space.invalid);
-    return res;
-  }
-  const size_t n = res.space.configs.size();
-  res.outcomes.resize(n);
-  std::string full = join_regions(source);
+BackendRunner::BackendRunner(Backend& backend, const DeviceFacts& device,
+                             const RunnerOptions& runner, Validator& validator,
+                             const KernelContext& ctx, const SourceRegions& source,
+                             const TuneOptions& opts)
+    : backend_(backend),
+      device_(device),
+      runner_(runner),
+      validator_(validator),
+      ctx_(ctx),
+      source_(source),
+      opts_(opts),
+      full_source_(join_regions(source)),
+      t0_(std::chrono::steady_clock::now()) {}
 
-  // 1. Compile every configuration in parallel.
+double BackendRunner::elapsed_seconds() const { return elapsed(t0_); }
+
+std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
+                                              TuneObserver* observer) {
+  const size_t n = batch.size();
+  std::vector<ConfigOutcome> out(n);
+  std::vector<uint8_t> go(n, 1);  // still to be evaluated further
+  // 1. The launch plan of the tuning shape: a requirement that fails rules the configuration out
+  //    before it is compiled.
+  for (size_t i = 0; i < n; ++i) {
+    out[i].config = batch[i];
+    if (opts_.tune_shapes.empty()) continue;
+    PlanResult plan = backend_.plan(ctx_, source_, opts_.tune_shapes.front(), batch[i], device_);
+    if (plan.disposition != Disposition::passed) {
+      out[i].disposition = plan.disposition;
+      out[i].stage = Stage::launch;
+      out[i].message = plan.message;
+      go[i] = 0;
+    } else {
+      out[i].launch = plan.plan;
+    }
+  }
+  // 2. Compile in parallel.
   auto t0 = std::chrono::steady_clock::now();
-  int jobs = opts.jobs > 0 ? opts.jobs
-                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < n; ++i)
+    if (go[i]) todo.push_back(i);
+  const int jobs = opts_.jobs > 0
+                       ? opts_.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0}, done{0};
   std::mutex mu;
   auto worker = [&] {
     for (;;) {
-      size_t i = next.fetch_add(1);
-      if (i >= n) return;
+      size_t k = next.fetch_add(1);
+      if (k >= todo.size()) return;
+      ConfigOutcome& o = out[todo[k]];
       BuildRequest req;
-      req.context = &ctx;
-      req.source = full;
-      req.defines = res.space.configs[i];
-      req.device = device;
-      req.cache_dir = opts.cache_dir;
-      ConfigOutcome& o = res.outcomes[i];
-      o.config = res.space.configs[i];
-      o.build = backend.build(req);
+      req.context = &ctx_;
+      req.source = full_source_;
+      req.defines = o.config;
+      req.device = device_;
+      req.cache_dir = opts_.cache_dir;
+      o.build = backend_.build(req);
+      o.compile_seconds = o.build.seconds;
       size_t d = ++done;
-      if (progress) {
+      if (observer) {
         std::lock_guard<std::mutex> lock(mu);
-        progress("compile", d, n);
+        observer->on_phase("compile", d, todo.size());
       }
     }
   };
   std::vector<std::thread> pool;
-  for (int j = 0; j < std::min<int>(jobs, static_cast<int>(n)); ++j) pool.emplace_back(worker);
+  for (int j = 0; j < std::min<int>(jobs, static_cast<int>(todo.size())); ++j)
+    pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  res.compile_seconds = elapsed(t0);
-  if (opts.compile_only) {
-    for (size_t i = 0; i < n; ++i) {
-      ConfigOutcome& o = res.outcomes[i];
-      o.disposition = o.build.disposition;
-      if (o.disposition != Disposition::passed)
-        o.message = o.build.log;
-      else if (res.ranking.size() < static_cast<size_t>(std::max(opts.top_k, 1)))
-        res.ranking.push_back(i);
-    }
-    auto built =
-        std::count_if(res.outcomes.begin(), res.outcomes.end(),
-                      [](const ConfigOutcome& o) { return o.disposition == Disposition::passed; });
-    if (built > 0) {
-      res.disposition = Disposition::passed;
-      res.message =
-          fmt::format("compile only: {} of {} configurations built (nothing run)", built, n);
-    } else {
-      res.disposition = res.outcomes[0].disposition;
-      res.message = fmt::format("configuration {}: {}", config_text(res.outcomes[0].config),
-                                res.outcomes[0].build.log);
-    }
-    return res;
-  }
-
-  // 2. Validate every configuration that built.
-  t0 = std::chrono::steady_clock::now();
-  bool sanitized = false;
-  for (size_t i = 0; i < n; ++i) {
-    ConfigOutcome& o = res.outcomes[i];
+  compile_seconds += elapsed(t0);
+  // 3. Resources: the backend's own check, then the rules against the device's limits.
+  const DeviceLimits limits = device_limits(device_);
+  for (size_t i : todo) {
+    ConfigOutcome& o = out[i];
     if (o.build.disposition != Disposition::passed) {
       o.disposition = o.build.disposition;
+      o.stage = Stage::compile;
       o.message = o.build.log;
-    } else {
-      PlanResult check = backend.check_resources(o.build, device);
-      if (check.disposition != Disposition::passed) {
-        o.disposition = check.disposition;
-        o.message = check.message;
-      } else {
-        ValidationOptions vo = opts.validation;
-        // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
-        vo.sanitize = opts.validation.sanitize && !sanitized;
-        sanitized = sanitized || vo.sanitize;
-        o.validation = validator.validate(ctx, source, o.build, o.config, vo);
-        o.disposition = o.validation.disposition;
-        o.message = o.validation.message;
-      }
+      go[i] = 0;
+      continue;
     }
-    if (progress) progress("validate", i + 1, n);
+    PlanResult check = backend_.check_resources(o.build, device_);
+    std::string why =
+        check.disposition == Disposition::passed
+            ? resource_prune_reason(resource_usage(o.build.resources, o.launch), limits)
+            : check.message;
+    if (check.disposition != Disposition::passed || !why.empty()) {
+      o.disposition = check.disposition != Disposition::passed ? check.disposition
+                                                               : Disposition::invalid_config;
+      o.stage = Stage::resources;
+      o.message = why;
+      go[i] = 0;
+      continue;
+    }
+    if (opts_.compile_only) {
+      o.disposition = Disposition::passed;
+      o.stage = Stage::compile;
+      go[i] = 0;
+    }
   }
-  res.validate_seconds = elapsed(t0);
-
-  // 3. Time the survivors on the tuning shapes and rank them.
+  // 4. Validate.
   t0 = std::chrono::steady_clock::now();
-  std::vector<size_t> passing;
-  for (size_t i = 0; i < n; ++i)
-    if (res.outcomes[i].disposition == Disposition::passed) passing.push_back(i);
-  size_t timed = 0;
-  for (size_t i : passing) {
-    ConfigOutcome& o = res.outcomes[i];
-    if (!opts.tune_shapes.empty()) {
-      MeasureOptions mo = opts.screening;
+  size_t checked = 0, to_check = static_cast<size_t>(std::count(go.begin(), go.end(), 1));
+  for (size_t i = 0; i < n; ++i) {
+    if (!go[i]) continue;
+    ConfigOutcome& o = out[i];
+    auto v0 = std::chrono::steady_clock::now();
+    ValidationOptions vo = opts_.validation;
+    // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
+    vo.sanitize = opts_.validation.sanitize && !sanitized_;
+    sanitized_ = sanitized_ || vo.sanitize;
+    o.validation = validator_.validate(ctx_, source_, o.build, o.config, vo);
+    o.validate_seconds = elapsed(v0);
+    o.disposition = o.validation.disposition;
+    o.stage = Stage::validate;
+    o.message = o.validation.message;
+    if (o.disposition != Disposition::passed) go[i] = 0;
+    if (observer) observer->on_phase("validate", ++checked, to_check);
+  }
+  validate_seconds += elapsed(t0);
+  // 5. Time the survivors on the tuning shapes.
+  t0 = std::chrono::steady_clock::now();
+  size_t timed = 0, to_time = static_cast<size_t>(std::count(go.begin(), go.end(), 1));
+  for (size_t i = 0; i < n; ++i) {
+    if (!go[i]) continue;
+    ConfigOutcome& o = out[i];
+    auto m0 = std::chrono::steady_clock::now();
+    o.stage = Stage::time;
+    if (!opts_.tune_shapes.empty()) {
+      MeasureOptions mo = opts_.screening;
       mo.with_baseline = false;
-      o.measurements = measure(backend, device, runner, validator, ctx, source, o.build, o.config,
-                               opts.tune_shapes, mo);
+      o.measurements = measure(backend_, device_, runner_, validator_, ctx_, source_, o.build,
+                               o.config, opts_.tune_shapes, mo);
       double total = 0;
       for (const auto& m : o.measurements) {
         if (m.disposition != Disposition::passed) {
@@ -140,42 +161,147 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
           o.message = m.message;
           break;
         }
-        total += m.stats.median;
+        // On a CPU device the kernel shares the cores with every other process, and contention
+        // only ever adds time: the fastest sample ranks best. A GPU ranks by the median.
+        total += device_.is_cpu ? m.stats.min : m.stats.median;
       }
       o.score_ms = total;
     }
-    if (progress) progress("time", ++timed, passing.size());
+    o.time_seconds = elapsed(m0);
+    if (observer) observer->on_phase("time", ++timed, to_time);
   }
-  res.time_seconds = elapsed(t0);
-  for (size_t i : passing)
-    if (res.outcomes[i].disposition == Disposition::passed) res.ranking.push_back(i);
-  std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](size_t a, size_t b) {
-    return res.outcomes[a].score_ms < res.outcomes[b].score_ms;
-  });
-  if (res.ranking.size() > static_cast<size_t>(std::max(opts.top_k, 1)))
-    res.ranking.resize(static_cast<size_t>(std::max(opts.top_k, 1)));
+  time_seconds += elapsed(t0);
+  return out;
+}
+
+std::vector<ConfigOutcome> ReuseRunner::run(const std::vector<Config>& batch,
+                                            TuneObserver* observer) {
+  std::vector<ConfigOutcome> out(batch.size());
+  std::vector<Config> misses;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (const CacheEntry* e = known_.find(batch[i])) {
+      out[i] = outcome_of(*e);
+      ++reused;
+    } else {
+      misses.push_back(batch[i]);
+      where.push_back(i);
+    }
+  }
+  if (!misses.empty()) {
+    std::vector<ConfigOutcome> ran = inner_.run(misses, observer);
+    for (size_t k = 0; k < ran.size(); ++k) out[where[k]] = std::move(ran[k]);
+  }
+  return out;
+}
+
+TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
+                Validator& validator, const KernelContext& ctx, const SourceRegions& source,
+                const TuneOptions& opts, const std::vector<TuneObserver*>& observers) {
+  TuneResult res;
+  res.strategy = opts.strategy;
+  auto space = space_for(ctx, device, opts.overrides);
+  if (!space) {
+    res.disposition = Disposition::invalid_config;
+    res.message = space.error();
+    return res;
+  }
+  res.space.total = space->total();
+  res.space.invalid = space->pruned().size();
+  res.space.valid = space->size();
+  if (space->size() == 0) {
+    res.disposition = Disposition::invalid_config;
+    res.message = fmt::format("no tuning configuration satisfies tuning_valid ({} rejected)",
+                              res.space.invalid);
+    return res;
+  }
+  auto strategy = make_strategy(opts.strategy);
+  if (!strategy) {
+    res.disposition = Disposition::not_run;
+    res.message = strategy.error();
+    return res;
+  }
+  BackendRunner run(backend, device, runner, validator, ctx, source, opts);
+  TuningCache none;
+  ReuseRunner reuse(run, opts.reuse ? *opts.reuse : none);
+  SearchOptions so;
+  so.budget = opts.budget;
+  so.seed = opts.seed;
+  so.batch = opts.batch;
+  so.start = opts.start;
+  SearchResult sr = search(*space, **strategy, reuse, so, observers);
+  res.reused = reuse.reused;
+  res.outcomes = std::move(sr.outcomes);
+  res.limit = sr.limit;
+  res.stop = sr.stop;
+  res.space.sampled = res.outcomes.size() < space->size();
+  res.compile_seconds = run.compile_seconds;
+  res.validate_seconds = run.validate_seconds;
+  res.time_seconds = run.time_seconds;
+  const size_t n = res.outcomes.size();
+  const size_t top_k = static_cast<size_t>(std::max(opts.top_k, 1));
+  if (opts.compile_only) {
+    for (size_t i = 0; i < n && res.ranking.size() < top_k; ++i)
+      if (res.outcomes[i].disposition == Disposition::passed) res.ranking.push_back(i);
+  } else {
+    for (size_t i = 0; i < n; ++i)
+      if (res.outcomes[i].disposition == Disposition::passed) res.ranking.push_back(i);
+    std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](size_t a, size_t b) {
+      return res.outcomes[a].score_ms < res.outcomes[b].score_ms;
+    });
+  }
+  const size_t passing = static_cast<size_t>(
+      std::count_if(res.outcomes.begin(), res.outcomes.end(),
+                    [](const ConfigOutcome& o) { return o.disposition == Disposition::passed; }));
+  if (res.ranking.size() > top_k) res.ranking.resize(top_k);
+  if (n == 0) {
+    res.disposition = Disposition::not_run;
+    res.message = fmt::format("the {} strategy evaluated no configuration", opts.strategy);
+    return res;
+  }
   if (!res.ranking.empty()) {
     res.disposition = Disposition::passed;
-    res.message = fmt::format("{} of {} configurations passed", passing.size(), n);
-  } else {
-    // The most informative failure: the first configuration's, or the most common one.
-    std::map<Disposition, size_t> counts;
-    for (const auto& o : res.outcomes) counts[o.disposition]++;
-    Disposition worst = res.outcomes[0].disposition;
-    size_t best = 0;
-    for (const auto& [d, c] : counts)
-      if (d != Disposition::invalid_config && c > best) {
-        best = c;
-        worst = d;
-      }
-    res.disposition = worst;
-    for (const auto& o : res.outcomes)
-      if (o.disposition == worst) {
-        res.message = o.message;
-        break;
-      }
+    res.message =
+        opts.compile_only
+            ? fmt::format("compile only: {} of {} configurations built (nothing run)", passing, n)
+            : fmt::format("{} of {} configurations passed", passing, n);
+    return res;
   }
+  // The most informative failure: the most common one that is not a pruning, else the first.
+  std::map<Disposition, size_t> counts;
+  for (const auto& o : res.outcomes) counts[o.disposition]++;
+  Disposition worst = res.outcomes[0].disposition;
+  size_t most = 0;
+  for (const auto& [d, c] : counts)
+    if (d != Disposition::invalid_config && c > most) {
+      most = c;
+      worst = d;
+    }
+  res.disposition = worst;
+  for (const auto& o : res.outcomes)
+    if (o.disposition == worst) {
+      res.message = opts.compile_only
+                        ? fmt::format("configuration {}: {}", config_text(o.config), o.message)
+                        : o.message;
+      break;
+    }
   return res;
+}
+
+void StatusObserver::on_start(const TuningSpace&, const std::string& strategy, size_t limit) {
+  strategy_ = strategy;
+  limit_ = limit;
+  evaluated_ = 0;
+}
+
+void StatusObserver::on_phase(std::string_view phase, size_t done, size_t total) {
+  sink_(fmt::format("  tuning ({}, {}/{} evaluated): {} {}/{}", strategy_, evaluated_, limit_,
+                    phase, done, total));
+}
+
+void StatusObserver::on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>&,
+                              double) {
+  evaluated_ += indices.size();
 }
 
 }  // namespace peak
