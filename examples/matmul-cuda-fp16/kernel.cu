@@ -1,9 +1,7 @@
-// C = A * B with FP16 inputs and FP32 accumulation: A (M x K) and B (K x N) are row-major __half,
-// C (M x N) is row-major float. The host function takes the arrays of kernel.toml in order, then
-// its scalars, then the stream to launch on; it returns PEAK_OK, or PEAK_INVALID_CONFIG when the
-// configuration cannot run on this device (docs/backend-cuda.md).
-#include <cuda_runtime.h>
-#include <cuda_fp16.h>
+// C = A * B with FP16 inputs, FP32 accumulation and an FP32 output (row-major): A is M x K,
+// B is K x N, C is M x N.
+// The device region is compiled as device code only; the host region is the launch plan that
+// peak evaluates for each shape and configuration (docs/launch-plan.md).
 
 // peak:begin macros
 // BLOCK_X and BLOCK_Y are tuning parameters: peak defines them when it compiles.
@@ -22,11 +20,8 @@ __global__ void matmul(const __half* A, const __half* B, float* C, int M, int N,
 // peak:end device
 
 // peak:begin host
-int peak_host(const __half* A, const __half* B, float* C, int M, int N, int K,
-              cudaStream_t stream) {
-  dim3 block(BLOCK_X, BLOCK_Y);
-  dim3 grid((N + BLOCK_X - 1) / BLOCK_X, (M + BLOCK_Y - 1) / BLOCK_Y);
-  matmul<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
-  return PEAK_OK;
-}
+launch matmul
+  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))
+  block = (BLOCK_X, BLOCK_Y)
+  args = (A, B, C, M, N, K)
 // peak:end host

@@ -23,8 +23,7 @@ void main(uint3 tid : SV_DispatchThreadID) {
 // peak:end device
 
 // peak:begin host
-// Not HLSL: `name = expression` lines evaluated by peak (docs/backend-hlsl.md).
-dispatch_x = ceil_div(N, BLOCK_X)
-dispatch_y = ceil_div(M, BLOCK_Y)
-dispatch_z = 1
+// The launch plan, evaluated by peak (docs/launch-plan.md): thread groups of [numthreads].
+launch main
+  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))
 // peak:end host

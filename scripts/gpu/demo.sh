@@ -9,4 +9,7 @@ set -o pipefail
 "$BIN/peak" demo --backend "$backend" --full --dir "$ws" "$@" 2>&1 | tee "$OUT/demo-$backend.log" | tail -40
 cp "$ws/report.md" "$OUT/demo-$backend-report.md"
 cp "$ws/report.json" "$OUT/demo-$backend-report.json"
-cp "$ws/.peak/peak.db" "$OUT/demo-$backend-peak.db"
+# The store with its blobs (sources, prompts, replies, compiler logs): reports show the diffs.
+mkdir -p "$OUT/demo-$backend-store"
+cp -r "$ws/.peak/FORMAT" "$ws/.peak/peak.db" "$ws/.peak/blobs" "$OUT/demo-$backend-store/"
+"$BIN/peak" -q report --store "$OUT/demo-$backend-store" --html "$OUT/demo-$backend-report.html"

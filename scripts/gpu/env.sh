@@ -1,4 +1,5 @@
-# Common set-up for the GPU scripts: binaries, output folder, Vulkan loader (if carried as .debs).
+# Common set-up for the GPU scripts: binaries, output folder, Vulkan loader and NVIDIA's Vulkan
+# driver files (the loader and EGL are carried as Debian packages in .gl/: scripts/gpu/fetch-gl.sh).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${BIN:-$ROOT/build}
@@ -7,6 +8,14 @@ mkdir -p "$OUT"
 if [ -d "$ROOT/.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
   for f in "$ROOT"/.gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
+fi
+# NVIDIA's Vulkan driver needs EGL; without its manifest the loader finds no driver.
+nv=/usr/local/nvidia/share
+if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$nv/vulkan/icd.d/nvidia_icd.json" ]; then
+  export VK_DRIVER_FILES=$nv/vulkan/icd.d/nvidia_icd.json
+fi
+if [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" ] && [ -f "$nv/glvnd/egl_vendor.d/10_nvidia.json" ]; then
+  export __EGL_VENDOR_LIBRARY_FILENAMES=$nv/glvnd/egl_vendor.d/10_nvidia.json
 fi
 export PEAK_DATA_DIR=$ROOT
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \

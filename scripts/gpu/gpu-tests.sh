@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# GPU-labelled tests and the seeds timed against cuBLAS. Usage: scripts/gpu/gpu-tests.sh
+# GPU-labelled tests and the seeds timed against cuBLAS. Usage: scripts/gpu/gpu-tests.sh [ARGS]
+# With ARGS (e.g. --gtest_filter='Corpus/*'), only the tests run, with ARGS passed to them.
 source "$(dirname "$0")/env.sh"
 set -o pipefail
-"$BIN/backend_cuda_gpu_tests" --gtest_output=json:"$OUT/gpu-tests.json" 2>&1 | tee "$OUT/gpu-tests.log" | \
-  grep -E "^\[ +(OK|FAILED|PASSED|RUN) |tests? from|^\s*(expected|got|disposition)" | grep -v "RUN" | tail -60
+"$BIN/backend_cuda_gpu_tests" "$@" --gtest_output=json:"$OUT/gpu-tests.json" 2>&1 | tee "$OUT/gpu-tests.log" | \
+  grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |^\[ (observed|measured) \]|tests? from|Failure|^\s*(expected|got|disposition)" | \
+  tail -150
+status=${PIPESTATUS[0]}
+if [ $# -gt 0 ]; then exit "$status"; fi
 for ctx in matmul-cuda-fp32 matmul-cuda-fp16; do
   ws=$(mktemp -d)/$ctx
   "$BIN/peak" -q init "$ROOT/examples/$ctx" "$ws" >/dev/null
@@ -11,3 +15,4 @@ for ctx in matmul-cuda-fp32 matmul-cuda-fp16; do
   "$BIN/peak" -q -C "$ws" tune --budget 9 2>&1 | tee "$OUT/$ctx-seed.txt"
   "$BIN/peak" -C "$ws" report --format json -o "$OUT/$ctx-seed.json" >/dev/null
 done
+exit "$status"

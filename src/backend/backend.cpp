@@ -5,7 +5,65 @@
 #include <cctype>
 #include <string_view>
 
+#include <fmt/format.h>
+
 namespace peak {
+
+expr::Env device_plan_env(const DeviceFacts& d) {
+  return {{"compute_units", d.compute_units},
+          {"max_threads", d.max_threads_per_group},
+          {"shared_memory", d.shared_memory_per_group},
+          {"shared_memory_optin",
+           std::max(d.shared_memory_per_group_optin, d.shared_memory_per_group)},
+          {"subgroup_size", d.subgroup_size},
+          {"l2_bytes", d.l2_bytes}};
+}
+
+std::vector<std::pair<std::string, std::string>> Backend::prompt_facts(
+    const DeviceFacts& d) const {
+  std::vector<std::pair<std::string, std::string>> f = {
+      {"name", d.name},
+      {"compute units (`compute_units` in plans)", std::to_string(d.compute_units)},
+      {"subgroup (warp) size (`subgroup_size`)", std::to_string(d.subgroup_size)},
+      {"shared memory per block, bytes (`shared_memory`)",
+       std::to_string(d.shared_memory_per_group)}};
+  if (d.shared_memory_per_group_optin > d.shared_memory_per_group)
+    f.push_back({"shared memory per block with opt-in, bytes (`shared_memory_optin`)",
+                 std::to_string(d.shared_memory_per_group_optin)});
+  f.push_back({"max threads per block (`max_threads`)", std::to_string(d.max_threads_per_group)});
+  if (d.l2_bytes > 0) f.push_back({"L2 cache, bytes (`l2_bytes`)", std::to_string(d.l2_bytes)});
+  if (!d.arch.empty()) f.push_back({"architecture", d.arch});
+  return f;
+}
+
+PlanResult Backend::plan(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
+                         const Config& config, const DeviceFacts& device,
+                         const BuildResult& build) {
+  PlanResult pr;
+  std::string file = ctx.source_file.empty() ? "kernel" + source_extension() : ctx.source_file;
+  auto parsed = parse_plan(source, file);
+  if (!parsed) {
+    pr.disposition = Disposition::compile_failed;
+    pr.message = parsed.error();
+    return pr;
+  }
+  expr::Env env = plan_env(ctx, source, shape, config, device_plan_env(device));
+  PlanOutcome o = evaluate_plan(*parsed, plan_dialect(), ctx, env);
+  if (o.disposition != Disposition::passed) {
+    pr.disposition = o.disposition;
+    pr.message = fmt::format("{} (shape {}{})", o.message, shape.text(),
+                             config.empty() ? "" : ", " + config_text(config));
+    return pr;
+  }
+  PlanResult r = resolve_plan(o.plan, build, device);
+  if (r.disposition != Disposition::passed) {
+    r.message = fmt::format("{} (shape {}{})", r.message, shape.text(),
+                            config.empty() ? "" : ", " + config_text(config));
+    return r;
+  }
+  r.plan = o.plan.to_json();
+  return r;
+}
 
 std::string config_text(const Config& c) {
   std::string s;

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "context/context.h"
+#include "expr/expr.h"
+#include "plan/plan_language.h"
 #include "runner/client.h"
 #include "runner/protocol.h"
 #include "util/disposition.h"
@@ -40,10 +42,15 @@ struct BuildResult {
 };
 
 struct PlanResult {
-  Disposition disposition = Disposition::passed;  // passed, invalid_config, compile_failed
+  // passed, invalid_config, compile_failed, workspace_exceeded
+  Disposition disposition = Disposition::passed;
   std::string message;
-  nlohmann::json plan = nlohmann::json::object();
+  nlohmann::json plan = nlohmann::json::object();  // LaunchPlan::to_json() when passed
 };
+
+// The device facts a launch plan may read: compute_units, max_threads, shared_memory,
+// shared_memory_optin, subgroup_size, l2_bytes.
+expr::Env device_plan_env(const DeviceFacts& d);
 
 class Backend {
  public:
@@ -56,11 +63,21 @@ class Backend {
   virtual std::vector<std::pair<std::string, std::string>> toolchain() const = 0;
   // Probes through the runner; `selector` picks a device by index or name substring.
   virtual Result<DeviceFacts> probe(const std::string& selector, bool microbench) = 0;
-  // Thread-safe: the tuner compiles configurations in parallel.
+  // Thread-safe: the tuner compiles configurations in parallel. The device region (with the
+  // macros region and the fixed text) is compiled; the host region is a launch plan and is
+  // parsed, not compiled (a plan that does not parse fails the build).
   virtual BuildResult build(const BuildRequest& req) = 0;
-  // Launch plan for one shape and configuration.
-  virtual PlanResult plan(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
-                          const Config& config, const DeviceFacts& device) = 0;
+  // What this backend's launch plans may use.
+  virtual PlanDialect plan_dialect() const = 0;
+  // The device facts shown in prompts (name, limits under the names plans read them by, and
+  // what the architecture offers).
+  virtual std::vector<std::pair<std::string, std::string>> prompt_facts(
+      const DeviceFacts& device) const;
+  // The launch plan of a built candidate for one shape and configuration: the host region
+  // evaluated (one evaluator for every backend), then checked against this device and resolved
+  // against the build (kernel symbols, modules, resource limits) by resolve_plan.
+  PlanResult plan(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
+                  const Config& config, const DeviceFacts& device, const BuildResult& build);
   // Checks a build's resources (threads per group, shared memory) against the device limits;
   // invalid_config with a message naming the limit when they do not fit.
   virtual PlanResult check_resources(const BuildResult& build, const DeviceFacts& device) {
@@ -70,6 +87,13 @@ class Backend {
   }
   // The vendor-library baseline for this context on this device ("cublas", "" = none).
   virtual std::string baseline(const KernelContext& ctx, const DeviceFacts& device) const = 0;
+
+ protected:
+  // The API-specific part of plan(): fills each launch's symbol and module from the build and
+  // refuses what this device cannot run (invalid_config) or what the build lacks
+  // (compile_failed: a kernel the plan names but the device region does not define).
+  virtual PlanResult resolve_plan(LaunchPlan& plan, const BuildResult& build,
+                                  const DeviceFacts& device) = 0;
 };
 
 // "hlsl", "cuda" (the CUDA backend is always present; it fails to probe without a GPU).

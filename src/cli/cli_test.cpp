@@ -149,7 +149,7 @@ TEST_F(Cli, BadKernelsGetTheirDispositionAndTheStoreIsIntact) {
        "timeout",
        // A CPU Vulkan device ends loops after 65535 iterations: many groups keep it busy for
        // minutes.
-       "dispatch_x = 65535\ndispatch_y = 64\ndispatch_z = 1\n"},
+       "launch main\n  grid = (65535, 64)\n"},
       {"oob",
        "[numthreads(BLOCK_X, BLOCK_Y, 1)]\nvoid main(uint3 t : SV_DispatchThreadID) {\n"
        "  int row = (int)t.y, col = (int)t.x; if (row >= M || col >= N) return;\n"

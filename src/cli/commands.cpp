@@ -3,19 +3,24 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "engine/api.h"
 #include "engine/demo.h"
 #include "engine/paths.h"
 #include "engine/workspace.h"
 #include "llm/llm.h"
+#include "mcp/serve.h"
 #include "peak/version.h"
 #include "report/report.h"
+#include "report/stats.h"
 #include "transform/transformation.h"
 #include "tune/bench.h"
 #include "tune/record.h"
@@ -71,6 +76,14 @@ struct Options {
   int seeds = 20;
   int batch = 8;
   bool reuse = false;
+  std::string html;   // report --html FILE
+  std::string store;  // report/serve --store PATH
+  std::string host = "127.0.0.1";
+  int port = 8765;
+  // mcp
+  std::string mcp_http;
+  std::string mcp_root;
+  std::string mcp_token_env;
 };
 
 void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
@@ -128,46 +141,20 @@ Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
 }
 
 EvalOptions eval_options(Workspace& ws, const Options& o) {
-  bool cpu = false;
-  auto dev = ws.device(o.device);
-  if (dev) cpu = dev->is_cpu;
-  EvalOptions e = default_eval_options(cpu);
-  e.device = o.device;
-  if (o.small) e.small = true;
-  if (o.full) e.small = false;
-  if (o.budget > 0) {
-    e.budget = static_cast<size_t>(o.budget);
-    e.budget_fraction = 0;  // --budget N: N configurations at most
-  }
-  e.strategy = o.strategy;
-  e.reuse_measurements = o.reuse;
-  Budget b{e.budget, e.budget_fraction, e.budget_seconds};
-  if (!o.strategy_budget.empty())
-    b = Budget::parse(o.strategy_budget).value();  // checked by check_strategy
-  else if (o.budget <= 0)
-    b = default_budget(o.strategy, b);
-  e.budget = b.evaluations;
-  e.budget_fraction = b.fraction;
-  e.budget_seconds = b.seconds;
-  if (o.jobs > 0) e.jobs = o.jobs;
-  if (o.no_baseline) e.baseline = false;
-  e.compile_only = o.compile_only;
-  e.sanitize = o.sanitize;
-  return e;
+  return api::eval_options(ws, {o.device, o.small, o.full, o.budget, o.jobs, o.no_baseline,
+                                o.compile_only, o.sanitize, o.strategy, o.strategy_budget,
+                                o.reuse});
 }
 
 // The strategy options name a known strategy and a well-formed budget; says why not.
 bool check_strategy(const std::string& strategy, const std::string& budget) {
-  if (!strategy.empty())
-    if (auto s = make_strategy(strategy); !s) {
-      err(s.error());
-      return false;
-    }
-  if (!budget.empty())
-    if (auto b = Budget::parse(budget); !b) {
-      err(b.error());
-      return false;
-    }
+  api::EvalArgs a;
+  a.strategy = strategy;
+  a.strategy_budget = budget;
+  if (auto s = api::check_tuning(a); !s) {
+    err(s.message());
+    return false;
+  }
   return true;
 }
 
@@ -240,13 +227,7 @@ void add_eval_options(CLI::App* c, Options& o) {
 
 int print_apply(const ApplyResult& r, const Options& o) {
   if (o.json_out) {
-    json j{{"disposition", std::string(to_string(r.disposition))},
-           {"message", r.message},
-           {"pending", r.pending},
-           {"attempts", r.attempts},
-           {"summary", r.summary}};
-    if (r.checkpoint) j["checkpoint"] = *r.checkpoint;
-    emit_json(j);
+    emit_json(api::apply_json(r));
   } else if (r.pending) {
     std::printf("%s\n", r.message.c_str());
   } else if (r.disposition == Disposition::passed) {
@@ -279,10 +260,12 @@ int cmd_init(Options& o) {
         "examples/matmul-hlsl-fp32)");
     return kUsage;
   }
-  fs::path src = o.args[0];
-  std::error_code ec;
-  if (!fs::exists(src, ec) && fs::exists(data_path("examples") / src, ec))
-    src = data_path("examples") / src;
+  auto found = api::find_context(o.args[0]);
+  if (!found) {
+    err(found.error());
+    return kUsage;
+  }
+  fs::path src = *found;
   auto ctx = load_context(src);
   if (!ctx) {
     err(ctx.error());
@@ -307,9 +290,7 @@ int cmd_init(Options& o) {
 int cmd_transformations(Options& o) {
   std::vector<Transformation> lib;
   auto ws = Workspace::open(o.workspace);
-  auto l = ws ? (*ws)->library()
-              : load_library(std::getenv("PEAK_LIBRARY") ? std::getenv("PEAK_LIBRARY")
-                                                         : data_path("transformations"));
+  auto l = ws ? (*ws)->library() : api::load_library_for("");
   if (!l) {
     err(l.error());
     return kUsage;
@@ -319,17 +300,7 @@ int cmd_transformations(Options& o) {
   if (sub == "list") {
     if (o.json_out) {
       json j = json::array();
-      for (const auto& t : lib) {
-        json tj{{"name", t.name},
-                {"version", t.version},
-                {"title", t.title},
-                {"backends", t.backends},
-                {"passes", t.passes.size()}};
-        json tp = json::array();
-        for (const auto& p : t.tuning) tp.push_back(p.name);
-        tj["tuning"] = tp;
-        j.push_back(tj);
-      }
+      for (const auto& t : lib) j.push_back(api::transformation_json(t));
       emit_json(j);
       return kOk;
     }
@@ -386,20 +357,19 @@ int cmd_run(Options& o) {
   }
   auto ws = open_ws(o);
   if (!ws) return kUsage;
-  fs::path p = o.args[0];
-  std::error_code ec;
-  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / p, ec))
-    p = data_path("sequences") / p;
-  if (!fs::exists(p, ec) && fs::exists(data_path("sequences") / (o.args[0] + ".toml"), ec))
-    p = data_path("sequences") / (o.args[0] + ".toml");
-  auto seq = load_sequence(p);
+  auto p = api::find_sequence(o.args[0]);
+  if (!p) {
+    err(p.error());
+    return kUsage;
+  }
+  auto seq = load_sequence(*p);
   if (!seq) {
     err(seq.error());
     return kUsage;
   }
   for (const auto& st : seq->steps)
     if (!check_strategy(st.strategy, st.strategy_budget)) {
-      err(fmt::format("in {} (step {})", p.string(), st.transformation));
+      err(fmt::format("in {} (step {})", p->string(), st.transformation));
       return kUsage;
     }
   RunOptions ro;
@@ -410,26 +380,14 @@ int cmd_run(Options& o) {
   ro.from_step = o.from;
   auto r = ws->run(*seq, ro);
   if (o.json_out) {
-    json steps = json::array();
-    for (const auto& s : r.steps)
-      steps.push_back({{"disposition", std::string(to_string(s.disposition))},
-                       {"message", s.message},
-                       {"checkpoint", s.checkpoint ? json(*s.checkpoint) : json(nullptr)},
-                       {"attempts", s.attempts}});
-    emit_json({{"disposition", std::string(to_string(r.disposition))},
-               {"message", r.message},
-               {"pending", r.pending},
-               {"steps_done", r.steps_done},
-               {"workflow", r.workflow_id},
-               {"steps", steps}});
+    emit_json(api::run_json(r));
   } else if (r.pending) {
     std::printf("%s\nthen continue with: peak run %s --resume --llm %s\n", r.message.c_str(),
                 o.args[0].c_str(), o.llm.c_str());
   } else if (r.disposition == Disposition::passed) {
     auto h = ws->head();
-    if (h) {
-      std::printf("%s", render_text(ws->report(h->id, seq->name)).c_str());
-    }
+    if (h)
+      if (auto rep = ws->report(h->id, seq->name)) std::printf("%s", render_text(*rep).c_str());
   } else {
     err(r.message);
   }
@@ -553,49 +511,19 @@ int cmd_eval(Options& o, bool force, const char* what) {
 int cmd_log(Options& o) {
   auto ws = open_ws(o);
   if (!ws) return kUsage;
-  auto cps = ws->store().checkpoints();
-  if (!cps) {
-    err(cps.error());
-    return kEnvironment;
+  json j = api::log_json(*ws);
+  if (o.json_out) {
+    emit_json(j);
+    return kOk;
   }
-  auto refs = ws->store().refs();
-  auto tags = ws->store().tags();
-  auto head = ws->store().head();
-  auto head_id = ws->store().head_checkpoint();
-  json j = json::array();
-  for (auto it = cps->rbegin(); it != cps->rend(); ++it) {
-    const auto& c = *it;
-    std::vector<std::string> names;
-    if (refs)
-      for (const auto& [n, id] : *refs)
-        if (id == c.id) names.push_back(head && *head == n ? "HEAD -> " + n : n);
-    if (tags)
-      for (const auto& [n, id] : *tags)
-        if (id == c.id) names.push_back("tag: " + n);
-    if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id)
-      names.push_back("HEAD");
-    json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
-    std::string perf;
-    if (s.is_object() && s.contains("bench") && !s["bench"].empty())
-      perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0),
-                         s["bench"][0].value("shape", ""));
-    if (o.json_out) {
-      j.push_back({{"id", c.id},
-                   {"parent", c.parent ? json(*c.parent) : json(nullptr)},
-                   {"branch", c.branch},
-                   {"transformation", c.transformation},
-                   {"message", c.message},
-                   {"refs", names},
-                   {"created_at", c.created_at},
-                   {"perf", perf}});
-    } else {
-      std::printf("%-4lld %s%s  parent %-4s %-16s %s\n", static_cast<long long>(c.id),
-                  names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(),
-                  c.created_at.c_str(), c.parent ? std::to_string(*c.parent).c_str() : "-",
-                  c.message.c_str(), perf.c_str());
-    }
+  for (const auto& c : j) {
+    auto names = c["refs"].get<std::vector<std::string>>();
+    std::printf("%-4lld %s%s  parent %-4s %-16s %s\n", c["id"].get<long long>(),
+                names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(),
+                c.value("created_at", "").c_str(),
+                c["parent"].is_null() ? "-" : std::to_string(c["parent"].get<long long>()).c_str(),
+                c.value("message", "").c_str(), c.value("perf", "").c_str());
   }
-  if (o.json_out) emit_json(j);
   return kOk;
 }
 
@@ -612,13 +540,7 @@ int cmd_show(Options& o) {
   }
   json summary = ws->summary(*c);
   if (o.json_out) {
-    emit_json({{"id", c->id},
-               {"parent", c->parent ? json(*c->parent) : json(nullptr)},
-               {"message", c->message},
-               {"transformation", c->transformation},
-               {"summary", summary},
-               {"source", files->second},
-               {"kernel_toml", to_toml(files->first)}});
+    emit_json(*api::checkpoint_json(*ws, *id));
     return kOk;
   }
   std::printf("checkpoint %lld  %s  (%s)\nparent: %s  branch: %s\n", static_cast<long long>(c->id),
@@ -693,35 +615,103 @@ int cmd_branch(Options& o) {
   return kOk;
 }
 
+// Writes `text` to o.output (saying so) or standard output.
+int emit(const Options& o, const std::string& text) {
+  if (o.output.empty()) {
+    std::printf("%s", text.c_str());
+    return kOk;
+  }
+  if (auto s = write_file(o.output, text); !s) {
+    err(s.message());
+    return kEnvironment;
+  }
+  if (!o.quiet) std::printf("wrote %s\n", o.output.c_str());
+  return kOk;
+}
+
 int cmd_report(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
-  if (!id) return kUsage;
-  auto files = ws->checkpoint_files(*id);
-  Report rep = ws->report(*id, files ? files->first.name : "");
+  std::string fmt_name = o.json_out ? "json" : o.format;
+  if (!o.html.empty()) {
+    fmt_name = "html";
+    o.output = o.html;
+  }
+  fs::path where = o.store.empty() ? fs::path(o.workspace) : fs::path(o.store);
+  auto text = api::render_report_at(where, o.args.empty() ? "" : o.args[0], fmt_name);
+  if (!text) {
+    err(text.error());
+    return text.error().find("unknown report format") != std::string::npos ? kUsage : kEnvironment;
+  }
+  return emit(o, *text);
+}
+
+int cmd_stats(Options& o) {
+  std::vector<std::pair<std::string, Report>> reports;
+  if (o.args.empty()) o.args.push_back(o.workspace);
+  for (const auto& arg : o.args) {
+    auto found = find_stores(arg);
+    if (!found) {
+      err(found.error());
+      return kUsage;
+    }
+    for (const auto& path : *found) {
+      auto store = open_store_for_reading(path);
+      if (!store) {
+        err(store.error());
+        return kUsage;
+      }
+      auto rep = build_report(**store);
+      if (!rep) {
+        err(fmt::format("{}: {}", path.string(), rep.error()));
+        return kEnvironment;
+      }
+      reports.emplace_back(path.string(), std::move(*rep));
+    }
+  }
+  Stats st = build_stats(reports);
   std::string fmt_name = o.json_out ? "json" : o.format;
   std::string text;
-  if (fmt_name == "json")
-    text = render_json(rep).dump(2) + "\n";
-  else if (fmt_name == "markdown" || fmt_name == "md")
-    text = render_markdown(rep);
-  else if (fmt_name == "text")
-    text = render_text(rep);
-  else {
-    err(fmt::format("unknown report format '{}' (text, markdown, json)", fmt_name));
-    return kUsage;
-  }
-  if (!o.output.empty()) {
-    if (auto s = write_file(o.output, text); !s) {
-      err(s.message());
+  if (fmt_name == "json") {
+    text = render_stats_json(st).dump(2) + "\n";
+  } else if (fmt_name == "csv") {
+    text = render_stats_csv(st);
+  } else if (fmt_name == "text") {
+    text = render_stats_text(st);
+  } else if (fmt_name == "html") {
+    auto html = render_stats_html(st);
+    if (!html) {
+      err(html.error());
       return kEnvironment;
     }
-    if (!o.quiet) std::printf("wrote %s\n", o.output.c_str());
+    text = std::move(*html);
   } else {
-    std::printf("%s", text.c_str());
+    err(fmt::format("unknown stats format '{}' (text, json, csv, html)", fmt_name));
+    return kUsage;
   }
-  return kOk;
+  return emit(o, text);
+}
+
+// `peak serve` is the peak-serve program beside peak (it links the HTTP server library, which
+// the peak binary itself does without).
+int cmd_serve(Options& o) {
+  fs::path self = fs::read_symlink("/proc/self/exe");
+  fs::path exe = self.parent_path() / "peak-serve";
+  std::error_code ec;
+  if (!fs::exists(exe, ec)) {
+    err(fmt::format("{} is missing: build it (`ninja -C build peak-serve`) next to peak",
+                    exe.string()));
+    return kEnvironment;
+  }
+  std::vector<std::string> args = {exe.string(), "-C",     o.workspace,           "--host",
+                                   o.host,       "--port", std::to_string(o.port)};
+  if (!o.store.empty()) args.insert(args.end(), {"--store", o.store});
+  if (o.quiet) args.push_back("-q");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(exe.c_str(), argv.data());
+  err(fmt::format("cannot run {}: {}", exe.string(), std::strerror(errno)));
+  return kEnvironment;
 }
 
 int cmd_export_space(Options& o) {
@@ -841,6 +831,10 @@ int cmd_demo(Options& o) {
   return run_demo(d);
 }
 
+int cmd_mcp(Options& o) {
+  return mcp::run(o.workspace, o.mcp_root, o.mcp_http, o.mcp_token_env);
+}
+
 struct Command {
   const char* name;
   const char* help;
@@ -925,13 +919,47 @@ std::vector<Command> commands() {
        cmd_checkout},
       {"branch", "list branches, or create one at HEAD (or REF) and switch to it",
        args("[NAME [REF]]"), cmd_branch},
-      {"report", "performance along the history: text, markdown or json",
+      {"report", "performance along the history: text, markdown, json or html",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
-         c->add_option("--format", o.format, "text, markdown or json")->capture_default_str();
+         c->add_option("--format", o.format, "text, markdown, json or html")->capture_default_str();
          c->add_option("-o,--output", o.output, "write to FILE");
+         c->add_option("--html", o.html, "write the HTML report to FILE (= --format html -o FILE)");
+         c->add_option("--store", o.store,
+                       "read this store instead of the workspace: a workspace, its .peak folder "
+                       "or a peak.db file");
        },
        cmd_report},
+      {"stats", "campaign analytics over stores: success, errors, performance, costs",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args,
+                       "STORE_OR_WORKSPACE... (workspaces, .peak folders, peak.db files, or "
+                       "folders to search; default: the workspace)");
+         c->add_option("--format", o.format, "text, json, csv or html")->capture_default_str();
+         c->add_option("-o,--output", o.output, "write to FILE");
+       },
+       cmd_stats},
+      {"serve", "a local page with the workspace's report, updated while a run progresses",
+       [](CLI::App* c, Options& o) {
+         c->add_option("--host", o.host, "address to listen on (default: loopback only)")
+             ->capture_default_str();
+         c->add_option("--port", o.port, "port (0: any free port)")->capture_default_str();
+         c->add_option("--store", o.store, "serve this store instead of the workspace");
+       },
+       cmd_serve},
+      {"mcp", "serve peak's tools to an AI agent (MCP over stdio, or Streamable HTTP)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("--http", o.mcp_http,
+                       "serve Streamable HTTP at HOST:PORT/mcp instead of stdio (default host "
+                       "127.0.0.1; port 0 picks a free one)");
+         c->add_option("--root", o.mcp_root,
+                       "the folder clients may use: workspaces are created and opened only "
+                       "inside it (default: the current folder)");
+         c->add_option("--token-env", o.mcp_token_env,
+                       "HTTP: the environment variable holding the bearer token (default "
+                       "PEAK_MCP_TOKEN); required to listen beyond loopback");
+       },
+       cmd_mcp},
       {"doctor", "check toolchains, devices and what is missing",
        [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); },
        cmd_doctor},

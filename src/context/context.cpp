@@ -25,6 +25,8 @@ std::string_view to_string(DType t) {
       return "f32";
     case DType::f16:
       return "f16";
+    case DType::bf16:
+      return "bf16";
     case DType::i32:
       return "i32";
   }
@@ -34,11 +36,12 @@ std::string_view to_string(DType t) {
 std::optional<DType> dtype_from_string(std::string_view s) {
   if (s == "f32") return DType::f32;
   if (s == "f16") return DType::f16;
+  if (s == "bf16") return DType::bf16;
   if (s == "i32") return DType::i32;
   return std::nullopt;
 }
 
-size_t dtype_size(DType t) { return t == DType::f16 ? 2 : 4; }
+size_t dtype_size(DType t) { return t == DType::f16 || t == DType::bf16 ? 2 : 4; }
 
 std::string_view to_string(Region r) {
   switch (r) {
@@ -345,9 +348,9 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
                                  e.source().begin.column, e.description())};
   }
   check_keys(root,
-             {"format", "name",         "description", "backend", "family", "precision", "source",
-              "entry",  "reference",    "flops",       "bytes",   "valid",  "reduction", "rtol",
-              "atol",   "tuning_valid", "arrays",      "scalars", "shapes", "tuning"},
+             {"format", "name", "description", "backend", "family", "precision", "source",
+              "reference", "flops", "bytes", "valid", "reduction", "workspace", "rtol", "atol",
+              "tuning_valid", "arrays", "scalars", "shapes", "tuning", "entry"},
              "at the top level of kernel.toml");
 
   KernelContext ctx;
@@ -361,6 +364,11 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
     if (v < 1)
       fail(*f, fmt::format("format {} is not a valid format version (use {})", v,
                            kContextFormatVersion));
+    if (v < kContextFormatVersion)
+      fail(*f, fmt::format("format {} kernel contexts held host code in the host region; format {} "
+                           "holds a launch plan there (docs/launch-plan.md): rewrite the host "
+                           "region as a plan and set format = {}",
+                           v, kContextFormatVersion, kContextFormatVersion));
     ctx.format = static_cast<int>(v);
   }
   ctx.name = req_string(root, "name", "(the kernel context's name)");
@@ -379,10 +387,9 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
          fmt::format("source = \"{}\" must be a plain file name next to kernel.toml",
                      ctx.source_file));
   }
-  if (auto entry = opt_string(root, "entry")) {
-    if (entry->empty()) fail(*root.get("entry"), "'entry' must not be empty");
-    ctx.entry = *entry;
-  }
+  if (const toml::node* e = root.get("entry"))
+    fail(*e, "'entry' is gone since format 2: the launch plan in the host region names the kernels "
+             "it launches (docs/launch-plan.md); remove the key");
 
   load_scalars(root, ctx);
   load_arrays(root, ctx);
@@ -399,7 +406,8 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
   } shape_exprs[] = {{"flops", &ctx.flops},
                      {"bytes", &ctx.bytes},
                      {"valid", &ctx.valid},
-                     {"reduction", &ctx.reduction}};
+                     {"reduction", &ctx.reduction},
+                     {"workspace", &ctx.workspace}};
   for (auto& se : shape_exprs) {
     const toml::node* n = root.get(se.key);
     if (!n) continue;
@@ -767,12 +775,12 @@ std::string to_toml(const KernelContext& ctx) {
   kv("family", ctx.family);
   kv("precision", ctx.precision);
   kv("source", ctx.source_file, true);
-  kv("entry", ctx.entry, true);
   o << "reference = " << quote(ctx.reference == ReferenceKind::cpu ? "cpu" : "seed") << "\n";
   kv("flops", ctx.flops);
   kv("bytes", ctx.bytes);
   kv("valid", ctx.valid);
   kv("reduction", ctx.reduction);
+  kv("workspace", ctx.workspace);
   if (ctx.rtol != 0) o << "rtol = " << toml_float(ctx.rtol) << "\n";
   if (ctx.atol != 0) o << "atol = " << toml_float(ctx.atol) << "\n";
   kv("tuning_valid", ctx.tuning_valid);

@@ -18,9 +18,9 @@
 
 namespace peak {
 
-inline constexpr int kContextFormatVersion = 1;
+inline constexpr int kContextFormatVersion = 2;
 
-enum class DType { f32, f16, i32 };
+enum class DType { f32, f16, bf16, i32 };
 std::string_view to_string(DType t);
 std::optional<DType> dtype_from_string(std::string_view s);
 size_t dtype_size(DType t);
@@ -82,7 +82,6 @@ struct KernelContext {
   std::string family;          // "matmul" (enables the CPU reference), or "" for generic kernels
   std::string precision;       // free text shown in reports ("fp32", "fp16-in/fp32-acc")
   std::string source_file;     // file name next to kernel.toml
-  std::string entry = "main";  // kernel entry point (HLSL) / host function (CUDA)
 
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
@@ -102,6 +101,9 @@ struct KernelContext {
   // Tolerances; 0 means "use the dtype default" (validate module).
   double rtol = 0, atol = 0;
   std::string reduction;  // expression for the reduction length used to scale tolerance ("K")
+  // Bytes of scratch memory a launch plan may declare for a shape (an expression of the scalars;
+  // "" = none). Transformations that need scratch (split-K) raise it.
+  std::string workspace;
 
   std::filesystem::path dir;  // where kernel.toml was loaded from (not serialized)
   bool operator==(const KernelContext&) const = default;

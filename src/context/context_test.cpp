@@ -9,14 +9,14 @@
 namespace peak {
 namespace {
 
-constexpr std::string_view kMatmul = R"toml(format = 1
+constexpr std::string_view kMatmul = R"toml(format = 2
 name = "matmul-hlsl-fp32"
 description = "C = A * B, row-major, fp32"
 backend = "hlsl"
 family = "matmul"
 precision = "fp32"
 source = "kernel.hlsl"
-entry = "main"
+workspace = "4 * M * N"
 reference = "cpu"
 flops = "2 * M * N * K"
 bytes = "4 * (M * K + K * N + M * N)"
@@ -92,14 +92,14 @@ TEST(Context, ParsesFullExample) {
   auto r = parse_context(kMatmul, "kernel.toml", "/tmp/ctx");
   ASSERT_TRUE(r.is_ok()) << r.error();
   const KernelContext& c = *r;
-  EXPECT_EQ(c.format, 1);
+  EXPECT_EQ(c.format, 2);
   EXPECT_EQ(c.name, "matmul-hlsl-fp32");
   EXPECT_EQ(c.description, "C = A * B, row-major, fp32");
   EXPECT_EQ(c.backend, "hlsl");
   EXPECT_EQ(c.family, "matmul");
   EXPECT_EQ(c.precision, "fp32");
   EXPECT_EQ(c.source_file, "kernel.hlsl");
-  EXPECT_EQ(c.entry, "main");
+  EXPECT_EQ(c.workspace, "4 * M * N");
   EXPECT_EQ(c.reference, ReferenceKind::cpu);
   EXPECT_EQ(c.flops, "2 * M * N * K");
   EXPECT_EQ(c.bytes, "4 * (M * K + K * N + M * N)");
@@ -148,8 +148,8 @@ name = "n"
 )",
                          "k.toml");
   ASSERT_TRUE(r.is_ok()) << r.error();
-  EXPECT_EQ(r->format, 1);
-  EXPECT_EQ(r->entry, "main");
+  EXPECT_EQ(r->format, 2);
+  EXPECT_TRUE(r->workspace.empty());
   EXPECT_EQ(r->reference, ReferenceKind::seed);  // no family with a CPU reference
   EXPECT_EQ(r->scalars[0].dtype, DType::i32);
   EXPECT_TRUE(r->valid.empty());
@@ -171,7 +171,7 @@ void expect_same(const KernelContext& a, const KernelContext& b) {
   EXPECT_EQ(a.family, b.family);
   EXPECT_EQ(a.precision, b.precision);
   EXPECT_EQ(a.source_file, b.source_file);
-  EXPECT_EQ(a.entry, b.entry);
+  EXPECT_EQ(a.workspace, b.workspace);
   EXPECT_EQ(a.valid, b.valid);
   EXPECT_EQ(a.flops, b.flops);
   EXPECT_EQ(a.bytes, b.bytes);
@@ -232,7 +232,7 @@ TEST(Context, RoundTripsUnusualValues) {
   c.description = "line one\nline two, ünïcödé";
   c.backend = "cuda";
   c.source_file = "k.cu";
-  c.entry = "launch";
+  c.workspace = "2 * n";
   c.precision = "fp16-in/fp32-acc";
   c.rtol = 0.001;
   c.atol = 2.5e-7;
@@ -283,8 +283,14 @@ TEST(Context, SemanticErrorsHaveLocations) {
       {with("name = \"UNROLL\"", "name = \"M\""), "kernel.toml:61:8: ", "duplicate name 'M'"},
       {with("default = 16", "default = 12"),
        "kernel.toml:58:11: ", "default 12 of tuning parameter 'BLOCK' is not one of its values"},
-      {with("format = 1", "format = 2"),
-       "kernel.toml:1:10: ", "format 2 is newer than this peak supports"},
+      {with("format = 2", "format = 3"),
+       "kernel.toml:1:10: ", "format 3 is newer than this peak supports"},
+      {with("format = 2", "format = 1"),
+       "kernel.toml:1:10: ", "format 1 kernel contexts held host code in the host region"},
+      {with("workspace = \"4 * M * N\"", "entry = \"main\""),
+       "kernel.toml:8:9: ", "'entry' is gone since format 2"},
+      {with("workspace = \"4 * M * N\"", "workspace = \"4 * Q\""),
+       "kernel.toml:8:13: ", "uses unknown name 'Q'"},
       {with("hidden = [ { M = 65, N = 33, K = 7 } ]", "hidden = [ { M = 65, N = 33 } ]"),
        "kernel.toml:52:12: ", "gives no value to scalar 'K'"},
       {with("hidden = [ { M = 65, N = 33, K = 7 } ]",
@@ -359,8 +365,11 @@ TEST(Context, Initializers) {
 
 TEST(Context, DTypesAndRegionsNames) {
   EXPECT_EQ(dtype_from_string("f16"), DType::f16);
-  EXPECT_FALSE(dtype_from_string("bf16").has_value());
+  EXPECT_EQ(dtype_from_string("bf16"), DType::bf16);
+  EXPECT_FALSE(dtype_from_string("fp8").has_value());
   EXPECT_EQ(dtype_size(DType::f16), 2u);
+  EXPECT_EQ(dtype_size(DType::bf16), 2u);
+  EXPECT_EQ(to_string(DType::bf16), "bf16");
   EXPECT_EQ(dtype_size(DType::f32), 4u);
   EXPECT_EQ(dtype_size(DType::i32), 4u);
   EXPECT_EQ(to_string(DType::i32), "i32");

@@ -15,6 +15,7 @@ namespace {
 
 constexpr uint32_t kPoisonF32 = 0x7FBADBADu;
 constexpr uint16_t kPoisonF16 = 0x7DADu;
+constexpr uint16_t kPoisonBF16 = 0x7FADu;
 constexpr uint32_t kPoisonI32 = 0x7BADBAD7u;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
@@ -70,7 +71,7 @@ double draw(const Initializer& init, DType t, uint64_t stream, int64_t i) {
       return 0.0;
     case Initializer::Kind::iota: {
       // Kept exactly representable: i mod 2048 for f16, i mod 2^24 for f32 and i32.
-      int64_t period = t == DType::f16 ? 2048 : (int64_t{1} << 24);
+      int64_t period = t == DType::f16 ? 2048 : (t == DType::bf16 ? 256 : (int64_t{1} << 24));
       return static_cast<double>(i % period);
     }
   }
@@ -102,6 +103,11 @@ void store(DType t, uint8_t* p, double v) {
     }
     case DType::f16: {
       uint16_t h = float_to_half(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t h = float_to_bf16(static_cast<float>(v));
       std::memcpy(p, &h, 2);
       break;
     }
@@ -195,6 +201,8 @@ uint32_t poison_u32(DType t) {
       return kPoisonF32;
     case DType::f16:
       return (uint32_t{kPoisonF16} << 16) | kPoisonF16;
+    case DType::bf16:
+      return (uint32_t{kPoisonBF16} << 16) | kPoisonBF16;
     case DType::i32:
       return kPoisonI32;
   }
@@ -202,10 +210,10 @@ uint32_t poison_u32(DType t) {
 }
 
 bool is_poison(DType t, const uint8_t* element) {
-  if (t == DType::f16) {
+  if (t == DType::f16 || t == DType::bf16) {
     uint16_t h;
     std::memcpy(&h, element, 2);
-    return h == kPoisonF16;
+    return h == (t == DType::f16 ? kPoisonF16 : kPoisonBF16);
   }
   uint32_t u;
   std::memcpy(&u, element, 4);
@@ -258,6 +266,18 @@ uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(sign | hm);
 }
 
+float bf16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+
+uint16_t float_to_bf16(float f) {
+  const uint32_t u = float_bits(f);
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu) != 0) {
+    uint16_t h = static_cast<uint16_t>(u >> 16);
+    return (h & 0x7Fu) ? h : static_cast<uint16_t>(h | 0x40u);  // a NaN stays a NaN
+  }
+  const uint32_t rounding = 0x7FFFu + ((u >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>((u + rounding) >> 16);
+}
+
 double element_as_double(DType t, const uint8_t* data, int64_t i) {
   switch (t) {
     case DType::f32: {
@@ -269,6 +289,11 @@ double element_as_double(DType t, const uint8_t* data, int64_t i) {
       uint16_t h;
       std::memcpy(&h, data + i * 2, 2);
       return half_to_float(h);
+    }
+    case DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, data + i * 2, 2);
+      return bf16_to_float(h);
     }
     case DType::i32: {
       int32_t x;

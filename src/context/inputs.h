@@ -29,6 +29,9 @@ bool is_poison(DType t, const uint8_t* element);
 
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
+// bfloat16: the top half of a float; conversion rounds to nearest even (NaN stays NaN).
+float bf16_to_float(uint16_t h);
+uint16_t float_to_bf16(float f);
 // Element i of a typed byte buffer as double.
 double element_as_double(DType t, const uint8_t* data, int64_t i);
 

@@ -57,6 +57,10 @@ double load(const uint8_t* p, int64_t i) {
     uint16_t h;
     std::memcpy(&h, p + i * 2, 2);
     return half_to_float(h);
+  } else if constexpr (T == DType::bf16) {
+    uint16_t h;
+    std::memcpy(&h, p + i * 2, 2);
+    return bf16_to_float(h);
   } else {
     int32_t x;
     std::memcpy(&x, p + i * 4, 4);
@@ -128,6 +132,8 @@ RowsFn rows_fn_b(DType tb) {
       return &compute_rows<TA, DType::f32>;
     case DType::f16:
       return &compute_rows<TA, DType::f16>;
+    case DType::bf16:
+      return &compute_rows<TA, DType::bf16>;
     case DType::i32:
       return &compute_rows<TA, DType::i32>;
   }
@@ -140,6 +146,8 @@ RowsFn rows_fn(DType ta, DType tb) {
       return rows_fn_b<DType::f32>(tb);
     case DType::f16:
       return rows_fn_b<DType::f16>(tb);
+    case DType::bf16:
+      return rows_fn_b<DType::bf16>(tb);
     case DType::i32:
       return rows_fn_b<DType::i32>(tb);
   }

@@ -87,6 +87,7 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
   } else {
     add_speedups(ev.summary, ev.summary, ev.summary);
   }
+  if (opts.cancelled && opts.cancelled()) return ev;  // a partial evaluation is not kept
   auto blob = store_->put_blob(ev.summary.dump());
   if (blob) (void)store_->set_meta(fmt::format("eval.{}", id), *blob);
   return ev;
@@ -112,12 +113,7 @@ json Workspace::seed_summary(const EvalOptions& opts) {
   return ss ? ss->summary : json::object();
 }
 
-json Workspace::summary(const CheckpointRecord& c) const {
-  json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
-  if (auto m = store_->meta(fmt::format("eval.{}", c.id)); m && *m)
-    if (auto blob = store_->get_blob(**m)) s = json::parse(*blob, nullptr, false);
-  return s.is_object() ? s : json::object();
-}
+json Workspace::summary(const CheckpointRecord& c) const { return checkpoint_summary(*store_, c); }
 
 std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) const {
   std::vector<std::pair<CheckpointRecord, json>> chain;
@@ -132,10 +128,13 @@ std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) c
   return chain;
 }
 
-Report Workspace::report(int64_t tip, const std::string& title) const {
-  auto attempts = store_->attempts();
-  return build_report(root_.string(), title, history(tip),
-                      attempts ? *attempts : std::vector<AttemptRecord>{});
+Result<Report> Workspace::report(int64_t tip, const std::string& title) const {
+  ReportOptions o;
+  o.tip = tip;
+  o.title = title;
+  auto r = build_report(*store_, o);
+  if (r) r->source = root_.string();
+  return r;
 }
 
 ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, int64_t workflow_id,
@@ -145,6 +144,15 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     res.disposition = d;
     res.message = std::move(msg);
     return res;
+  };
+  auto cancelled = [&] { return opts.eval.cancelled && opts.eval.cancelled(); };
+  // Stopped between passes or configurations: every row written so far stays, no checkpoint.
+  auto stop = [&](int64_t at, const std::string& where) {
+    res.cancelled = true;
+    return fail(Disposition::not_run,
+                fmt::format("{}: {} stopped {}; nothing was checkpointed and the workspace stays "
+                            "at checkpoint {}",
+                            kCancelledMessage, name, where, at));
   };
   auto lib = library();
   auto tr = lib ? find_transformation(*lib, name) : Result<Transformation>(Error{lib.error()});
@@ -190,6 +198,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   // The parent's evaluation: the baseline for speedups and the configurations carried forward.
   progress_.print(fmt::format("evaluating checkpoint {} (parent) ...", head_cp->id));
   auto parent_eval = evaluate_checkpoint(head_cp->id, opts.eval, false);
+  if (cancelled()) return stop(head_cp->id, "while evaluating the parent");
   if (!parent_eval) return fail(Disposition::not_run, parent_eval.error());
   if (parent_eval->disposition != Disposition::passed)
     return fail(
@@ -203,11 +212,19 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     if (std::none_of(ctx2.tuning.begin(), ctx2.tuning.end(),
                      [&](const TuningParam& q) { return q.name == p.name; }))
       ctx2.tuning.push_back(p);
+  // A transformation that needs aligned shapes narrows what the kernel supports.
+  if (!T.valid.empty())
+    ctx2.valid = ctx2.valid.empty() ? T.valid : fmt::format("({}) && ({})", ctx2.valid, T.valid);
+  // Scratch memory the transformation needs (split-K partial sums, ...) joins the workspace.
+  if (!T.workspace.empty())
+    ctx2.workspace = ctx2.workspace.empty()
+                         ? T.workspace
+                         : fmt::format("max({}, {})", ctx2.workspace, T.workspace);
   EvalOptions eo = opts.eval;
   for (const auto& [k, v] : tuning) eo.tuning_overrides[k] = v;
   eo.must_include = top_configs(parent_eval->summary, ctx2);
 
-  auto drv = make_driver(opts.llm, opts.driver);
+  auto drv = opts.make_llm ? opts.make_llm() : make_driver(opts.llm, opts.driver);
   if (!drv) return fail(Disposition::llm_error, drv.error());
   std::unique_ptr<LlmDriver> driver = std::move(*drv);
   if (!opts.record_dir.empty())
@@ -226,13 +243,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (!regions0) return fail(Disposition::not_run, regions0.error());
   // Helper snippets are peak's to insert, before the first pass; the model only calls them.
   regions0 = insert_helpers(T, ctx.backend, *regions0);
-  std::vector<std::pair<std::string, std::string>> facts = {
-      {"name", dev->name},
-      {"compute units", std::to_string(dev->compute_units)},
-      {"subgroup (warp) size", std::to_string(dev->subgroup_size)},
-      {"shared memory per block (bytes)", std::to_string(dev->shared_memory_per_group)},
-      {"max threads per block", std::to_string(dev->max_threads_per_group)}};
-  if (!dev->arch.empty()) facts.push_back({"architecture", dev->arch});
+  const std::vector<std::pair<std::string, std::string>> facts = (*be)->prompt_facts(*dev);
+  const std::string plan_text = plan_reference((*be)->plan_dialect());
 
   const int passes = static_cast<int>(T.passes.size());
   std::string feedback;
@@ -244,6 +256,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     res.attempts = attempt_no;
     bool pass_failed = false;
     for (; pass <= passes; ++pass) {
+      if (cancelled()) return stop(head_cp->id, fmt::format("before pass {}/{}", pass, passes));
       const Pass& P = T.passes[static_cast<size_t>(pass - 1)];
       PromptInput in;
       in.transformation = &T;
@@ -254,6 +267,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
       in.backend_translation = (*be)->translation_table();
       in.device_facts = facts;
       in.device_name = dev->name;
+      in.plan_reference = plan_text;
       in.extra_instructions = opts.extra_instructions;
       in.feedback = opts.feedback ? feedback : "";
       Prompt prompt = build_prompt(in);
@@ -267,6 +281,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
                        true);
       LlmReply reply = driver->complete(req);
       progress_.clear();
+      if (cancelled()) return stop(head_cp->id, fmt::format("during pass {}/{}", pass, passes));
       AttemptRecord ar;
       ar.workflow_id = workflow_id;
       ar.parent_checkpoint = head_cp->id;
@@ -335,6 +350,11 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     std::optional<int64_t> eval_attempt_id;
     if (eval_attempt) eval_attempt_id = *eval_attempt;
     Evaluation ev = evaluate(ctx2, new_source, eo, eval_attempt_id);
+    if (cancelled()) {
+      er.error = kCancelledMessage;
+      (void)store_->add_attempt(er);
+      return stop(head_cp->id, "while evaluating the candidate");
+    }
     if (ev.disposition == Disposition::passed) {
       add_speedups(ev.summary, parent_eval->summary, seed_summary(opts.eval));
       ev.summary["transformation"] = {{"name", T.name}, {"version", T.version}};
@@ -462,6 +482,14 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     rr.steps.push_back(ar);
     rr.input_error = ar.input_error;
     rr.environment_error = ar.environment_error;
+    if (ar.cancelled) {
+      (void)store_->update_workflow(wid, "interrupted",
+                                    json{{"sequence", seq.name}, {"next_step", i}}.dump());
+      rr.cancelled = true;
+      rr.message = fmt::format("step {} ({}): {}; continue with `peak run {} --resume`", i + 1,
+                               st.transformation, ar.message, seq.path.string());
+      return rr;
+    }
     if (ar.pending) {
       (void)store_->update_workflow(wid, "waiting",
                                     json{{"sequence", seq.name}, {"next_step", i}}.dump());

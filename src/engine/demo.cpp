@@ -98,9 +98,12 @@ int run_demo(const DemoOptions& opts) {
   }
   auto rr = (*ws)->run(*seq, ro);
   auto head = (*ws)->head();
-  Report rep = head ? (*ws)->report(head->id, seq->name) : Report{};
+  Report rep;
+  if (head)
+    if (auto built = (*ws)->report(head->id, seq->name)) rep = std::move(*built);
   (void)write_file((*ws)->root() / "report.md", render_markdown(rep));
   (void)write_file((*ws)->root() / "report.json", render_json(rep).dump(2) + "\n");
+  if (auto html = render_html(rep)) (void)write_file((*ws)->root() / "report.html", *html);
   if (opts.json_out) {
     json j = render_json(rep);
     j["disposition"] = std::string(to_string(rr.disposition));
@@ -108,10 +111,11 @@ int run_demo(const DemoOptions& opts) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("\n%s", render_text(rep).c_str());
-    std::printf("\n%s: %s\nreports: %s, %s\n",
+    std::printf("\n%s: %s\nreports: %s, %s, %s\n",
                 rr.disposition == Disposition::passed ? "done" : "stopped", rr.message.c_str(),
                 ((*ws)->root() / "report.md").string().c_str(),
-                ((*ws)->root() / "report.json").string().c_str());
+                ((*ws)->root() / "report.json").string().c_str(),
+                ((*ws)->root() / "report.html").string().c_str());
   }
   return rr.disposition == Disposition::passed ? 0 : 1;
 }

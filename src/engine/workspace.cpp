@@ -1,5 +1,7 @@
 #include "engine/workspace.h"
 
+#include "engine/api.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -7,9 +9,9 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <dtl/dtl.hpp>
 
 #include "engine/paths.h"
+#include "peak/version.h"
 #include "tune/record.h"
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -32,20 +34,6 @@ EvalOptions default_eval_options(bool cpu_device) {
     o.screening = TimingPolicy{2, 5, 20, 1.0, 0.03, true};
   }
   return o;
-}
-
-std::string unified_diff(const std::string& a, const std::string& b, const std::string& label_a,
-                         const std::string& label_b) {
-  auto la = split_lines(a), lb = split_lines(b);
-  dtl::Diff<std::string, std::vector<std::string>> d(la, lb);
-  d.onHuge();
-  d.compose();
-  d.composeUnifiedHunks();
-  std::ostringstream out;
-  if (d.getUniHunks().empty()) return "";
-  out << "--- " << label_a << "\n+++ " << label_b << "\n";
-  d.printUnifiedFormat(out);
-  return out.str();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -73,6 +61,7 @@ Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
   ws->root_ = fs::absolute(dest).lexically_normal();
   if (ws->root_.filename().empty()) ws->root_ = ws->root_.parent_path();
   ws->store_ = std::move(*store);
+  ws->progress_.mirror_to(ws->root_ / ".peak" / "status.json");
   ctx->dir = ws->root_;
   if (auto s = ws->write_working_files(*ctx, *source); !s) return Error{s.message()};
   auto id = ws->make_checkpoint(std::nullopt, "", "seed", *ctx, *source, json::object());
@@ -101,6 +90,7 @@ Result<std::unique_ptr<Workspace>> Workspace::open(const fs::path& dir) {
   std::unique_ptr<Workspace> ws(new Workspace());
   ws->root_ = p;
   ws->store_ = std::move(*store);
+  ws->progress_.mirror_to(p / ".peak" / "status.json");
   return ws;
 }
 
@@ -151,44 +141,12 @@ Result<std::pair<KernelContext, std::string>> Workspace::checkpoint_files(int64_
   return std::make_pair(std::move(*ctx), std::move(*src));
 }
 
-Result<int64_t> Workspace::resolve(const std::string& ref_in) const {
-  std::string ref = trim(ref_in);
-  if (ref.empty() || ref == "HEAD") {
-    auto h = head();
-    if (!h) return Error{h.error()};
-    return h->id;
-  }
-  if (starts_with(ref, "HEAD~")) {
-    auto h = head();
-    if (!h) return Error{h.error()};
-    int n = std::atoi(ref.c_str() + 5);
-    CheckpointRecord c = *h;
-    for (int i = 0; i < n; ++i) {
-      if (!c.parent) return make_error(fmt::format("{} goes past the seed checkpoint", ref));
-      auto p = store_->checkpoint(*c.parent);
-      if (!p) return Error{p.error()};
-      c = *p;
-    }
-    return c.id;
-  }
-  std::string num = starts_with(ref, "#") ? ref.substr(1) : ref;
-  if (!num.empty() && std::all_of(num.begin(), num.end(), ::isdigit)) {
-    int64_t id = std::stoll(num);
-    auto c = store_->checkpoint(id);
-    if (!c) return make_error(fmt::format("no checkpoint {}; `peak log` lists them", id));
-    return id;
-  }
-  auto r = store_->ref(ref);
-  if (r && *r) return **r;
-  auto t = store_->find_tag(ref);
-  if (t && *t) return **t;
-  return make_error(fmt::format(
-      "'{}' names no checkpoint, branch or tag; `peak log` lists checkpoints and branches", ref));
+Result<int64_t> Workspace::resolve(const std::string& ref) const {
+  return resolve_checkpoint(*store_, ref);
 }
 
 Result<std::vector<Transformation>> Workspace::library() const {
-  if (const char* env = std::getenv("PEAK_LIBRARY"); env && *env) return load_library(env);
-  return load_library(data_path("transformations"));
+  return api::load_library_for(root_);
 }
 
 Result<Backend*> Workspace::backend() {
@@ -230,7 +188,9 @@ struct PeakInfo {
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   PeakInfo p;
   bool half = std::any_of(ctx.arrays.begin(), ctx.arrays.end(),
-                          [](const ArraySpec& a) { return !a.output && a.dtype == DType::f16; });
+                          [](const ArraySpec& a) {
+                            return !a.output && (a.dtype == DType::f16 || a.dtype == DType::bf16);
+                          });
   if (auto doc = documented_peaks(dev.name)) {
     p.tflops = half ? doc->fp16_tflops : doc->fp32_tflops;
     p.source = fmt::format("documented {} peak of {} ({})", half ? "FP16" : "FP32", doc->device,
@@ -274,6 +234,13 @@ json measurement_json(const Measurement& m) {
   j["clock_mhz_before"] = m.clock_mhz_before;
   j["clock_mhz_after"] = m.clock_mhz_after;
   j["throttled"] = m.throttled;
+  j["timed_launches_checked"] = m.timed_launches_checked;
+  j["full_comparisons"] = m.full_comparisons;
+  j["input_ms"] = m.input_ms;
+  j["check_s"] = m.check_seconds;
+  if (m.module_bytes >= 0) j["module_bytes"] = m.module_bytes;
+  if (m.memory_growth_bytes >= 0) j["memory_growth_bytes"] = m.memory_growth_bytes;
+  if (m.outlived) j["outlived"] = true;
   return j;
 }
 
@@ -291,6 +258,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     return ev;
   };
   ev.summary["format"] = kSummaryFormatVersion;
+  ev.summary["peak_version"] = PEAK_VERSION;
   auto regions = split_regions(source, ctx.source_file);
   if (!regions) return fail(Disposition::region_violation, regions.error());
   auto b = backend();
@@ -339,10 +307,12 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   if (opts.compile_only) {
     // Every configuration the strategy picks is compiled (in parallel), nothing is run.
     to.compile_only = true;
+    to.cancelled = opts.cancelled;
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
     StoreRecorder recorder(*store_, target);
     auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to, {&status, &recorder});
     progress_.clear();
+    if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
     ev.disposition = Disposition::passed;
     ev.message = tr.message;
@@ -372,7 +342,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     if (sb.disposition != Disposition::passed)
       return fail(Disposition::not_run,
                   "the seed kernel (the reference) does not build:\n" + sb.log);
-    ref.seed_artifact = sb.artifact.string();
+    ref.seed_build = sb;
     ref.seed_config = dc;
     ref.seed_source = *seed_regions;
   }
@@ -397,9 +367,34 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     known = std::move(*k);
     to.reuse = &known;
   }
+  // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
+  // reports see the distribution of the search, and `peak serve` its progress.
+  const json screening_device = ev.summary["device"];
+  to.on_timed = [&](const ConfigOutcome& o) {
+    for (const auto& m : o.measurements) {
+      MeasurementRecord mr;
+      mr.attempt_id = attempt_id;
+      mr.checkpoint_id = checkpoint_id;
+      mr.config_json = config_json(o.config).dump();
+      mr.shape = m.shape.text();
+      mr.what = "screening";
+      mr.samples_json = json(m.samples_ms).dump();
+      mr.median_ms = m.stats.median;
+      mr.spread = m.stats.rel_spread;
+      mr.gflops = m.gflops;
+      mr.disposition = std::string(to_string(m.disposition));
+      json dj = screening_device;
+      dj["clock_mhz_before"] = m.clock_mhz_before;
+      dj["clock_mhz_after"] = m.clock_mhz_after;
+      mr.device_json = dj.dump();
+      (void)store_->add_measurement(mr);
+    }
+  };
+  to.cancelled = opts.cancelled;
   StoreRecorder recorder(*store_, target);
   auto tr = tune(be, *dev, ro, validator, ctx, *regions, to, {&status, &recorder});
   progress_.clear();
+  if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
     BuildRecord br;

@@ -20,12 +20,15 @@
 #include "store/store.h"
 #include "transform/transformation.h"
 #include "tune/tuner.h"
+#include "util/diff.h"
 #include "util/progress.h"
 
 namespace peak {
 
 using json = nlohmann::json;
 inline constexpr int kSummaryFormatVersion = 1;
+// The message of a step or evaluation stopped by EvalOptions::cancelled.
+inline constexpr const char* kCancelledMessage = "cancelled";
 
 // How candidates are evaluated (validated, tuned, timed).
 struct EvalOptions {
@@ -53,6 +56,9 @@ struct EvalOptions {
   // the target device (the run is replayed, fully evaluated, where the device is).
   bool compile_only = false;
   bool sanitize = false;  // CUDA: compute-sanitizer memcheck and racecheck on one small shape
+  // Cancellation: polled between passes and between tuning configurations; when it returns true
+  // the step stops at the next such point, records what it did, and checkpoints nothing.
+  std::function<bool()> cancelled;
 };
 EvalOptions default_eval_options(bool cpu_device);
 
@@ -72,6 +78,7 @@ struct ApplyResult {
   bool environment_error = false;  // no device, no backend, store problem
   std::optional<int64_t> checkpoint;
   int attempts = 0;
+  bool cancelled = false;  // stopped by EvalOptions::cancelled
   json summary = json::object();
 };
 
@@ -87,6 +94,9 @@ struct ApplyOptions {
   // Device facts shown in prompts instead of the probed device's (recording a campaign for a
   // device other than this machine's; see docs/llm.md).
   std::optional<DeviceFacts> prompt_device;
+  // A driver made by the caller instead of make_driver(llm) (e.g. the MCP server's sampling
+  // driver); `llm` still names it in the workflow's arguments.
+  std::function<Result<std::unique_ptr<LlmDriver>>()> make_llm;
 };
 
 struct RunOptions {
@@ -101,6 +111,7 @@ struct RunResult {
   bool pending = false;
   bool input_error = false;
   bool environment_error = false;
+  bool cancelled = false;  // the workflow is left "interrupted"; `run --resume` continues it
   int steps_done = 0;
   int64_t workflow_id = 0;
   std::vector<ApplyResult> steps;
@@ -156,8 +167,8 @@ class Workspace {
   json summary(const CheckpointRecord& c) const;
   // Checkpoints from the seed to `tip`, each with its summary.
   std::vector<std::pair<CheckpointRecord, json>> history(int64_t tip) const;
-  // The report of the history from the seed to `tip`, with every recorded attempt.
-  Report report(int64_t tip, const std::string& title) const;
+  // The report of the history from the seed to `tip` (report/report.h).
+  Result<Report> report(int64_t tip, const std::string& title) const;
 
   // History.
   Status checkout(const std::string& ref);                        // writes the files, moves HEAD
@@ -183,9 +194,5 @@ class Workspace {
 // Device facts from a JSON file: a DeviceFacts object, or a runner's probe event holding one
 // under "device" (as in recordings/*/device.json and results/*/probe-*.json).
 Result<DeviceFacts> read_device_facts(const std::filesystem::path& path);
-
-// Unified diff of two texts with file labels (3 lines of context).
-std::string unified_diff(const std::string& a, const std::string& b, const std::string& label_a,
-                         const std::string& label_b);
 
 }  // namespace peak

@@ -1,6 +1,11 @@
 #pragma once
-// Reports: the performance of a workspace along its history, as text, Markdown or JSON.
-// One plain record (Report) feeds every renderer.
+// Reports: what a store holds about one campaign (the history from the seed to a checkpoint),
+// built once from the store into one plain record (Report) that every renderer reads: text,
+// Markdown, JSON and a self-contained HTML page. docs/report.md describes them.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,35 +13,97 @@
 #include <nlohmann/json.hpp>
 
 #include "store/store.h"
+#include "util/result.h"
 
 namespace peak {
 
-inline constexpr int kReportFormatVersion = 1;
+// Version of the report's JSON form (render_json); the HTML page embeds the same JSON.
+inline constexpr int kReportFormatVersion = 2;
 
+// One bench shape of a step: the final timing of its best configuration.
 struct BenchRow {
   std::string shape;
   std::string disposition;
-  double median_ms = 0, spread = 0, gflops = 0;
+  double median_ms = 0, p25_ms = 0, p75_ms = 0, spread = 0;
+  double gflops = 0;
+  double gflops_low = 0, gflops_high = 0;  // at the p75 and p25 times: the spread as error bars
   double pct_of_peak = 0;
   std::string baseline;  // "cublas" / ""
-  double baseline_gflops = 0, pct_of_baseline = 0, baseline_median_ms = 0;
+  double baseline_gflops = 0, pct_of_baseline = 0, baseline_median_ms = 0, baseline_spread = 0;
+  double baseline_gflops_low = 0, baseline_gflops_high = 0;  // at its p75 and p25 times
   double speedup_vs_seed = 0, speedup_vs_parent = 0;
   size_t samples = 0;
   std::vector<double> samples_ms, baseline_samples_ms;  // raw samples (device timer)
   double clock_mhz_before = 0, clock_mhz_after = 0;
+  bool throttled = false;
+};
+
+// One tuning configuration evaluated for a step, from its build, validation and timing rows.
+struct ConfigRow {
+  std::string config;       // "BLOCK_X=16 BLOCK_Y=16"
+  std::string disposition;  // the first failure of build, validation or timing; else passed
+  std::string message;      // first line of the failure
+  double compile_s = 0;
+  bool cached = false;
+  std::string resources;  // in words
+  int checks = 0, failed_checks = 0;
+  std::string shape;    // the tuning shape it was timed on ("" when not timed)
+  double score_ms = 0;  // median time on the tuning shape (0 when not timed)
+  double score_gflops = 0, spread = 0;
+  double gpu_s = 0;   // sum of its timed samples
+  bool top = false;   // carried forward to the next step
+  bool best = false;  // the configuration of the final timing
+};
+
+// One LLM call (pass > 0) or evaluation (pass 0) of a step.
+struct AttemptRow {
+  int64_t id = 0;
+  int64_t workflow = 0;
+  int attempt = 0;
+  int pass = 0;
+  std::string region;  // macros / device / host; "" for an evaluation
+  std::string driver, model, producer;
+  int prompt_tokens = 0, completion_tokens = 0;
+  double latency_s = 0;
+  std::string disposition;  // "running" for an evaluation still in progress
+  std::string error;        // the message (first lines)
+  std::string created_at;
+};
+
+// Where the time of a step went (seconds).
+struct PhaseCosts {
+  double llm_s = 0;
+  int llm_calls = 0, prompt_tokens = 0, completion_tokens = 0;
+  double compile_s = 0;      // wall time of the (parallel) compilation of the search
+  double compile_cpu_s = 0;  // sum of the build times, every attempt of the step
+  double validate_s = 0, tune_s = 0, bench_s = 0;
+  double gpu_s = 0;       // device time of every timed sample (screening and final timing)
+  bool recorded = false;  // false: no phase times in the store for this step
 };
 
 struct StepRow {
-  int64_t checkpoint = 0;
+  int64_t checkpoint = 0;  // 0: a step that made no checkpoint (every attempt failed)
   std::optional<int64_t> parent;
   std::string transformation;  // "seed" for the root
   std::string message;
+  std::string branch;
   std::string disposition;
-  int attempts = 0;  // LLM calls + evaluations recorded for this step
+  std::string created_at;
+  int attempts = 0;  // tries (attempt numbers) of the transformation
   int failed_attempts = 0;
   std::string best_config;
-  std::string resources;  // of the best configuration: "96 registers, 16.0 KiB shared, no spills"
+  std::string resources;                            // of the best configuration, in words
+  nlohmann::json resources_raw = nlohmann::json();  // as the compiler reported them
   std::vector<BenchRow> bench;
+  std::vector<ConfigRow> configs;
+  std::map<std::string, int> config_dispositions;  // per disposition, over the whole search
+  int64_t space = 0, pruned = 0;                   // search space size; rejected by tuning_valid
+  bool sampled = false;
+  std::vector<AttemptRow> attempt_rows;
+  PhaseCosts costs;
+  std::string source_file;
+  std::string diff;       // unified diff against the parent (source and kernel.toml)
+  std::string diff_note;  // why there is none
 };
 
 struct FailureRow {
@@ -47,25 +114,85 @@ struct FailureRow {
   std::string error;  // first line
 };
 
-struct Report {
-  std::string workspace;
-  std::string kernel;
-  std::string device;
-  std::string backend;
+struct LlmUse {
+  std::string driver, model, producer;
+  int calls = 0;
+};
+
+struct Provenance {
+  std::string device, backend, driver, api, arch;
+  std::map<std::string, std::string> toolchain;
+  double clock_mhz_min = 0, clock_mhz_max = 0;  // SM clock over every timed sample set
+  bool throttled = false;
   double peak_tflops = 0;
   std::string peak_source;
   double measured_fp32_tflops = 0;
-  std::vector<StepRow> steps;
-  std::vector<FailureRow> failures;
+  std::string peak_versions;   // of the peak that evaluated the steps, "" when not recorded
+  std::string report_version;  // of this peak
+  int store_schema = 0;
+  std::vector<LlmUse> llm;
+  std::vector<std::string> recordings;  // replay or record folders named by the workflows
+  struct Workflow {
+    int64_t id = 0;
+    std::string kind, status, started_at, finished_at, args;
+  };
+  std::vector<Workflow> workflows;
 };
 
-// `chain`: checkpoints from the seed to the tip, each with its evaluation summary JSON.
-Report build_report(const std::string& workspace, const std::string& kernel,
-                    const std::vector<std::pair<CheckpointRecord, nlohmann::json>>& chain,
-                    const std::vector<AttemptRecord>& attempts);
+// A run in progress: its newest status line and the configurations timed so far.
+struct LiveState {
+  bool running = false;
+  int64_t workflow = 0;
+  std::string kind;
+  std::string line, status;  // the run's latest lines (.peak/status.json)
+  double updated_unix = 0;
+  bool process_gone = false;  // marked running, but its process has ended
+  std::string transformation;
+  int attempt = 0;
+  std::string phase;  // "llm" (pass k) or "evaluation"
+  std::vector<ConfigRow> configs;
+};
+
+struct Report {
+  std::string source;  // the store or workspace read
+  std::string kernel;
+  int64_t tip = 0;
+  Provenance provenance;
+  std::vector<std::string> notes;  // what is missing or partial, for the reader
+  std::vector<StepRow> steps;      // seed first; failed steps after their parent
+  std::vector<FailureRow> failures;
+  LiveState live;
+};
+
+struct ReportOptions {
+  std::optional<int64_t> tip;  // default: HEAD's checkpoint, else the newest
+  std::string title;           // default: the kernel's name from kernel.toml
+  bool diffs = true;
+  std::filesystem::path status_file;  // a run's .peak/status.json ("" = beside the store)
+};
+
+// Builds the report of the history from the seed to the tip. Missing pieces (no blobs, a
+// summary that cannot be read, a run in progress) give a partial report with notes, not errors.
+Result<Report> build_report(const Store& store, const ReportOptions& opts = {});
+
+// The evaluation summary of a checkpoint: a re-evaluation stored under meta "eval.<id>" when
+// its blob can be read, else the summary recorded with the checkpoint. `note` (optional) says
+// why the re-evaluation could not be read.
+nlohmann::json checkpoint_summary(const Store& store, const CheckpointRecord& c,
+                                  std::string* note = nullptr);
 
 std::string render_text(const Report& r);
 std::string render_markdown(const Report& r);
 nlohmann::json render_json(const Report& r);
+// One self-contained HTML page (charts, diffs, tables; scripts and styles inlined; opens offline).
+// `live_url`: a page that polls this URL for the report's JSON and redraws (peak serve).
+Result<std::string> render_html(const Report& r, const std::string& live_url = "");
+
+// Resolves "3", "#3", "HEAD", "HEAD~1", a branch or a tag to a checkpoint id.
+Result<int64_t> resolve_checkpoint(const Store& store, const std::string& ref);
+
+// Opens a store for reading: a workspace folder (or any folder inside one), its .peak folder,
+// or a lone peak.db file.
+Result<std::unique_ptr<Store>> open_store_for_reading(const std::filesystem::path& path);
 
 }  // namespace peak

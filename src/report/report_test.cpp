@@ -1,62 +1,249 @@
+// Reports and stats of test stores: golden JSON and CSV, partial reports for bad input, the
+// committed stores under results/, and the HTML in headless Chromium.
 #include "report/report.h"
 
+#include <sqlite3.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+
+#include "report/stats.h"
+#include "report/testing.h"
+#include "util/process.h"
 
 namespace peak {
 namespace {
 
 using json = nlohmann::json;
 
-TEST(Report, RendersStepsSpeedupsAndFailures) {
-  CheckpointRecord seed;
-  seed.id = 1;
-  seed.message = "seed";
-  CheckpointRecord step;
-  step.id = 2;
-  step.parent = 1;
-  step.transformation = "tb-tiling";
-  json s1 = {{"disposition", "passed"},
-             {"device", {{"name", "llvmpipe"}, {"backend", "hlsl"}, {"measured_fp32_tflops", 0.5}}},
-             {"peak", {{"tflops", 0.5}, {"source", "measured"}}},
-             {"best", {{"config_text", "BLOCK_X=16"}}},
-             {"bench", {{{"shape", "M=256"}, {"disposition", "passed"}, {"median_ms", 2.0}, {"gflops", 16.0},
-                         {"pct_of_peak", 3.2}, {"speedup_vs_seed", 1.0}, {"samples_ms", {2.0, 2.1}}}}}};
-  json s2 = {{"disposition", "passed"},
-             {"best", {{"config_text", "TILE_K=16"},
-                       {"resources", {{"max_registers", 40}, {"max_shared_bytes", 8192}, {"spills", false}}}}},
-             {"bench", {{{"shape", "M=256"}, {"disposition", "passed"}, {"median_ms", 1.0}, {"gflops", 32.0},
-                         {"spread", 0.01}, {"speedup_vs_seed", 2.0}, {"speedup_vs_parent", 2.0}}}}};
-  AttemptRecord bad;
-  bad.parent_checkpoint = 1;
-  bad.transformation = "tb-tiling";
-  bad.pass_index = 2;
-  bad.attempt = 1;
-  bad.disposition = "no_code";
-  bad.error = "the reply held no code block\nsecond line";
-  AttemptRecord good = bad;
-  good.disposition = "passed";
-  good.attempt = 2;
-  Report r = build_report("/ws", "matmul", {{seed, s1}, {step, s2}}, {bad, good});
-  ASSERT_EQ(r.steps.size(), 2u);
-  EXPECT_EQ(r.steps[0].transformation, "seed");
-  EXPECT_EQ(r.steps[1].attempts, 2);
-  EXPECT_EQ(r.steps[1].failed_attempts, 1);
-  EXPECT_EQ(r.device, "llvmpipe");
-  ASSERT_EQ(r.failures.size(), 1u);
-  EXPECT_EQ(r.failures[0].error, "the reply held no code block");
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = make_temp_dir("peak-report-test-");
+    ASSERT_TRUE(d.is_ok()) << d.error();
+    tmp_ = *d;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+  Report report_of(const fs::path& where) {
+    auto store = open_store_for_reading(where);
+    EXPECT_TRUE(store.is_ok()) << store.error();
+    if (!store) return {};
+    auto r = build_report(**store);
+    EXPECT_TRUE(r.is_ok()) << r.error();
+    return r.is_ok() ? *r : Report{};
+  }
+  // Runs web/test/check-page.js on a page; returns its JSON verdict.
+  json check_page(const std::string& page, std::vector<std::string> extra) {
+    ProcessOptions o;
+    o.argv = {"node", std::string(PEAK_SOURCE_DIR) + "/web/test/check-page.js", page};
+    for (auto& e : extra) o.argv.push_back(e);
+    o.timeout_s = 300;
+    auto r = run_process(o);
+    EXPECT_TRUE(r.is_ok()) << (r.is_ok() ? "" : r.error());
+    if (!r) return json::object();
+    json j = json::parse(r->out, nullptr, false);
+    EXPECT_TRUE(j.is_object()) << r->out << r->err;
+    return j.is_object() ? j : json::object();
+  }
+  fs::path tmp_;
+};
+
+TEST_F(ReportTest, CampaignReportMatchesGolden) {
+  testing::write_campaign(tmp_ / "ws");
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.kernel, "matmul-hlsl-fp32");
+  const StepRow& tb = r.steps[1];
+  EXPECT_EQ(tb.transformation, "tb-tiling");
+  EXPECT_EQ(tb.attempts, 2);
+  EXPECT_EQ(tb.failed_attempts, 1);
+  ASSERT_EQ(tb.configs.size(), 4u);
+  EXPECT_EQ(tb.configs[2].disposition, "incorrect");
+  EXPECT_EQ(tb.configs[2].message, "max relative error 0.5 at C[3]");
+  EXPECT_EQ(tb.configs[3].disposition, "compile_failed");
+  EXPECT_TRUE(tb.configs[0].best);
+  EXPECT_DOUBLE_EQ(tb.costs.llm_s, 1.5 + 1.5 + 3.0);
+  EXPECT_NE(tb.diff.find("+groupshared float tile[TILE];"), std::string::npos) << tb.diff;
+  EXPECT_EQ(r.steps[2].attempts, 2);
+  EXPECT_EQ(r.steps[2].attempt_rows[1].disposition, "compile_failed");
+  EXPECT_TRUE(r.notes.empty()) << r.notes[0];
+  testing::expect_golden("report.json", testing::normalized(render_json(r)).dump(1) + "\n");
   std::string text = render_text(r);
   EXPECT_NE(text.find("tb-tiling"), std::string::npos);
-  EXPECT_NE(text.find("32.0"), std::string::npos);
-  EXPECT_NE(text.find("2.00"), std::string::npos);
-  EXPECT_NE(text.find("no_code"), std::string::npos);
-  EXPECT_EQ(r.steps[1].resources, "40 registers, 8.0 KiB shared, no spills");
-  EXPECT_NE(text.find("40 registers"), std::string::npos);
+  EXPECT_NE(text.find("incorrect 1, passed 2, pruned by tuning_valid 3"), std::string::npos)
+      << text;
   std::string md = render_markdown(r);
-  EXPECT_NE(md.find("| 2 | tb-tiling | passed | `TILE_K=16` | M=256 | 32.0 |"), std::string::npos) << md;
-  json j = render_json(r);
-  EXPECT_EQ(j["format"], kReportFormatVersion);
-  EXPECT_EQ(j["steps"][1]["bench"][0]["speedup_vs_parent"], 2.0);
-  EXPECT_EQ(j["steps"][0]["bench"][0]["samples"], 2);
+  EXPECT_NE(md.find("| 2 | tb-tiling | passed | `BLOCK_X=16 BLOCK_Y=16 TILE_K=16` |"),
+            std::string::npos)
+      << md;
+}
+
+TEST_F(ReportTest, StatsOverTwoStoresMatchGoldens) {
+  testing::write_campaign(tmp_ / "a");
+  testing::write_campaign(tmp_ / "b", /*running=*/true);
+  auto found = find_stores(tmp_);
+  ASSERT_TRUE(found.is_ok()) << found.error();
+  ASSERT_EQ(found->size(), 2u);
+  std::vector<std::pair<std::string, Report>> reports;
+  for (const auto& p : *found) reports.emplace_back(p.string(), report_of(p));
+  Stats s = build_stats(reports);
+  ASSERT_EQ(s.by_transformation.size(), 2u);
+  EXPECT_EQ(s.by_transformation[0].key, "tb-tiling");
+  EXPECT_EQ(s.by_transformation[0].tries, 4);
+  EXPECT_EQ(s.by_transformation[0].passed, 2);
+  // thread-tiling: 2 finished tries in a, 1 in b (its second is still running).
+  EXPECT_EQ(s.by_transformation[1].tries, 3);
+  ASSERT_FALSE(s.errors.empty());
+  EXPECT_EQ(s.errors[0].count, 2);
+  testing::expect_golden("stats.json", testing::normalized(render_stats_json(s)).dump(1) + "\n");
+  std::string csv = render_stats_csv(s);
+  // Paths differ between runs: the golden has them replaced.
+  for (const auto& p : *found) {
+    for (size_t at; (at = csv.find(p.string())) != std::string::npos;)
+      csv.replace(at, p.string().size(), "<path>");
+  }
+  testing::expect_golden("stats.csv", csv);
+  EXPECT_NE(render_stats_text(s).find("error taxonomy"), std::string::npos);
+}
+
+TEST_F(ReportTest, RunningCampaignGivesAPartialReportThatSaysSo) {
+  testing::write_campaign(tmp_ / "ws", /*running=*/true);
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_EQ(r.steps[2].checkpoint, 0);
+  EXPECT_EQ(r.steps[2].disposition, "running");
+  EXPECT_TRUE(r.live.running);
+  EXPECT_FALSE(r.live.process_gone);
+  EXPECT_EQ(r.live.transformation, "thread-tiling");
+  ASSERT_EQ(r.live.configs.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.live.configs[0].score_gflops, 64.0);
+  EXPECT_EQ(r.live.status, "  time 1/3 configurations");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("is still running: this report shows what it has recorded so far"),
+            std::string::npos);
+  // A run whose process has ended says it was interrupted.
+  json st = {{"format", 1}, {"pid", 999999999}, {"line", ""}, {"status", ""}};
+  ASSERT_TRUE(write_file(tmp_ / "ws" / ".peak" / "status.json", st.dump()).is_ok());
+  r = report_of(tmp_ / "ws");
+  EXPECT_TRUE(r.live.process_gone);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("its process has ended: it was interrupted"), std::string::npos);
+  EXPECT_EQ(r.steps[2].disposition, "interrupted");
+}
+
+TEST_F(ReportTest, BadInputGetsAClearMessage) {
+  // A store of an older format (a database without peak's schema version).
+  fs::create_directories(tmp_ / "old" / ".peak");
+  ASSERT_TRUE(write_file(tmp_ / "old" / ".peak" / "FORMAT", "peak-store 1\n").is_ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((tmp_ / "old" / ".peak" / "peak.db").c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "CREATE TABLE checkpoints(id INTEGER PRIMARY KEY)", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  auto old = open_store_for_reading(tmp_ / "old");
+  ASSERT_FALSE(old.is_ok());
+  EXPECT_NE(old.error().find("no peak schema version"), std::string::npos) << old.error();
+  // An empty workspace: a .peak folder without a database, and a folder with no store at all.
+  fs::create_directories(tmp_ / "empty" / ".peak");
+  auto empty = open_store_for_reading(tmp_ / "empty");
+  ASSERT_FALSE(empty.is_ok());
+  EXPECT_NE(empty.error().find("is an empty workspace"), std::string::npos) << empty.error();
+  fs::create_directories(tmp_ / "nothing");
+  auto nothing = find_stores(tmp_ / "nothing");
+  ASSERT_FALSE(nothing.is_ok());
+  EXPECT_NE(nothing.error().find("holds no peak store"), std::string::npos) << nothing.error();
+  // A store with no checkpoint yet, and one whose seed was never evaluated.
+  { ASSERT_TRUE(Store::open(tmp_ / "new" / ".peak", true).is_ok()); }
+  auto fresh = open_store_for_reading(tmp_ / "new");
+  ASSERT_TRUE(fresh.is_ok()) << fresh.error();
+  auto none = build_report(**fresh);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.error().find("holds no checkpoint yet"), std::string::npos) << none.error();
+  {
+    auto st = Store::open(tmp_ / "seed" / ".peak", true);
+    ASSERT_TRUE(st.is_ok());
+    CheckpointRecord c;
+    c.message = "seed";
+    ASSERT_TRUE((*st)->add_checkpoint(c).is_ok());
+  }
+  Report seed_only = report_of(tmp_ / "seed");
+  ASSERT_EQ(seed_only.notes.size(), 1u);
+  EXPECT_NE(seed_only.notes[0].find("no checkpoint has been evaluated yet"), std::string::npos);
+  // Its HTML says so and draws no empty chart.
+  auto html = render_html(seed_only);
+  ASSERT_TRUE(html.is_ok()) << html.error();
+  ASSERT_TRUE(write_file(tmp_ / "seed.html", *html).is_ok());
+  json page = check_page((tmp_ / "seed.html").string(), {"--charts", "0", "--expect-text",
+                                                         "no checkpoint has been evaluated yet"});
+  EXPECT_EQ(page["ok"], true) << page.dump(1);
+  EXPECT_EQ(page["canvases"], 0);
+}
+
+TEST_F(ReportTest, CommittedStoresReport) {
+  auto found = find_stores(std::string(PEAK_SOURCE_DIR) + "/results");
+  ASSERT_TRUE(found.is_ok()) << found.error();
+  ASSERT_FALSE(found->empty());
+  std::vector<std::pair<std::string, Report>> reports;
+  for (const auto& p : *found) {
+    Report r = report_of(p);
+    ASSERT_FALSE(r.steps.empty()) << p;
+    EXPECT_FALSE(r.steps.front().bench.empty()) << p << ": the seed has no numbers";
+    EXPECT_FALSE(r.provenance.device.empty()) << p;
+    auto store = open_store_for_reading(p);
+    ASSERT_TRUE(store.is_ok());
+    if (!(*store)->has_blobs()) {
+      ASSERT_FALSE(r.notes.empty());
+      EXPECT_NE(r.notes[0].find("no blobs folder"), std::string::npos) << r.notes[0];
+    }
+    reports.emplace_back(p.string(), std::move(r));
+  }
+  Stats s = build_stats(reports);
+  EXPECT_EQ(s.campaigns.size(), found->size());
+  EXPECT_FALSE(s.evolution.empty());
+  EXPECT_GT(s.total.total(), 0);
+}
+
+TEST_F(ReportTest, HtmlIsOnePageWithNothingToFetch) {
+  testing::write_campaign(tmp_ / "ws");
+  auto html = render_html(report_of(tmp_ / "ws"));
+  ASSERT_TRUE(html.is_ok()) << html.error();
+  EXPECT_EQ(html->find("<script src"), std::string::npos);
+  EXPECT_EQ(html->find("<link"), std::string::npos);
+  EXPECT_NE(html->find("id=\"peak-data\""), std::string::npos);
+  // The embedded JSON cannot close its element: "</" only appears in the page's own tags.
+  size_t data = html->find("id=\"peak-data\">");
+  size_t end = html->find("</script>", data);
+  EXPECT_EQ(html->substr(data, end - data).find('<'), std::string::npos);
+}
+
+TEST_F(ReportTest, BrowserDrawsEveryChartAndDiffAt1280x800) {
+  testing::write_campaign(tmp_ / "ws");
+  auto html = render_html(report_of(tmp_ / "ws"));
+  ASSERT_TRUE(html.is_ok()) << html.error();
+  fs::path page = tmp_ / "report.html";
+  ASSERT_TRUE(write_file(page, *html).is_ok());
+  json j = check_page(page.string(), {"--charts", "5", "--diffs", "2", "--expect-text",
+                                      "max relative error 0.5 at C[3]"});
+  EXPECT_EQ(j["ok"], true) << j.dump(1);
+  EXPECT_EQ(j["diffPanes"], 2);
+  EXPECT_EQ(j["kind"], "peak-report");
+}
+
+TEST_F(ReportTest, BrowserDrawsTheStatsPage) {
+  testing::write_campaign(tmp_ / "a");
+  testing::write_campaign(tmp_ / "b");
+  std::vector<std::pair<std::string, Report>> reports;
+  reports.emplace_back("a", report_of(tmp_ / "a"));
+  reports.emplace_back("b", report_of(tmp_ / "b"));
+  auto html = render_stats_html(build_stats(reports));
+  ASSERT_TRUE(html.is_ok()) << html.error();
+  fs::path page = tmp_ / "stats.html";
+  ASSERT_TRUE(write_file(page, *html).is_ok());
+  json j = check_page(page.string(), {"--charts", "6", "--expect-text", "undeclared identifier"});
+  EXPECT_EQ(j["ok"], true) << j.dump(1);
+  EXPECT_EQ(j["kind"], "peak-stats");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/launch_plan.h"
 #include "runner/protocol.h"
 
 namespace peak {
@@ -19,12 +20,21 @@ struct DeviceBuffer {
                            // (rounded up to 4) plus a guard zone (runner/execute.h)
 };
 
+// The buffers of one task: its arrays (kernel.toml order) and its plan's scratch buffers.
+struct TaskBuffers {
+  std::vector<DeviceBuffer> arrays;
+  std::vector<DeviceBuffer> scratch;
+};
+
 struct LaunchOutcome {
   Disposition disposition = Disposition::passed;  // passed, invalid_config, launch_failed,
                                                   // crashed (sticky error), forbidden_api
   std::string message;
-  double device_ms = 0;  // from device timers (timestamps / events), when timed
-  double host_ms = 0;    // host clock around launch + full device synchronization
+  double device_ms = 0;  // device timers (events / timestamps) tight around the plan's steps
+  double host_ms = 0;    // host clock around the steps and the wait for their end
+  // Device-wide work still running after the end mark (CUDA: a synchronization of the whole
+  // device after the end event found it busy): flagged, outside the timed window.
+  bool outlived = false;
 };
 
 class LoadedKernel {
@@ -45,14 +55,16 @@ class Device {
   virtual Status download(const DeviceBuffer& b, void* data, size_t bytes) = 0;
   virtual Status fill_u32(DeviceBuffer& b, uint32_t word) = 0;  // poison
 
-  // A failure may name its disposition: "invalid_config: ..." (load_error() in runner/execute.h);
-  // otherwise the task is launch_failed.
-  virtual Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task,
-                                                     const RunnerJob& job) = 0;
-  // One launch with arrays bound in spec order and scalars by name. `timed`: measure device_ms
-  // (timer around the launch, full device synchronization before the end mark) and host_ms.
+  // Loads the artifact's kernels that the plan launches. A failure may name its disposition:
+  // "invalid_config: ..." (load_error() in runner/execute.h); otherwise the task is
+  // launch_failed.
+  virtual Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task, const RunnerJob& job,
+                                                     const LaunchPlan& plan) = 0;
+  // Runs the plan's steps once, in order, on one stream / queue. `timed`: measure device_ms with
+  // device timers recorded on that stream tight around the steps (nothing else in the window),
+  // and host_ms.
   virtual LaunchOutcome launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
-                               std::vector<DeviceBuffer>& arrays, bool timed) = 0;
+                               const LaunchPlan& plan, TaskBuffers& buffers, bool timed) = 0;
   // The vendor library doing the same work (`name` as in RunnerTask::baseline); returns
   // disposition not_run when unknown for this device.
   virtual LaunchOutcome baseline(const std::string& name, const RunnerTask& task,
@@ -62,6 +74,9 @@ class Device {
   virtual void flush_caches() = 0;
   // Current SM/graphics clock in MHz, 0 when unknown.
   virtual double clock_mhz() = 0;
+  // Device memory in use by the whole device in bytes (total minus free), -1 when unknown; the
+  // runner compares readings around loading and timing (the candidate's footprint).
+  virtual int64_t memory_in_use() { return -1; }
   // True after an error that poisons the context (CUDA sticky errors, VK_ERROR_DEVICE_LOST):
   // the runner reports the task as crashed and exits so the parent starts a fresh one.
   virtual bool lost() = 0;

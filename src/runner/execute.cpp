@@ -9,6 +9,8 @@
 #include <fstream>
 #include <limits>
 #include <new>
+#include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -29,9 +31,9 @@ uint8_t word_byte(uint32_t word, size_t offset) {
 
 size_t round_up4(size_t n) { return (n + 3) & ~size_t{3}; }
 
-// One array of the task on the device.
+// One array (or scratch buffer) of the task on the device.
 struct Array {
-  const ArraySpec* spec = nullptr;
+  const ArraySpec* spec = nullptr;  // scratch buffers: a spec made from the plan, output = true
   int64_t count = 0;
   size_t bytes = 0;        // count * dtype size: the part the kernel owns
   size_t alloc_bytes = 0;  // bytes rounded up to 4, plus the guard
@@ -45,8 +47,9 @@ class Executor {
     r_.id = t.id;
   }
   ~Executor() {
-    for (auto& b : bufs_)
-      if (b.handle) dev_.free(b);
+    for (auto* list : {&bufs_.arrays, &bufs_.scratch, &spare_})
+      for (auto& b : *list)
+        if (b.handle) dev_.free(b);
   }
 
   TaskResult run() {
@@ -78,7 +81,13 @@ class Executor {
 
   bool load() {
     if (reference_mode()) return true;  // the baseline stands in for the kernel
-    auto k = dev_.load(task_, job_);
+    auto plan = LaunchPlan::from_json(task_.plan, job_.arrays.size());
+    if (!plan) return fail(Disposition::launch_failed, "the task's launch plan: " + plan.error());
+    plan_ = std::move(*plan);
+    int64_t before = dev_.memory_in_use();
+    auto k = dev_.load(task_, job_, plan_);
+    int64_t after = dev_.memory_in_use();
+    if (k && before >= 0 && after >= 0) r_.module_bytes = after - before;
     if (!k) {
       auto [d, msg] = load_failure(k.error());
       return fail(d, msg);
@@ -90,7 +99,7 @@ class Executor {
 
   bool allocate() {
     arrays_.resize(job_.arrays.size());
-    bufs_.resize(job_.arrays.size());
+    bufs_.arrays.resize(job_.arrays.size());
     for (size_t i = 0; i < job_.arrays.size(); ++i) {
       const ArraySpec& spec = job_.arrays[i];
       Array& a = arrays_[i];
@@ -108,11 +117,11 @@ class Executor {
         return fail(Disposition::launch_failed,
                     fmt::format("cannot allocate {} bytes on the device for array '{}': {}",
                                 a.alloc_bytes, spec.name, b.error()));
-      bufs_[i] = b.value();
-      if (bufs_[i].bytes < a.alloc_bytes)
+      bufs_.arrays[i] = b.value();
+      if (bufs_.arrays[i].bytes < a.alloc_bytes)
         return fail(Disposition::crashed,
                     fmt::format("the device allocated {} bytes for array '{}', {} were asked",
-                                bufs_[i].bytes, spec.name, a.alloc_bytes));
+                                bufs_.arrays[i].bytes, spec.name, a.alloc_bytes));
       if (spec.output) continue;  // poisoned before every launch
       a.pristine = generate_array(spec, a.count, array_seed(task_.seed, spec.name), task_.variant);
       if (a.pristine.size() != a.bytes)
@@ -122,9 +131,38 @@ class Executor {
       std::vector<uint8_t> image(a.alloc_bytes);
       std::memcpy(image.data(), a.pristine.data(), a.bytes);
       for (size_t o = a.bytes; o < a.alloc_bytes; ++o) image[o] = word_byte(a.guard_word, o);
-      if (auto s = dev_.upload(bufs_[i], image.data(), image.size()); !s)
+      if (auto s = dev_.upload(bufs_.arrays[i], image.data(), image.size()); !s)
         return fail(Disposition::crashed,
                     fmt::format("cannot upload input array '{}': {}", spec.name, s.message()));
+    }
+    return allocate_scratch();
+  }
+
+  // The plan's scratch buffers: poisoned before every launch like outputs, with guard zones.
+  bool allocate_scratch() {
+    scratch_specs_.clear();
+    for (const PlanScratch& ps : plan_.scratch) {
+      ArraySpec spec;
+      spec.name = ps.name;
+      spec.dtype = ps.dtype;
+      spec.output = true;
+      scratch_specs_.push_back(spec);
+    }
+    scratch_.resize(plan_.scratch.size());
+    bufs_.scratch.resize(plan_.scratch.size());
+    for (size_t i = 0; i < plan_.scratch.size(); ++i) {
+      Array& a = scratch_[i];
+      a.spec = &scratch_specs_[i];
+      a.count = plan_.scratch[i].count;
+      a.bytes = static_cast<size_t>(plan_.scratch[i].bytes);
+      a.alloc_bytes = round_up4(a.bytes) + kGuardBytes;
+      a.guard_word = poison_u32(a.spec->dtype);
+      auto b = dev_.alloc(a.alloc_bytes);
+      if (!b)
+        return fail(Disposition::launch_failed,
+                    fmt::format("cannot allocate {} bytes on the device for scratch buffer '{}': {}",
+                                a.alloc_bytes, a.spec->name, b.error()));
+      bufs_.scratch[i] = b.value();
     }
     return true;
   }
@@ -132,16 +170,21 @@ class Executor {
   bool poison_outputs() {
     for (size_t i = 0; i < arrays_.size(); ++i) {
       if (!arrays_[i].spec->output) continue;
-      if (auto s = dev_.fill_u32(bufs_[i], poison_u32(arrays_[i].spec->dtype)); !s)
+      if (auto s = dev_.fill_u32(bufs_.arrays[i], poison_u32(arrays_[i].spec->dtype)); !s)
         return fail(Disposition::crashed, fmt::format("cannot poison output array '{}': {}",
                                                       arrays_[i].spec->name, s.message()));
+    }
+    for (size_t i = 0; i < scratch_.size(); ++i) {
+      if (auto s = dev_.fill_u32(bufs_.scratch[i], poison_u32(scratch_[i].spec->dtype)); !s)
+        return fail(Disposition::crashed, fmt::format("cannot poison scratch buffer '{}': {}",
+                                                      scratch_[i].spec->name, s.message()));
     }
     return true;
   }
 
   LaunchOutcome launch_main(bool timed) {
-    if (reference_mode()) return dev_.baseline(task_.baseline, task_, job_, bufs_, timed);
-    return dev_.launch(*kernel_, task_, job_, bufs_, timed);
+    if (reference_mode()) return dev_.baseline(task_.baseline, task_, job_, bufs_.arrays, timed);
+    return dev_.launch(*kernel_, task_, job_, plan_, bufs_, timed);
   }
 
   bool launched(const LaunchOutcome& o, std::string_view when) {
@@ -155,15 +198,14 @@ class Executor {
 
   bool download(size_t i, std::vector<uint8_t>& full) {
     full.assign(arrays_[i].alloc_bytes, 0);
-    if (auto s = dev_.download(bufs_[i], full.data(), full.size()); !s)
+    if (auto s = dev_.download(bufs_.arrays[i], full.data(), full.size()); !s)
       return fail(Disposition::crashed, fmt::format("cannot read back array '{}': {}",
                                                     arrays_[i].spec->name, s.message()));
     return true;
   }
 
-  // The first changed guard byte of array i, or -1.
-  int64_t guard_change(size_t i, const std::vector<uint8_t>& full) const {
-    const Array& a = arrays_[i];
+  // The first changed guard byte of array (or scratch buffer) a, or -1.
+  static int64_t guard_change(const Array& a, const std::vector<uint8_t>& full) {
     for (size_t o = a.bytes; o < a.alloc_bytes; ++o)
       if (full[o] != word_byte(a.guard_word, o)) return static_cast<int64_t>(o - a.bytes);
     return -1;
@@ -178,7 +220,7 @@ class Executor {
     for (size_t i = 0; i < arrays_.size(); ++i) {
       const Array& a = arrays_[i];
       if (!download(i, full)) return false;
-      if (int64_t g = guard_change(i, full); g >= 0)
+      if (int64_t g = guard_change(a, full); g >= 0)
         overrun.push_back(fmt::format("array '{}' (guard byte {} past its {} elements changed)",
                                       a.spec->name, g, a.count));
       if (a.spec->output) {
@@ -194,6 +236,17 @@ class Executor {
                                      a.spec->name, e, a.count,
                                      element_as_double(a.spec->dtype, a.pristine.data(), e),
                                      element_as_double(a.spec->dtype, full.data(), e)));
+    }
+    for (size_t i = 0; i < scratch_.size(); ++i) {
+      const Array& a = scratch_[i];
+      full.assign(a.alloc_bytes, 0);
+      if (auto s = dev_.download(bufs_.scratch[i], full.data(), full.size()); !s)
+        return fail(Disposition::crashed, fmt::format("cannot read back scratch buffer '{}': {}",
+                                                      a.spec->name, s.message()));
+      if (int64_t g = guard_change(a, full); g >= 0)
+        overrun.push_back(fmt::format("scratch buffer '{}' (guard byte {} past its {} elements "
+                                      "changed)",
+                                      a.spec->name, g, a.count));
     }
     if (!overrun.empty()) r_.guard_overwritten = true;
     std::string msg;
@@ -294,7 +347,7 @@ class Executor {
   // One interleaved baseline sample; false (with a note) when the baseline cannot run.
   bool baseline_sample(const TimingPolicy& p) {
     if (!prepare(p)) return false;
-    LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_, true);
+    LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_.arrays, true);
     if (b.disposition != Disposition::passed) {
       baseline_unavailable(b);
       r_.baseline_samples_ms.clear();
@@ -306,26 +359,157 @@ class Executor {
     return true;
   }
 
+  // The seed of the inputs of timed launch number `n` (warm-ups first): a new stream per launch.
+  uint64_t launch_seed(int n) const {
+    return task_.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(n + 1)) ^ 0x7157ull;
+  }
+
+  // Fresh inputs for the next timed launch: generated from a new seed into the spare buffers,
+  // which then change places with the current ones (so the addresses change too).
+  bool fresh_inputs(int n) {
+    auto t0 = Clock::now();
+    const uint64_t seed = launch_seed(n);
+    if (spare_.empty()) {
+      spare_.resize(arrays_.size());
+      for (size_t i = 0; i < arrays_.size(); ++i) {
+        if (arrays_[i].spec->output) continue;
+        auto b = dev_.alloc(arrays_[i].alloc_bytes);
+        if (!b)
+          return fail(Disposition::launch_failed,
+                      fmt::format("cannot allocate a second buffer of {} bytes for array '{}': {}",
+                                  arrays_[i].alloc_bytes, arrays_[i].spec->name, b.error()));
+        spare_[i] = b.value();
+      }
+    }
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      Array& a = arrays_[i];
+      if (a.spec->output) continue;
+      std::swap(bufs_.arrays[i], spare_[i]);
+      a.pristine = generate_array(*a.spec, a.count, array_seed(seed, a.spec->name), 0);
+      std::vector<uint8_t> image(a.alloc_bytes);
+      std::memcpy(image.data(), a.pristine.data(), a.bytes);
+      for (size_t o = a.bytes; o < a.alloc_bytes; ++o) image[o] = word_byte(a.guard_word, o);
+      if (auto st = dev_.upload(bufs_.arrays[i], image.data(), image.size()); !st)
+        return fail(Disposition::crashed, fmt::format("cannot upload fresh inputs for '{}': {}",
+                                                      a.spec->name, st.message()));
+    }
+    current_seed_ = seed;
+    r_.input_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return true;
+  }
+
+  // Positions of an output array to read back after a timed launch, chosen now: the first and
+  // last element, the corners, last row and last column of a matrix output (M x N), and
+  // random positions.
+  std::vector<int64_t> check_positions(const Array& a, int random_count) {
+    std::set<int64_t> pos;
+    const int64_t n = a.count;
+    if (n <= 0) return {};
+    pos.insert(0);
+    pos.insert(n - 1);
+    auto m_it = task_.shape.values.find("M");
+    auto n_it = task_.shape.values.find("N");
+    if (m_it != task_.shape.values.end() && n_it != task_.shape.values.end() &&
+        m_it->second * n_it->second == n && m_it->second > 0 && n_it->second > 0) {
+      const int64_t rows = m_it->second, cols = n_it->second;
+      pos.insert(cols - 1);
+      pos.insert((rows - 1) * cols);
+      for (int k = 0; k < 2; ++k) {
+        pos.insert((rows - 1) * cols + static_cast<int64_t>(rng_() % static_cast<uint64_t>(cols)));
+        pos.insert(static_cast<int64_t>(rng_() % static_cast<uint64_t>(rows)) * cols + cols - 1);
+      }
+    }
+    for (int k = 0; k < random_count; ++k)
+      pos.insert(static_cast<int64_t>(rng_() % static_cast<uint64_t>(n)));
+    return {pos.begin(), pos.end()};
+  }
+
+  // Reads the outputs of timed sample `sample` back at positions chosen now; with `keep`, also
+  // writes them whole to files for the comparison with the baseline.
+  bool check_timed_outputs(const TimingPolicy& p, int sample, bool keep) {
+    TimedCheck check;
+    check.sample = sample;
+    check.seed = current_seed_;
+    std::vector<uint8_t> full;
+    std::vector<std::vector<uint8_t>> whole(arrays_.size());
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      const Array& a = arrays_[i];
+      if (!a.spec->output) continue;
+      if (!download(i, full)) return false;
+      std::vector<int64_t> positions = check_positions(a, p.check_elements);
+      std::vector<double> values;
+      const size_t es = dtype_size(a.spec->dtype);
+      for (int64_t x : positions) {
+        const uint8_t* e = full.data() + static_cast<size_t>(x) * es;
+        values.push_back(is_poison(a.spec->dtype, e)
+                             ? std::numeric_limits<double>::quiet_NaN()
+                             : element_as_double(a.spec->dtype, full.data(), x));
+      }
+      check.positions[a.spec->name] = std::move(positions);
+      check.values[a.spec->name] = std::move(values);
+      if (keep) whole[i].assign(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(a.bytes));
+    }
+    r_.timed_checks.push_back(std::move(check));
+    if (keep) {
+      FullCheck fc;
+      fc.sample = sample;
+      fc.seed = current_seed_;
+      if (!write_outputs(whole, fmt::format("full{}.", sample), fc.candidate)) return false;
+      r_.full_checks.push_back(std::move(fc));
+    }
+    return true;
+  }
+
+  bool keep_baseline_outputs(int sample) {
+    std::vector<std::vector<uint8_t>> whole(arrays_.size());
+    std::vector<uint8_t> full;
+    for (size_t i = 0; i < arrays_.size(); ++i) {
+      if (!arrays_[i].spec->output) continue;
+      if (!download(i, full)) return false;
+      whole[i].assign(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(arrays_[i].bytes));
+    }
+    return write_outputs(whole, fmt::format("full{}.baseline.", sample),
+                         r_.full_checks.back().baseline);
+  }
+
   bool timing(const TimingPolicy& p) {
     with_baseline_ = !task_.baseline.empty() && !reference_mode();
+    const bool fresh = p.fresh_inputs && !reference_mode();
+    int launch_no = 0;
+    auto next_inputs = [&]() { return !fresh || fresh_inputs(launch_no++); };
     for (int w = 0; w < p.warmup; ++w) {
+      if (!next_inputs()) return false;
       if (!poison_outputs()) return false;
       if (!launched(launch_main(false), "warm-up")) return false;
       if (with_baseline_) {
         if (!poison_outputs()) return false;
-        LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_, false);
+        LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_.arrays, false);
         if (b.disposition != Disposition::passed) baseline_unavailable(b);
       }
     }
+    // Samples whose whole output is compared with the baseline's: chosen here, where the
+    // candidate cannot see them.
+    std::set<int> keep;
+    if (fresh && with_baseline_ && p.full_checks > 0) {
+      const int span = std::max(1, std::min(p.min_samples, p.max_samples));
+      while (static_cast<int>(keep.size()) < std::min(p.full_checks, span))
+        keep.insert(static_cast<int>(rng_() % static_cast<uint64_t>(span)));
+    }
+    const int64_t memory_before = dev_.memory_in_use();
     r_.clock_mhz_before = dev_.clock_mhz();
     auto t0 = Clock::now();
     for (;;) {
+      if (!next_inputs()) return false;
       if (!prepare(p)) return false;
+      const int sample = static_cast<int>(r_.samples_ms.size());
       LaunchOutcome o = launch_main(true);
-      if (!launched(o, fmt::format("timed sample {}", r_.samples_ms.size() + 1))) return false;
+      if (!launched(o, fmt::format("timed sample {}", sample + 1))) return false;
       r_.samples_ms.push_back(o.device_ms);
       r_.host_ms.push_back(o.host_ms);
+      if (o.outlived) r_.outlived = true;
       bool last = stop_sampling(p, seconds_since(t0));
+      const bool kept = keep.count(sample) > 0;
+      if (fresh && !check_timed_outputs(p, sample, kept)) return false;
       if (last) {
         // The outputs of the last timed launch, before the baseline overwrites them.
         std::vector<std::vector<uint8_t>> outs;
@@ -334,9 +518,13 @@ class Executor {
         if (!checked) return false;
       }
       if (with_baseline_ && !baseline_sample(p)) return false;
+      if (kept && with_baseline_ && !keep_baseline_outputs(sample)) return false;
       if (last) break;
     }
     r_.clock_mhz_after = dev_.clock_mhz();
+    const int64_t memory_after = dev_.memory_in_use();
+    if (memory_before >= 0 && memory_after >= 0)
+      r_.memory_growth_bytes = memory_after - memory_before;
     return true;
   }
 
@@ -346,7 +534,13 @@ class Executor {
   TaskResult r_;
   std::unique_ptr<LoadedKernel> kernel_;
   std::vector<Array> arrays_;
-  std::vector<DeviceBuffer> bufs_;
+  std::vector<Array> scratch_;
+  std::vector<ArraySpec> scratch_specs_;
+  LaunchPlan plan_;
+  TaskBuffers bufs_;
+  std::vector<DeviceBuffer> spare_;  // the other allocation of each input (fresh inputs)
+  uint64_t current_seed_ = 0;
+  std::mt19937_64 rng_{std::random_device{}()};
   bool with_baseline_ = false;
 };
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -28,6 +29,8 @@ enum class Kernel {
   fail_timed,        // timed launches fail (and the device is lost)
   copy,              // Y = X (any dtype)
   slow,              // matmul, sleeping sleep_ms per launch
+  overrun_scratch,   // matmul, then one element past the end of the first scratch buffer
+  replay_first,      // writes the first product it computed, whatever the inputs
 };
 
 struct FakeBuffer {
@@ -46,6 +49,11 @@ class FakeDevice : public Device {
   bool lost_flag = false;
 
   int loads = 0, launches = 0, timed_launches = 0, baselines = 0, timed_baselines = 0;
+  int loaded_launches = 0, small_scratch = 0;
+  std::vector<uint64_t> input_hashes;  // FNV-1a of A's bytes at every launch
+  std::vector<void*> a_handles;        // A's buffer at every launch
+  std::vector<uint8_t> first_c;
+  size_t scratch_seen = 0;
   int flushes = 0, unpoisoned = 0, live = 0, clock_reads = 0;
   std::string order;  // 'K' candidate / 'B' baseline, timed launches only
 
@@ -83,16 +91,43 @@ class FakeDevice : public Device {
     for (size_t o = 0; o + 4 <= v.size(); o += 4) std::memcpy(&v[o], &word, 4);
     return Status::ok();
   }
-  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask&, const RunnerJob&) override {
+  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask&, const RunnerJob&,
+                                             const LaunchPlan& plan) override {
     ++loads;
+    loaded_launches = plan.launches();
     if (load_throws) throw std::runtime_error("loader exploded");
     if (!load_error_text.empty()) return make_error(load_error_text);
     return std::unique_ptr<LoadedKernel>(new FakeKernel);
   }
   LaunchOutcome launch(LoadedKernel&, const RunnerTask& task, const RunnerJob& job,
-                       std::vector<DeviceBuffer>& arrays, bool timed) override {
+                       const LaunchPlan& plan, TaskBuffers& buffers, bool timed) override {
     ++launches;
+    std::vector<DeviceBuffer>& arrays = buffers.arrays;
     check_poisoned(job, arrays);
+    {
+      uint64_t h = 0xCBF29CE484222325ull;
+      for (uint8_t byte : buf(arrays[0])) h = (h ^ byte) * 0x100000001B3ull;
+      input_hashes.push_back(h);
+      a_handles.push_back(arrays[0].handle);
+    }
+    scratch_seen = buffers.scratch.size();
+    for (size_t i = 0; i < buffers.scratch.size(); ++i) {
+      if (buffers.scratch[i].bytes < static_cast<size_t>(plan.scratch[i].bytes)) ++small_scratch;
+      uint32_t p = poison_u32(plan.scratch[i].dtype);
+      auto& v = buf(buffers.scratch[i]);
+      for (size_t o = 0; o + 4 <= v.size(); o += 4)
+        if (std::memcmp(&v[o], &p, 4) != 0) {
+          ++unpoisoned;
+          break;
+        }
+      // The kernel leaves something behind: the next launch must find poison again.
+      if (!v.empty()) v[0] = 0x11;
+    }
+    if (kernel == Kernel::overrun_scratch && !buffers.scratch.empty()) {
+      auto& v = buf(buffers.scratch[0]);
+      size_t end = static_cast<size_t>(plan.scratch[0].bytes);
+      if (end + 4 <= v.size()) v[end] ^= 0xFF;
+    }
     LaunchOutcome o;
     if (kernel == Kernel::fail_launch) {
       o.disposition = Disposition::launch_failed;
@@ -184,6 +219,14 @@ class FakeDevice : public Device {
       case Kernel::partial:
         matmul(task, arrays, M / 2);
         return;
+      case Kernel::replay_first:
+        if (first_c.empty()) {
+          matmul(task, arrays);
+          first_c.assign(buf(arrays[2]).begin(), buf(arrays[2]).begin() + M * N * 4);
+        } else {
+          std::memcpy(buf(arrays[2]).data(), first_c.data(), first_c.size());
+        }
+        return;
       default:
         matmul(task, arrays);
     }
@@ -223,6 +266,12 @@ class ExecuteTest : public ::testing::Test {
     task_.sizes = {{"A", 42}, {"B", 35}, {"C", 30}};
     task_.seed = 99;
     task_.variant = 1;
+    LaunchPlan plan;
+    PlanStep st;
+    st.kernel = "fake";
+    st.symbol = "fake";
+    plan.steps.push_back(st);
+    task_.plan = plan.to_json();
     task_.output_dir = (dir_ / "out").string();
   }
   void TearDown() override {
@@ -236,6 +285,23 @@ class ExecuteTest : public ::testing::Test {
     auto s = read_file(path);
     EXPECT_TRUE(s) << s.error();
     return s ? std::vector<uint8_t>(s->begin(), s->end()) : std::vector<uint8_t>{};
+  }
+
+  // C for the inputs of `seed` (variant 0), as bytes.
+  std::vector<uint8_t> product_bytes(uint64_t seed) {
+    auto a = generate_array(job_.arrays[0], 42, array_seed(seed, "A"), 0);
+    auto b = generate_array(job_.arrays[1], 35, array_seed(seed, "B"), 0);
+    const float* A = reinterpret_cast<const float*>(a.data());
+    const float* B = reinterpret_cast<const float*>(b.data());
+    std::vector<uint8_t> out(30 * 4);
+    float* c = reinterpret_cast<float*>(out.data());
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 5; ++j) {
+        float s = 0;
+        for (int k = 0; k < 7; ++k) s += A[i * 7 + k] * B[k * 5 + j];
+        c[i * 5 + j] = s;
+      }
+    return out;
   }
 
   // The expected C, computed here from independently generated inputs.
@@ -281,6 +347,32 @@ TEST_F(ExecuteTest, CheckedRunsWriteOutputsAndFindNothingWrong) {
   EXPECT_GT(r.threads_after, 0);
 }
 
+TEST_F(ExecuteTest, ScratchBuffersAreAllocatedPoisonedAndGuarded) {
+  LaunchPlan plan = *LaunchPlan::from_json(task_.plan, 3);
+  plan.scratch.push_back({"partial", DType::f32, 40, 160});
+  plan.scratch.push_back({"counts", DType::i32, 3, 12});
+  task_.plan = plan.to_json();
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(dev_.scratch_seen, 2u);
+  EXPECT_EQ(dev_.small_scratch, 0);
+  EXPECT_EQ(dev_.unpoisoned, 0);  // poisoned again before the second checked run
+  EXPECT_EQ(dev_.loaded_launches, 1);
+
+  dev_.kernel = Kernel::overrun_scratch;
+  r = run();
+  EXPECT_EQ(r.disposition, Disposition::out_of_bounds);
+  EXPECT_NE(r.message.find("scratch buffer 'partial'"), std::string::npos) << r.message;
+}
+
+TEST_F(ExecuteTest, AMalformedPlanIsALaunchFailure) {
+  task_.plan = json{{"format", 1}, {"steps", json::array()}};
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::launch_failed);
+  EXPECT_NE(r.message.find("launch plan"), std::string::npos) << r.message;
+  EXPECT_EQ(dev_.loads, 0);
+}
+
 TEST_F(ExecuteTest, NoRepeatMeansOneLaunch) {
   task_.repeat = false;
   TaskResult r = run();
@@ -309,7 +401,105 @@ TEST_F(ExecuteTest, TimingInterleavesTheBaselineAndStopsOnLowSpread) {
   EXPECT_EQ(dev_.unpoisoned, 0);        // poisoned before every launch
   EXPECT_LT(r.clock_mhz_before, r.clock_mhz_after);
   ASSERT_EQ(r.timed_outputs.count("C"), 1u);
+  // Fresh inputs: the last timed launch computed another product than the checked run.
+  EXPECT_NE(file_bytes(r.timed_outputs["C"]), file_bytes(r.outputs["C"]));
+  ASSERT_EQ(r.timed_checks.size(), 5u);
+  EXPECT_EQ(file_bytes(r.timed_outputs["C"]), product_bytes(r.timed_checks.back().seed));
+}
+
+TEST_F(ExecuteTest, WithoutFreshInputsEveryLaunchSeesTheSameInputs) {
+  TimingPolicy p;
+  p.warmup = 1;
+  p.min_samples = 3;
+  p.fresh_inputs = false;
+  task_.timing = p;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
   EXPECT_EQ(file_bytes(r.timed_outputs["C"]), file_bytes(r.outputs["C"]));
+  EXPECT_TRUE(r.timed_checks.empty());
+  std::set<uint64_t> inputs(dev_.input_hashes.begin(), dev_.input_hashes.end());
+  EXPECT_EQ(inputs.size(), 1u);
+}
+
+TEST_F(ExecuteTest, EveryTimedLaunchSeesNewInputsInOtherBuffers) {
+  TimingPolicy p;
+  p.warmup = 2;
+  p.min_samples = 6;
+  p.max_samples = 6;
+  task_.timing = p;
+  task_.baseline = "fakeblas";
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  // Checked run and repeat share their inputs; every warm-up and timed launch has its own.
+  ASSERT_EQ(dev_.input_hashes.size(), 2u + 2u + 6u);
+  std::set<uint64_t> timed(dev_.input_hashes.begin() + 2, dev_.input_hashes.end());
+  EXPECT_EQ(timed.size(), 8u);
+  EXPECT_EQ(timed.count(dev_.input_hashes[0]), 0u);
+  // Consecutive timed launches get A at different addresses.
+  for (size_t i = 3; i < dev_.a_handles.size(); ++i)
+    EXPECT_NE(dev_.a_handles[i], dev_.a_handles[i - 1]) << i;
+  EXPECT_GT(r.input_ms, 0.0);
+}
+
+TEST_F(ExecuteTest, EveryTimedLaunchIsReadBackAtPositionsChosenAfterIt) {
+  TimingPolicy p;
+  p.warmup = 0;
+  p.min_samples = 4;
+  p.max_samples = 4;
+  p.check_elements = 5;
+  task_.timing = p;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  ASSERT_EQ(r.timed_checks.size(), 4u);
+  std::set<uint64_t> seeds;
+  for (const TimedCheck& c : r.timed_checks) {
+    seeds.insert(c.seed);
+    const auto& pos = c.positions.at("C");
+    const auto& val = c.values.at("C");
+    ASSERT_EQ(pos.size(), val.size());
+    // First and last element, the corners of the 6 x 5 matrix, and random positions.
+    for (int64_t corner : {0, 4, 25, 29})
+      EXPECT_TRUE(std::find(pos.begin(), pos.end(), corner) != pos.end()) << corner;
+    std::vector<uint8_t> want = product_bytes(c.seed);
+    for (size_t k = 0; k < pos.size(); ++k)
+      EXPECT_EQ(val[k], reinterpret_cast<const float*>(want.data())[pos[k]]) << pos[k];
+  }
+  EXPECT_EQ(seeds.size(), 4u);
+}
+
+TEST_F(ExecuteTest, KeptSamplesHaveTheWholeOutputAndTheBaselinesOnTheSameInputs) {
+  TimingPolicy p;
+  p.warmup = 0;
+  p.min_samples = 3;
+  p.max_samples = 3;
+  p.full_checks = 2;
+  task_.timing = p;
+  task_.baseline = "fakeblas";
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  ASSERT_EQ(r.full_checks.size(), 2u);
+  for (const FullCheck& f : r.full_checks) {
+    EXPECT_EQ(file_bytes(f.candidate.at("C")), product_bytes(f.seed));
+    EXPECT_EQ(file_bytes(f.baseline.at("C")), product_bytes(f.seed));
+  }
+  EXPECT_NE(r.full_checks[0].seed, r.full_checks[1].seed);
+}
+
+TEST_F(ExecuteTest, AKernelThatRepeatsAnEarlierResultIsReadBackAsSuch) {
+  // A kernel that answers from memory: the first product it computed, for every later launch.
+  dev_.kernel = Kernel::replay_first;
+  TimingPolicy p;
+  p.warmup = 1;
+  p.min_samples = 3;
+  p.max_samples = 3;
+  task_.timing = p;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;  // judged by the parent
+  ASSERT_EQ(r.timed_checks.size(), 3u);
+  for (const TimedCheck& c : r.timed_checks) {
+    std::vector<uint8_t> want = product_bytes(c.seed);
+    EXPECT_NE(c.values.at("C")[0], reinterpret_cast<const float*>(want.data())[0]);
+  }
 }
 
 TEST_F(ExecuteTest, NoFlushWhenThePolicySaysSo) {

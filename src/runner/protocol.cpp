@@ -1,5 +1,8 @@
 #include "runner/protocol.h"
 
+#include <cmath>
+#include <limits>
+
 #include <limits>
 #include <set>
 #include <type_traits>
@@ -290,6 +293,9 @@ TimingPolicy parse_timing(const json& j, const std::string& where,
   r.number("max_seconds", t.max_seconds);
   r.number("target_rel_spread", t.target_rel_spread);
   r.boolean("flush_l2", t.flush_l2);
+  r.boolean("fresh_inputs", t.fresh_inputs);
+  r.integer("check_elements", t.check_elements);
+  r.integer("full_checks", t.full_checks);
   return t;
 }
 
@@ -330,7 +336,46 @@ TaskResult parse_result(const json& j, const std::string& where, std::vector<std
   r.integer("threads_before", t.threads_before);
   r.integer("threads_after", t.threads_after);
   r.boolean("guard_overwritten", t.guard_overwritten);
+  r.boolean("outlived", t.outlived);
   r.number("seconds", t.seconds);
+  r.number("input_ms", t.input_ms);
+  r.integer("module_bytes", t.module_bytes);
+  r.integer("memory_growth_bytes", t.memory_growth_bytes);
+  json checks;
+  r.any("timed_checks", checks);
+  if (checks.is_array()) {
+    for (const json& c : checks) {
+      if (!c.is_object()) continue;
+      TimedCheck tc;
+      tc.sample = c.value("sample", 0);
+      tc.seed = c.value("seed", uint64_t{0});
+      if (c.contains("positions") && c["positions"].is_object())
+        for (const auto& [name, v] : c["positions"].items())
+          for (const json& x : v)
+            if (x.is_number_integer()) tc.positions[name].push_back(x.get<int64_t>());
+      if (c.contains("values") && c["values"].is_object())
+        for (const auto& [name, v] : c["values"].items())
+          for (const json& x : v)
+            tc.values[name].push_back(x.is_number() ? x.get<double>()
+                                                    : std::numeric_limits<double>::quiet_NaN());
+      t.timed_checks.push_back(std::move(tc));
+    }
+  }
+  json full;
+  r.any("full_checks", full);
+  if (full.is_array()) {
+    for (const json& c : full) {
+      if (!c.is_object()) continue;
+      FullCheck fc;
+      fc.sample = c.value("sample", 0);
+      fc.seed = c.value("seed", uint64_t{0});
+      if (c.contains("candidate") && c["candidate"].is_object())
+        fc.candidate = c["candidate"].get<std::map<std::string, std::string>>();
+      if (c.contains("baseline") && c["baseline"].is_object())
+        fc.baseline = c["baseline"].get<std::map<std::string, std::string>>();
+      t.full_checks.push_back(std::move(fc));
+    }
+  }
   return t;
 }
 
@@ -409,7 +454,10 @@ json TimingPolicy::to_json() const {
               {"max_samples", max_samples},
               {"max_seconds", max_seconds},
               {"target_rel_spread", target_rel_spread},
-              {"flush_l2", flush_l2}};
+              {"flush_l2", flush_l2},
+              {"fresh_inputs", fresh_inputs},
+              {"check_elements", check_elements},
+              {"full_checks", full_checks}};
 }
 TimingPolicy TimingPolicy::from_json(const json& j) { return parse_timing(j, "timing", nullptr); }
 
@@ -437,7 +485,7 @@ json RunnerJob::to_json() const {
   for (const auto& x : scalars) s.push_back(scalar_spec_to_json(x));
   for (const auto& x : tasks) t.push_back(x.to_json());
   return json{{"format", format}, {"mode", mode},   {"device", device}, {"microbench", microbench},
-              {"family", family}, {"entry", entry}, {"arrays", a},      {"scalars", s},
+              {"family", family}, {"arrays", a}, {"scalars", s},
               {"tasks", t}};
 }
 
@@ -458,9 +506,11 @@ Result<RunnerJob> RunnerJob::from_json(const json& j) {
         "runner job format {} is newer than this runner understands (format {}); use the runner "
         "built with the same peak (rebuild peak-runner)",
         job.format, kRunnerProtocolVersion));
-  if (job.format < 1)
-    return make_error(
-        fmt::format("invalid runner job: format {} is not a valid version", job.format));
+  if (job.format < kRunnerProtocolVersion)
+    return make_error(fmt::format(
+        "runner job format {} is older than this runner understands (format {}): jobs now carry "
+        "evaluated launch plans; use the peak built with this runner",
+        job.format, kRunnerProtocolVersion));
 
   r.str("mode", job.mode);
   if (job.mode != "run" && job.mode != "probe")
@@ -469,7 +519,6 @@ Result<RunnerJob> RunnerJob::from_json(const json& j) {
   r.str("device", job.device);
   r.boolean("microbench", job.microbench);
   r.str("family", job.family);
-  r.str("entry", job.entry);
   r.each("arrays", [&](const json& e, const std::string& where) {
     job.arrays.push_back(parse_array_spec(e, where, &errors));
   });
@@ -523,6 +572,35 @@ Result<RunnerJob> RunnerJob::from_json(const json& j) {
   return job;
 }
 
+namespace {
+json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+}  // namespace
+
+json TaskResult::checks_json() const {
+  json out = json::array();
+  for (const TimedCheck& c : timed_checks) {
+    json values = json::object();
+    for (const auto& [name, v] : c.values) {
+      json arr = json::array();
+      for (double x : v) arr.push_back(finite_or_null(x));
+      values[name] = arr;
+    }
+    out.push_back(
+        {{"sample", c.sample}, {"seed", c.seed}, {"positions", c.positions}, {"values", values}});
+  }
+  return out;
+}
+
+json TaskResult::full_json() const {
+  json out = json::array();
+  for (const FullCheck& c : full_checks)
+    out.push_back({{"sample", c.sample},
+                   {"seed", c.seed},
+                   {"candidate", c.candidate},
+                   {"baseline", c.baseline}});
+  return out;
+}
+
 json TaskResult::to_json() const {
   return json{{"id", id},
               {"disposition", std::string(to_string(disposition))},
@@ -539,7 +617,13 @@ json TaskResult::to_json() const {
               {"threads_before", threads_before},
               {"threads_after", threads_after},
               {"guard_overwritten", guard_overwritten},
-              {"seconds", seconds}};
+              {"outlived", outlived},
+              {"seconds", seconds},
+              {"input_ms", input_ms},
+              {"module_bytes", module_bytes},
+              {"memory_growth_bytes", memory_growth_bytes},
+              {"timed_checks", checks_json()},
+              {"full_checks", full_json()}};
 }
 TaskResult TaskResult::from_json(const json& j) { return parse_result(j, "result", nullptr); }
 

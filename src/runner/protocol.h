@@ -23,7 +23,7 @@
 
 namespace peak {
 
-inline constexpr int kRunnerProtocolVersion = 1;
+inline constexpr int kRunnerProtocolVersion = 2;
 using json = nlohmann::json;
 
 // Exit statuses of a runner (anything else, or a signal, is a crash).
@@ -71,14 +71,21 @@ struct TimingPolicy {
   double max_seconds = 5.0;         // sampling stops at this budget (per task)
   double target_rel_spread = 0.02;  // stop once (p75 - p25) / median is under this
   bool flush_l2 = true;             // write a buffer of twice the L2 before each sample
+  // Every timed launch (warm-ups included) on inputs no earlier launch saw: fresh inputs from a
+  // new seed before each one, in buffers that alternate between two allocations. The outputs of
+  // every timed launch are read back at positions the runner picks after the launch.
+  bool fresh_inputs = true;
+  int check_elements = 32;  // random positions per output and timed launch (besides the corners)
+  int full_checks = 1;      // timed launches whose whole output is kept, with the baseline's on
+                            // the same inputs, for an element-by-element comparison
   json to_json() const;
   static TimingPolicy from_json(const json& j);
 };
 
 struct RunnerTask {
   std::string id;
-  std::string artifact;  // path of the compiled artifact (SPIR-V file, shared object)
-  json plan;             // backend launch plan (HLSL: {"groups":[x,y,z]}); {} for CUDA
+  std::string artifact;  // path of the compiled artifact (SPIR-V module, cubin)
+  json plan;             // the evaluated launch plan (LaunchPlan::to_json; plan/launch_plan.h)
   Shape shape;           // scalar values
   std::map<std::string, int64_t> sizes;  // elements per array
   uint64_t seed = 1;
@@ -99,21 +106,36 @@ struct RunnerJob {
   std::string device;        // device selector ("" = best: a discrete GPU, else a CPU device)
   bool microbench = false;   // probe: also measure FP32 FMA throughput
   std::string family;
-  std::string entry = "main";  // kernel entry point (HLSL) / host function (CUDA)
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
   std::vector<RunnerTask> tasks;
   json to_json() const;
   static Result<RunnerJob> from_json(const json& j);
-  // A "run" job for a kernel context (family, entry, arrays, scalars), with no tasks yet.
+  // A "run" job for a kernel context (family, arrays, scalars), with no tasks yet.
   static RunnerJob for_context(const KernelContext& ctx) {
     RunnerJob job;
     job.family = ctx.family;
-    job.entry = ctx.entry;
     job.arrays = ctx.arrays;
     job.scalars = ctx.scalars;
     return job;
   }
+};
+
+// The outputs of one timed launch at positions the runner chose after it ran; the parent checks
+// them against a float64 reference of that launch's inputs.
+struct TimedCheck {
+  int sample = 0;     // 0-based index of the timed sample
+  uint64_t seed = 0;  // the inputs were generate_array(spec, size, array_seed(seed, name), 0)
+  std::map<std::string, std::vector<int64_t>> positions;  // per output array
+  std::map<std::string, std::vector<double>> values;      // NaN for an unwritten (poison) element
+};
+
+// A timed launch whose whole output was kept, and the baseline's output on the same inputs.
+struct FullCheck {
+  int sample = 0;
+  uint64_t seed = 0;
+  std::map<std::string, std::string> candidate;  // array -> file
+  std::map<std::string, std::string> baseline;
 };
 
 struct TaskResult {
@@ -132,8 +154,16 @@ struct TaskResult {
   double clock_mhz_before = 0, clock_mhz_after = 0;
   int threads_before = 0, threads_after = 0;  // process threads around the launches
   bool guard_overwritten = false;  // bytes past the end of a buffer changed (out of bounds)
+  bool outlived = false;  // device work was still running after a timed sample's end mark
+  std::vector<TimedCheck> timed_checks;
+  std::vector<FullCheck> full_checks;
+  double input_ms = 0;         // host time generating and uploading fresh inputs (untimed)
+  int64_t module_bytes = -1;   // device memory the loaded kernels took (-1: unknown)
+  int64_t memory_growth_bytes = -1;  // device memory in use after the timed loop minus before
   double seconds = 0;
   json to_json() const;
+  json checks_json() const;
+  json full_json() const;
   static TaskResult from_json(const json& j);
 };
 

@@ -20,7 +20,6 @@ RunnerJob sample_job() {
   job.device = "1";
   job.microbench = true;
   job.family = "matmul";
-  job.entry = "gemm_main";
   ArraySpec a{"A", DType::f32, "M * K", Initializer{Initializer::Kind::normal, 0.5, 2.0}, false};
   ArraySpec b{"B", DType::f16, "K * N", Initializer{Initializer::Kind::iota, -1, 1}, false};
   ArraySpec c{"C", DType::f32, "M * N", Initializer{}, true};
@@ -91,7 +90,6 @@ TEST(Protocol, JobRoundTrip) {
   EXPECT_EQ(back->scalars[1].range_step, 3);
   EXPECT_TRUE(back->microbench);
   EXPECT_EQ(back->family, "matmul");
-  EXPECT_EQ(back->entry, "gemm_main");
 }
 
 TEST(Protocol, ContextTypesRoundTrip) {

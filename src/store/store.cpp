@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <time.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -252,6 +253,35 @@ std::string newer_message(std::string_view what, int found) {
   return fmt::format(
       "this workspace was written by a newer peak ({} {}; this peak reads up to {}); upgrade peak",
       what, found, what == "schema" ? kStoreSchemaVersion : kStoreLayoutVersion);
+}
+
+// Reads .peak/FORMAT ("peak-store N") and refuses a layout this peak does not read.
+Status check_layout(const fs::path& format_path) {
+  auto text = read_file(format_path);
+  if (!text) return Status::error(text.error());
+  std::string line = trim(*text);
+  int version = 0;
+  bool parsed =
+      starts_with(line, kFormatPrefix) && line.size() > std::string_view(kFormatPrefix).size();
+  if (parsed) {
+    for (size_t i = std::string_view(kFormatPrefix).size(); i < line.size(); ++i) {
+      if (line[i] < '0' || line[i] > '9' || version > 100000) {
+        parsed = false;
+        break;
+      }
+      version = version * 10 + (line[i] - '0');
+    }
+  }
+  if (!parsed)
+    return Status::error(fmt::format(
+        "{} does not name a peak store format (expected \"peak-store {}\", found \"{}\"); this "
+        "folder was not written by peak",
+        format_path.string(), kStoreLayoutVersion, line.substr(0, 60)));
+  if (version > kStoreLayoutVersion) return Status::error(newer_message("store layout", version));
+  if (version < 1)
+    return Status::error(
+        fmt::format("{} names an unknown store layout {}", format_path.string(), version));
+  return Status::ok();
 }
 
 // A prepared statement borrowed from the connection's cache; reset on scope exit. Parameters
@@ -509,25 +539,37 @@ struct Store::Impl {
   }
 
   // Schema 1 -> 2: the tuning tables. Caller holds `mu` inside a transaction.
-  Status migrate_1_to_2() {
+  Status add_tuning_tables() {
     if (auto s = exec(kSchemaV2Tuning, "add the tuning tables"); !s) return s;
     for (const char* t : kAppendOnlyTablesV2)
       if (auto s = exec(append_only_triggers(t).c_str(), "add the tuning tables"); !s) return s;
     return Status::ok();
   }
 
-  // Brings a database at schema `from` (older than this peak's) up to kStoreSchemaVersion.
+  // Brings a database at schema `from` (older than this peak's) up to kStoreSchemaVersion, one
+  // step at a time. Caller holds `mu` inside a transaction.
   Status migrate(int from) {
     if (from == 0)
       return Status::error(fmt::format(
           "{} has tables but no peak schema version (user_version 0): it was not written by "
           "peak. Move it away and run `peak init` again",
           db_path.string()));
-    if (from == 1) return migrate_1_to_2();
-    return Status::error(fmt::format(
-        "{} uses store schema {}, which this peak cannot migrate to schema {}; use the peak "
-        "version that wrote it",
-        db_path.string(), from, kStoreSchemaVersion));
+    if (from < 1 || from >= kStoreSchemaVersion)
+      return Status::error(fmt::format(
+          "{} uses store schema {}, which this peak cannot migrate to schema {}; use the peak "
+          "version that wrote it",
+          db_path.string(), from, kStoreSchemaVersion));
+    // The migrations, in order: entry i takes schema i + 1 to schema i + 2. A new schema version
+    // appends its step here and raises kStoreSchemaVersion to match.
+    using Step = Status (Impl::*)();
+    static constexpr std::array<Step, 1> kMigrations = {
+        &Impl::add_tuning_tables,  // 1 -> 2: tuning_runs, tuning_configs
+    };
+    static_assert(kMigrations.size() == kStoreSchemaVersion - 1,
+                  "one migration per schema version after 1");
+    for (int v = from; v < kStoreSchemaVersion; ++v)
+      if (auto s = (this->*kMigrations[static_cast<size_t>(v - 1)])(); !s) return s;
+    return Status::ok();
   }
 
   // Creates the schema in an empty database, or checks the version of an existing one.
@@ -556,7 +598,7 @@ struct Store::Impl {
       for (const char* t : kAppendOnlyTables)
         if (auto s = exec(append_only_triggers(t).c_str(), "create the schema"); !s)
           return abort(s);
-      if (auto s = migrate_1_to_2(); !s) return abort(s);
+      if (auto s = migrate(1); !s) return abort(s);
     }
     // PRAGMA takes no parameters; the value is this program's constant.
     std::string set_version = fmt::format("PRAGMA user_version = {}", kStoreSchemaVersion);
@@ -584,30 +626,7 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create
   fs::path format_path = peak_dir / "FORMAT";
   bool have_format = fs::exists(format_path, ec);
   if (have_format) {
-    auto text = read_file(format_path);
-    if (!text) return make_error(text.error());
-    std::string line = trim(*text);
-    int version = 0;
-    bool parsed =
-        starts_with(line, kFormatPrefix) && line.size() > std::string_view(kFormatPrefix).size();
-    if (parsed) {
-      for (size_t i = std::string_view(kFormatPrefix).size(); i < line.size(); ++i) {
-        if (line[i] < '0' || line[i] > '9' || version > 100000) {
-          parsed = false;
-          break;
-        }
-        version = version * 10 + (line[i] - '0');
-      }
-    }
-    if (!parsed)
-      return make_error(fmt::format(
-          "{} does not name a peak store format (expected \"peak-store {}\", found \"{}\"); this "
-          "folder was not written by peak",
-          format_path.string(), kStoreLayoutVersion, line.substr(0, 60)));
-    if (version > kStoreLayoutVersion) return make_error(newer_message("store layout", version));
-    if (version < 1)
-      return make_error(
-          fmt::format("{} names an unknown store layout {}", format_path.string(), version));
+    if (auto s = check_layout(format_path); !s) return s;
   } else if (!create) {
     return make_error(
         fmt::format("{} is not a peak store: {} is missing; run `peak init` to create a workspace",
@@ -663,6 +682,79 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create
     return make_error(
         fmt::format("cannot create the blob folder {}: {}", im.blob_dir.string(), ec.message()));
   return store;
+}
+
+Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
+  std::error_code ec;
+  fs::path db_path, peak_dir;
+  bool lone_file = false;
+  if (fs::is_directory(path, ec)) {
+    peak_dir = path;
+    db_path = path / "peak.db";
+    if (!fs::exists(db_path, ec))
+      return make_error(
+          fmt::format("{} holds no peak store ({} is missing)", path.string(), db_path.string()));
+    if (fs::exists(path / "FORMAT", ec)) {
+      if (auto s = check_layout(path / "FORMAT"); !s) return s;
+    }
+  } else if (fs::is_regular_file(path, ec)) {
+    db_path = path;
+    peak_dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    lone_file = peak_dir.filename() != ".peak";
+  } else {
+    return make_error(fmt::format("no peak store at {} (no such file or folder)", path.string()));
+  }
+  std::unique_ptr<Store> store(new Store());
+  store->dir_ = peak_dir;
+  store->impl_ = std::make_unique<Impl>();
+  Impl& im = *store->impl_;
+  im.db_path = db_path;
+  im.blob_dir = peak_dir / "blobs";
+  // A lone database file that no peak has open (no -wal beside it) is read as immutable, so that
+  // reading it leaves no -wal/-shm files behind (e.g. in a committed results folder).
+  fs::path wal = db_path;
+  wal += "-wal";
+  bool immutable = lone_file && !fs::exists(wal, ec);
+  std::string uri = "file:";
+  for (char c : fs::absolute(db_path, ec).string()) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
+  int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(uri.c_str(), &im.db, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string why = im.db ? sqlite3_errmsg(im.db) : sqlite3_errstr(rc);
+    return make_error(fmt::format("cannot open {}: {}", db_path.string(), why));
+  }
+  sqlite3_extended_result_codes(im.db, 1);
+  sqlite3_busy_timeout(im.db, kBusyTimeoutMs);
+  std::lock_guard lock(im.mu);
+  auto v = im.user_version();
+  if (!v) return v.status();
+  if (*v > kStoreSchemaVersion) return make_error(newer_message("schema", *v));
+  if (*v < kStoreSchemaVersion) {
+    auto n = im.object_count();
+    if (!n) return n.status();
+    if (*v == 0)
+      return make_error(
+          fmt::format("{} is not a peak store: {}", db_path.string(),
+                      *n > 0 ? "it has tables but no peak schema version (user_version 0)"
+                             : "the database is empty"));
+    return make_error(fmt::format(
+        "{} uses store schema {}, older than this peak's schema {}: open its workspace once with "
+        "a peak command that writes (which upgrades it), or read it with the peak version that "
+        "wrote it",
+        db_path.string(), *v, kStoreSchemaVersion));
+  }
+  return store;
+}
+
+bool Store::has_blobs() const {
+  std::error_code ec;
+  return fs::is_directory(impl_->blob_dir, ec);
 }
 
 // ---- blobs ----

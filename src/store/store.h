@@ -138,6 +138,13 @@ class Store {
   // Opens (creating if `create`) the store in `peak_dir` (the workspace's .peak folder).
   // A store written by a newer schema is refused with a clear message.
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& peak_dir, bool create);
+  // Opens a store for reading only: a workspace's .peak folder, or a lone peak.db file (as kept
+  // under results/; its blobs are then read from a `blobs` folder beside it when there is one).
+  // Nothing is written: no FORMAT, no schema, no migration. A store of another schema version is
+  // refused with a message that says which. Readers see what a running peak has committed.
+  static Result<std::unique_ptr<Store>> open_read_only(const std::filesystem::path& path);
+  // Whether the blob folder exists (a lone peak.db has no blobs: no sources, prompts, replies).
+  bool has_blobs() const;
   ~Store();
 
   // Blobs: content-addressed, written atomically; put returns the sha256 hex.

@@ -238,6 +238,57 @@ TEST_F(StoreTest, UnversionedNonEmptyDatabaseIsRefused) {
   EXPECT_EQ(raw_sql("PRAGMA user_version"), "0");  // left untouched
 }
 
+TEST_F(StoreTest, ReadOnlyOpenOfALoneDatabaseFileWritesNothing) {
+  {
+    auto st = open_store(true);
+    ASSERT_TRUE(st);
+    CheckpointRecord c;
+    c.message = "seed";
+    ASSERT_TRUE(st->add_checkpoint(c).is_ok());
+  }
+  // A lone copy of peak.db, as kept under results/.
+  std::filesystem::path copy = root_ / "kept" / "campaign-peak.db";
+  std::filesystem::create_directories(copy.parent_path());
+  std::filesystem::copy_file(dir_ / "peak.db", copy);
+  {
+    auto ro = Store::open_read_only(copy);
+    ASSERT_TRUE(ro.is_ok()) << ro.error();
+    EXPECT_FALSE((*ro)->has_blobs());
+    auto cps = (*ro)->checkpoints();
+    ASSERT_TRUE(cps.is_ok()) << cps.error();
+    EXPECT_EQ(cps->size(), 1u);
+    CheckpointRecord c;
+    EXPECT_FALSE((*ro)->add_checkpoint(c).is_ok());  // read only
+  }
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(copy.parent_path()))
+    names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"campaign-peak.db"});
+  // The .peak folder of a workspace reads the same, blobs included.
+  auto ro = Store::open_read_only(dir_);
+  ASSERT_TRUE(ro.is_ok()) << ro.error();
+  EXPECT_TRUE((*ro)->has_blobs());
+}
+
+TEST_F(StoreTest, ReadOnlyOpenRefusesOtherSchemasAndForeignFiles) {
+  { ASSERT_TRUE(open_store(true)); }
+  raw_sql("PRAGMA user_version = 99");
+  auto s = Store::open_read_only(dir_);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.error().find("newer peak (schema 99"), std::string::npos) << s.error();
+  raw_sql("PRAGMA user_version = 0");
+  s = Store::open_read_only(dir_ / "peak.db");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.error().find("no peak schema version"), std::string::npos) << s.error();
+  s = Store::open_read_only(root_ / "nothing-here.db");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.error().find("no such file or folder"), std::string::npos) << s.error();
+  ASSERT_TRUE(write_file(root_ / "notes.db", "these are not the rows you are looking for\n"));
+  s = Store::open_read_only(root_ / "notes.db");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.error().find("notes.db"), std::string::npos) << s.error();
+}
+
 TEST_F(StoreTest, CheckpointRoundTrip) {
   auto st = open_store();
   ASSERT_TRUE(st);

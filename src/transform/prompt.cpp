@@ -109,8 +109,9 @@ std::string system_prompt(Region region, const std::vector<std::string>& tuning_
   s += "You are an expert GPU performance engineer. You carry out one pass of a performance "
        "transformation on a GPU kernel by editing one region of its source file.\n\n";
   s += "The source file is split into three regions by marker comments: macros (preprocessor "
-       "definitions), device (the kernel code) and host (the code that launches or dispatches "
-       "the kernel). Text outside the regions belongs to the tool and is never edited.\n\n";
+       "definitions), device (the kernel code) and host (the launch plan: which kernels run, in "
+       "what order, with what grid and arguments; the tool evaluates it, it is not compiled). "
+       "Text outside the regions belongs to the tool and is never edited.\n\n";
   s += "Rules:\n";
   s += fmt::format(
       "1. Edit ONLY the {0} region. The other regions are shown for reference and are kept "
@@ -126,8 +127,8 @@ std::string system_prompt(Region region, const std::vector<std::string>& tuning_
   s += "4. The kernel must stay correct for every shape that satisfies the validity expression, "
        "including shapes that are not multiples of any tile size unless the validity expression "
        "forbids them. Guard every memory access that could fall outside an array.\n";
-  s += "5. Keep the name of the kernel's entry point and the arrays and scalars it receives as "
-       "they are. Do not call vendor libraries, create streams or threads, or hard-code shapes.\n";
+  s += "5. Keep the arrays and scalars of the kernel context as they are (the launch plan binds "
+       "them by name). Do not call vendor libraries or hard-code shapes.\n";
   s += fmt::format(
       "6. Reply with exactly one fenced code block containing the complete new text of the {0} "
       "region (without its marker comments) and nothing else as code. Explanations, if any, go "
@@ -227,7 +228,6 @@ Prompt build_prompt(const PromptInput& in) {
   u += "## Kernel context\n\n";
   u += fmt::format("- Backend: {}\n", in.backend);
   if (!ctx.precision.empty()) u += fmt::format("- Precision: {}\n", ctx.precision);
-  if (!ctx.entry.empty()) u += fmt::format("- Entry point: {}\n", ctx.entry);
   if (!ctx.arrays.empty()) {
     u += "- Arrays (in binding order):\n";
     for (const auto& a : ctx.arrays)
@@ -264,6 +264,17 @@ Prompt build_prompt(const PromptInput& in) {
     u += fmt::format("- Tuning constraint (configurations that break it are skipped): {}\n",
                      ctx.tuning_valid);
   u += "\n";
+
+  if (!trim(in.plan_reference).empty()) {
+    u += "## The launch plan (host region)\n\n";
+    if (pass.region == Region::host) {
+      u += in.plan_reference + "\n";
+    } else {
+      u += "The host region is a launch plan that the tool evaluates (it is not compiled): its "
+           "`launch` statements name the kernels of the device region and give their grid and "
+           "arguments in order. A kernel's parameters must keep matching the plan's `args`.\n\n";
+    }
+  }
 
   const std::string source = render_source(*in.source, pass.region);
   const std::string fence = fence_for(source);

@@ -28,6 +28,10 @@ struct PromptInput {
   // Device facts shown to the model: name, subgroup size, shared memory per group, ...
   std::vector<std::pair<std::string, std::string>> device_facts;
   std::string device_name;           // selects device_notes
+  // The launch-plan language of the host region, as taught for this backend
+  // (plan_reference() in plan/plan_language.h); shown in full for host passes, summarized for
+  // the others.
+  std::string plan_reference;
   std::string extra_instructions;    // from the sequence step
   std::string feedback;              // what went wrong in the previous attempt ("" = none)
 };

@@ -74,6 +74,7 @@ struct Fixture {
                        {"Shared memory per block", "48 KiB"},
                        {"Empty fact", ""}};
     in.device_name = "NVIDIA H100 80GB HBM3";
+    in.plan_reference = "The host region is a launch plan (reference text for the tests).\n";
     in.extra_instructions = "Prefer float4 loads where aligned.";
     in.feedback = "compile_failed: matmul.cu(12): error: identifier \"TILE\" is undefined";
     return in;
@@ -89,7 +90,6 @@ TEST(Prompt, GoldenCudaDevicePass) {
 TEST(Prompt, GoldenHlslMacrosPassMinimal) {
   Fixture f;
   f.ctx.backend = "hlsl";
-  f.ctx.entry = "main";
   f.ctx.tuning_valid = "";
   auto src = split_regions(
       "RWStructuredBuffer<float> A : register(u0);\n"
@@ -180,6 +180,7 @@ TEST(Prompt, SectionsInOrder) {
       "## Backend vocabulary (cuda)\n",
       "## Device\n",
       "## Kernel context\n",
+      "## The launch plan (host region)\n",
       "## Current source\n",
       "## The previous attempt failed\n",
       "compile_failed: matmul.cu(12)",
@@ -212,6 +213,20 @@ TEST(Prompt, OptionalSectionsAreOmitted) {
   EXPECT_EQ(p.user.find("## Backend vocabulary"), std::string::npos);
   EXPECT_EQ(p.user.find("## Device\n"), std::string::npos);
   EXPECT_NE(p.user.find("## Kernel context"), std::string::npos);
+}
+
+TEST(Prompt, HostPassesTeachTheWholePlanOthersSummarizeIt) {
+  Fixture f;
+  PromptInput in = f.input();
+  in.pass_index = 3;
+  Prompt host = build_prompt(in);
+  EXPECT_NE(host.user.find("reference text for the tests"), std::string::npos);
+  in.pass_index = 2;
+  Prompt device = build_prompt(in);
+  EXPECT_EQ(device.user.find("reference text for the tests"), std::string::npos);
+  EXPECT_NE(device.user.find("must keep matching the plan's `args`"), std::string::npos);
+  in.plan_reference.clear();
+  EXPECT_EQ(build_prompt(in).user.find("## The launch plan"), std::string::npos);
 }
 
 TEST(Prompt, SystemPromptStatesTheRules) {

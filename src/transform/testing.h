@@ -26,11 +26,10 @@ inline constexpr const char* kMatmulSource =
     "}\n"
     "// peak:end device\n"
     "// peak:begin host\n"
-    "void launch(const float* A, const float* B, float* C, int M, int N, int K) {\n"
-    "  dim3 block(BLOCK_X, BLOCK_Y);\n"
-    "  dim3 grid((N + BLOCK_X - 1) / BLOCK_X, (M + BLOCK_Y - 1) / BLOCK_Y);\n"
-    "  matmul<<<grid, block>>>(A, B, C, M, N, K);\n"
-    "}\n"
+    "launch matmul\n"
+    "  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))\n"
+    "  block = (BLOCK_X, BLOCK_Y)\n"
+    "  args = (A, B, C, M, N, K)\n"
     "// peak:end host\n";
 
 inline Shape shape(int64_t m, int64_t n, int64_t k) {
@@ -45,7 +44,6 @@ inline KernelContext matmul_context() {
   ctx.family = "matmul";
   ctx.precision = "fp32";
   ctx.source_file = "matmul.cu";
-  ctx.entry = "launch";
   ctx.arrays = {
       {"A", DType::f32, "M * K", {}, false},
       {"B", DType::f32, "K * N", {}, false},

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include "expr/expr.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -192,7 +193,7 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
   RETURN_IF_ERROR(check_keys(t,
                              {"format", "name", "version", "title", "backends", "tuning",
-                              "translations", "devices", "helpers"},
+                              "workspace", "valid", "translations", "devices", "helpers"},
                              src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
@@ -230,6 +231,24 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
                         known_backends_text()));
       tr.backends.push_back(e.as_string()->get());
     }
+  }
+
+  if (t.get("workspace")) {
+    auto ws = get_string(t, "workspace", src, top, false, "the front matter");
+    if (!ws) return ws.status();
+    if (auto e = expr::Expression::parse(*ws); !e)
+      return Status::error(fmt::format("{}: cannot parse workspace = \"{}\": {}",
+                                       src.at(*t.get("workspace")), *ws, e.error()));
+    tr.workspace = *ws;
+  }
+
+  if (t.get("valid")) {
+    auto v = get_string(t, "valid", src, top, false, "the front matter");
+    if (!v) return v.status();
+    if (auto e = expr::Expression::parse(*v); !e)
+      return Status::error(fmt::format("{}: cannot parse valid = \"{}\": {}",
+                                       src.at(*t.get("valid")), *v, e.error()));
+    tr.valid = *v;
   }
 
   if (const toml::node* tn = t.get("tuning")) {

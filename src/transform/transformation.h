@@ -68,6 +68,13 @@ struct Transformation {
   std::vector<std::string> backends;  // empty = all
   std::vector<Pass> passes;
   std::vector<TuningParam> tuning;  // parameters this transformation introduces
+  // Scratch bytes its launch plans may need for a shape (an expression of the scalars and
+  // tuning parameters; "" = none); joins the context's workspace.
+  std::string workspace;
+  // Shapes the transformed kernel supports (an expression of the scalars, "" = all): it narrows
+  // the context's validity expression, e.g. "K % 8 == 0 && N % 8 == 0" for 16-byte TMA strides.
+  // Validation then checks hidden shapes that satisfy it, and the report states it.
+  std::string valid;
   // Backend -> (phrase -> backend spelling), merged with the backend's own table in prompts.
   std::map<std::string, std::map<std::string, std::string>> translations;
   // Device-name substring -> extra instruction text added when the device name contains it.

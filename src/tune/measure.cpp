@@ -1,6 +1,7 @@
 #include "tune/measure.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -57,7 +58,7 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
       out.back().message = dir.error();
       continue;
     }
-    auto plan = backend.plan(ctx, source, shapes[i], config, device);
+    auto plan = backend.plan(ctx, source, shapes[i], config, device, build);
     if (plan.disposition != Disposition::passed) {
       out.back().disposition = plan.disposition;
       out.back().message = plan.message;
@@ -129,9 +130,41 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
       m.throttled = true;
     // Device timers must agree with the host clock: the host interval contains the device one.
     if (host.median > 0 && m.stats.median > host.median * 1.05 + 0.05) m.host_clock_mismatch = true;
-    // Outputs of the timed runs must still be right (a kernel must not be fast only when
-    // unobserved).
-    if (!r.timed_outputs.empty()) {
+    m.input_ms = r.input_ms;
+    m.module_bytes = r.module_bytes;
+    m.memory_growth_bytes = r.memory_growth_bytes;
+    m.outlived = r.outlived;
+    // The output of every timed launch must be right for that launch's inputs (a kernel must
+    // not be fast only when unobserved, nor answer from memory).
+    bool timed_ok = true;
+    auto check_start = std::chrono::steady_clock::now();
+    for (const TimedCheck& tc : r.timed_checks) {
+      ShapeCheck c = validator.check_timed_launch(ctx, shapes[i], tc);
+      if (c.disposition == Disposition::not_run) break;  // no CPU reference for this family
+      ++m.timed_launches_checked;
+      if (c.disposition != Disposition::passed) {
+        m.disposition = c.disposition;
+        m.message = fmt::format("timed sample {}: {}", tc.sample + 1, c.message);
+        timed_ok = false;
+        break;
+      }
+    }
+    for (const FullCheck& fc : r.full_checks) {
+      if (!timed_ok) break;
+      ShapeCheck c = validator.compare_with_baseline(ctx, shapes[i], fc);
+      if (c.disposition == Disposition::not_run) continue;
+      ++m.full_comparisons;
+      if (c.disposition != Disposition::passed) {
+        m.disposition = c.disposition;
+        m.message = fmt::format("timed sample {}: {}", fc.sample + 1, c.message);
+        timed_ok = false;
+      }
+    }
+    m.check_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+    if (!timed_ok) continue;
+    if (r.timed_checks.empty() && !r.timed_outputs.empty()) {
+      // Timing on the same inputs as the checked run (fresh_inputs off): its outputs again.
       ValidationOptions vo;
       vo.full_check_limit = 1 << 16;
       vo.sampled_elements = 2048;

@@ -30,6 +30,14 @@ struct Measurement {
   bool throttled = false;            // clock dropped by more than 10% during sampling
   bool host_clock_mismatch = false;  // device time far below host time / the reverse
   std::string baseline;              // "cublas" / ""
+  // Fresh inputs for every timed launch (TimingPolicy::fresh_inputs): the checks made of them.
+  int timed_launches_checked = 0;  // timed launches whose read-back elements were checked
+  int full_comparisons = 0;        // timed launches compared whole with the vendor library
+  double input_ms = 0;             // runner time making fresh inputs (outside the timed windows)
+  double check_seconds = 0;        // parent time checking them
+  int64_t module_bytes = -1;       // device memory the loaded kernels took
+  int64_t memory_growth_bytes = -1;
+  bool outlived = false;
 };
 
 struct MeasureOptions {

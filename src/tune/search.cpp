@@ -68,6 +68,10 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
       res.stop = "evaluation budget";
       break;
     }
+    if (opts.cancelled && opts.cancelled()) {
+      res.stop = "cancelled";
+      break;
+    }
     if (opts.budget.seconds > 0 && runner.elapsed_seconds() >= opts.budget.seconds) {
       res.stop = "time budget";
       break;
@@ -98,6 +102,20 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
     for (size_t i : batch) configs.push_back(space.config(i));
     Fanout fanout(observers);
     std::vector<ConfigOutcome> outcomes = runner.run(configs, &fanout);
+    // Configurations the runner skipped because the search was cancelled were not evaluated.
+    const bool cancelled = opts.cancelled && opts.cancelled();
+    if (cancelled) {
+      std::vector<size_t> kept_batch;
+      std::vector<ConfigOutcome> kept;
+      for (size_t k = 0; k < batch.size(); ++k)
+        if (!(outcomes[k].disposition == Disposition::not_run &&
+              outcomes[k].message == kCancelledOutcome)) {
+          kept_batch.push_back(batch[k]);
+          kept.push_back(std::move(outcomes[k]));
+        }
+      batch = std::move(kept_batch);
+      outcomes = std::move(kept);
+    }
     std::vector<Observation> obs;
     for (size_t k = 0; k < batch.size(); ++k) {
       evaluated[batch[k]] = 1;
@@ -112,6 +130,10 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
     for (auto* o : observers) {
       o->on_batch(batch, outcomes, now);
       done = done || o->done();
+    }
+    if (cancelled) {
+      res.stop = "cancelled";
+      break;
     }
     if (done) {
       res.stop = "target reached";

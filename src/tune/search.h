@@ -3,6 +3,7 @@
 // (compile in parallel, prune, validate, time; or replay recorded outcomes), observers see every
 // outcome, and the loop enforces the budget. The configurations the search starts from (the
 // defaults, the parent's best) are evaluated first, whatever the strategy.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,11 +79,18 @@ class TuneObserver {
   virtual void on_finish(const SearchResult& result) { (void)result; }
 };
 
+// The message of a configuration left unevaluated because the search was cancelled; such outcomes
+// are dropped from the search (not told to the strategy, not recorded).
+inline constexpr std::string_view kCancelledOutcome = "cancelled before it was evaluated";
+
 struct SearchOptions {
   Budget budget;
   uint64_t seed = 0x7;
   size_t batch = 8;           // configurations evaluated together (compiled in parallel)
   std::vector<Config> start;  // evaluated first (after the defaults), e.g. the parent's best
+  // Polled before each batch and after it: when it returns true the search ends ("cancelled"),
+  // keeping the outcomes of the batch under way that were evaluated before it was cancelled.
+  std::function<bool()> cancelled;
 };
 
 struct SearchResult {
@@ -91,7 +99,7 @@ struct SearchResult {
   std::vector<size_t> indices;          // into the space, in evaluation order
   std::vector<ConfigOutcome> outcomes;  // same order
   std::string stop;    // "space exhausted", "evaluation budget", "time budget", "strategy done",
-                       // "target reached"
+                       // "target reached", "cancelled"
   double seconds = 0;  // the runner's clock at the end
   // Indices into outcomes of the passing configurations, fastest first.
   std::vector<size_t> ranking() const;

@@ -179,6 +179,47 @@ TEST(Strategies, StartFromTheDefaultsAndTheGivenConfigurations) {
   }
 }
 
+// A runner that is cancelled during its second batch: the configurations after the first two of
+// that batch are left unevaluated.
+class CancelledDuringSecondBatch : public TuningRunner {
+ public:
+  explicit CancelledDuringSecondBatch(const TuningCache& cache) : sim_(cache) {}
+  std::vector<ConfigOutcome> run(const std::vector<Config>& batch, TuneObserver* o) override {
+    auto out = sim_.run(batch, o);
+    if (++batches_ == 2) {
+      cancelled = true;
+      for (size_t k = 2; k < out.size(); ++k) {
+        out[k].disposition = Disposition::not_run;
+        out[k].message = std::string(kCancelledOutcome);
+      }
+    }
+    return out;
+  }
+  double elapsed_seconds() const override { return sim_.elapsed_seconds(); }
+  bool cancelled = false;
+
+ private:
+  SimulationRunner sim_;
+  int batches_ = 0;
+};
+
+TEST(Search, ACancelledSearchKeepsWhatWasEvaluatedAndStops) {
+  TuningCache cache = testing::valley_cache();
+  auto space = cache.space();
+  auto s = make_strategy("random");
+  CancelledDuringSecondBatch runner(cache);
+  SearchOptions so;
+  so.cancelled = [&] { return runner.cancelled; };
+  SearchResult r = search(*space, **s, runner, so);
+  EXPECT_EQ(r.stop, "cancelled");
+  ASSERT_EQ(r.outcomes.size(), 10u);  // the first batch of 8, then 2
+  for (const auto& o : r.outcomes) EXPECT_NE(o.disposition, Disposition::not_run);
+  // Cancelled before it starts: nothing is evaluated.
+  runner.cancelled = true;
+  auto s2 = make_strategy("random");
+  EXPECT_TRUE(search(*space, **s2, runner, so).outcomes.empty());
+}
+
 // How many evaluations each strategy needs, at the median over seeds, to come within 1% of the
 // best of a 1024-configuration valley. Deterministic: the same every run.
 TEST(Strategies, AdaptiveOnesFindTheValleyFloorQuickly) {

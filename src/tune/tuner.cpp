@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "plan/plan_language.h"
 #include "tune/prune.h"
 #include "tune/simulation.h"
 #include "util/fs.h"
@@ -32,28 +33,48 @@ BackendRunner::BackendRunner(Backend& backend, const DeviceFacts& device,
       source_(source),
       opts_(opts),
       full_source_(join_regions(source)),
+      parsed_plan_([&]() -> std::optional<ParsedPlan> {
+        auto p = parse_plan(source, ctx.source_file.empty()
+                                        ? "kernel" + backend.source_extension()
+                                        : ctx.source_file);
+        if (!p) return std::nullopt;
+        return std::move(*p);
+      }()),
       t0_(std::chrono::steady_clock::now()) {}
 
 double BackendRunner::elapsed_seconds() const { return elapsed(t0_); }
+
+bool BackendRunner::stopped() const { return opts_.cancelled && opts_.cancelled(); }
+
+void BackendRunner::cancel(ConfigOutcome& o) {
+  o.disposition = Disposition::not_run;
+  o.message = std::string(kCancelledOutcome);
+  o.score_ms = 0;
+}
 
 std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
                                               TuneObserver* observer) {
   const size_t n = batch.size();
   std::vector<ConfigOutcome> out(n);
   std::vector<uint8_t> go(n, 1);  // still to be evaluated further
-  // 1. The launch plan of the tuning shape: a requirement that fails rules the configuration out
-  //    before it is compiled.
+  // 1. The launch plan of the tuning shape, evaluated before compiling: a requirement that fails
+  //    or a size out of range rules the configuration out uncompiled. (A plan that does not parse
+  //    fails every build, which says why.)
   for (size_t i = 0; i < n; ++i) {
     out[i].config = batch[i];
-    if (opts_.tune_shapes.empty()) continue;
-    PlanResult plan = backend_.plan(ctx_, source_, opts_.tune_shapes.front(), batch[i], device_);
-    if (plan.disposition != Disposition::passed) {
-      out[i].disposition = plan.disposition;
+    if (opts_.tune_shapes.empty() || !parsed_plan_) continue;
+    const Shape& shape = opts_.tune_shapes.front();
+    expr::Env env = plan_env(ctx_, source_, shape, batch[i], device_plan_env(device_));
+    PlanOutcome po = evaluate_plan(*parsed_plan_, backend_.plan_dialect(), ctx_, env);
+    if (po.disposition == Disposition::invalid_config ||
+        po.disposition == Disposition::workspace_exceeded) {
+      out[i].disposition = po.disposition;
       out[i].stage = Stage::launch;
-      out[i].message = plan.message;
+      out[i].message = fmt::format("{} (shape {}, {})", po.message, shape.text(),
+                                   config_text(batch[i]));
       go[i] = 0;
-    } else {
-      out[i].launch = plan.plan;
+    } else if (po.disposition == Disposition::passed) {
+      out[i].launch = po.plan.to_json();
     }
   }
   // 2. Compile in parallel.
@@ -69,7 +90,7 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   auto worker = [&] {
     for (;;) {
       size_t k = next.fetch_add(1);
-      if (k >= todo.size()) return;
+      if (k >= todo.size() || stopped()) return;
       ConfigOutcome& o = out[todo[k]];
       BuildRequest req;
       req.context = &ctx_;
@@ -95,6 +116,11 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   const DeviceLimits limits = device_limits(device_);
   for (size_t i : todo) {
     ConfigOutcome& o = out[i];
+    if (stopped() && o.build.disposition == Disposition::not_run && o.build.log.empty()) {
+      cancel(o);
+      go[i] = 0;
+      continue;
+    }
     if (o.build.disposition != Disposition::passed) {
       o.disposition = o.build.disposition;
       o.stage = Stage::compile;
@@ -115,6 +141,19 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
       go[i] = 0;
       continue;
     }
+    // The plan resolved against the build: what this device cannot launch is ruled out here.
+    if (!opts_.tune_shapes.empty()) {
+      PlanResult plan =
+          backend_.plan(ctx_, source_, opts_.tune_shapes.front(), o.config, device_, o.build);
+      if (plan.disposition != Disposition::passed) {
+        o.disposition = plan.disposition;
+        o.stage = plan.disposition == Disposition::compile_failed ? Stage::compile : Stage::launch;
+        o.message = plan.message;
+        go[i] = 0;
+        continue;
+      }
+      o.launch = plan.plan;
+    }
     if (opts_.compile_only) {
       o.disposition = Disposition::passed;
       o.stage = Stage::compile;
@@ -127,6 +166,11 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   for (size_t i = 0; i < n; ++i) {
     if (!go[i]) continue;
     ConfigOutcome& o = out[i];
+    if (stopped()) {
+      cancel(o);
+      go[i] = 0;
+      continue;
+    }
     auto v0 = std::chrono::steady_clock::now();
     ValidationOptions vo = opts_.validation;
     // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
@@ -147,6 +191,10 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   for (size_t i = 0; i < n; ++i) {
     if (!go[i]) continue;
     ConfigOutcome& o = out[i];
+    if (stopped()) {
+      cancel(o);
+      continue;
+    }
     auto m0 = std::chrono::steady_clock::now();
     o.stage = Stage::time;
     if (!opts_.tune_shapes.empty()) {
@@ -166,6 +214,7 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
         total += device_.is_cpu ? m.stats.min : m.stats.median;
       }
       o.score_ms = total;
+      if (opts_.on_timed) opts_.on_timed(o);
     }
     o.time_seconds = elapsed(m0);
     if (observer) observer->on_phase("time", ++timed, to_time);
@@ -229,6 +278,7 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
   so.seed = opts.seed;
   so.batch = opts.batch;
   so.start = opts.start;
+  so.cancelled = opts.cancelled;
   SearchResult sr = search(*space, **strategy, reuse, so, observers);
   res.reused = reuse.reused;
   res.outcomes = std::move(sr.outcomes);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "plan/plan_language.h"
 #include "tune/cache.h"
 #include "tune/measure.h"
 #include "tune/search.h"
@@ -36,6 +37,13 @@ struct TuneOptions {
   // Outcomes measured before for this very source, tuning shape and device (record.h,
   // recorded_outcomes): configurations found there are not run again.
   const TuningCache* reuse = nullptr;
+  // Called (on the tuning thread) as soon as a configuration has been timed on the tuning
+  // shapes, so that its measurements can be recorded while the search goes on.
+  std::function<void(const ConfigOutcome&)> on_timed;
+  // Polled before each configuration's compile, validation and timing and before each batch;
+  // when it returns true the remaining configurations are skipped (left not_run) and the search
+  // ends ("cancelled").
+  std::function<bool()> cancelled;
 };
 
 struct TuneResult {
@@ -69,6 +77,8 @@ class BackendRunner : public TuningRunner {
   double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;  // wall, summed over batches
 
  private:
+  bool stopped() const;  // opts.cancelled says so
+  static void cancel(ConfigOutcome& o);
   Backend& backend_;
   const DeviceFacts& device_;
   const RunnerOptions& runner_;
@@ -77,6 +87,7 @@ class BackendRunner : public TuningRunner {
   const SourceRegions& source_;
   const TuneOptions& opts_;
   std::string full_source_;
+  std::optional<ParsedPlan> parsed_plan_;  // the host region; nullopt when it does not parse
   bool sanitized_ = false;
   std::chrono::steady_clock::time_point t0_;
 };

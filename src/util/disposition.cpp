@@ -32,7 +32,9 @@ constexpr std::array kRows = {
     Row{Disposition::faster_than_peak, "faster_than_peak",
         "faster than the device's physical peak: rejected as a measurement error"},
     Row{Disposition::forbidden_api, "forbidden_api",
-        "the candidate uses an API candidates may not use (vendor library, streams, threads)"},
+        "the candidate uses an API candidates may not use"},
+    Row{Disposition::workspace_exceeded, "workspace_exceeded",
+        "the launch plan needs more scratch memory than the context grants"},
     Row{Disposition::not_run, "not_run", "not run"},
 };
 }  // namespace

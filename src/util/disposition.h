@@ -21,7 +21,8 @@ enum class Disposition {
   inputs_modified,   // the candidate wrote to its inputs
   nondeterministic,  // two runs on the same inputs disagree
   faster_than_peak,  // faster than the device's physical peak: a measurement error or a cheat
-  forbidden_api,     // the artifact calls something candidates may not (vendor BLAS, streams, threads)
+  forbidden_api,     // the artifact calls something candidates may not (host code, device malloc)
+  workspace_exceeded,  // the plan's scratch memory exceeds the context's declared workspace
   not_run,           // skipped (an earlier phase failed)
 };
 

@@ -2,13 +2,37 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
+#include "util/fs.h"
+
 namespace peak {
+
+// Version of the status file written by mirror_to (docs/store.md).
+constexpr int kStatusFormatVersion = 1;
+
+void Progress::write_mirror() {
+  if (mirror_.empty()) return;
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  nlohmann::json j{{"format", kStatusFormatVersion},
+                   {"pid", static_cast<int64_t>(::getpid())},
+                   {"updated_unix", now},
+                   {"line", mirror_line_},
+                   {"status", mirror_status_}};
+  (void)write_file_atomic(mirror_, j.dump() + "\n");  // best effort: never stops the work
+}
 
 Progress::Progress(FILE* out) : out_(out) { tty_ = ::isatty(::fileno(out)) != 0; }
 
 Progress::~Progress() { clear(); }
 
 void Progress::status(const std::string& line, bool force) {
+  if (!mirror_.empty() && line != mirror_status_) {
+    mirror_status_ = line;
+    write_mirror();
+  }
+  if (listener_) listener_(line);
   if (quiet_) return;
   if (tty_) {
     std::string shown = line.size() > 150 ? line.substr(0, 147) + "..." : line;
@@ -38,6 +62,12 @@ void Progress::clear() {
 }
 
 void Progress::print(const std::string& line) {
+  if (!mirror_.empty()) {
+    mirror_line_ = line;
+    mirror_status_.clear();
+    write_mirror();
+  }
+  if (listener_) listener_(line);
   if (quiet_) return;
   clear();
   std::fprintf(out_, "%s\n", line.c_str());

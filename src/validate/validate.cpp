@@ -16,9 +16,11 @@
 namespace peak {
 
 double default_tolerance(DType input, DType output, int64_t reduction) {
-  double c = input == DType::f16 ? 1e-5 : 1e-6;
+  double c = (input == DType::f16 || input == DType::bf16) ? 1e-5 : 1e-6;
   double r = std::sqrt(static_cast<double>(std::max<int64_t>(reduction, 1)));
-  double out_eps = output == DType::f16 ? 9.8e-4 : (output == DType::i32 ? 0 : 1.2e-7);
+  double out_eps = output == DType::f16    ? 9.8e-4
+                   : output == DType::bf16 ? 7.9e-3
+                   : (output == DType::i32 ? 0 : 1.2e-7);
   if (input == DType::i32 && output == DType::i32) return 0;
   return c * r + 2 * out_eps;
 }
@@ -116,9 +118,10 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     }
   } else {
     // The seed kernel's outputs, computed by a runner that loads only the seed.
-    if (ref_.seed_artifact.empty())
+    if (ref_.seed_build.artifact.empty())
       return make_error("reference = \"seed\" but the seed kernel has not been built");
-    auto plan = backend_.plan(ctx, ref_.seed_source, shape, ref_.seed_config, device_);
+    auto plan =
+        backend_.plan(ctx, ref_.seed_source, shape, ref_.seed_config, device_, ref_.seed_build);
     if (plan.disposition != Disposition::passed)
       return make_error(
           fmt::format("the seed kernel cannot run shape {}: {}", shape.text(), plan.message));
@@ -127,7 +130,7 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     RunnerJob job = RunnerJob::for_context(ctx);
     RunnerTask t;
     t.id = "ref";
-    t.artifact = ref_.seed_artifact;
+    t.artifact = ref_.seed_build.artifact.string();
     t.plan = plan.plan;
     t.shape = shape;
     t.sizes = *sizes;
@@ -355,6 +358,163 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
   return c;
 }
 
+namespace {
+
+// Tolerance of an output for a shape, as compare_outputs uses it.
+double tolerance_for(const KernelContext& ctx, const Shape& shape, const ArraySpec& out) {
+  int64_t reduction = 1;
+  if (!ctx.reduction.empty()) {
+    if (auto env = shape_env(ctx, shape)) {
+      if (auto r = expr::evaluate(ctx.reduction, *env)) reduction = *r;
+    }
+  }
+  DType in_type = DType::f32;
+  for (const auto& a : ctx.arrays)
+    if (!a.output) {
+      in_type = a.dtype;
+      break;
+    }
+  return ctx.rtol > 0 ? ctx.rtol : default_tolerance(in_type, out.dtype, reduction);
+}
+
+std::string element_name(const KernelContext& ctx, const Shape& shape, const std::string& array,
+                         int64_t i) {
+  auto dims = output_dims(ctx, shape);
+  if (dims.size() == 2) return fmt::format("{}[{}][{}]", array, i / dims[1], i % dims[1]);
+  return fmt::format("{}[{}]", array, i);
+}
+
+}  // namespace
+
+ShapeCheck Validator::check_timed_launch(const KernelContext& ctx, const Shape& shape,
+                                         const TimedCheck& check) {
+  ShapeCheck c;
+  c.shape = shape;
+  c.seed = check.seed;
+  if (ctx.reference != ReferenceKind::cpu || !has_cpu_reference(ctx.family)) {
+    c.disposition = Disposition::not_run;
+    c.message = "no CPU reference for this family";
+    return c;
+  }
+  auto sizes = array_sizes(ctx, shape);
+  if (!sizes) {
+    c.disposition = Disposition::not_run;
+    c.message = sizes.error();
+    return c;
+  }
+  std::map<std::string, std::vector<uint8_t>> inputs;
+  for (const auto& a : ctx.arrays)
+    if (!a.output)
+      inputs[a.name] = generate_array(a, sizes->at(a.name), array_seed(check.seed, a.name), 0);
+  auto ref = cpu_reference_values(ctx, shape, inputs, check.positions);
+  if (!ref) {
+    c.disposition = Disposition::not_run;
+    c.message = ref.error();
+    return c;
+  }
+  c.disposition = Disposition::passed;
+  for (const auto& a : ctx.arrays) {
+    if (!a.output) continue;
+    auto pit = check.positions.find(a.name);
+    auto vit = check.values.find(a.name);
+    if (pit == check.positions.end() || vit == check.values.end() ||
+        vit->second.size() != pit->second.size() || !ref->count(a.name)) {
+      c.disposition = Disposition::crashed;
+      c.message = fmt::format("the runner read back no elements of {}", a.name);
+      return c;
+    }
+    const ReferenceValues& rv = ref->at(a.name);
+    const double tol = tolerance_for(ctx, shape, a);
+    double ss = 0;
+    for (double v : rv.value) ss += v * v;
+    const double rms = rv.value.empty() ? 0 : std::sqrt(ss / static_cast<double>(rv.value.size()));
+    const double atol = ctx.atol > 0 ? ctx.atol : tol * rms;
+    for (size_t k = 0; k < pit->second.size(); ++k) {
+      const double out = vit->second[k], want = rv.value[k];
+      ++c.checked_elements;
+      double err = std::fabs(out - want);
+      if (std::isnan(out)) {
+        ++c.unwritten;
+      } else if (!(err <= atol + tol * std::fabs(want))) {
+        ++c.bad_elements;
+      } else {
+        c.max_abs_err = std::max(c.max_abs_err, err);
+        continue;
+      }
+      if (c.message.empty())
+        c.message = fmt::format("{} = {:.7g}, expected {:.7g} for this launch's inputs",
+                                element_name(ctx, shape, a.name, pit->second[k]), out, want);
+    }
+  }
+  if (c.bad_elements > 0 || c.unwritten > 0) {
+    c.disposition = Disposition::incorrect;
+    c.message = fmt::format("{} of {} elements read back after the launch are wrong ({})",
+                            c.bad_elements + c.unwritten, c.checked_elements, c.message);
+  }
+  return c;
+}
+
+ShapeCheck Validator::compare_with_baseline(const KernelContext& ctx, const Shape& shape,
+                                            const FullCheck& check) {
+  ShapeCheck c;
+  c.shape = shape;
+  c.seed = check.seed;
+  c.disposition = Disposition::passed;
+  auto sizes = array_sizes(ctx, shape);
+  for (const auto& a : ctx.arrays) {
+    if (!a.output) continue;
+    auto ci = check.candidate.find(a.name);
+    auto bi = check.baseline.find(a.name);
+    if (ci == check.candidate.end() || bi == check.baseline.end()) {
+      c.disposition = Disposition::not_run;
+      c.message = fmt::format("no kept output of {} to compare", a.name);
+      return c;
+    }
+    auto cb = read_file(ci->second), bb = read_file(bi->second);
+    const int64_t n = sizes ? sizes->at(a.name) : 0;
+    const size_t bytes = static_cast<size_t>(n) * dtype_size(a.dtype);
+    if (!cb || !bb || cb->size() < bytes || bb->size() < bytes) {
+      c.disposition = Disposition::crashed;
+      c.message = fmt::format("a kept output of {} is missing or short", a.name);
+      return c;
+    }
+    const auto* cp = reinterpret_cast<const uint8_t*>(cb->data());
+    const auto* bp = reinterpret_cast<const uint8_t*>(bb->data());
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = element_as_double(a.dtype, bp, i);
+      ss += v * v;
+    }
+    const double rms = n > 0 ? std::sqrt(ss / static_cast<double>(n)) : 0;
+    const double tol = tolerance_for(ctx, shape, a);
+    const double atol = ctx.atol > 0 ? ctx.atol : tol * rms;
+    int64_t first = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      ++c.checked_elements;
+      if (is_poison(a.dtype, cp + static_cast<size_t>(i) * dtype_size(a.dtype))) {
+        ++c.unwritten;
+        if (first < 0) first = i;
+        continue;
+      }
+      double x = element_as_double(a.dtype, cp, i), y = element_as_double(a.dtype, bp, i);
+      if (!(std::fabs(x - y) <= 2 * (atol + tol * std::fabs(y)))) {
+        ++c.bad_elements;
+        if (first < 0) first = i;
+      }
+    }
+    if (c.bad_elements + c.unwritten > 0) {
+      c.disposition = c.unwritten > 0 ? Disposition::unwritten_output : Disposition::incorrect;
+      c.message = fmt::format(
+          "{} of {} elements differ from the vendor library's output on the same inputs (first: "
+          "{} = {:.7g} vs {:.7g})",
+          c.bad_elements + c.unwritten, n, element_name(ctx, shape, a.name, first),
+          element_as_double(a.dtype, cp, first), element_as_double(a.dtype, bp, first));
+      return c;
+    }
+  }
+  return c;
+}
+
 ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegions& source,
                                       const BuildResult& build, const Config& config,
                                       const ValidationOptions& opts) {
@@ -368,6 +528,9 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   };
   if (build.disposition != Disposition::passed)
     return finish(build.disposition, "the candidate was not built");
+  // What the build says about the device's limits and the candidate's memory comes first.
+  if (PlanResult r = backend_.check_resources(build, device_); r.disposition != Disposition::passed)
+    return finish(r.disposition, r.message);
 
   struct Planned {
     Shape shape;
@@ -399,9 +562,8 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
     const Shape& shape = shapes[si].shape;
     auto ok = shape_is_valid(ctx, shape);
     if (!ok || !*ok) continue;
-    auto plan = backend_.plan(ctx, source, shape, config, device_);
-    if (plan.disposition != Disposition::passed)
-      return finish(plan.disposition, fmt::format("{} (shape {})", plan.message, shape.text()));
+    auto plan = backend_.plan(ctx, source, shape, config, device_, build);
+    if (plan.disposition != Disposition::passed) return finish(plan.disposition, plan.message);
     auto sizes = array_sizes(ctx, shape);
     if (!sizes) return finish(Disposition::incorrect, sizes.error());
     for (int s = 0; s < opts.seeds; ++s) {

@@ -42,7 +42,7 @@ struct ValidationOutcome {
 struct ReferenceSource {
   // For reference = seed: the seed kernel's artifact and configuration, run in a runner of its
   // own (its outputs are cached per shape/seed/variant under cache_dir).
-  std::string seed_artifact;
+  BuildResult seed_build;  // seed_build.artifact empty: not built
   Config seed_config;
   SourceRegions seed_source;
   std::filesystem::path cache_dir;
@@ -90,6 +90,14 @@ class Validator {
   ShapeCheck compare_outputs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
                              int variant, const std::map<std::string, std::string>& output_files,
                              const ValidationOptions& opts);
+  // One timed launch's outputs read back at the runner's positions, against the float64 CPU
+  // reference of that launch's inputs (regenerated here from its seed, variant 0). not_run when
+  // the family has no CPU reference.
+  ShapeCheck check_timed_launch(const KernelContext& ctx, const Shape& shape,
+                                const TimedCheck& check);
+  // A timed launch's whole output against the vendor library's output on the same inputs.
+  ShapeCheck compare_with_baseline(const KernelContext& ctx, const Shape& shape,
+                                   const FullCheck& check);
 
  private:
   struct RefData;

@@ -26,19 +26,8 @@ namespace cuda {
 namespace {
 
 constexpr double kCompileTimeoutS = 120;
-constexpr const char* kTrampolineName = "peak_entry.generated.cu";
-
-std::string ctype_of(DType t) {
-  switch (t) {
-    case DType::f32:
-      return "float";
-    case DType::f16:
-      return "__half";
-    case DType::i32:
-      return "int";
-  }
-  return "float";
-}
+// Static __device__ data a module may hold (constant tables, printf format strings).
+constexpr int64_t kStaticGlobalLimit = 64 * 1024;
 
 // Unique names for temporary files written by concurrent builds in one process.
 std::string unique_suffix() {
@@ -91,7 +80,8 @@ std::string demangle(const std::string& mangled) {
   return out;
 }
 
-// "void gemm<128, 8>(float const*, int)" -> "gemm<128, 8>"; "mm(float*)" -> "mm".
+}  // namespace
+
 std::string short_kernel_name(const std::string& demangled) {
   std::string s = demangled;
   if (!s.empty() && s.back() == ')') {
@@ -115,112 +105,19 @@ std::string short_kernel_name(const std::string& demangled) {
   return s.empty() ? demangled : s;
 }
 
-std::string strip_version(std::string_view name) {
-  size_t at = name.find('@');
-  return std::string(at == std::string_view::npos ? name : name.substr(0, at));
-}
 
-struct Rule {
-  std::string_view prefix;
-  bool exact;
-  std::string_view reason;
-};
-
-constexpr Rule kForbidden[] = {
-    {"cublas", false, "cuBLAS: candidates may not call vendor libraries"},
-    {"cudnn", false, "cuDNN: candidates may not call vendor libraries"},
-    {"cusparse", false, "cuSPARSE: candidates may not call vendor libraries"},
-    {"cusolver", false, "cuSOLVER: candidates may not call vendor libraries"},
-    {"cufft", false, "cuFFT: candidates may not call vendor libraries"},
-    {"cudaStreamCreate", false, "creates a stream: launch on the stream peak_host receives"},
-    {"cuStreamCreate", false, "creates a stream: launch on the stream peak_host receives"},
-    {"cudaStreamSetAttribute", false, "sets stream attributes (persisting-L2 access windows)"},
-    {"cuStreamSetAttribute", false, "sets stream attributes (persisting-L2 access windows)"},
-    {"cudaCtxResetPersistingL2Cache", false, "manipulates the persisting L2 cache"},
-    {"cuCtxResetPersistingL2Cache", false, "manipulates the persisting L2 cache"},
-    {"cudaDeviceSetLimit", false, "changes device limits (persisting L2 size, stack, heap)"},
-    {"cuCtxSetLimit", false, "changes device limits (persisting L2 size, stack, heap)"},
-    {"cudaDeviceSetCacheConfig", false, "changes the device-wide cache configuration"},
-    {"cudaDeviceReset", false, "resets the device under the runner"},
-    {"cudaGraph", false, "CUDA graphs: work must be launched directly on the given stream"},
-    {"cuGraph", false, "CUDA graphs: work must be launched directly on the given stream"},
-    {"cudaStreamBeginCapture", false, "stream capture (CUDA graphs)"},
-    {"cuStreamBeginCapture", false, "stream capture (CUDA graphs)"},
-    {"cudaGetDriverEntryPoint", false,
-     "looks up driver functions at run time: call driver functions directly"},
-    {"cuGetProcAddress", false, "looks up driver functions at run time: call them directly"},
-    {"pthread_create", true, "creates a thread"},
-    {"thrd_create", true, "creates a thread"},
-    {"clone", true, "creates a thread or process"},
-    {"clone3", true, "creates a thread or process"},
-    {"fork", true, "creates a process"},
-    {"vfork", true, "creates a process"},
-    {"posix_spawn", false, "creates a process"},
-    {"system", true, "runs a shell command"},
-    {"popen", true, "runs a shell command"},
-    {"execv", false, "runs a program"},
-    {"execl", false, "runs a program"},
-    {"syscall", true, "raw system calls"},
-    {"dlopen", true, "loads libraries at run time"},
-    {"dlmopen", true, "loads libraries at run time"},
-    {"dlsym", true, "looks up symbols at run time"},
-    {"dlvsym", true, "looks up symbols at run time"},
-    {"__libc_dlopen_mode", true, "loads libraries at run time"},
-    {"__libc_dlsym", true, "looks up symbols at run time"},
-};
-
-}  // namespace
-
-std::string array_param_type(const ArraySpec& a) {
-  return (a.output ? "" : "const ") + ctype_of(a.dtype) + "*";
-}
-
-std::string scalar_param_type(const ScalarSpec& s) {
-  return s.dtype == DType::i32 ? "int" : "float";
-}
-
-std::string host_signature(const KernelContext& ctx) {
-  std::vector<std::string> params;
-  for (const auto& a : ctx.arrays) params.push_back(array_param_type(a) + " " + a.name);
-  for (const auto& s : ctx.scalars) params.push_back(scalar_param_type(s) + " " + s.name);
-  params.push_back("cudaStream_t stream");
-  return fmt::format("int {}({})", ctx.entry, join(params, ", "));
-}
-
-std::string trampoline(const KernelContext& ctx) {
-  std::vector<std::string> args;
-  for (size_t i = 0; i < ctx.arrays.size(); ++i)
-    args.push_back(
-        fmt::format("static_cast<{}>(peak_arrays[{}])", array_param_type(ctx.arrays[i]), i));
-  for (size_t i = 0; i < ctx.scalars.size(); ++i)
-    args.push_back(
-        fmt::format("static_cast<{}>(peak_scalars[{}])", scalar_param_type(ctx.scalars[i]), i));
-  args.push_back("peak_stream");
+std::string compile_unit(const SourceRegions& source, std::string_view source_name) {
+  SourceRegions r = source;
+  std::string blank;
+  for (char c : r.host)
+    if (c == '\n') blank.push_back('\n');
+  r.host = blank;
   std::string out;
-  out += fmt::format("#line 1 \"{}\"\n", kTrampolineName);
-  out += "#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n";
-  out += fmt::format("// Expected host function: {};\n", host_signature(ctx));
-  out += fmt::format(
-      "extern \"C\" __attribute__((visibility(\"default\"))) int {}(void* const* peak_arrays, "
-      "const long long* peak_scalars, cudaStream_t peak_stream) {{\n",
-      kEntrySymbol);
-  out += fmt::format("  (void)peak_arrays;\n  (void)peak_scalars;\n  return {}(", ctx.entry);
-  for (size_t i = 0; i < args.size(); ++i) {
-    out += (i ? ",\n      " : "") + args[i];
-  }
-  out += ");\n}\n";
-  return out;
-}
-
-std::string compile_unit(const KernelContext& ctx, std::string_view source,
-                         std::string_view source_name) {
-  std::string out;
-  out += "#define PEAK_INVALID_CONFIG (-1)\n";
-  out += "#define PEAK_OK 0\n";
+  out += "// peak: device code only; the host region is a launch plan (docs/launch-plan.md)\n";
+  out += "#include <cuda.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
   out += fmt::format("#line 1 \"{}\"\n", source_name);
-  out += source;
-  if (!source.empty() && source.back() != '\n') out += '\n';
-  out += trampoline(ctx);
+  out += join_regions(r);
+  if (!out.empty() && out.back() != '\n') out += '\n';
   return out;
 }
 
@@ -236,11 +133,7 @@ std::string gencode_flag(std::string_view arch) {
 std::vector<std::string> pinned_flags(std::string_view arch) {
   return {"-O3",
           "-std=c++17",
-          "-shared",
-          "-Xcompiler",
-          "-fPIC",
-          "-cudart",
-          "shared",
+          "-cubin",
           "-lineinfo",
           "-Xptxas",
           "-v",
@@ -286,8 +179,12 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
   std::map<std::string, Props> props;
   std::string props_target;
   int current = -1;
+  int64_t global_bytes = 0;
   for (const std::string& raw : split_lines(log)) {
     std::string_view line = raw;
+    if (line.find("ptxas info") != std::string_view::npos &&
+        line.find("bytes gmem") != std::string_view::npos)
+      global_bytes += std::max<int64_t>(0, number_before(line, "bytes gmem"));
     if (size_t p = line.find("Compiling entry function '"); p != std::string_view::npos) {
       size_t b = p + std::strlen("Compiling entry function '");
       size_t e = line.find('\'', b);
@@ -346,6 +243,7 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
   out["max_registers"] = max_regs;
   out["max_shared_bytes"] = max_smem;
   out["spills"] = spills;
+  out["global_bytes"] = global_bytes;
   return out;
 }
 
@@ -359,32 +257,12 @@ std::string normalize_diagnostics(std::string_view log) {
   return out;
 }
 
-std::optional<std::string> forbidden_include(std::string_view source,
-                                             std::string_view source_name) {
-  static const std::regex re(
-      R"(^\s*#\s*include\s*[<"]\s*([A-Za-z_/]*?(cublas|cudnn)[A-Za-z0-9_./]*)\s*[>"])");
-  int lineno = 0;
-  for (const std::string& line : split_lines(source)) {
-    ++lineno;
-    std::smatch m;
-    if (std::regex_search(line, m, re)) {
-      std::string lib = m[2].str() == "cudnn" ? "cuDNN" : "cuBLAS";
-      return fmt::format(
-          "{}:{}: includes {} ({}): candidates may not use vendor libraries; the baseline is "
-          "timed separately",
-          source_name, lineno, m[1].str(), lib);
-    }
-  }
-  return std::nullopt;
-}
-
-Result<std::vector<ElfSymbol>> dynamic_symbols(const fs::path& so) {
-  auto data = read_file(so);
+Result<CubinInfo> inspect_cubin(const fs::path& path) {
+  auto data = read_file(path);
   if (!data) return make_error(data.error());
   const std::string& d = *data;
   auto bad = [&](std::string_view why) {
-    return make_error(
-        fmt::format("{}: not a readable 64-bit ELF shared object ({})", so.string(), why));
+    return make_error(fmt::format("{}: not a readable cubin ({})", path.string(), why));
   };
   if (d.size() < sizeof(Elf64_Ehdr) || std::memcmp(d.data(), ELFMAG, SELFMAG) != 0)
     return bad("no ELF header");
@@ -392,16 +270,18 @@ Result<std::vector<ElfSymbol>> dynamic_symbols(const fs::path& so) {
   std::memcpy(&eh, d.data(), sizeof eh);
   if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
     return bad("not ELF64 little-endian");
+  CubinInfo info;
+  constexpr uint16_t kEmCuda = 190;  // EM_CUDA
+  info.cuda = eh.e_machine == kEmCuda;
+  info.sm = static_cast<int>((eh.e_flags >> 8) & 0xff);
   if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 ||
       eh.e_shoff + uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > d.size())
     return bad("section headers out of range");
   std::vector<Elf64_Shdr> sh(eh.e_shnum);
   std::memcpy(sh.data(), d.data() + eh.e_shoff, eh.e_shnum * sizeof(Elf64_Shdr));
-  std::vector<ElfSymbol> out;
-  bool found = false;
+  constexpr unsigned char kStoCudaEntry = 0x10;  // st_other of kernel entry functions
   for (const Elf64_Shdr& s : sh) {
-    if (s.sh_type != SHT_DYNSYM) continue;
-    found = true;
+    if (s.sh_type != SHT_SYMTAB) continue;
     if (s.sh_link >= sh.size()) return bad("symbol string table missing");
     const Elf64_Shdr& str = sh[s.sh_link];
     if (s.sh_offset + s.sh_size > d.size() || str.sh_offset + str.sh_size > d.size())
@@ -412,52 +292,33 @@ Result<std::vector<ElfSymbol>> dynamic_symbols(const fs::path& so) {
       std::memcpy(&sym, d.data() + s.sh_offset + i * sizeof(Elf64_Sym), sizeof sym);
       if (sym.st_name >= str.sh_size) continue;
       const char* p = d.data() + str.sh_offset + sym.st_name;
-      size_t maxlen = str.sh_size - sym.st_name;
-      std::string name(p, strnlen(p, maxlen));
+      std::string name(p, strnlen(p, str.sh_size - sym.st_name));
       if (name.empty()) continue;
-      out.push_back({name, sym.st_shndx != SHN_UNDEF});
+      if (sym.st_shndx == SHN_UNDEF) {
+        info.undefined.push_back(name);
+      } else if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC &&
+                 ELF64_ST_BIND(sym.st_info) == STB_GLOBAL && (sym.st_other & kStoCudaEntry)) {
+        info.kernels.push_back(name);
+      }
     }
   }
-  if (!found) return bad("no dynamic symbol table");
-  return out;
+  std::sort(info.undefined.begin(), info.undefined.end());
+  info.undefined.erase(std::unique(info.undefined.begin(), info.undefined.end()),
+                       info.undefined.end());
+  return info;
 }
 
-std::optional<std::string> forbidden_symbol_reason(std::string_view raw_name, bool defined) {
-  std::string name = strip_version(raw_name);
-  if (starts_with(name, "_Z")) {
-    // C++ symbols: std::thread (and std::jthread / std::async, built on it).
-    if (name.find("St6thread") != std::string::npos ||
-        demangle(name).find("std::thread") != std::string::npos)
-      return std::string("std::thread: creates a thread");
-    return std::nullopt;
-  }
-  for (const Rule& r : kForbidden) {
-    bool hit = r.exact ? name == r.prefix : starts_with(name, r.prefix);
-    if (hit) return std::string(r.reason);
-  }
-  if (defined) {
-    // Defining a CUDA/NVML API name would interpose the runner's own calls (timers, streams).
-    auto cu_api = [&](std::string_view p) {
-      return starts_with(name, p) && name.size() > p.size() && name[p.size()] >= 'A' &&
-             name[p.size()] <= 'Z';
-    };
-    if (cu_api("cuda") || cu_api("cu") || cu_api("nvml") || starts_with(name, "pthread_"))
-      return std::string("defines a CUDA/system API function (interposition)");
-  }
-  return std::nullopt;
-}
-
-Result<std::vector<std::string>> forbidden_symbols(const fs::path& so) {
-  auto syms = dynamic_symbols(so);
-  if (!syms) return make_error(syms.error());
-  std::vector<std::string> out;
-  for (const ElfSymbol& s : *syms) {
-    if (auto why = forbidden_symbol_reason(s.name, s.defined))
-      out.push_back(fmt::format("{}{} ({})", s.name, s.defined ? " [defined]" : "", *why));
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+std::optional<std::string> forbidden_device_symbol(std::string_view name) {
+  if (name == "vprintf" || name == "__assertfail") return std::nullopt;
+  if (name == "malloc" || name == "free" || name == "__nv_malloc")
+    return std::string(
+        "device-side allocation: memory a kernel may use is the arrays and the plan's scratch "
+        "buffers");
+  if (starts_with(name, ".nv.") || starts_with(name, "__nv_")) return std::nullopt;
+  if (starts_with(name, "cudaLaunchDevice") || starts_with(name, "cudaGetParameterBuffer") ||
+      starts_with(name, "cudaCGGet") || starts_with(name, "cudaDevice"))
+    return std::string("device-side runtime calls (dynamic parallelism): launches belong in the plan");
+  return fmt::format("`{}` is not provided to candidate modules", name);
 }
 
 }  // namespace cuda
@@ -552,7 +413,9 @@ class CudaBackend final : public Backend {
         {"warp shuffle", "__shfl_sync"},
         {"kernel", "__global__ function"},
         {"device function", "__device__ function"},
-        {"launch", "kernel<<<grid, block, shared_bytes, stream>>>(...)"},
+        {"launch", "a `launch KERNEL` statement of the host region's launch plan"},
+        {"launch grid", "`grid = (x, y, z)` of the launch statement in the host region"},
+        {"block dimensions", "`block = (x, y, z)` of the launch statement in the host region"},
         {"unroll", "#pragma unroll"},
         {"restrict", "__restrict__"},
         {"vector load", "float4 / reinterpret_cast<const float4*>"},
@@ -561,7 +424,9 @@ class CudaBackend final : public Backend {
         {"half precision", "__half (cuda_fp16.h)"},
         {"tensor cores", "wmma / mma.sync (fp16 inputs only; never TF32 in an fp32 kernel)"},
         {"asynchronous copy", "cp.async / cuda::memcpy_async"},
-        {"invalid configuration", "return PEAK_INVALID_CONFIG from the host function"},
+        {"invalid configuration", "a `require EXPR` line in the host region's launch plan"},
+        {"tensor memory accelerator", "a `tensor_map` of the launch plan, passed as a `const "
+                                      "__grid_constant__ CUtensorMap` kernel parameter"},
     };
   }
 
@@ -607,6 +472,32 @@ class CudaBackend final : public Backend {
     return *facts;
   }
 
+  std::vector<std::pair<std::string, std::string>> prompt_facts(
+      const DeviceFacts& device) const override {
+    auto f = Backend::prompt_facts(device);
+    int sm = arch_number(device.arch);
+    if (sm >= 90) {
+      f.push_back({"thread-block clusters", "up to 8 blocks per cluster (`cluster` in plans)"});
+      f.push_back({"tensor cores",
+                   fmt::format("{} (wgmma warpgroup MMA from shared memory, mma.sync; TMA "
+                               "tensor maps with mbarriers)",
+                               device.arch == "sm_90a" ? "Hopper, sm_90a" : "Hopper")});
+    } else if (sm >= 80) {
+      f.push_back({"tensor cores", "Ampere (mma.sync, ldmatrix, cp.async)"});
+    } else if (sm >= 70) {
+      f.push_back({"tensor cores", "Volta/Turing (mma.sync / WMMA)"});
+    }
+    return f;
+  }
+
+  PlanDialect plan_dialect() const override {
+    PlanDialect d;
+    d.backend = "cuda";
+    d.cluster = true;
+    d.tensor_maps = true;
+    return d;
+  }
+
   BuildResult build(const BuildRequest& req) override {
     auto t0 = std::chrono::steady_clock::now();
     auto elapsed = [&] {
@@ -615,15 +506,19 @@ class CudaBackend final : public Backend {
     BuildResult r;
     r.disposition = Disposition::compile_failed;
     if (req.context == nullptr) {
-      r.log = "internal error: a CUDA build needs the kernel context (input spec)";
+      r.log = "internal error: a CUDA build needs the kernel context\n";
       return r;
     }
     const KernelContext& ctx = *req.context;
     std::string source_name = ctx.source_file.empty() ? "kernel.cu" : ctx.source_file;
-    if (auto msg = forbidden_include(req.source, source_name)) {
-      r.disposition = Disposition::forbidden_api;
-      r.log = *msg + "\n";
-      r.seconds = elapsed();
+    auto regions = split_regions(req.source, source_name);
+    if (!regions) {
+      r.log = regions.error() + "\n";
+      return r;
+    }
+    auto plan = parse_plan(*regions, source_name);
+    if (!plan) {
+      r.log = plan.error() + "\n";
       return r;
     }
     fs::path nvcc = find_nvcc();
@@ -640,22 +535,22 @@ class CudaBackend final : public Backend {
     }
     r.toolchain = "nvcc " + nvcc_version_number(*version);
 
-    std::string unit = compile_unit(ctx, req.source, source_name);
+    std::string unit = compile_unit(*regions, source_name);
     std::vector<std::string> flags = pinned_flags(req.device.arch);
     std::vector<std::string> defines;
     for (const auto& [k, v] : req.defines) defines.push_back(fmt::format("-D{}={}", k, v));
-    std::string key =
-        sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") + '\0' + *version);
+    std::string key = sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") +
+                                 '\0' + *version + '\0' + join(plan->kernels(), ","));
 
     fs::path dir =
         req.cache_dir.empty() ? fs::temp_directory_path() / "peak-cuda-cache" : req.cache_dir;
     std::error_code ec;
     fs::create_directories(dir, ec);
-    fs::path so = dir / (key + ".so");
+    fs::path cubin = dir / (key + ".cubin");
     fs::path meta = dir / (key + ".json");
     fs::path cu = dir / (key + ".cu");
     if (fs::exists(meta, ec)) {
-      if (auto cached = from_meta(meta, so)) {
+      if (auto cached = from_meta(meta, cubin)) {
         cached->cached = true;
         cached->seconds = elapsed();
         return *cached;
@@ -666,13 +561,13 @@ class CudaBackend final : public Backend {
       r.log = st.message() + "\n";
       return r;
     }
-    fs::path tmp_so = dir / (key + ".so.tmp." + unique_suffix());
+    fs::path tmp = dir / (key + ".cubin.tmp." + unique_suffix());
     ProcessOptions po;
     po.argv.push_back(nvcc.string());
     po.argv.insert(po.argv.end(), flags.begin(), flags.end());
     po.argv.insert(po.argv.end(), defines.begin(), defines.end());
     po.argv.push_back("-o");
-    po.argv.push_back(tmp_so.string());
+    po.argv.push_back(tmp.string());
     po.argv.push_back(cu.string());
     po.timeout_s = kCompileTimeoutS;
     po.cwd = dir;
@@ -691,58 +586,48 @@ class CudaBackend final : public Backend {
     r.log = normalize_diagnostics(proc->out + proc->err);
     r.seconds = elapsed();
     if (proc->timed_out) {
-      fs::remove(tmp_so, ec);
+      fs::remove(tmp, ec);
       r.log += fmt::format("nvcc did not finish within {:.0f} s; the build was stopped\n",
                            kCompileTimeoutS);
       return r;  // not cached: a slow machine is not a property of the source
     }
     if (!proc->ok()) {
-      fs::remove(tmp_so, ec);
-      if (r.log.find(kTrampolineName) != std::string::npos)
-        r.log += fmt::format(
-            "note: the host region must define `{}` (parameters from kernel.toml, in order); "
-            "see docs/backend-cuda.md\n",
-            host_signature(ctx));
+      fs::remove(tmp, ec);
       r.log += fmt::format("nvcc failed ({})\n", proc->describe());
       (void)write_unique_then_rename(meta, to_meta(r).dump(2));
       return r;
     }
-    fs::rename(tmp_so, so, ec);
+    fs::rename(tmp, cubin, ec);
     if (ec) {
       r.log += fmt::format("cannot move the artifact into the cache: {}\n", ec.message());
       return r;
     }
-    r.artifact = so;
+    r.artifact = cubin;
     r.resources = parse_ptxas_resources(r.log);
-    auto bad = forbidden_symbols(so);
-    if (!bad) {
-      r.log += bad.error() + "\n";
-      return r;
-    }
-    if (!bad->empty()) {
-      r.disposition = Disposition::forbidden_api;
-      r.log += fmt::format("the artifact references APIs candidates may not use: {}\n",
-                           join(*bad, ", "));
-    } else {
-      r.disposition = Disposition::passed;
-    }
+    check_artifact(cubin, *plan, source_name, r);
     r.seconds = elapsed();
     (void)write_unique_then_rename(meta, to_meta(r).dump(2));
     return r;
   }
 
-  PlanResult plan(const KernelContext&, const SourceRegions&, const Shape&, const Config&,
-                  const DeviceFacts&) override {
-    return PlanResult{};  // the host code in the artifact decides the launch
-  }
-
   // Static shared memory and registers per thread are known after the build; the block size
-  // and dynamic shared memory are the host function's choice at run time (a launch that does
-  // not fit is invalid_config there).
+  // and dynamic shared memory come from the plan (resolve_plan checks them per launch).
   PlanResult check_resources(const BuildResult& build, const DeviceFacts& device) override {
     PlanResult pr;
     const nlohmann::json& r = build.resources;
-    if (!r.is_object() || !r.contains("kernels") || !r["kernels"].is_object()) return pr;
+    if (!r.is_object()) return pr;
+    // Device memory that lives as long as the module (static __device__ data) is memory no plan
+    // declared: a candidate could keep results there between launches.
+    if (int64_t g = r.value("global_bytes", int64_t{0}); g > kStaticGlobalLimit) {
+      pr.disposition = Disposition::workspace_exceeded;
+      pr.message = fmt::format(
+          "the device code declares {} bytes of static __device__ data (at most {} are allowed "
+          "for constants and printf strings); memory a kernel needs belongs in the launch plan "
+          "as a scratch buffer within the context's workspace",
+          g, kStaticGlobalLimit);
+      return pr;
+    }
+    if (!r.contains("kernels") || !r["kernels"].is_object()) return pr;
     int64_t limit = std::max(device.shared_memory_per_group_optin, device.shared_memory_per_group);
     std::string dev = device.name.empty() ? "the device" : device.name;
     for (const auto& [name, k] : r["kernels"].items()) {
@@ -758,6 +643,73 @@ class CudaBackend final : public Backend {
     return pr;
   }
 
+ protected:
+  PlanResult resolve_plan(LaunchPlan& plan, const BuildResult& build,
+                          const DeviceFacts& device) override {
+    PlanResult pr;
+    auto fail = [&](Disposition d, std::string m) {
+      pr.disposition = d;
+      pr.message = std::move(m);
+      return pr;
+    };
+    const nlohmann::json kernels = build.resources.is_object()
+                                       ? build.resources.value("kernels", nlohmann::json::object())
+                                       : nlohmann::json::object();
+    std::string dev = device.name.empty() ? "the device" : device.name;
+    int64_t optin = std::max(device.shared_memory_per_group_optin, device.shared_memory_per_group);
+    int64_t regs_per_block = 65536;
+    if (auto it = device.extra.find("registers_per_block"); it != device.extra.end())
+      regs_per_block = std::max<int64_t>(1, std::atoll(it->second.c_str()));
+    bool hopper = arch_number(device.arch) >= 90;
+    if (!plan.tensor_maps.empty() && !hopper && !device.arch.empty())
+      return fail(Disposition::invalid_config,
+                  fmt::format("tensor maps (TMA) need sm_90 or newer; {} is {}", dev, device.arch));
+    for (PlanStep& st : plan.steps) {
+      if (st.op != PlanStep::Op::launch) continue;
+      auto k = kernels.find(st.kernel);
+      if (k == kernels.end()) {
+        std::vector<std::string> names;
+        for (const auto& [n, v] : kernels.items()) names.push_back(n);
+        return fail(Disposition::compile_failed,
+                    fmt::format("line {}: the plan launches `{}`, but the device region defines no "
+                                "kernel of that name (kernels: {})",
+                                st.line, st.kernel, names.empty() ? "none" : join(names, ", ")));
+      }
+      st.symbol = k->value("mangled", st.kernel);
+      int64_t threads = st.block[0] * st.block[1] * st.block[2];
+      int64_t smem = k->value("shared_bytes", int64_t{0}) + st.shared;
+      if (optin > 0 && smem > optin)
+        return fail(Disposition::invalid_config,
+                    fmt::format("launch `{}` needs {} bytes of shared memory ({} static + {} "
+                                "dynamic); {} allows at most {} per block",
+                                st.kernel, smem, k->value("shared_bytes", int64_t{0}), st.shared,
+                                dev, optin));
+      int64_t regs = k->value("registers", int64_t{0});
+      if (regs > 0 && regs * threads > regs_per_block)
+        return fail(Disposition::invalid_config,
+                    fmt::format("launch `{}` needs {} registers per block ({} threads x {}); {} "
+                                "has {}",
+                                st.kernel, regs * threads, threads, regs, dev, regs_per_block));
+      if (st.grid[0] > 2147483647 || st.grid[1] > 65535 || st.grid[2] > 65535)
+        return fail(Disposition::invalid_config,
+                    fmt::format("launch `{}`: grid ({}, {}, {}) exceeds CUDA's limits "
+                                "(2147483647, 65535, 65535)",
+                                st.kernel, st.grid[0], st.grid[1], st.grid[2]));
+      int64_t cluster = st.cluster[0] * st.cluster[1] * st.cluster[2];
+      if (cluster > 1 && !hopper && !device.arch.empty())
+        return fail(Disposition::invalid_config,
+                    fmt::format("thread-block clusters need sm_90 or newer; {} is {}", dev,
+                                device.arch));
+      if (cluster > 8)
+        return fail(Disposition::invalid_config,
+                    fmt::format("launch `{}`: a cluster of {} blocks exceeds the portable limit "
+                                "of 8",
+                                st.kernel, cluster));
+    }
+    return pr;
+  }
+
+ public:
   std::string baseline(const KernelContext& ctx, const DeviceFacts&) const override {
     if (ctx.family != "matmul") return "";
     const ArraySpec* a = nullptr;
@@ -769,12 +721,67 @@ class CudaBackend final : public Backend {
       if (arr.name == "C") c = &arr;
     }
     if (!a || !b || !c || !c->output || a->dtype != b->dtype) return "";
-    if (a->dtype != DType::f32 && a->dtype != DType::f16) return "";
+    if (a->dtype != DType::f32 && a->dtype != DType::f16 && a->dtype != DType::bf16) return "";
     if (c->dtype == DType::i32) return "";
     return "cublas";
   }
 
  private:
+  static int arch_number(const std::string& arch) {
+    int n = 0;
+    for (char c : arch)
+      if (c >= '0' && c <= '9') n = n * 10 + (c - '0');
+    return n;
+  }
+
+  // An artifact passes when it is a cubin, holds every kernel the plan launches and needs
+  // nothing from the driver that candidates may not use.
+  static void check_artifact(const fs::path& cubin, const ParsedPlan& plan,
+                             const std::string& source_name, BuildResult& r) {
+    auto info = inspect_cubin(cubin);
+    if (!info) {
+      r.disposition = Disposition::compile_failed;
+      r.log += info.error() + "\n";
+      return;
+    }
+    if (!info->cuda) {
+      r.disposition = Disposition::forbidden_api;
+      r.log += "the artifact is not a CUDA device-code object (cubin)\n";
+      return;
+    }
+    std::vector<std::string> bad;
+    for (const auto& u : info->undefined)
+      if (auto why = forbidden_device_symbol(u)) bad.push_back(fmt::format("{} ({})", u, *why));
+    if (!bad.empty()) {
+      r.disposition = Disposition::forbidden_api;
+      r.log += fmt::format("the device code needs what candidates may not use: {}\n",
+                           join(bad, "; "));
+      return;
+    }
+    const nlohmann::json& ks = r.resources["kernels"];
+    std::vector<std::string> names;
+    for (const auto& [n, v] : ks.items()) names.push_back(n);
+    for (const std::string& k : plan.kernels()) {
+      if (!ks.contains(k)) {
+        r.disposition = Disposition::compile_failed;
+        r.log += fmt::format(
+            "{}: the launch plan launches `{}`, but the device region defines no __global__ "
+            "kernel of that name (kernels: {}); plans launch kernels by plain names, so give a "
+            "template kernel a non-template __global__ wrapper\n",
+            source_name, k, names.empty() ? "none" : join(names, ", "));
+        return;
+      }
+      std::string mangled = ks[k].value("mangled", "");
+      if (std::find(info->kernels.begin(), info->kernels.end(), mangled) == info->kernels.end()) {
+        r.disposition = Disposition::compile_failed;
+        r.log += fmt::format("{}: kernel `{}` ({}) is missing from the cubin's symbols\n",
+                             source_name, k, mangled);
+        return;
+      }
+    }
+    r.disposition = Disposition::passed;
+  }
+
   mutable std::mutex mu_;
   std::optional<DeviceFacts> facts_;
 };

@@ -1,10 +1,11 @@
 #pragma once
-// The CUDA backend (docs/backend-cuda.md): candidates are CUDA C++ files whose host region
-// defines `int peak_host(<arrays>, <scalars>, cudaStream_t)`. build() compiles the source, a
-// generated prelude and a generated trampoline `peak_entry` into a shared object with nvcc
-// (pinned flags, content-addressed cache), reads per-kernel resources from ptxas, and refuses
-// artifacts that reference forbidden APIs (vendor libraries, streams, threads, graphs, ...).
-// The runner side lives in cuda_device_main.cpp (the peak-runner-cuda executable).
+// The CUDA backend (docs/backend-cuda.md). A candidate is device code plus a launch plan: build()
+// compiles the source with its host region blanked (the plan is not C++) into a cubin with nvcc
+// (pinned flags, content-addressed cache), reads per-kernel resources from ptxas, and checks the
+// artifact: an sm_XX cubin holding the kernels the plan launches and nothing the runner does not
+// provide (no device-side allocation, no device-side launches). The runner
+// (cuda_device_main.cpp, the peak-runner-cuda executable) loads it with cuModuleLoadData and runs
+// the evaluated plan with cuLaunchKernelEx: no candidate code ever runs on the host.
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -22,25 +23,10 @@ std::unique_ptr<Backend> make_cuda_backend();
 
 namespace cuda {
 
-// Name of the exported trampoline every artifact defines.
-inline constexpr const char* kEntrySymbol = "peak_entry";
-// Value `peak_host` returns when the configuration cannot run on this device.
-inline constexpr int kInvalidConfig = -1;
-
-// The C++ spelling of a host-function parameter for an array or scalar ("const float*", "int").
-std::string array_param_type(const ArraySpec& a);
-std::string scalar_param_type(const ScalarSpec& s);
-// The host function's expected signature, e.g.
-// "int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t
-// stream)".
-std::string host_signature(const KernelContext& ctx);
-// The generated `extern "C" int peak_entry(void* const*, const long long*, cudaStream_t)`
-// that casts and forwards to ctx.entry.
-std::string trampoline(const KernelContext& ctx);
-// Prelude + source + trampoline: the text handed to nvcc. `source_name` is the file name that
-// diagnostics for the candidate's lines carry (`#line 1 "kernel.cu"`).
-std::string compile_unit(const KernelContext& ctx, std::string_view source,
-                         std::string_view source_name);
+// The text handed to nvcc: a fixed prelude (cuda.h for CUtensorMap, cuda_fp16.h, cuda_bf16.h),
+// then the source with every host-region line blanked, under `#line 1 "<source_name>"` so that
+// diagnostics carry the file's own line numbers.
+std::string compile_unit(const SourceRegions& source, std::string_view source_name);
 
 // "sm_90a" -> "-gencode=arch=compute_90a,code=sm_90a"; empty or malformed -> sm_90a.
 std::string gencode_flag(std::string_view arch);
@@ -56,22 +42,20 @@ std::filesystem::path find_nvcc();
 nlohmann::json parse_ptxas_resources(std::string_view log);
 // "kernel.cu(12): error" -> "kernel.cu:12: error" (file:line, as every other peak message).
 std::string normalize_diagnostics(std::string_view log);
+// "void gemm<128, 8>(float const*, int)" -> "gemm<128, 8>"; "mm(float*)" -> "mm".
+std::string short_kernel_name(const std::string& demangled);
 
-// A forbidden `#include` (cuBLAS, cuBLASLt, cuDNN) in a source: a message naming the line,
-// or nullopt.
-std::optional<std::string> forbidden_include(std::string_view source, std::string_view source_name);
-
-struct ElfSymbol {
-  std::string name;
-  bool defined = false;
+// What an artifact holds, read from its ELF headers and symbol table.
+struct CubinInfo {
+  bool cuda = false;                     // ELF machine EM_CUDA (a device-code object)
+  int sm = 0;                            // 90 for sm_90/sm_90a (from e_flags)
+  std::vector<std::string> kernels;      // mangled names of the entry functions
+  std::vector<std::string> undefined;    // symbols the module needs from the driver
 };
-// The dynamic symbol table of a shared object (what `nm -D` lists).
-Result<std::vector<ElfSymbol>> dynamic_symbols(const std::filesystem::path& so);
-// Why `name` may not appear in a candidate's artifact ("cuBLAS", "stream creation", ...), or
-// nullopt when it is allowed. `defined`: the artifact defines it (interposing a CUDA API).
-std::optional<std::string> forbidden_symbol_reason(std::string_view name, bool defined);
-// Every forbidden symbol of an artifact, "symbol (reason)"; empty when clean.
-Result<std::vector<std::string>> forbidden_symbols(const std::filesystem::path& so);
+Result<CubinInfo> inspect_cubin(const std::filesystem::path& path);
+// Why an undefined symbol of a cubin is refused ("device-side allocation", ...), or nullopt when
+// the driver's provision of it is harmless (printf, assert).
+std::optional<std::string> forbidden_device_symbol(std::string_view name);
 
 }  // namespace cuda
 }  // namespace peak

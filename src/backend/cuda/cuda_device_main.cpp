@@ -1,8 +1,11 @@
 // The CUDA device of the peak-runner-cuda executable (runner/device.h): device buffers on one
-// stream created at start-up, candidates loaded with dlopen and called through their generated
-// `peak_entry`, launches timed with events around the call and a full device synchronization,
-// the cuBLAS baseline, L2 flushing and an FP32 FMA-throughput microbenchmark (PTX through the
-// driver API). Compiled only into peak-runner-cuda; docs/backend-cuda.md describes it.
+// stream created at start-up; candidates are cubins (device code only) loaded with
+// cuModuleLoadData, and their evaluated launch plans run with cuLaunchKernelEx on that stream
+// (TMA tensor maps made with cuTensorMapEncodeTiled, dynamic shared memory limits raised,
+// clusters as launch attributes). Timed samples are events recorded on the stream tight around
+// the plan's steps; the cuBLAS baseline is timed the same way. Also L2 flushing and an FP32
+// FMA-throughput microbenchmark (PTX through the driver API). No candidate code runs on the
+// host. Compiled only into peak-runner-cuda; docs/backend-cuda.md describes it.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -14,6 +17,8 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -24,6 +29,7 @@
 #include "backend/cuda/fma_bench_ptx.h"
 #include "runner/device.h"
 #include "runner/execute.h"
+#include "util/fs.h"
 
 #if __has_include("runner/nvml.h")
 #include "runner/nvml.h"
@@ -33,15 +39,12 @@
 namespace peak {
 namespace {
 
-using EntryFn = int (*)(void* const*, const long long*, cudaStream_t);
 using Clock = std::chrono::steady_clock;
 
-constexpr int kInvalidConfig = -1;  // PEAK_INVALID_CONFIG
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;
 
 // The driver API, loaded at run time: the runner starts (and says clearly that there is no GPU)
-// on machines without the NVIDIA driver, and libcuda is loaded RTLD_GLOBAL so that candidates
-// may call driver functions (cuTensorMapEncodeTiled, ...) directly.
+// on machines without the NVIDIA driver.
 struct DriverApi {
   void* lib = nullptr;
   decltype(&::cuInit) Init = nullptr;
@@ -53,9 +56,14 @@ struct DriverApi {
   decltype(&::cuLaunchKernel) LaunchKernel = nullptr;
   decltype(&::cuMemsetD32Async) MemsetD32Async = nullptr;
   decltype(&::cuMemsetD8Async) MemsetD8Async = nullptr;
+  decltype(&::cuLaunchKernelEx) LaunchKernelEx = nullptr;
+  decltype(&::cuFuncSetAttribute) FuncSetAttribute = nullptr;
+  decltype(&::cuFuncGetAttribute) FuncGetAttribute = nullptr;
+  decltype(&::cuTensorMapEncodeTiled) TensorMapEncodeTiled = nullptr;
+  decltype(&::cuFuncGetParamInfo) FuncGetParamInfo = nullptr;  // optional (CUDA 12.4+)
 
   Status load() {
-    lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) {
       const char* why = ::dlerror();
       return Status::error(fmt::format(
@@ -76,6 +84,12 @@ struct DriverApi {
     get(LaunchKernel, "cuLaunchKernel");
     get(MemsetD32Async, "cuMemsetD32Async");
     get(MemsetD8Async, "cuMemsetD8Async");
+    get(LaunchKernelEx, "cuLaunchKernelEx");
+    get(FuncSetAttribute, "cuFuncSetAttribute");
+    get(FuncGetAttribute, "cuFuncGetAttribute");
+    get(TensorMapEncodeTiled, "cuTensorMapEncodeTiled");
+    FuncGetParamInfo =
+        reinterpret_cast<decltype(FuncGetParamInfo)>(::dlsym(lib, "cuFuncGetParamInfo"));
     if (!missing.empty())
       return Status::error(
           fmt::format("the NVIDIA driver library lacks {}: update the driver", missing));
@@ -187,20 +201,36 @@ std::string nvidia_driver_version() {
   return "";
 }
 
+// Launch errors of the driver API that mean "this configuration cannot run here".
+bool is_config_result(CUresult r) {
+  switch (r) {
+    case CUDA_ERROR_INVALID_VALUE:
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    case CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE:
+    case CUDA_ERROR_INVALID_CLUSTER_SIZE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A loaded cubin: the module and, per kernel symbol, its function and parameter sizes.
 class CudaKernel final : public LoadedKernel {
  public:
-  CudaKernel(void* handle, EntryFn entry, const bool* lost)
-      : handle_(handle), entry_(entry), lost_(lost) {}
+  CudaKernel(CUmodule module, const bool* lost) : module_(module), lost_(lost) {}
   ~CudaKernel() override {
-    // Unloading unregisters the module; after a sticky error the driver may not cope, and the
-    // process is about to exit anyway.
-    if (handle_ && !*lost_) ::dlclose(handle_);
+    // After a sticky error the driver may not cope, and the process is about to exit anyway.
+    if (module_ && !*lost_) g_cu.ModuleUnload(module_);
   }
-  EntryFn entry() const { return entry_; }
+  struct Function {
+    CUfunction fn = nullptr;
+    std::vector<size_t> param_sizes;  // empty when the driver cannot tell
+    bool param_info = false;
+  };
+  std::map<std::string, Function> functions;
 
  private:
-  void* handle_;
-  EntryFn entry_;
+  CUmodule module_;
   const bool* lost_;
 };
 
@@ -216,13 +246,23 @@ class CudaDevice final : public Device {
   Status upload(DeviceBuffer& b, const void* data, size_t bytes) override;
   Status download(const DeviceBuffer& b, void* data, size_t bytes) override;
   Status fill_u32(DeviceBuffer& b, uint32_t word) override;
-  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task, const RunnerJob& job) override;
+  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task, const RunnerJob& job,
+                                             const LaunchPlan& plan) override;
   LaunchOutcome launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
-                       std::vector<DeviceBuffer>& arrays, bool timed) override;
+                       const LaunchPlan& plan, TaskBuffers& buffers, bool timed) override;
   LaunchOutcome baseline(const std::string& name, const RunnerTask& task, const RunnerJob& job,
                          std::vector<DeviceBuffer>& arrays, bool timed) override;
   void flush_caches() override;
   double clock_mhz() override;
+  int64_t memory_in_use() override {
+    if (lost_) return -1;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return -1;
+    }
+    return static_cast<int64_t>(total_b - free_b);
+  }
   bool lost() override { return lost_; }
 
  private:
@@ -250,12 +290,15 @@ class CudaDevice final : public Device {
     check_alive(e);
     return Status::error(fmt::format("{} failed: {}", what, err_text(e)));
   }
-  // Runs `call` (which launches work) once: untimed, or timed with events recorded on the
-  // runner's stream around the call plus a full device synchronization, so that work the call
-  // leaves running, on any stream, is inside the interval. `call` returns the host function's
-  // return code.
-  LaunchOutcome run(const std::function<int()>& call, bool timed, std::string_view what);
+  // Runs `enqueue` (which puts work on the runner's stream and returns CUDA_SUCCESS or the
+  // failing launch's result) once: untimed, or timed with events recorded on the stream tight
+  // around it. After the end event, outside the timed window, the whole device is synchronized:
+  // errors surface there, and a device still busy afterwards is flagged (`outlived`).
+  LaunchOutcome run(const std::function<CUresult()>& enqueue, bool timed, std::string_view what);
   Status load_fma_module();
+  // The gate kernel (fma_bench_ptx.h) and its host-mapped flag; false when unavailable (the
+  // samples then include the host's enqueue time, and say so).
+  bool gate_ready();
 
   int index_ = 0;
   std::string pci_bus_id_;
@@ -269,6 +312,10 @@ class CudaDevice final : public Device {
   int flush_round_ = 0;
   CUmodule fma_module_ = nullptr;
   CUfunction fma_fn_ = nullptr;
+  CUmodule gate_module_ = nullptr;
+  CUfunction gate_fn_ = nullptr;
+  volatile unsigned* gate_flag_ = nullptr;  // [0] release, [1] the gate timed out
+  bool gate_failed_ = false;
   bool lost_ = false;
 };
 
@@ -347,6 +394,8 @@ CudaDevice::~CudaDevice() {
   if (lost_) return;  // the context is unusable; the process exits
   cudaDeviceSynchronize();
   if (fma_module_) g_cu.ModuleUnload(fma_module_);
+  if (gate_module_) g_cu.ModuleUnload(gate_module_);
+  if (gate_flag_) cudaFreeHost(const_cast<unsigned*>(gate_flag_));
   if (cublas_) cublasDestroy(cublas_);
   if (workspace_) cudaFree(workspace_);
   if (flush_buf_) cudaFree(flush_buf_);
@@ -486,35 +535,56 @@ Status CudaDevice::fill_u32(DeviceBuffer& b, uint32_t word) {
   return Status::ok();
 }
 
-Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, const RunnerJob&) {
+Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, const RunnerJob&,
+                                                      const LaunchPlan& plan) {
   if (lost_) return load_error(Disposition::crashed, "the CUDA device was lost (sticky error)");
+  std::ifstream in(task.artifact, std::ios::binary);
+  std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    return load_error(Disposition::launch_failed,
+                      fmt::format("cannot read the cubin {}", task.artifact));
+  if (image.empty())
+    return load_error(Disposition::launch_failed, fmt::format("{} is empty", task.artifact));
   (void)cudaGetLastError();
-  ::dlerror();
-  void* h = ::dlopen(task.artifact.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    const char* why = ::dlerror();
-    return load_error(Disposition::launch_failed, fmt::format("cannot load {}: {}", task.artifact,
-                                                              why ? why : "dlopen failed"));
+  CUmodule module = nullptr;
+  if (CUresult r = g_cu.ModuleLoadData(&module, image.data()); r != CUDA_SUCCESS)
+    return load_error(Disposition::launch_failed,
+                      fmt::format("cannot load the cubin {}: {}", task.artifact, cu_text(r)));
+  auto k = std::make_unique<CudaKernel>(module, &lost_);
+  // Dynamic shared memory each function needs at most (its limit is raised to that).
+  std::map<std::string, int64_t> shared;
+  for (const PlanStep& st : plan.steps)
+    if (st.op == PlanStep::Op::launch)
+      shared[st.symbol] = std::max(shared[st.symbol], st.shared);
+  for (const auto& [symbol, bytes] : shared) {
+    CudaKernel::Function f;
+    if (CUresult r = g_cu.ModuleGetFunction(&f.fn, module, symbol.c_str()); r != CUDA_SUCCESS)
+      return load_error(Disposition::launch_failed,
+                        fmt::format("the cubin has no kernel {}: {}", symbol, cu_text(r)));
+    if (bytes > 48 * 1024) {
+      CUresult r = g_cu.FuncSetAttribute(f.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         static_cast<int>(bytes));
+      if (r != CUDA_SUCCESS)
+        return load_error(is_config_result(r) ? Disposition::invalid_config
+                                              : Disposition::launch_failed,
+                          fmt::format("cannot allow {} bytes of dynamic shared memory for {}: {}",
+                                      bytes, symbol, cu_text(r)));
+    }
+    if (g_cu.FuncGetParamInfo) {
+      f.param_info = true;
+      for (size_t i = 0;; ++i) {
+        size_t offset = 0, size = 0;
+        if (g_cu.FuncGetParamInfo(f.fn, i, &offset, &size) != CUDA_SUCCESS) break;
+        f.param_sizes.push_back(size);
+      }
+    }
+    k->functions[symbol] = std::move(f);
   }
-  void* sym = ::dlsym(h, "peak_entry");
-  if (sym == nullptr) {
-    ::dlclose(h);
-    return load_error(
-        Disposition::launch_failed,
-        fmt::format("{} does not export peak_entry (was it built by peak?)", task.artifact));
-  }
-  // Static initializers of the candidate ran inside dlopen; they must not have broken anything.
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
-    check_alive(e);
-    if (lost_)
-      return load_error(Disposition::crashed, fmt::format("loading {} left a sticky error: {}",
-                                                          task.artifact, err_text(e)));
-  }
-  return std::unique_ptr<LoadedKernel>(
-      std::make_unique<CudaKernel>(h, reinterpret_cast<EntryFn>(sym), &lost_));
+  return std::unique_ptr<LoadedKernel>(std::move(k));
 }
 
-LaunchOutcome CudaDevice::run(const std::function<int()>& call, bool timed, std::string_view what) {
+LaunchOutcome CudaDevice::run(const std::function<CUresult()>& enqueue, bool timed,
+                              std::string_view what) {
   LaunchOutcome o;
   if (lost_) {
     o.disposition = Disposition::crashed;
@@ -522,30 +592,81 @@ LaunchOutcome CudaDevice::run(const std::function<int()>& call, bool timed, std:
     return o;
   }
   (void)cudaGetLastError();  // nothing stale is charged to this call
+  // Timed samples: the stream waits at the gate while the start event, the work and the end
+  // event are enqueued, so the window holds the device's work and nothing of the host's.
+  const bool gated = timed && gate_ready();
+  if (gated) {
+    gate_flag_[0] = 0;
+    gate_flag_[1] = 0;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    CUdeviceptr flag = 0;
+    if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag),
+                                 const_cast<unsigned*>(gate_flag_), 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      flag = reinterpret_cast<CUdeviceptr>(gate_flag_);
+    }
+    unsigned long long limit_ns = 2'000'000'000ull;
+    void* args[] = {&flag, &limit_ns};
+    if (g_cu.LaunchKernel(gate_fn_, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream_), args,
+                          nullptr) != CUDA_SUCCESS) {
+      (void)cudaGetLastError();
+      gate_failed_ = true;
+      o.disposition = Disposition::launch_failed;
+      o.message = "the runner's timing gate could not be launched";
+      return o;
+    }
+  }
+  auto release = [&] {
+    if (!gated) return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    gate_flag_[0] = 1;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  };
   auto h0 = Clock::now();
   if (timed) {
     if (cudaError_t e = cudaEventRecord(start_, stream_); e != cudaSuccess) {
+      release();
       check_alive(e);
       o.disposition = lost_ ? Disposition::crashed : Disposition::launch_failed;
       o.message = fmt::format("cudaEventRecord failed before {}: {}", what, err_text(e));
       return o;
     }
   }
-  int rc = call();
-  cudaError_t launch_err = cudaGetLastError();
-  cudaError_t sync_err = cudaDeviceSynchronize();
-  bool stop_recorded = false;
-  if (timed && launch_err == cudaSuccess && sync_err == cudaSuccess) {
+  CUresult launched = enqueue();
+  cudaError_t sync_err = cudaSuccess;
+  if (timed && launched == CUDA_SUCCESS) {
     cudaError_t e = cudaEventRecord(stop_, stream_);
+    release();
     if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
     if (e != cudaSuccess) sync_err = e;
-    stop_recorded = e == cudaSuccess;
   }
+  release();
   auto h1 = Clock::now();
-  o.host_ms = std::chrono::duration<double, std::milli>(h1 - h0).count();
-
-  cudaError_t err = launch_err != cudaSuccess ? launch_err : sync_err;
-  if (is_sticky(sync_err)) err = sync_err;
+  // Outside the timed window: the whole device, so that errors (and anything still running)
+  // surface here.
+  cudaError_t dev_err = cudaDeviceSynchronize();
+  auto h2 = Clock::now();
+  o.host_ms = std::chrono::duration<double, std::milli>((timed ? h1 : h2) - h0).count();
+  if (timed && std::chrono::duration<double, std::milli>(h2 - h1).count() > 1.0)
+    o.outlived = true;
+  if (sync_err == cudaSuccess) sync_err = dev_err;
+  if (launched != CUDA_SUCCESS) {
+    (void)cudaGetLastError();
+    if (sync_err != cudaSuccess && is_sticky(sync_err)) {
+      lost_ = true;
+      o.disposition = Disposition::crashed;
+      o.message = fmt::format("{} caused a sticky CUDA error: {} (the context is lost)", what,
+                              err_text(sync_err));
+    } else if (is_config_result(launched)) {
+      o.disposition = Disposition::invalid_config;
+      o.message = fmt::format("{} cannot run with this configuration: {}", what, cu_text(launched));
+    } else {
+      o.disposition = Disposition::launch_failed;
+      o.message = fmt::format("{} failed: {}", what, cu_text(launched));
+    }
+    return o;
+  }
+  cudaError_t err = sync_err != cudaSuccess ? sync_err : cudaGetLastError();
   if (err != cudaSuccess) {
     bool sticky = is_sticky(err);
     check_alive(err);
@@ -563,17 +684,13 @@ LaunchOutcome CudaDevice::run(const std::function<int()>& call, bool timed, std:
     }
     return o;
   }
-  if (rc == kInvalidConfig) {
-    o.disposition = Disposition::invalid_config;
-    o.message = fmt::format("{} returned PEAK_INVALID_CONFIG", what);
-    return o;
-  }
-  if (rc != 0) {
+  if (gated && gate_flag_[1] != 0) {
     o.disposition = Disposition::launch_failed;
-    o.message = fmt::format("{} returned {} (expected 0, or PEAK_INVALID_CONFIG)", what, rc);
+    o.message = fmt::format("the timing gate before {} timed out before the host released it",
+                            what);
     return o;
   }
-  if (timed && stop_recorded) {
+  if (timed) {
     float ms = 0;
     if (cudaError_t e = cudaEventElapsedTime(&ms, start_, stop_); e != cudaSuccess) {
       check_alive(e);
@@ -586,8 +703,39 @@ LaunchOutcome CudaDevice::run(const std::function<int()>& call, bool timed, std:
   return o;
 }
 
+namespace {
+
+CUtensorMapDataType tensor_map_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case DType::f16:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DType::bf16:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DType::i32:
+      return CU_TENSOR_MAP_DATA_TYPE_INT32;
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+}
+
+CUtensorMapSwizzle tensor_map_swizzle(int bytes) {
+  switch (bytes) {
+    case 32:
+      return CU_TENSOR_MAP_SWIZZLE_32B;
+    case 64:
+      return CU_TENSOR_MAP_SWIZZLE_64B;
+    case 128:
+      return CU_TENSOR_MAP_SWIZZLE_128B;
+    default:
+      return CU_TENSOR_MAP_SWIZZLE_NONE;
+  }
+}
+
+}  // namespace
+
 LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
-                                 std::vector<DeviceBuffer>& arrays, bool timed) {
+                                 const LaunchPlan& plan, TaskBuffers& buffers, bool timed) {
   LaunchOutcome bad;
   bad.disposition = Disposition::launch_failed;
   auto* ck = dynamic_cast<CudaKernel*>(&k);
@@ -595,25 +743,174 @@ LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const 
     bad.message = "internal: the kernel was not loaded by the CUDA device";
     return bad;
   }
-  if (arrays.size() != job.arrays.size()) {
-    bad.message =
-        fmt::format("internal: {} buffers for {} arrays", arrays.size(), job.arrays.size());
+  if (buffers.arrays.size() != job.arrays.size() || buffers.scratch.size() != plan.scratch.size()) {
+    bad.message = fmt::format("internal: {} buffers for {} arrays, {} for {} scratch buffers",
+                              buffers.arrays.size(), job.arrays.size(), buffers.scratch.size(),
+                              plan.scratch.size());
     return bad;
   }
-  std::vector<void*> ptrs;
-  for (auto& b : arrays) ptrs.push_back(b.handle);
-  std::vector<long long> scalars;
-  for (const ScalarSpec& s : job.scalars) {
-    auto it = task.shape.values.find(s.name);
-    if (it == task.shape.values.end()) {
-      bad.message = fmt::format("the task gives no value for scalar '{}'", s.name);
+  auto buffer_of = [&](PlanBufferRef r) -> const DeviceBuffer& {
+    return r.kind == PlanBufferRef::Kind::array ? buffers.arrays[static_cast<size_t>(r.index)]
+                                                : buffers.scratch[static_cast<size_t>(r.index)];
+  };
+  // Bytes a plan may touch in a buffer: the array's elements (the guard zone stays the runner's).
+  auto logical_bytes = [&](PlanBufferRef r) -> size_t {
+    if (r.kind == PlanBufferRef::Kind::scratch)
+      return static_cast<size_t>(plan.scratch[static_cast<size_t>(r.index)].bytes);
+    const ArraySpec& a = job.arrays[static_cast<size_t>(r.index)];
+    auto it = task.sizes.find(a.name);
+    return it == task.sizes.end() ? 0 : static_cast<size_t>(it->second) * dtype_size(a.dtype);
+  };
+  // Tensor maps over this task's buffers (host-side encoding, before the timed window).
+  std::vector<CUtensorMap> maps(plan.tensor_maps.size());
+  for (size_t i = 0; i < plan.tensor_maps.size(); ++i) {
+    const PlanTensorMap& t = plan.tensor_maps[i];
+    std::vector<cuuint64_t> dims(t.dims.begin(), t.dims.end());
+    std::vector<cuuint64_t> strides(t.global_strides.begin(), t.global_strides.end());
+    std::vector<cuuint32_t> box(t.box.begin(), t.box.end());
+    std::vector<cuuint32_t> estr(t.element_strides.begin(), t.element_strides.end());
+    // The map may not reach past the buffer's elements.
+    uint64_t extent = dtype_size(t.dtype);
+    for (size_t d = 0; d < dims.size(); ++d)
+      extent = std::max<uint64_t>(extent, (d == 0 ? dtype_size(t.dtype) : strides[d - 1]) * dims[d]);
+    if (extent > logical_bytes(t.buffer)) {
+      bad.disposition = Disposition::invalid_config;
+      bad.message = fmt::format("tensor_map `{}` spans {} bytes; its buffer holds {}", t.name,
+                                extent, logical_bytes(t.buffer));
       return bad;
     }
-    scalars.push_back(static_cast<long long>(it->second));
+    CUresult r = g_cu.TensorMapEncodeTiled(
+        &maps[i], tensor_map_type(t.dtype), static_cast<cuuint32_t>(dims.size()),
+        buffer_of(t.buffer).handle, dims.data(), strides.data(), box.data(), estr.data(),
+        CU_TENSOR_MAP_INTERLEAVE_NONE, tensor_map_swizzle(t.swizzle),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      bad.disposition = Disposition::invalid_config;
+      bad.message = fmt::format("cuTensorMapEncodeTiled refused tensor_map `{}`: {}", t.name,
+                                cu_text(r));
+      return bad;
+    }
   }
-  EntryFn entry = ck->entry();
-  cudaStream_t stream = stream_;
-  return run([&] { return entry(ptrs.data(), scalars.data(), stream); }, timed, "peak_host");
+  // Parameter storage per launch step.
+  struct Prepared {
+    CUfunction fn = nullptr;
+    std::vector<std::vector<unsigned char>> storage;
+    std::vector<void*> params;
+  };
+  std::vector<Prepared> prepared(plan.steps.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& st = plan.steps[s];
+    if (st.op != PlanStep::Op::launch) continue;
+    auto fit = ck->functions.find(st.symbol);
+    if (fit == ck->functions.end()) {
+      bad.message = fmt::format("internal: kernel `{}` was not loaded", st.kernel);
+      return bad;
+    }
+    const CudaKernel::Function& f = fit->second;
+    if (f.param_info && f.param_sizes.size() != st.args.size()) {
+      bad.message = fmt::format("line {}: kernel `{}` takes {} parameters; the plan's args pass {}",
+                                st.line, st.kernel, f.param_sizes.size(), st.args.size());
+      return bad;
+    }
+    Prepared& p = prepared[s];
+    p.fn = f.fn;
+    for (size_t a = 0; a < st.args.size(); ++a) {
+      const PlanArg& arg = st.args[a];
+      size_t want = f.param_info ? f.param_sizes[a] : 0;
+      std::vector<unsigned char> bytes;
+      auto put = [&](const void* src, size_t n) {
+        bytes.assign(static_cast<const unsigned char*>(src),
+                     static_cast<const unsigned char*>(src) + n);
+      };
+      std::string what;
+      switch (arg.kind) {
+        case PlanArg::Kind::array:
+        case PlanArg::Kind::scratch: {
+          PlanBufferRef r{arg.kind == PlanArg::Kind::array ? PlanBufferRef::Kind::array
+                                                           : PlanBufferRef::Kind::scratch,
+                          arg.index};
+          void* ptr = buffer_of(r).handle;
+          put(&ptr, sizeof ptr);
+          what = "a pointer (8 bytes)";
+          break;
+        }
+        case PlanArg::Kind::tensor_map:
+          put(&maps[static_cast<size_t>(arg.index)], sizeof(CUtensorMap));
+          what = "a CUtensorMap (128 bytes)";
+          break;
+        case PlanArg::Kind::value: {
+          if (want == 8) {
+            long long v = arg.value;
+            put(&v, 8);
+          } else {
+            if (arg.value < INT32_MIN || arg.value > INT32_MAX) {
+              bad.message = fmt::format("line {}: argument {} of `{}` ({} = {}) does not fit in a "
+                                        "32-bit parameter",
+                                        st.line, a + 1, st.kernel, arg.text, arg.value);
+              return bad;
+            }
+            int v = static_cast<int>(arg.value);
+            put(&v, 4);
+          }
+          what = "an integer";
+          break;
+        }
+      }
+      if (f.param_info && want != bytes.size() &&
+          !(arg.kind == PlanArg::Kind::value && (want == 4 || want == 8))) {
+        bad.message = fmt::format("line {}: argument {} of `{}` (`{}`) is {}, but the kernel's "
+                                  "parameter {} takes {} bytes",
+                                  st.line, a + 1, st.kernel, arg.text, what, a + 1, want);
+        return bad;
+      }
+      p.storage.push_back(std::move(bytes));
+    }
+    for (auto& b : p.storage) p.params.push_back(b.data());
+  }
+  auto stream = reinterpret_cast<CUstream>(stream_);
+  std::string failing;
+  auto enqueue = [&]() -> CUresult {
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      const PlanStep& st = plan.steps[s];
+      CUresult r = CUDA_SUCCESS;
+      if (st.op == PlanStep::Op::memset) {
+        auto base = reinterpret_cast<CUdeviceptr>(buffer_of(st.target).handle);
+        r = g_cu.MemsetD8Async(base, static_cast<unsigned char>(st.value),
+                               logical_bytes(st.target), stream);
+      } else {
+        CUlaunchConfig cfg{};
+        cfg.gridDimX = static_cast<unsigned>(st.grid[0]);
+        cfg.gridDimY = static_cast<unsigned>(st.grid[1]);
+        cfg.gridDimZ = static_cast<unsigned>(st.grid[2]);
+        cfg.blockDimX = static_cast<unsigned>(st.block[0]);
+        cfg.blockDimY = static_cast<unsigned>(st.block[1]);
+        cfg.blockDimZ = static_cast<unsigned>(st.block[2]);
+        cfg.sharedMemBytes = static_cast<unsigned>(st.shared);
+        cfg.hStream = stream;
+        CUlaunchAttribute attr{};
+        if (st.cluster[0] * st.cluster[1] * st.cluster[2] > 1) {
+          attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+          attr.value.clusterDim.x = static_cast<unsigned>(st.cluster[0]);
+          attr.value.clusterDim.y = static_cast<unsigned>(st.cluster[1]);
+          attr.value.clusterDim.z = static_cast<unsigned>(st.cluster[2]);
+          cfg.attrs = &attr;
+          cfg.numAttrs = 1;
+        }
+        r = g_cu.LaunchKernelEx(&cfg, prepared[s].fn, prepared[s].params.data(), nullptr);
+      }
+      if (r != CUDA_SUCCESS) {
+        failing = st.op == PlanStep::Op::memset ? fmt::format("memset (line {})", st.line)
+                                                : fmt::format("launch `{}` (line {})", st.kernel,
+                                                              st.line);
+        return r;
+      }
+    }
+    return CUDA_SUCCESS;
+  };
+  LaunchOutcome o = run(enqueue, timed, "the launch plan");
+  if (!failing.empty() && o.disposition != Disposition::passed)
+    o.message = replace_all(o.message, "the launch plan", failing);
+  return o;
 }
 
 LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& task,
@@ -654,9 +951,15 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
   }
   DType ta = job.arrays[ia].dtype, tb = job.arrays[ib].dtype, tc = job.arrays[ic].dtype;
   bool fp32 = ta == DType::f32 && tb == DType::f32 && tc == DType::f32;
-  bool fp16 = ta == DType::f16 && tb == DType::f16 && (tc == DType::f32 || tc == DType::f16);
+  bool fp16 = ((ta == DType::f16 && tb == DType::f16) || (ta == DType::bf16 && tb == DType::bf16)) &&
+              (tc == DType::f32 || tc == ta);
+  const cudaDataType in_type = ta == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cudaDataType out_type =
+      tc == DType::f32 ? CUDA_R_32F : (tc == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F);
   if (!fp32 && !fp16) {
-    no.message = "the cuBLAS baseline covers f32 x f32 -> f32 and f16 x f16 -> f32/f16";
+    no.message =
+        "the cuBLAS baseline covers f32 x f32 -> f32, f16 x f16 -> f32/f16 and bf16 x bf16 -> "
+        "f32/bf16";
     return no;
   }
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
@@ -666,17 +969,17 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
   cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
   const float alpha = 1.0f, beta = 0.0f;
   // Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T[N,M] = B^T[N,K] A^T[K,M].
-  auto call = [&]() -> int {
+  auto call = [&]() -> CUresult {
     if (fp32) {
       status = cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
                            static_cast<const float*>(B), n, static_cast<const float*>(A), k, &beta,
                            static_cast<float*>(C), n);
     } else {
-      status = cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, CUDA_R_16F, n, A,
-                            CUDA_R_16F, k, &beta, C, tc == DType::f32 ? CUDA_R_32F : CUDA_R_16F, n,
+      status = cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, in_type, n, A,
+                            in_type, k, &beta, C, out_type, n,
                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
-    return 0;
+    return CUDA_SUCCESS;
   };
   LaunchOutcome o = run(call, timed, fp32 ? "cublasSgemm" : "cublasGemmEx");
   if (o.disposition == Disposition::passed && status != CUBLAS_STATUS_SUCCESS) {
@@ -693,6 +996,26 @@ void CudaDevice::flush_caches() {
   cudaError_t e = cudaMemsetAsync(flush_buf_, value, flush_bytes_, stream_);
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
   if (e != cudaSuccess) check_alive(e);
+}
+
+bool CudaDevice::gate_ready() {
+  if (gate_fn_) return true;
+  if (gate_failed_ || lost_) return false;
+  gate_failed_ = true;  // until everything below succeeds
+  void* flag = nullptr;
+  if (cudaHostAlloc(&flag, 2 * sizeof(unsigned), cudaHostAllocMapped) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  gate_flag_ = static_cast<volatile unsigned*>(flag);
+  std::string ptx = cuda::gate_ptx();
+  if (g_cu.ModuleLoadData(&gate_module_, ptx.c_str()) != CUDA_SUCCESS) return false;
+  if (g_cu.ModuleGetFunction(&gate_fn_, gate_module_, cuda::kGateName) != CUDA_SUCCESS) {
+    gate_fn_ = nullptr;
+    return false;
+  }
+  gate_failed_ = false;
+  return true;
 }
 
 Status CudaDevice::load_fma_module() {

@@ -59,4 +59,35 @@ inline std::string fma_bench_ptx() {
   return p;
 }
 
+inline constexpr const char* kGateName = "peak_gate";
+
+// The gate that keeps host overhead out of timed samples (as nvbench's blocking kernel does):
+//   peak_gate(unsigned* flag, unsigned long long limit_ns) spins until flag[0] != 0, so the runner
+// can enqueue the start event, every step of the plan and the end event while the device waits,
+// then release it. After limit_ns of waiting (the host never released it) it gives up and sets
+// flag[1] = 1, so the sample is known to include host time.
+inline std::string gate_ptx() {
+  std::string p;
+  p += ".version 7.0\n.target sm_70\n.address_size 64\n\n";
+  p += ".visible .entry peak_gate(\n  .param .u64 p_flag,\n  .param .u64 p_limit)\n{\n";
+  p += "  .reg .pred %p<2>;\n  .reg .b32 %r<2>;\n  .reg .b64 %rd<6>;\n";
+  p += "  ld.param.u64 %rd0, [p_flag];\n";
+  p += "  cvta.to.global.u64 %rd0, %rd0;\n";
+  p += "  ld.param.u64 %rd1, [p_limit];\n";
+  p += "  mov.u64 %rd2, %globaltimer;\n";
+  p += "LOOP:\n";
+  p += "  ld.volatile.global.u32 %r0, [%rd0];\n";
+  p += "  setp.ne.u32 %p0, %r0, 0;\n";
+  p += "  @%p0 bra DONE;\n";
+  p += "  mov.u64 %rd3, %globaltimer;\n";
+  p += "  sub.u64 %rd4, %rd3, %rd2;\n";
+  p += "  setp.gt.u64 %p1, %rd4, %rd1;\n";
+  p += "  @!%p1 bra LOOP;\n";
+  p += "  mov.u32 %r1, 1;\n";
+  p += "  st.volatile.global.u32 [%rd0+4], %r1;\n";
+  p += "DONE:\n";
+  p += "  ret;\n}\n";
+  return p;
+}
+
 }  // namespace peak::cuda

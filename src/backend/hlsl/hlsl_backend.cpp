@@ -29,107 +29,6 @@ std::string file_name(const KernelContext* ctx) {
   return fs::path(ctx->source_file).filename().string();
 }
 
-// 1-based line number of the first line of the host region in the joined file.
-int host_first_line(const SourceRegions& source) {
-  SourceRegions r = source;
-  r.host = "\x01";
-  r.after.clear();
-  std::string joined = join_regions(r);
-  size_t p = joined.find('\x01');
-  if (p == std::string::npos) return 1;
-  return 1 +
-         static_cast<int>(std::count(joined.begin(), joined.begin() + static_cast<long>(p), '\n'));
-}
-
-// Integer literals in C/HLSL spelling (hex, u/l suffixes) to the expression language's decimals.
-std::string normalize_literals(const std::string& text) {
-  static const std::regex kHex(R"(\b0[xX]([0-9a-fA-F]+)[uUlL]*\b)");
-  static const std::regex kSuffix(R"(\b([0-9]+)[uUlL]+\b)");
-  std::string out;
-  auto begin = std::sregex_iterator(text.begin(), text.end(), kHex);
-  size_t last = 0;
-  for (auto it = begin; it != std::sregex_iterator(); ++it) {
-    out += text.substr(last, static_cast<size_t>(it->position()) - last);
-    unsigned long long v = 0;
-    try {
-      v = std::stoull((*it)[1].str(), nullptr, 16);
-    } catch (const std::exception&) {
-      return text;  // too large: leave as is (it will not evaluate)
-    }
-    out += std::to_string(v);
-    last = static_cast<size_t>(it->position() + it->length());
-  }
-  out += text.substr(last);
-  return std::regex_replace(out, kSuffix, "$1");
-}
-
-struct MacroDef {
-  std::string name;
-  std::string value;
-};
-
-// Object-like `#define NAME VALUE` lines (with backslash continuations and comments removed).
-std::vector<MacroDef> parse_defines(const std::string& text) {
-  static const std::regex kDefine(R"(^\s*#\s*define\s+([A-Za-z_][A-Za-z0-9_]*)(\(?)(.*)$)");
-  std::vector<MacroDef> defs;
-  std::vector<std::string> lines = split_lines(text);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::string line = lines[i];
-    while (!line.empty() && line.back() == '\\' && i + 1 < lines.size()) {
-      line.pop_back();
-      line += " " + lines[++i];
-    }
-    std::smatch m;
-    if (!std::regex_match(line, m, kDefine)) continue;
-    if (!m[2].str().empty()) continue;  // function-like macro
-    std::string value = m[3].str();
-    // Comments: /* ... */ on the line, then // to the end.
-    for (size_t p; (p = value.find("/*")) != std::string::npos;) {
-      size_t e = value.find("*/", p + 2);
-      value.erase(p, e == std::string::npos ? std::string::npos : e + 2 - p);
-    }
-    if (size_t p = value.find("//"); p != std::string::npos) value.erase(p);
-    value = trim(value);
-    if (value.empty()) continue;
-    defs.push_back({m[1].str(), normalize_literals(value)});
-  }
-  return defs;
-}
-
-struct HostLine {
-  int line = 0;
-  std::string name;
-  std::string expr;
-};
-
-Result<std::vector<HostLine>> parse_host(const std::string& host, int first_line,
-                                         const std::string& file) {
-  static const std::regex kAssign(R"(^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$)");
-  std::vector<HostLine> out;
-  std::vector<std::string> lines = split_lines(host);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    std::string line = lines[i];
-    size_t cut = std::min(line.find("//"), line.find('#'));
-    if (cut != std::string::npos) line.erase(cut);
-    line = trim(line);
-    if (!line.empty() && line.back() == ';') line = trim(line.substr(0, line.size() - 1));
-    if (line.empty()) continue;
-    int lineno = first_line + static_cast<int>(i);
-    std::smatch m;
-    if (!std::regex_match(line, m, kAssign) || starts_with(m[2].str(), "=")) {
-      return make_error(fmt::format(
-          "{}:{}: the host region holds lines `name = expression` (dispatch_x, dispatch_y, "
-          "dispatch_z, require, or a helper name); got `{}`",
-          file, lineno, trim(lines[i])));
-    }
-    std::string e = trim(m[2].str());
-    if (e.empty())
-      return make_error(fmt::format("{}:{}: `{} =` has no expression", file, lineno, m[1].str()));
-    out.push_back({lineno, m[1].str(), e});
-  }
-  return out;
-}
-
 // "a b c" or "a,b,c" -> three integers (device limits stored in DeviceFacts::extra).
 std::optional<std::array<int64_t, 3>> parse_triple(const DeviceFacts& device, const char* key) {
   auto it = device.extra.find(key);
@@ -171,29 +70,6 @@ std::string compile_unit(const SourceRegions& source) {
   return join_regions(r);
 }
 
-expr::Env host_env(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
-                   const Config& config, const DeviceFacts& device) {
-  expr::Env env;
-  if (auto se = shape_env(ctx, shape)) env = *se;
-  for (const auto& [k, v] : shape.values) env.emplace(k, v);
-  for (const auto& [k, v] : config) env[k] = v;
-  env.emplace("max_threads", device.max_threads_per_group);
-  env.emplace("shared_memory", device.shared_memory_per_group);
-  env.emplace("subgroup_size", device.subgroup_size);
-  std::vector<MacroDef> defs = parse_defines(source.macros);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (const MacroDef& d : defs) {
-      if (env.count(d.name)) continue;
-      if (auto v = expr::evaluate(d.value, env)) {
-        env[d.name] = *v;
-        progress = true;
-      }
-    }
-  }
-  return env;
-}
-
 std::string compiler_version() {
   return fmt::format("shaderc {} / glslang {}.{}.{} / SPIRV-Tools {}", PEAK_SHADERC_VERSION,
                      GLSLANG_VERSION_MAJOR, GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH,
@@ -217,7 +93,9 @@ class HlslBackend final : public Backend {
         {"global thread index", "SV_DispatchThreadID"},
         {"block size declaration", "[numthreads(X, Y, Z)]"},
         {"block", "thread group"},
-        {"grid", "dispatch (dispatch_x, dispatch_y, dispatch_z in the host region)"},
+        {"grid", "`grid = (x, y, z)` of the launch statement in the host region (thread groups "
+                 "dispatched)"},
+        {"launch", "a `launch ENTRY` statement of the host region's launch plan"},
         {"shared memory", "groupshared"},
         {"barrier", "GroupMemoryBarrierWithGroupSync()"},
         {"memory fence", "DeviceMemoryBarrier()"},
@@ -275,101 +153,53 @@ class HlslBackend final : public Backend {
     return br;
   }
 
-  PlanResult plan(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
-                  const Config& config, const DeviceFacts& device) override {
-    PlanResult pr;
-    std::string file = hlsl::file_name(&ctx);
-    auto lines = hlsl::parse_host(source.host, hlsl::host_first_line(source), file);
-    if (!lines) {
-      pr.disposition = Disposition::compile_failed;
-      pr.message = lines.error();
-      return pr;
-    }
-    expr::Env env = hlsl::host_env(ctx, source, shape, config, device);
-    for (const hlsl::HostLine& l : *lines) {
-      auto v = expr::evaluate(l.expr, env);
-      if (!v) {
-        pr.disposition = Disposition::compile_failed;
-        pr.message =
-            fmt::format("{}:{}: cannot evaluate `{}` for {}{}: {}", file, l.line, l.expr,
-                        shape.text(), config.empty() ? "" : " " + config_text(config), v.error());
-        return pr;
-      }
-      if (l.name == "require") {
-        if (*v == 0) {
-          pr.disposition = Disposition::invalid_config;
-          pr.message =
-              fmt::format("requirement `{}` does not hold ({}:{}) for {}{}", l.expr, file, l.line,
-                          shape.text(), config.empty() ? "" : " " + config_text(config));
-          return pr;
-        }
-        continue;
-      }
-      env[l.name] = *v;
-    }
-    auto max_count = hlsl::parse_triple(device, "max_workgroup_count");
-    std::array<int64_t, 3> groups{};
-    const char* names[3] = {"dispatch_x", "dispatch_y", "dispatch_z"};
-    for (int i = 0; i < 3; ++i) {
-      bool set = false;
-      for (const auto& l : *lines) set = set || l.name == names[i];
-      if (!set) {
-        pr.disposition = Disposition::compile_failed;
-        pr.message = fmt::format(
-            "{}: the host region does not set {} (it must set dispatch_x, dispatch_y and "
-            "dispatch_z)",
-            file, names[i]);
-        return pr;
-      }
-      groups[i] = env[names[i]];
-      int64_t limit = max_dispatch_for(max_count, i);
-      if (groups[i] < 1 || groups[i] > limit) {
-        pr.disposition = Disposition::invalid_config;
-        pr.message = fmt::format("{} = {} is outside 1..{} for {}{}", names[i], groups[i], limit,
-                                 shape.text(), config.empty() ? "" : " " + config_text(config));
-        return pr;
-      }
-    }
-    pr.plan = {{"groups", {groups[0], groups[1], groups[2]}}};
-    return pr;
+  PlanDialect plan_dialect() const override {
+    PlanDialect d;
+    d.backend = "hlsl";
+    d.block = false;
+    d.args = false;
+    d.shared = false;
+    d.kernel_word = "entry point";
+    return d;
   }
 
   PlanResult check_resources(const BuildResult& build, const DeviceFacts& device) override {
     PlanResult pr;
     const nlohmann::json& r = build.resources;
-    if (!r.is_object() || !r.contains("local_size")) return pr;
+    if (!r.is_object() || !r.contains("kernels") || !r["kernels"].is_object()) return pr;
     try {
-      auto ls = r.at("local_size").get<std::vector<int64_t>>();
-      int64_t threads = r.value("threads", int64_t{0});
-      int64_t shared = r.value("shared_bytes", int64_t{0});
-      std::string dev = device.name.empty() ? "the device" : device.name;
-      if (device.max_threads_per_group > 0 && threads > device.max_threads_per_group) {
-        pr.disposition = Disposition::invalid_config;
-        pr.message = fmt::format(
-            "the thread group has {} threads ([numthreads({}, {}, {})]); {} allows at most {} "
-            "(maxComputeWorkGroupInvocations)",
-            threads, ls.at(0), ls.at(1), ls.at(2), dev, device.max_threads_per_group);
-        return pr;
-      }
-      if (auto max_size = hlsl::parse_triple(device, "max_workgroup_size")) {
-        static const char* axis = "xyz";
-        for (size_t i = 0; i < 3 && i < ls.size(); ++i) {
-          if ((*max_size)[i] > 0 && ls[i] > (*max_size)[i]) {
-            pr.disposition = Disposition::invalid_config;
-            pr.message = fmt::format(
-                "numthreads {} = {} exceeds {}'s limit of {} (maxComputeWorkGroupSize[{}])",
-                axis[i], ls[i], dev, (*max_size)[i], i);
-            return pr;
+      for (const auto& [entry, k] : r["kernels"].items()) {
+        auto ls = k.at("local_size").get<std::vector<int64_t>>();
+        int64_t threads = k.value("threads", int64_t{0});
+        int64_t shared = k.value("shared_bytes", int64_t{0});
+        std::string dev = device.name.empty() ? "the device" : device.name;
+        if (device.max_threads_per_group > 0 && threads > device.max_threads_per_group) {
+          pr.disposition = Disposition::invalid_config;
+          pr.message = fmt::format(
+              "`{}` has {} threads per group ([numthreads({}, {}, {})]); {} allows at most {} "
+              "(maxComputeWorkGroupInvocations)",
+              entry, threads, ls.at(0), ls.at(1), ls.at(2), dev, device.max_threads_per_group);
+          return pr;
+        }
+        if (auto max_size = hlsl::parse_triple(device, "max_workgroup_size")) {
+          for (size_t i = 0; i < 3 && i < ls.size(); ++i) {
+            if ((*max_size)[i] > 0 && ls[i] > (*max_size)[i]) {
+              pr.disposition = Disposition::invalid_config;
+              pr.message = fmt::format(
+                  "`{}`: numthreads {} = {} exceeds {}'s limit of {} (maxComputeWorkGroupSize[{}])",
+                  entry, "xyz"[i], ls[i], dev, (*max_size)[i], i);
+              return pr;
+            }
           }
         }
-      }
-      if (device.shared_memory_per_group > 0 && shared > device.shared_memory_per_group) {
-        pr.disposition = Disposition::invalid_config;
-        pr.message = fmt::format(
-            "the kernel uses {} bytes of groupshared memory; {} allows at most {} bytes per "
-            "thread group (maxComputeSharedMemorySize)",
-            shared, dev, device.shared_memory_per_group);
-        return pr;
+        if (device.shared_memory_per_group > 0 && shared > device.shared_memory_per_group) {
+          pr.disposition = Disposition::invalid_config;
+          pr.message = fmt::format(
+              "`{}` uses {} bytes of groupshared memory; {} allows at most {} bytes per thread "
+              "group (maxComputeSharedMemorySize)",
+              entry, shared, dev, device.shared_memory_per_group);
+          return pr;
+        }
       }
     } catch (const std::exception& e) {
       pr.disposition = Disposition::compile_failed;
@@ -380,6 +210,37 @@ class HlslBackend final : public Backend {
 
   std::string baseline(const KernelContext&, const DeviceFacts&) const override { return ""; }
 
+ protected:
+  PlanResult resolve_plan(LaunchPlan& plan, const BuildResult& build,
+                          const DeviceFacts& device) override {
+    PlanResult pr;
+    const nlohmann::json kernels = build.resources.is_object()
+                                       ? build.resources.value("kernels", nlohmann::json::object())
+                                       : nlohmann::json::object();
+    auto max_count = hlsl::parse_triple(device, "max_workgroup_count");
+    for (PlanStep& st : plan.steps) {
+      if (st.op != PlanStep::Op::launch) continue;
+      auto k = kernels.find(st.kernel);
+      if (k == kernels.end()) {
+        pr.disposition = Disposition::compile_failed;
+        pr.message = fmt::format("line {}: entry point `{}` was not built", st.line, st.kernel);
+        return pr;
+      }
+      st.symbol = st.kernel;
+      st.module = k->value("module", "");
+      for (int i = 0; i < 3; ++i) {
+        int64_t limit = max_dispatch_for(max_count, i);
+        if (st.grid[static_cast<size_t>(i)] > limit) {
+          pr.disposition = Disposition::invalid_config;
+          pr.message = fmt::format("launch `{}`: grid.{} = {} is outside 1..{}", st.kernel,
+                                   "xyz"[i], st.grid[static_cast<size_t>(i)], limit);
+          return pr;
+        }
+      }
+    }
+    return pr;
+  }
+
  private:
   static int64_t max_dispatch_for(const std::optional<std::array<int64_t, 3>>& max_count, int i) {
     int64_t limit = hlsl::kMaxDispatch;
@@ -389,7 +250,7 @@ class HlslBackend final : public Backend {
 
   // Reflects a module into br.resources; false (with br.log) when it is unusable.
   static bool reflect_into(const std::string& bytes, const std::string& entry,
-                           const std::string& file, BuildResult& br) {
+                           const std::string& file, BuildResult& br, nlohmann::json& out) {
     auto words = spirv::words_from_bytes(bytes);
     if (!words) {
       br.log += words.error() + "\n";
@@ -403,9 +264,7 @@ class HlslBackend final : public Backend {
     const spirv::EntryPoint* ep = info->find(entry);
     if (ep == nullptr) {
       br.log += fmt::format(
-          "{}: error: entry point `{}` not found (kernel.toml `entry` names the compute shader "
-          "function)\n",
-          file, entry);
+          "{}: error: entry point `{}` not found (the launch plan launches it)\n", file, entry);
       return false;
     }
     if (ep->execution_model != 5) {
@@ -419,31 +278,37 @@ class HlslBackend final : public Backend {
       return false;
     }
     int64_t threads = int64_t{ls[0]} * ls[1] * ls[2];
-    br.resources = {{"local_size", {ls[0], ls[1], ls[2]}},
-                    {"threads", threads},
-                    {"shared_bytes", info->shared_bytes}};
+    out = {{"local_size", {ls[0], ls[1], ls[2]}},
+           {"threads", threads},
+           {"shared_bytes", info->shared_bytes}};
     return true;
   }
 
   void build_into(const BuildRequest& req, BuildResult& br) {
     const std::string file = hlsl::file_name(req.context);
-    const std::string entry =
-        req.context != nullptr && !req.context->entry.empty() ? req.context->entry : "main";
     auto regions = split_regions(req.source, file);
     if (!regions) {
       br.disposition = Disposition::compile_failed;
       br.log = regions.error() + "\n";
       return;
     }
+    auto plan = parse_plan(*regions, file);
+    if (!plan) {
+      br.disposition = Disposition::compile_failed;
+      br.log = plan.error() + "\n";
+      return;
+    }
+    std::vector<std::string> entries = plan->kernels();
+    if (entries.empty()) {
+      br.disposition = Disposition::compile_failed;
+      br.log = fmt::format("{}: the launch plan launches no entry point (add `launch main` with "
+                           "its grid)\n",
+                           file);
+      return;
+    }
     const std::string unit = hlsl::compile_unit(*regions);
-
     std::string defines;
     for (const auto& [k, v] : req.defines) defines += fmt::format(" -D{}={}", k, v);
-    br.command = fmt::format(
-        "shaderc in process, as: glslc -x hlsl -fshader-stage=compute -fentry-point={} "
-        "--target-env=vulkan1.1 -O{} {} (host region lines blanked)",
-        entry, defines, file);
-
     fs::path cache_dir = req.cache_dir;
     if (cache_dir.empty()) cache_dir = fs::temp_directory_path() / "peak-hlsl-cache";
     std::error_code ec;
@@ -454,38 +319,70 @@ class HlslBackend final : public Backend {
                            ec.message());
       return;
     }
+    nlohmann::json kernels = nlohmann::json::object();
+    std::vector<std::string> commands;
+    bool all_cached = true;
+    int64_t max_threads = 0, max_shared = 0;
+    for (const std::string& entry : entries) {
+      nlohmann::json k;
+      bool cached = false;
+      std::string command = fmt::format(
+          "shaderc in process, as: glslc -x hlsl -fshader-stage=compute -fentry-point={} "
+          "--target-env=vulkan1.1 -O{} {} (host region lines blanked)",
+          entry, defines, file);
+      commands.push_back(command);
+      fs::path artifact;
+      if (!compile_entry(req, unit, entry, file, command, cache_dir, br, k, artifact, cached))
+        return;
+      all_cached = all_cached && cached;
+      k["module"] = artifact.string();
+      max_threads = std::max(max_threads, k.value("threads", int64_t{0}));
+      max_shared = std::max(max_shared, k.value("shared_bytes", int64_t{0}));
+      kernels[entry] = k;
+      if (br.artifact.empty()) br.artifact = artifact;
+    }
+    br.command = join(commands, "\n");
+    br.cached = all_cached;
+    br.resources = {{"kernels", kernels},
+                    {"max_threads", max_threads},
+                    {"max_shared_bytes", max_shared},
+                    {"shared_bytes", max_shared}};
+    br.disposition = Disposition::passed;
+  }
+
+  // Compiles one entry point (or finds it in the cache); false (with br.disposition and br.log)
+  // when it does not compile.
+  bool compile_entry(const BuildRequest& req, const std::string& unit, const std::string& entry,
+                     const std::string& file, const std::string& command,
+                     const fs::path& cache_dir, BuildResult& br, nlohmann::json& resources,
+                     fs::path& artifact, bool& cached) {
     std::string key_text = unit;
     key_text += '\0';
-    key_text += defines;
-    key_text += '\0';
-    key_text += br.command;
+    key_text += command;
     key_text += '\0';
     key_text += br.toolchain;
     const std::string key = sha256_hex(key_text);
-    const fs::path artifact = cache_dir / (key + ".spv");
+    artifact = cache_dir / (key + ".spv");
     const fs::path log_path = cache_dir / (key + ".log");
-    br.artifact = artifact;
-
+    std::error_code ec;
     if (fs::exists(artifact, ec)) {
       if (auto bytes = read_file(artifact)) {
-        BuildResult hit = br;
-        if (reflect_into(*bytes, entry, file, hit)) {
-          br = std::move(hit);
-          if (auto log = read_file(log_path)) br.log = *log;
-          br.cached = true;
-          br.disposition = Disposition::passed;
-          return;
+        BuildResult scratch;
+        if (reflect_into(*bytes, entry, file, scratch, resources)) {
+          if (auto log = read_file(log_path)) br.log += *log;
+          cached = true;
+          return true;
         }
       }
       // A damaged cache entry: compile again and overwrite it.
     }
-
-    shaderc::Compiler compiler;
-    if (!compiler.IsValid()) {
+    auto failed = [&](std::string msg) {
       br.disposition = Disposition::compile_failed;
-      br.log = "the shaderc compiler could not be initialized\n";
-      return;
-    }
+      br.log += msg;
+      return false;
+    };
+    shaderc::Compiler compiler;
+    if (!compiler.IsValid()) return failed("the shaderc compiler could not be initialized\n");
     shaderc::CompileOptions options;
     options.SetSourceLanguage(shaderc_source_language_hlsl);
     options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
@@ -495,43 +392,28 @@ class HlslBackend final : public Backend {
     for (const auto& [k, v] : req.defines) options.AddMacroDefinition(k, std::to_string(v));
     shaderc::SpvCompilationResult result = compiler.CompileGlslToSpv(
         unit, shaderc_compute_shader, file.c_str(), entry.c_str(), options);
-    br.log = hlsl::rewrite_diagnostics(result.GetErrorMessage(), file);
+    std::string log = hlsl::rewrite_diagnostics(result.GetErrorMessage(), file);
+    const std::string missing = fmt::format(
+        "{}: error: entry point `{}` not found (the launch plan launches it)\n", file, entry);
     // glslang only warns about a missing entry point (and emits an empty one).
     if (result.GetCompilationStatus() == shaderc_compilation_status_success &&
-        br.log.find("Entry point not found") != std::string::npos) {
-      br.disposition = Disposition::compile_failed;
-      br.log += fmt::format(
-          "{}: error: entry point `{}` not found (kernel.toml `entry` names the compute shader "
-          "function)\n",
-          file, entry);
-      return;
-    }
-    if (result.GetCompilationStatus() != shaderc_compilation_status_success) {
-      br.disposition = Disposition::compile_failed;
-      if (br.log.empty()) br.log = fmt::format("{}: compilation failed (no diagnostics)\n", file);
-      return;
-    }
+        log.find("Entry point not found") != std::string::npos)
+      return failed(log + missing);
+    if (result.GetCompilationStatus() != shaderc_compilation_status_success)
+      return failed(log.empty() ? fmt::format("{}: compilation failed (no diagnostics)\n", file)
+                                : log);
     std::string bytes(reinterpret_cast<const char*>(result.cbegin()),
                       static_cast<size_t>(result.cend() - result.cbegin()) * sizeof(uint32_t));
-    if (bytes.empty()) {  // glslang only warns when the entry point is missing
+    if (bytes.empty()) return failed(log + missing);
+    br.log += log;
+    if (!reflect_into(bytes, entry, file, br, resources)) {
       br.disposition = Disposition::compile_failed;
-      br.log += fmt::format(
-          "{}: error: entry point `{}` not found (kernel.toml `entry` names the compute shader "
-          "function)\n",
-          file, entry);
-      return;
+      return false;
     }
-    if (!reflect_into(bytes, entry, file, br)) {
-      br.disposition = Disposition::compile_failed;
-      return;
-    }
-    if (auto st = write_file_atomic(artifact, bytes); !st) {
-      br.disposition = Disposition::compile_failed;
-      br.log += fmt::format("cannot write {}: {}\n", artifact.string(), st.message());
-      return;
-    }
-    if (!br.log.empty()) (void)write_file_atomic(log_path, br.log);
-    br.disposition = Disposition::passed;
+    if (auto st = write_file_atomic(artifact, bytes); !st)
+      return failed(fmt::format("cannot write {}: {}\n", artifact.string(), st.message()));
+    if (!log.empty()) (void)write_file_atomic(log_path, log);
+    return true;
   }
 };
 

@@ -15,15 +15,8 @@ std::unique_ptr<Backend> make_hlsl_backend();
 namespace hlsl {
 
 // The text shaderc compiles: `source` with every line of the host region replaced by an empty
-// line (the host region is not HLSL), so compiler line numbers are the file's line numbers.
+// line (the host region is a launch plan, not HLSL), so compiler line numbers are the file's line numbers.
 std::string compile_unit(const SourceRegions& source);
-
-// The names the host region may read: the shape's scalars (and "<array>.size"), the tuning
-// values, the device limits (max_threads, shared_memory, subgroup_size) and every
-// `#define NAME <integer expression>` of the macros region that evaluates (in rounds, so macros
-// may use other macros; names already defined keep their value, as with #ifndef guards).
-expr::Env host_env(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
-                   const Config& config, const DeviceFacts& device);
 
 // The versions of the in-process compiler ("shaderc 2023.2.1 / glslang 12.0.0 / SPIRV-Tools ...").
 std::string compiler_version();

@@ -86,10 +86,19 @@ class HlslBackendTest : public ::testing::Test {
     req.cache_dir = dir_ / "cache";
     return backend_->build(req);
   }
+  // Builds `source` with `config` and evaluates its launch plan for shape `s`.
   PlanResult plan(const std::string& source, const Shape& s, const Config& config) {
     auto r = split_regions(source, "kernel.hlsl");
     EXPECT_TRUE(r) << r.error();
-    return backend_->plan(ctx_, *r, s, config, test_device());
+    BuildResult b = build(source, config);
+    EXPECT_EQ(b.disposition, Disposition::passed) << b.log;
+    return backend_->plan(ctx_, *r, s, config, test_device(), b);
+  }
+  static std::string with_host(const std::string& source, const std::string& host) {
+    auto r = split_regions(source, "kernel.hlsl");
+    EXPECT_TRUE(r) << r.error();
+    r->host = host;
+    return join_regions(*r);
   }
 
   fs::path dir_;
@@ -105,16 +114,18 @@ TEST_F(HlslBackendTest, CompilesTheExampleAndReflectsItsGroupSize) {
   EXPECT_FALSE(b.cached);
   EXPECT_TRUE(fs::exists(b.artifact));
   EXPECT_EQ(b.artifact.extension(), ".spv");
-  EXPECT_EQ(b.resources["local_size"], nlohmann::json({16, 16, 1}));
-  EXPECT_EQ(b.resources["threads"], 256);
-  EXPECT_EQ(b.resources["shared_bytes"], 0);
+  const auto& k = b.resources["kernels"]["main"];
+  EXPECT_EQ(k["local_size"], nlohmann::json({16, 16, 1}));
+  EXPECT_EQ(k["threads"], 256);
+  EXPECT_EQ(k["shared_bytes"], 0);
+  EXPECT_EQ(k["module"], b.artifact.string());
   EXPECT_NE(b.toolchain.find("shaderc"), std::string::npos) << b.toolchain;
   EXPECT_NE(b.toolchain.find("glslang"), std::string::npos) << b.toolchain;
   EXPECT_NE(b.command.find("-DBLOCK_X=16"), std::string::npos) << b.command;
 
   BuildResult small = build(example_source(), {{"BLOCK_X", 8}, {"BLOCK_Y", 4}});
   ASSERT_EQ(small.disposition, Disposition::passed) << small.log;
-  EXPECT_EQ(small.resources["local_size"], nlohmann::json({8, 4, 1}));
+  EXPECT_EQ(small.resources["kernels"]["main"]["local_size"], nlohmann::json({8, 4, 1}));
   EXPECT_NE(small.artifact, b.artifact);
 }
 
@@ -150,16 +161,54 @@ TEST_F(HlslBackendTest, HostRegionIsBlankedInTheCompileUnit) {
   auto r = split_regions(src, "kernel.hlsl");
   ASSERT_TRUE(r) << r.error();
   std::string unit = hlsl::compile_unit(*r);
-  EXPECT_EQ(unit.find("dispatch_x"), std::string::npos);
+  EXPECT_EQ(unit.find("grid ="), std::string::npos);
   EXPECT_EQ(split_lines(unit).size(), split_lines(src).size());
   EXPECT_EQ(line_of(unit, "acc +="), line_of(src, "acc +="));
 }
 
-TEST_F(HlslBackendTest, MissingEntryPointFails) {
-  ctx_.entry = "nope";
-  BuildResult b = build(example_source());
+TEST_F(HlslBackendTest, AnEntryPointThePlanLaunchesButTheSourceLacksFails) {
+  BuildResult b = build(with_host(example_source(), "launch nope\n  grid = (1)\n"));
   EXPECT_EQ(b.disposition, Disposition::compile_failed);
-  EXPECT_NE(b.log.find("entry point `nope`"), std::string::npos) << b.log;
+  EXPECT_NE(b.log.find("entry point `nope` not found (the launch plan launches it)"),
+            std::string::npos)
+      << b.log;
+}
+
+TEST_F(HlslBackendTest, APlanThatDoesNotParseFailsTheBuildWithItsLine) {
+  const std::string src = with_host(example_source(), "launch main\n  grid = (1)\nbogus line\n");
+  BuildResult b = build(src);
+  EXPECT_EQ(b.disposition, Disposition::compile_failed);
+  EXPECT_NE(b.log.find("kernel.hlsl:" + std::to_string(line_of(src, "bogus line")) + ":"),
+            std::string::npos)
+      << b.log;
+}
+
+TEST_F(HlslBackendTest, EveryLaunchedEntryPointIsBuiltAsItsOwnModule) {
+  std::string src = with_device(
+      "[numthreads(64, 1, 1)]\n"
+      "void zero_c(uint3 t : SV_DispatchThreadID) { if ((int)t.x < M * N) C[t.x] = 0.0f; }\n"
+      "[numthreads(BLOCK_X, BLOCK_Y, 1)]\n"
+      "void main(uint3 tid : SV_DispatchThreadID) {\n"
+      "  if ((int)tid.y < M && (int)tid.x < N) C[tid.y * N + tid.x] += 1.0f;\n"
+      "}\n");
+  src = with_host(src,
+                  "launch zero_c\n  grid = (ceil_div(M * N, 64))\n"
+                  "launch main\n  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))\n");
+  BuildResult b = build(src);
+  ASSERT_EQ(b.disposition, Disposition::passed) << b.log;
+  const auto& ks = b.resources["kernels"];
+  ASSERT_TRUE(ks.contains("zero_c") && ks.contains("main")) << ks.dump();
+  EXPECT_EQ(ks["zero_c"]["local_size"], nlohmann::json({64, 1, 1}));
+  EXPECT_NE(ks["zero_c"]["module"], ks["main"]["module"]);
+  PlanResult p = plan(src, shape(10, 20, 3), {{"BLOCK_X", 16}, {"BLOCK_Y", 16}});
+  ASSERT_EQ(p.disposition, Disposition::passed) << p.message;
+  auto lp = LaunchPlan::from_json(p.plan, ctx_.arrays.size());
+  ASSERT_TRUE(lp) << lp.error();
+  ASSERT_EQ(lp->steps.size(), 2u);
+  EXPECT_EQ(lp->steps[0].symbol, "zero_c");
+  EXPECT_EQ(lp->steps[0].module, ks["zero_c"]["module"].get<std::string>());
+  EXPECT_EQ(lp->steps[0].grid, (std::array<int64_t, 3>{4, 1, 1}));
+  EXPECT_EQ(lp->steps[1].grid, (std::array<int64_t, 3>{2, 1, 1}));
 }
 
 TEST_F(HlslBackendTest, SecondBuildIsACacheHit) {
@@ -198,7 +247,7 @@ TEST_F(HlslBackendTest, BuildsInParallel) {
   for (size_t i = 0; i < results.size(); ++i) {
     ASSERT_EQ(results[i].disposition, Disposition::passed) << results[i].log;
     int64_t bx = int64_t{8} << (i % 3), by = int64_t{4} << (i / 3);
-    EXPECT_EQ(results[i].resources["local_size"], nlohmann::json({bx, by, 1}));
+    EXPECT_EQ(results[i].resources["kernels"]["main"]["local_size"], nlohmann::json({bx, by, 1}));
   }
 }
 
@@ -217,19 +266,22 @@ TEST_F(HlslBackendTest, ReflectsLocalSizeAndSharedMemory) {
       "}\n");
   BuildResult b = build(src);
   ASSERT_EQ(b.disposition, Disposition::passed) << b.log;
-  EXPECT_EQ(b.resources["local_size"], nlohmann::json({8, 4, 2}));
-  EXPECT_EQ(b.resources["threads"], 64);
-  EXPECT_EQ(b.resources["shared_bytes"], 16 * 17 * 4 + 3 * 16 + 2 * 3 * 5 * 4);
+  const auto& k = b.resources["kernels"]["main"];
+  EXPECT_EQ(k["local_size"], nlohmann::json({8, 4, 2}));
+  EXPECT_EQ(k["threads"], 64);
+  EXPECT_EQ(k["shared_bytes"], 16 * 17 * 4 + 3 * 16 + 2 * 3 * 5 * 4);
+  EXPECT_EQ(b.resources["max_shared_bytes"], 16 * 17 * 4 + 3 * 16 + 2 * 3 * 5 * 4);
 }
 
 TEST_F(HlslBackendTest, CheckResourcesAgainstDeviceLimits) {
   DeviceFacts dev = test_device();
   BuildResult b;
   b.disposition = Disposition::passed;
-  b.resources = {{"local_size", {16, 16, 1}}, {"threads", 256}, {"shared_bytes", 16384}};
+  auto kernel = [](nlohmann::json k) { return nlohmann::json{{"kernels", {{"main", k}}}}; };
+  b.resources = kernel({{"local_size", {16, 16, 1}}, {"threads", 256}, {"shared_bytes", 16384}});
   EXPECT_EQ(backend_->check_resources(b, dev).disposition, Disposition::passed);
 
-  b.resources["shared_bytes"] = 40000;
+  b.resources["kernels"]["main"]["shared_bytes"] = 40000;
   PlanResult p = backend_->check_resources(b, dev);
   EXPECT_EQ(p.disposition, Disposition::invalid_config);
   EXPECT_NE(p.message.find("maxComputeSharedMemorySize"), std::string::npos) << p.message;
@@ -244,102 +296,77 @@ TEST_F(HlslBackendTest, CheckResourcesAgainstDeviceLimits) {
   EXPECT_NE(p.message.find("2048 threads"), std::string::npos) << p.message;
   EXPECT_NE(p.message.find("maxComputeWorkGroupInvocations"), std::string::npos) << p.message;
 
-  b.resources = {{"local_size", {1, 1, 128}}, {"threads", 128}, {"shared_bytes", 0}};
+  b.resources = kernel({{"local_size", {1, 1, 128}}, {"threads", 128}, {"shared_bytes", 0}});
   p = backend_->check_resources(b, dev);
   EXPECT_EQ(p.disposition, Disposition::invalid_config);
   EXPECT_NE(p.message.find("numthreads z = 128"), std::string::npos) << p.message;
 }
 
-// ---- Plans from the host region ----
+// ---- Launch plans (the language itself: src/plan/plan_language_test.cpp) ----
 
 TEST_F(HlslBackendTest, PlanEvaluatesTheHostRegion) {
   PlanResult p = plan(example_source(), shape(100, 70, 5), {{"BLOCK_X", 16}, {"BLOCK_Y", 8}});
   ASSERT_EQ(p.disposition, Disposition::passed) << p.message;
-  EXPECT_EQ(p.plan, nlohmann::json({{"groups", {5, 13, 1}}}));
+  auto lp = LaunchPlan::from_json(p.plan, ctx_.arrays.size());
+  ASSERT_TRUE(lp) << lp.error();
+  ASSERT_EQ(lp->steps.size(), 1u);
+  EXPECT_EQ(lp->steps[0].grid, (std::array<int64_t, 3>{5, 13, 1}));
+  EXPECT_EQ(lp->steps[0].symbol, "main");
 }
 
-TEST_F(HlslBackendTest, PlanReadsMacrosIterativelyAndDeviceLimits) {
-  auto r = split_regions(example_source(), "kernel.hlsl");
+TEST_F(HlslBackendTest, PlanReadsMacrosAndDeviceLimits) {
+  std::string src = example_source();
+  auto r = split_regions(src, "kernel.hlsl");
   ASSERT_TRUE(r);
   r->macros =
       "#define ROWS (TILE / 4)  // uses a macro defined below\n"
       "#define TILE (BLOCK_X * 2)\n"
-      "#define TWICE(x) ((x) * 2)\n"
-      "#define OFFSET 0x10u\n"
-      "#define LONG_ONE \\\n"
-      "  1\n"
-      "#define NOT_AN_INT 1.5f\n"
-      "#ifndef BLOCK_X\n"
-      "#define BLOCK_X 99\n"
-      "#endif\n";
+      "#define OFFSET 0x10u\n";
   r->host =
-      "# helpers may be named and used by later lines\n"
       "items = M * N  // elements of C\n"
-      "dispatch_x = ceil_div(N, TILE)\n"
-      "dispatch_y = ceil_div(M, ROWS) + OFFSET - 16\n"
-      "dispatch_z = items / items * LONG_ONE\n"
-      "require = BLOCK_X * BLOCK_Y <= max_threads && subgroup_size == 8\n"
-      "require = shared_memory == 32768\n";
-  PlanResult p =
-      backend_->plan(ctx_, *r, shape(64, 100, 8), {{"BLOCK_X", 16}, {"BLOCK_Y", 4}}, test_device());
+      "require BLOCK_X * BLOCK_Y <= max_threads && subgroup_size == 8\n"
+      "require shared_memory == 32768\n"
+      "launch main\n"
+      "  grid = (ceil_div(N, TILE), ceil_div(M, ROWS) + OFFSET - 16, items / items)\n";
+  PlanResult p = plan(join_regions(*r), shape(64, 100, 8), {{"BLOCK_X", 16}, {"BLOCK_Y", 4}});
   ASSERT_EQ(p.disposition, Disposition::passed) << p.message;
+  auto lp = LaunchPlan::from_json(p.plan, ctx_.arrays.size());
+  ASSERT_TRUE(lp) << lp.error();
   // TILE = 32, ROWS = 8: x = ceil(100 / 32) = 4, y = 64 / 8 = 8.
-  EXPECT_EQ(p.plan, nlohmann::json({{"groups", {4, 8, 1}}}));
-
-  expr::Env env = hlsl::host_env(ctx_, *r, shape(64, 100, 8), {{"BLOCK_X", 16}}, test_device());
-  EXPECT_EQ(env.at("BLOCK_X"), 16);  // the tuning value wins over the #ifndef default
-  EXPECT_EQ(env.at("TILE"), 32);
-  EXPECT_EQ(env.at("OFFSET"), 16);
-  EXPECT_EQ(env.count("TWICE"), 0u);
-  EXPECT_EQ(env.count("NOT_AN_INT"), 0u);
+  EXPECT_EQ(lp->steps[0].grid, (std::array<int64_t, 3>{4, 8, 1}));
 }
 
 TEST_F(HlslBackendTest, PlanRequirementThatFailsIsInvalidConfig) {
-  auto r = split_regions(example_source(), "kernel.hlsl");
+  std::string src = example_source();
+  auto r = split_regions(src, "kernel.hlsl");
   ASSERT_TRUE(r);
-  r->host = "require = K % BLOCK_X == 0\n" + r->host;
+  r->host = "require K % BLOCK_X == 0\n" + r->host;
+  src = join_regions(*r);
   Config c{{"BLOCK_X", 16}, {"BLOCK_Y", 16}};
-  PlanResult ok = backend_->plan(ctx_, *r, shape(64, 64, 32), c, test_device());
-  EXPECT_EQ(ok.disposition, Disposition::passed) << ok.message;
-  PlanResult p = backend_->plan(ctx_, *r, shape(64, 64, 33), c, test_device());
+  EXPECT_EQ(plan(src, shape(64, 64, 32), c).disposition, Disposition::passed);
+  PlanResult p = plan(src, shape(64, 64, 33), c);
   EXPECT_EQ(p.disposition, Disposition::invalid_config);
   EXPECT_NE(p.message.find("requirement `K % BLOCK_X == 0` does not hold"), std::string::npos)
       << p.message;
 }
 
-TEST_F(HlslBackendTest, PlanRejectsBadDispatchesAndBadHostLines) {
+TEST_F(HlslBackendTest, PlanRefusesWhatVulkanCannotExpress) {
   Config c{{"BLOCK_X", 8}, {"BLOCK_Y", 8}};
-  // Too many groups.
+  // Too many groups for the device.
   PlanResult p = plan(example_source(), shape(8, 8 * 70000, 1), c);
   EXPECT_EQ(p.disposition, Disposition::invalid_config);
-  EXPECT_NE(p.message.find("dispatch_x = 70000"), std::string::npos) << p.message;
-
-  auto r = split_regions(example_source(), "kernel.hlsl");
-  ASSERT_TRUE(r);
-  const std::string src = example_source();
-  const int host_line = line_of(src, "peak:begin host") + 1;  // the first line of the region
-  auto with_host = [&](const std::string& host) {
-    SourceRegions s = *r;
-    s.host = host;
-    return backend_->plan(ctx_, s, shape(64, 64, 64), c, test_device());
-  };
-  p = with_host("dispatch_x = 0\ndispatch_y = 1\ndispatch_z = 1\n");
-  EXPECT_EQ(p.disposition, Disposition::invalid_config) << p.message;
-
-  p = with_host("dispatch_x = 1\ndispatch_y = 1\n");
-  EXPECT_EQ(p.disposition, Disposition::compile_failed);
-  EXPECT_NE(p.message.find("dispatch_z"), std::string::npos) << p.message;
-
-  p = with_host("dispatch_x = 1\nthis is not an assignment\ndispatch_z = 1\n");
-  EXPECT_EQ(p.disposition, Disposition::compile_failed);
-  EXPECT_NE(p.message.find("kernel.hlsl:" + std::to_string(host_line + 1) + ":"), std::string::npos)
-      << p.message;
-
-  p = with_host("dispatch_x = ceil_div(N, NO_SUCH_NAME)\ndispatch_y = 1\ndispatch_z = 1\n");
-  EXPECT_EQ(p.disposition, Disposition::compile_failed);
-  EXPECT_NE(p.message.find("kernel.hlsl:" + std::to_string(host_line) + ":"), std::string::npos)
-      << p.message;
-  EXPECT_NE(p.message.find("NO_SUCH_NAME"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("grid.x = 70000"), std::string::npos) << p.message;
+  // block, args, shared memory, clusters and tensor maps are not part of an HLSL plan.
+  for (const std::string attr : {"  block = (8, 8)\n", "  args = (A, B, C)\n",
+                                 "  shared = 1024\n", "  cluster = (2, 1, 1)\n"}) {
+    std::string src = with_host(example_source(), "launch main\n  grid = (1, 1)\n" + attr);
+    auto r = split_regions(src, "kernel.hlsl");
+    BuildResult b = build(src, c);
+    ASSERT_EQ(b.disposition, Disposition::passed) << b.log;
+    p = backend_->plan(ctx_, *r, shape(8, 8, 8), c, test_device(), b);
+    EXPECT_EQ(p.disposition, Disposition::compile_failed) << attr;
+    EXPECT_NE(p.message.find("is not part of a hlsl launch plan"), std::string::npos) << p.message;
+  }
 }
 
 TEST_F(HlslBackendTest, DescribesItself) {
@@ -377,7 +404,6 @@ class HlslRunnerTest : public HlslBackendTest {
   RunnerJob job() const {
     RunnerJob j;
     j.family = ctx_.family;
-    j.entry = ctx_.entry;
     j.arrays = ctx_.arrays;
     j.scalars = ctx_.scalars;
     return j;
@@ -387,6 +413,7 @@ class HlslRunnerTest : public HlslBackendTest {
     BuildResult b = build(source);
     EXPECT_EQ(b.disposition, Disposition::passed) << b.log;
     PlanResult p = plan(source, s, {{"BLOCK_X", 16}, {"BLOCK_Y", 16}});
+    EXPECT_EQ(p.disposition, Disposition::passed) << p.message;
     EXPECT_EQ(p.disposition, Disposition::passed) << p.message;
     RunnerTask t;
     t.id = id;
@@ -489,6 +516,39 @@ TEST_F(HlslRunnerTest, SeedMatmulMatchesAFloat64Reference) {
   EXPECT_LT(max_rel_error(j.tasks[0], read_floats(results[0].outputs.at("C"))), 1e-4);
 }
 
+TEST_F(HlslRunnerTest, TwoLaunchesThroughAScratchBufferAndAMemset) {
+  std::string src = with_device(
+      "[[vk::binding(4, 0)]] RWStructuredBuffer<float> S;  // the plan's scratch buffer\n"
+      "[numthreads(BLOCK_X, BLOCK_Y, 1)]\n"
+      "void main(uint3 tid : SV_DispatchThreadID) {\n"
+      "  int col = (int)tid.x, row = (int)tid.y;\n"
+      "  if (row >= M || col >= N) return;\n"
+      "  float acc = 0.0f;\n"
+      "  for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n"
+      "  S[row * N + col] += acc;  // the memset before this launch zeroed S\n"
+      "}\n"
+      "[numthreads(64, 1, 1)]\n"
+      "void copy_out(uint3 t : SV_DispatchThreadID) {\n"
+      "  if ((int)t.x < M * N) C[t.x] = S[t.x];\n"
+      "}\n");
+  src = with_host(src,
+                  "scratch S\n  dtype = f32\n  count = M * N\n"
+                  "memset S\n"
+                  "launch main\n  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))\n"
+                  "launch copy_out\n  grid = (ceil_div(M * N, 64))\n");
+  // Without a workspace the scratch buffer is refused before anything runs.
+  PlanResult refused = plan(src, shape(33, 17, 9), {{"BLOCK_X", 16}, {"BLOCK_Y", 16}});
+  EXPECT_EQ(refused.disposition, Disposition::workspace_exceeded) << refused.message;
+  ctx_.workspace = "4 * M * N";
+  RunnerJob j = job();
+  j.tasks.push_back(task("two-launches", src, shape(33, 17, 9)));
+  auto results = run(j);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_EQ(results[0].disposition, Disposition::passed) << results[0].message;
+  EXPECT_FALSE(results[0].nondeterministic);
+  EXPECT_LT(max_rel_error(j.tasks[0], read_floats(results[0].outputs.at("C"))), 1e-4);
+}
+
 TEST_F(HlslRunnerTest, HangIsATimeoutAndTheNextTaskRunsInAFreshRunner) {
   std::string hang = with_device(
       "[numthreads(BLOCK_X, BLOCK_Y, 1)]\n"
@@ -499,7 +559,7 @@ TEST_F(HlslRunnerTest, HangIsATimeoutAndTheNextTaskRunsInAFreshRunner) {
   RunnerJob j = job();
   j.tasks.push_back(task("hang", hang, shape(16, 16, 16)));
   // lavapipe stops any loop after 65535 iterations; 65535 groups of them still take minutes.
-  j.tasks.back().plan = {{"groups", {65535, 1, 1}}};
+  j.tasks.back().plan["steps"][0]["grid"] = {65535, 1, 1};
   j.tasks.push_back(task("good", example_source(), shape(64, 64, 64)));
   auto results = run(j, {{"PEAK_RUNNER_FENCE_TIMEOUT_S", "2"}}, 10);
   ASSERT_EQ(results.size(), 2u);

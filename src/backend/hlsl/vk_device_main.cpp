@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -178,7 +179,14 @@ class VulkanKernel final : public LoadedKernel {
   VkDescriptorSet set = VK_NULL_HANDLE;
   Buf uniform;
   size_t arrays = 0;
+  size_t scratch = 0;  // storage buffers bound after the scalars' cbuffer
   std::string entry;
+};
+
+// Every entry point a launch plan uses, by (module, entry).
+class VulkanProgram final : public LoadedKernel {
+ public:
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<VulkanKernel>> kernels;
 };
 
 class VulkanDevice final : public Device {
@@ -193,9 +201,10 @@ class VulkanDevice final : public Device {
   Status upload(DeviceBuffer& b, const void* data, size_t bytes) override;
   Status download(const DeviceBuffer& b, void* data, size_t bytes) override;
   Status fill_u32(DeviceBuffer& b, uint32_t word) override;
-  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task, const RunnerJob& job) override;
+  Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task, const RunnerJob& job,
+                                             const LaunchPlan& plan) override;
   LaunchOutcome launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
-                       std::vector<DeviceBuffer>& arrays, bool timed) override;
+                       const LaunchPlan& plan, TaskBuffers& buffers, bool timed) override;
   LaunchOutcome baseline(const std::string& name, const RunnerTask&, const RunnerJob&,
                          std::vector<DeviceBuffer>&, bool) override {
     LaunchOutcome o;
@@ -223,9 +232,10 @@ class VulkanDevice final : public Device {
   Status run_status(const char* what, const std::function<void(VkCommandBuffer)>& record);
   Result<std::unique_ptr<VulkanKernel>> make_kernel(const std::vector<uint32_t>& words,
                                                     const std::string& entry, size_t arrays,
-                                                    size_t uniform_bytes);
-  void bind_and_dispatch(VkCommandBuffer cmd, VulkanKernel& k, std::array<uint32_t, 3> groups,
-                         bool timed);
+                                                    size_t scratch, size_t uniform_bytes);
+  Result<std::unique_ptr<VulkanKernel>> load_entry(const std::string& module,
+                                                   const std::string& entry, const RunnerJob& job,
+                                                   size_t scratch);
   double timestamp_ms();
 
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -702,10 +712,11 @@ Status VulkanDevice::fill_u32(DeviceBuffer& b, uint32_t word) {
 
 Result<std::unique_ptr<VulkanKernel>> VulkanDevice::make_kernel(const std::vector<uint32_t>& words,
                                                                 const std::string& entry,
-                                                                size_t arrays,
+                                                                size_t arrays, size_t scratch,
                                                                 size_t uniform_bytes) {
   auto k = std::make_unique<VulkanKernel>(this);
   k->arrays = arrays;
+  k->scratch = scratch;
   k->entry = entry;
   auto smi = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   smi.codeSize = words.size() * sizeof(uint32_t);
@@ -714,11 +725,11 @@ Result<std::unique_ptr<VulkanKernel>> VulkanDevice::make_kernel(const std::vecto
     return vk_error("vkCreateShaderModule", r);
 
   std::vector<VkDescriptorSetLayoutBinding> bindings;
-  for (size_t i = 0; i <= arrays; ++i) {
+  for (size_t i = 0; i <= arrays + scratch; ++i) {
     VkDescriptorSetLayoutBinding b{};
     b.binding = static_cast<uint32_t>(i);
     b.descriptorType =
-        i < arrays ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+        i != arrays ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
     b.descriptorCount = 1;
     b.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     bindings.push_back(b);
@@ -750,8 +761,8 @@ Result<std::unique_ptr<VulkanKernel>> VulkanDevice::make_kernel(const std::vecto
 
   std::array<VkDescriptorPoolSize, 2> sizes{};
   uint32_t n_sizes = 0;
-  if (arrays > 0)
-    sizes[n_sizes++] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, static_cast<uint32_t>(arrays)};
+  if (arrays + scratch > 0)
+    sizes[n_sizes++] = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, static_cast<uint32_t>(arrays + scratch)};
   sizes[n_sizes++] = {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1};
   auto dpi = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
   dpi.maxSets = 1;
@@ -786,24 +797,23 @@ void VulkanDevice::destroy_kernel(VulkanKernel& k) {
   destroy_buffer(k.uniform);
 }
 
-Result<std::unique_ptr<LoadedKernel>> VulkanDevice::load(const RunnerTask& task,
-                                                         const RunnerJob& job) {
-  if (lost_) return make_error("the Vulkan device was lost");
-  auto bytes = read_file(task.artifact);
-  if (!bytes) return make_error(fmt::format("cannot read the SPIR-V artifact: {}", bytes.error()));
+Result<std::unique_ptr<VulkanKernel>> VulkanDevice::load_entry(const std::string& module,
+                                                               const std::string& entry_name,
+                                                               const RunnerJob& job,
+                                                               size_t scratch) {
+  auto bytes = read_file(module);
+  if (!bytes) return make_error(fmt::format("cannot read the SPIR-V module: {}", bytes.error()));
   auto words = spirv::words_from_bytes(*bytes);
-  if (!words) return make_error(fmt::format("{}: {}", task.artifact, words.error()));
+  if (!words) return make_error(fmt::format("{}: {}", module, words.error()));
   auto info = spirv::reflect(*words);
-  if (!info) return make_error(fmt::format("{}: {}", task.artifact, info.error()));
-
-  std::string entry = job.entry.empty() ? "main" : job.entry;
-  const spirv::EntryPoint* ep = info->find(entry);
-  if (ep == nullptr && info->entry_points.size() == 1) ep = &info->entry_points[0];
+  if (!info) return make_error(fmt::format("{}: {}", module, info.error()));
+  const spirv::EntryPoint* ep = info->find(entry_name);
   if (ep == nullptr)
-    return make_error(fmt::format("the SPIR-V module has no entry point `{}`", entry));
-  entry = ep->name;
+    return make_error(fmt::format("the SPIR-V module has no entry point `{}`", entry_name));
+  std::string entry = ep->name;
 
-  // The shader's resources must follow the binding convention, or the pipeline is invalid.
+  // The shader's resources must follow the binding convention, or the pipeline is invalid:
+  // arrays at 0..n-1, the scalars' cbuffer at n, the plan's scratch buffers at n+1...
   const size_t n = job.arrays.size();
   for (const auto& b : info->bindings) {
     std::string what = b.name.empty() ? "a resource" : "`" + b.name + "`";
@@ -822,11 +832,16 @@ Result<std::unique_ptr<LoadedKernel>> VulkanDevice::load(const RunnerTask& task,
         return make_error(
             fmt::format("binding {} ({}) must be the scalars' cbuffer (the kernel has {} arrays)",
                         b.binding, what, n));
+    } else if (b.binding <= n + scratch) {
+      if (b.kind != spirv::DescriptorKind::storage_buffer)
+        return make_error(fmt::format(
+            "binding {} ({}) must be a RWStructuredBuffer for scratch buffer {} of the plan",
+            b.binding, what, b.binding - n - 1));
     } else {
       return make_error(fmt::format(
-          "{} uses binding {}, but the kernel has {} arrays (bindings 0..{}) and the scalars at "
-          "binding {}",
-          what, b.binding, n, n == 0 ? 0 : n - 1, n));
+          "{} uses binding {}, but the kernel has {} arrays (bindings 0..{}), the scalars at "
+          "binding {} and {} scratch buffer(s) after them",
+          what, b.binding, n, n == 0 ? 0 : n - 1, n, scratch));
     }
   }
   const auto& ls = ep->local_size;
@@ -849,24 +864,26 @@ Result<std::unique_ptr<LoadedKernel>> VulkanDevice::load(const RunnerTask& task,
         fmt::format("the kernel uses {} bytes of groupshared memory; {} allows at "
                     "most {} (maxComputeSharedMemorySize)",
                     info->shared_bytes, props_.deviceName, lim.maxComputeSharedMemorySize));
-
-  auto k = make_kernel(*words, entry, n, 4 * job.scalars.size());
-  if (!k) return Error{k.error()};
-  return std::unique_ptr<LoadedKernel>(std::move(*k));
+  return make_kernel(*words, entry, n, scratch, 4 * job.scalars.size());
 }
 
-void VulkanDevice::bind_and_dispatch(VkCommandBuffer cmd, VulkanKernel& k,
-                                     std::array<uint32_t, 3> groups, bool timed) {
-  full_barrier(cmd);
-  if (timed) {
-    vkCmdResetQueryPool(cmd, queries_, 0, 2);
-    vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
+Result<std::unique_ptr<LoadedKernel>> VulkanDevice::load(const RunnerTask& task,
+                                                         const RunnerJob& job,
+                                                         const LaunchPlan& plan) {
+  if (lost_) return make_error("the Vulkan device was lost");
+  auto program = std::make_unique<VulkanProgram>();
+  for (const PlanStep& st : plan.steps) {
+    if (st.op != PlanStep::Op::launch) continue;
+    std::string module = st.module.empty() ? task.artifact : st.module;
+    std::string entry = st.symbol.empty() ? st.kernel : st.symbol;
+    auto key = std::make_pair(module, entry);
+    if (program->kernels.count(key)) continue;
+    auto k = load_entry(module, entry, job, plan.scratch.size());
+    if (!k) return Error{k.error()};
+    program->kernels[key] = std::move(*k);
   }
-  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
-  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &k.set, 0, nullptr);
-  vkCmdDispatch(cmd, groups[0], groups[1], groups[2]);
-  if (timed) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
-  full_barrier(cmd);
+  if (program->kernels.empty()) return make_error("the launch plan launches nothing");
+  return std::unique_ptr<LoadedKernel>(std::move(program));
 }
 
 double VulkanDevice::timestamp_ms() {
@@ -880,98 +897,136 @@ double VulkanDevice::timestamp_ms() {
 }
 
 LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
-                                   const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
-                                   bool timed) {
+                                   const RunnerJob& job, const LaunchPlan& plan,
+                                   TaskBuffers& buffers, bool timed) {
   LaunchOutcome out;
-  auto& k = static_cast<VulkanKernel&>(kernel);
-  if (lost_) {
-    out.disposition = Disposition::crashed;
-    out.message = "the Vulkan device was lost by an earlier launch";
+  auto& program = static_cast<VulkanProgram&>(kernel);
+  auto fail = [&](Disposition d, std::string m) {
+    out.disposition = d;
+    out.message = std::move(m);
     return out;
-  }
-  std::array<uint32_t, 3> groups{1, 1, 1};
-  try {
-    const auto& g = task.plan.at("groups");
-    if (!g.is_array() || g.size() != 3) throw std::runtime_error("`groups` is not [x, y, z]");
-    for (int i = 0; i < 3; ++i) {
-      int64_t v = g.at(i).get<int64_t>();
-      if (v < 1 || v > static_cast<int64_t>(props_.limits.maxComputeWorkGroupCount[i])) {
-        out.disposition = Disposition::invalid_config;
-        out.message = fmt::format("dispatch {} = {} is outside 1..{} on {}", "xyz"[i], v,
-                                  props_.limits.maxComputeWorkGroupCount[i], props_.deviceName);
-        return out;
-      }
-      groups[i] = static_cast<uint32_t>(v);
-    }
-  } catch (const std::exception& e) {
-    out.disposition = Disposition::launch_failed;
-    out.message = fmt::format("the launch plan has no valid \"groups\": {}", e.what());
-    return out;
-  }
-  if (arrays.size() != k.arrays) {
-    out.disposition = Disposition::launch_failed;
-    out.message = fmt::format("{} buffers for {} arrays", arrays.size(), k.arrays);
-    return out;
-  }
-  // Scalars: 4 bytes each, in kernel.toml order (int32, or float for f32/f16 scalars).
-  auto* u = static_cast<uint8_t*>(k.uniform.mapped);
+  };
+  if (lost_) return fail(Disposition::crashed, "the Vulkan device was lost by an earlier launch");
+  if (buffers.arrays.size() != job.arrays.size() || buffers.scratch.size() != plan.scratch.size())
+    return fail(Disposition::launch_failed,
+                fmt::format("{} buffers for {} arrays", buffers.arrays.size(), job.arrays.size()));
+  // Scalars: 4 bytes each, in kernel.toml order (int32).
+  std::vector<uint8_t> scalars(4 * job.scalars.size());
   for (size_t i = 0; i < job.scalars.size(); ++i) {
     auto it = task.shape.values.find(job.scalars[i].name);
-    if (it == task.shape.values.end()) {
-      out.disposition = Disposition::launch_failed;
-      out.message =
-          fmt::format("the shape gives no value for the scalar `{}`", job.scalars[i].name);
-      return out;
-    }
-    if (job.scalars[i].dtype == DType::i32) {
-      auto v = static_cast<int32_t>(it->second);
-      std::memcpy(u + 4 * i, &v, 4);
-    } else {
-      auto v = static_cast<float>(it->second);
-      std::memcpy(u + 4 * i, &v, 4);
-    }
+    if (it == task.shape.values.end())
+      return fail(Disposition::launch_failed,
+                  fmt::format("the shape gives no value for the scalar `{}`", job.scalars[i].name));
+    auto v = static_cast<int32_t>(it->second);
+    std::memcpy(scalars.data() + 4 * i, &v, 4);
   }
-  std::vector<VkDescriptorBufferInfo> infos(k.arrays + 1);
-  std::vector<VkWriteDescriptorSet> writes(k.arrays + 1);
-  for (size_t i = 0; i <= k.arrays; ++i) {
-    Buf* b = i < k.arrays ? static_cast<Buf*>(arrays[i].handle) : &k.uniform;
-    if (b == nullptr) {
-      out.disposition = Disposition::launch_failed;
-      out.message = fmt::format("array `{}` has no buffer", job.arrays[i].name);
-      return out;
+  // Every kernel's descriptor set: arrays, the scalars, scratch buffers.
+  for (auto& [key, kp] : program.kernels) {
+    VulkanKernel& k = *kp;
+    std::memcpy(k.uniform.mapped, scalars.data(), scalars.size());
+    const size_t total = k.arrays + 1 + k.scratch;
+    std::vector<VkDescriptorBufferInfo> infos(total);
+    std::vector<VkWriteDescriptorSet> writes(total);
+    for (size_t i = 0; i < total; ++i) {
+      Buf* b = i < k.arrays    ? static_cast<Buf*>(buffers.arrays[i].handle)
+               : i == k.arrays ? &k.uniform
+                               : static_cast<Buf*>(buffers.scratch[i - k.arrays - 1].handle);
+      if (b == nullptr) return fail(Disposition::launch_failed, "a buffer of the task is missing");
+      infos[i] = {b->buffer, 0, VK_WHOLE_SIZE};  // the whole buffer, guard zone included
+      writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+      writes[i].dstSet = k.set;
+      writes[i].dstBinding = static_cast<uint32_t>(i);
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType =
+          i == k.arrays ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
     }
-    infos[i] = {b->buffer, 0, VK_WHOLE_SIZE};  // arrays: the whole buffer, guard zone included
-    writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-    writes[i].dstSet = k.set;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType =
-        i < k.arrays ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    vkUpdateDescriptorSets(dev_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
   }
-  vkUpdateDescriptorSets(dev_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  // The steps, checked before anything is recorded.
+  struct Step {
+    VulkanKernel* kernel = nullptr;
+    std::array<uint32_t, 3> groups{1, 1, 1};
+    Buf* fill = nullptr;
+    VkDeviceSize fill_bytes = 0;
+    uint32_t fill_word = 0;
+  };
+  std::vector<Step> steps;
+  for (const PlanStep& st : plan.steps) {
+    Step s;
+    if (st.op == PlanStep::Op::memset) {
+      const bool is_array = st.target.kind == PlanBufferRef::Kind::array;
+      const auto idx = static_cast<size_t>(st.target.index);
+      s.fill = static_cast<Buf*>(is_array ? buffers.arrays[idx].handle : buffers.scratch[idx].handle);
+      size_t bytes = 0;
+      if (is_array) {
+        auto it = task.sizes.find(job.arrays[idx].name);
+        bytes = it == task.sizes.end() ? 0
+                                       : static_cast<size_t>(it->second) *
+                                             dtype_size(job.arrays[idx].dtype);
+      } else {
+        bytes = static_cast<size_t>(plan.scratch[idx].bytes);
+      }
+      s.fill_bytes = (bytes + 3) / 4 * 4;  // vkCmdFillBuffer writes whole words
+      s.fill_word = 0x01010101u * static_cast<uint32_t>(st.value);
+      steps.push_back(s);
+      continue;
+    }
+    std::string module = st.module.empty() ? task.artifact : st.module;
+    std::string entry = st.symbol.empty() ? st.kernel : st.symbol;
+    auto it = program.kernels.find({module, entry});
+    if (it == program.kernels.end())
+      return fail(Disposition::launch_failed,
+                  fmt::format("internal: entry point `{}` was not loaded", entry));
+    s.kernel = it->second.get();
+    for (int i = 0; i < 3; ++i) {
+      int64_t v = st.grid[static_cast<size_t>(i)];
+      if (v < 1 || v > static_cast<int64_t>(props_.limits.maxComputeWorkGroupCount[i]))
+        return fail(Disposition::invalid_config,
+                    fmt::format("launch `{}`: grid.{} = {} is outside 1..{} on {}", st.kernel,
+                                "xyz"[i], v, props_.limits.maxComputeWorkGroupCount[i],
+                                props_.deviceName));
+      s.groups[static_cast<size_t>(i)] = static_cast<uint32_t>(v);
+    }
+    steps.push_back(s);
+  }
 
   const bool stamps = timed && queries_ != VK_NULL_HANDLE;
   double host_ms = 0;
-  VkResult r =
-      run([&](VkCommandBuffer cmd) { bind_and_dispatch(cmd, k, groups, stamps); }, &host_ms);
+  VkResult r = run(
+      [&](VkCommandBuffer cmd) {
+        full_barrier(cmd);
+        if (stamps) {
+          vkCmdResetQueryPool(cmd, queries_, 0, 2);
+          vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
+        }
+        for (size_t i = 0; i < steps.size(); ++i) {
+          const Step& s = steps[i];
+          if (i > 0) full_barrier(cmd);  // each step sees what the previous ones wrote
+          if (s.fill != nullptr) {
+            if (s.fill_bytes > 0) vkCmdFillBuffer(cmd, s.fill->buffer, 0, s.fill_bytes, s.fill_word);
+            continue;
+          }
+          vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s.kernel->pipeline);
+          vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s.kernel->layout, 0, 1,
+                                  &s.kernel->set, 0, nullptr);
+          vkCmdDispatch(cmd, s.groups[0], s.groups[1], s.groups[2]);
+        }
+        if (stamps) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
+        full_barrier(cmd);
+      },
+      &host_ms);
   out.host_ms = host_ms;
-  if (r == VK_TIMEOUT) {
-    out.disposition = Disposition::timeout;
-    out.message =
-        fmt::format("the kernel did not finish within {} s (fence timeout)", fence_timeout_s_);
-    return out;
-  }
-  if (r == VK_ERROR_DEVICE_LOST) {
-    out.disposition = Disposition::crashed;
-    out.message = "the Vulkan device was lost during the launch (VK_ERROR_DEVICE_LOST)";
-    return out;
-  }
-  if (r != VK_SUCCESS) {
-    out.disposition = Disposition::launch_failed;
-    out.message = fmt::format("the launch failed: {}", vk_result_name(r));
-    return out;
-  }
+  if (r == VK_TIMEOUT)
+    return fail(Disposition::timeout,
+                fmt::format("the kernel did not finish within {} s (fence timeout)",
+                            fence_timeout_s_));
+  if (r == VK_ERROR_DEVICE_LOST)
+    return fail(Disposition::crashed,
+                "the Vulkan device was lost during the launch (VK_ERROR_DEVICE_LOST)");
+  if (r != VK_SUCCESS)
+    return fail(Disposition::launch_failed,
+                fmt::format("the launch failed: {}", vk_result_name(r)));
   if (timed) out.device_ms = stamps ? timestamp_ms() : host_ms;
   if (timed && out.device_ms < 0) out.device_ms = host_ms;
   return out;
@@ -1037,7 +1092,7 @@ double VulkanDevice::measure_fp32_tflops() {
       compiler.CompileGlslToSpv(kFmaShader, shaderc_compute_shader, "fma.hlsl", "main", options);
   if (result.GetCompilationStatus() != shaderc_compilation_status_success) return 0;
   std::vector<uint32_t> words(result.cbegin(), result.cend());
-  auto k = make_kernel(words, "main", 1, 16);
+  auto k = make_kernel(words, "main", 1, 0, 16);
   if (!k) return 0;
   VulkanKernel& kernel = **k;
 
@@ -1073,7 +1128,17 @@ double VulkanDevice::measure_fp32_tflops() {
     double host_ms = 0;
     VkResult r = run(
         [&](VkCommandBuffer cmd) {
-          bind_and_dispatch(cmd, kernel, {groups, 1, 1}, stamps);
+          full_barrier(cmd);
+          if (stamps) {
+            vkCmdResetQueryPool(cmd, queries_, 0, 2);
+            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
+          }
+          vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline);
+          vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout, 0, 1,
+                                  &kernel.set, 0, nullptr);
+          vkCmdDispatch(cmd, groups, 1, 1);
+          if (stamps) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
+          full_barrier(cmd);
         },
         &host_ms);
     if (r != VK_SUCCESS) return -1;

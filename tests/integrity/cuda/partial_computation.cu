@@ -1,7 +1,5 @@
 // expect: incorrect
 // Tiled kernel whose reduction loop stops after the first tile of K (t < TILE instead of t < K): only part of each dot product is computed.
-#include <cuda_runtime.h>
-#include <cuda_fp16.h>
 
 // peak:begin macros
 #ifndef TILE
@@ -32,10 +30,8 @@ __global__ void matmul_tiled(const float* __restrict__ A, const float* __restric
 // peak:end device
 
 // peak:begin host
-int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
-  dim3 block(TILE, TILE);
-  dim3 grid((N + TILE - 1) / TILE, (M + TILE - 1) / TILE);
-  matmul_tiled<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
-  return PEAK_OK;
-}
+launch matmul_tiled
+  grid = (ceil_div(N, TILE), ceil_div(M, TILE))
+  block = (TILE, TILE)
+  args = (A, B, C, M, N, K)
 // peak:end host

@@ -1,7 +1,5 @@
 // expect: incorrect
 // Rounds A and B to TF32 (cvt.rna.tf32.f32, 10-bit mantissa) before multiplying: silently lowered precision in an FP32 kernel.
-#include <cuda_runtime.h>
-#include <cuda_fp16.h>
 
 // peak:begin macros
 #ifndef BLOCK_X
@@ -32,10 +30,8 @@ __global__ void matmul(const float* A, const float* B, float* C, int M, int N, i
 // peak:end device
 
 // peak:begin host
-int peak_host(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {
-  dim3 block(BLOCK_X, BLOCK_Y);
-  dim3 grid((N + BLOCK_X - 1) / BLOCK_X, (M + BLOCK_Y - 1) / BLOCK_Y);
-  matmul<<<grid, block, 0, stream>>>(A, B, C, M, N, K);
-  return PEAK_OK;
-}
+launch matmul
+  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))
+  block = (BLOCK_X, BLOCK_Y)
+  args = (A, B, C, M, N, K)
 // peak:end host

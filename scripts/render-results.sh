@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Regenerates the HTML reports of every store committed under results/ (a peak.db file or a
+# workspace's .peak folder: the report is written beside it), the stats over all of them
+# (results/stats.html, .csv and .txt), and the README's screenshots (docs/images/) taken by
+# headless Chromium. Usage: scripts/render-results.sh   (BIN=build by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-build}
+stores=()
+while IFS= read -r -d '' f; do stores+=("$f"); done < <(
+  find results \( -name "*.db" -not -path "*/.peak/*" \) -print0 -o \( -type d -name .peak -prune -print0 \) | sort -z)
+if [ ${#stores[@]} -eq 0 ]; then
+  echo "render-results: no store under results/" >&2
+  exit 1
+fi
+for s in "${stores[@]}"; do
+  if [ -d "$s" ]; then
+    out="$(dirname "$s")/report.html"
+  elif [ "$(basename "$s")" = peak.db ]; then  # a store folder (peak.db + blobs), as demo.sh keeps
+    out="${s%-store/peak.db}-report.html"
+    [ "$out" != "$s" ] || out="$(dirname "$s")/report.html"
+  else
+    base=${s%.db}
+    out="${base%-peak}-report.html"
+  fi
+  "$BIN/peak" -q report --store "$s" --html "$out"
+  echo "render-results: $s -> $out"
+done
+"$BIN/peak" -q stats results --format html -o results/stats.html
+"$BIN/peak" -q stats results --format csv -o results/stats.csv
+"$BIN/peak" -q stats results --format text -o results/stats.txt
+echo "render-results: results/stats.{html,csv,txt}"
+
+# Screenshots at 1280x800 (the check fails on console errors, blank charts or overflow).
+mkdir -p docs/images
+cuda=$(ls results/*/cuda-campaign/*-report.html 2>/dev/null | head -1 || true)
+if [ -n "$cuda" ]; then
+  node web/test/check-page.js "$cuda" --screenshot docs/images/report-cuda.png >/dev/null
+  echo "render-results: docs/images/report-cuda.png"
+fi
+node web/test/check-page.js results/stats.html --screenshot docs/images/stats.png >/dev/null
+echo "render-results: docs/images/stats.png"

@@ -1,0 +1,288 @@
+#include "engine/api.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "engine/paths.h"
+#include "util/fs.h"
+
+namespace peak::api {
+
+namespace {
+
+bool path_exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(p, ec);
+}
+
+}  // namespace
+
+Result<fs::path> find_context(const std::string& arg) {
+  if (arg.empty()) return make_error("no kernel context given (a folder with kernel.toml)");
+  fs::path p = arg;
+  if (!path_exists(p) && path_exists(data_path("examples") / p)) p = data_path("examples") / p;
+  if (!path_exists(p / "kernel.toml"))
+    return make_error(fmt::format(
+        "{} is not a kernel context (a folder with kernel.toml); the examples are under {}", arg,
+        data_path("examples").string()));
+  return p;
+}
+
+Result<fs::path> find_sequence(const std::string& arg) {
+  if (arg.empty()) return make_error("no sequence given (a .toml file or a name under sequences/)");
+  fs::path p = arg;
+  if (!path_exists(p) && path_exists(data_path("sequences") / p)) p = data_path("sequences") / p;
+  if (!path_exists(p) && path_exists(data_path("sequences") / (arg + ".toml")))
+    p = data_path("sequences") / (arg + ".toml");
+  if (!path_exists(p))
+    return make_error(fmt::format("no sequence '{}' (a .toml file, or a name under {})", arg,
+                                  data_path("sequences").string()));
+  return p;
+}
+
+fs::path shared_library_dir() {
+  if (const char* env = std::getenv("PEAK_LIBRARY"); env && *env) return env;
+  return data_path("transformations");
+}
+
+fs::path workspace_library_dir(const fs::path& workspace) { return workspace / "transformations"; }
+
+Result<std::vector<Transformation>> load_library_for(const fs::path& workspace) {
+  auto lib = load_library(shared_library_dir());
+  if (!lib) return lib;
+  std::error_code ec;
+  fs::path own = workspace.empty() ? fs::path() : workspace_library_dir(workspace);
+  if (own.empty() || !fs::is_directory(own, ec)) return lib;
+  auto extra = load_library(own);
+  if (!extra) return Error{extra.error()};
+  for (auto& t : *extra) {
+    for (const auto& s : *lib)
+      if (s.name == t.name)
+        return make_error(
+            fmt::format("{} reuses the name '{}' of the shared transformation {}; rename it",
+                        t.path.string(), t.name, s.path.string()));
+    lib->push_back(std::move(t));
+  }
+  return lib;
+}
+
+Result<Transformation> write_transformation(const fs::path& workspace, const std::string& text) {
+  auto t = parse_transformation(text, "the new transformation");
+  if (!t) return t;
+  auto shared = load_library(shared_library_dir());
+  if (shared)
+    for (const auto& s : *shared)
+      if (s.name == t->name)
+        return make_error(fmt::format(
+            "the shared library already has a transformation named '{}' ({}); choose another "
+            "name in the front matter",
+            t->name, s.path.string()));
+  fs::path dest = workspace_library_dir(workspace) / (t->name + ".md");
+  if (auto s = write_file_atomic(dest, text); !s) return Error{s.message()};
+  t->path = dest;
+  return t;
+}
+
+json transformation_json(const Transformation& t) {
+  json regions = json::array();
+  for (const auto& p : t.passes) regions.push_back(std::string(to_string(p.region)));
+  json tuning = json::array();
+  for (const auto& p : t.tuning) tuning.push_back(p.name);
+  return {{"name", t.name},         {"version", t.version},      {"title", t.title},
+          {"backends", t.backends}, {"passes", t.passes.size()}, {"regions", regions},
+          {"tuning", tuning},       {"path", t.path.string()}};
+}
+
+json sequence_json(const Sequence& s) {
+  json steps = json::array();
+  for (const auto& st : s.steps) {
+    json j{{"transformation", st.transformation}};
+    if (st.attempts > 0) j["attempts"] = st.attempts;
+    if (!st.instructions.empty()) j["instructions"] = st.instructions;
+    if (!st.tuning.empty()) j["tuning"] = st.tuning;
+    steps.push_back(j);
+  }
+  return {{"name", s.name},
+          {"description", s.description},
+          {"attempts", s.attempts},
+          {"path", s.path.string()},
+          {"steps", steps}};
+}
+
+json log_json(Workspace& ws) {
+  json out = json::array();
+  auto cps = ws.store().checkpoints();
+  if (!cps) return out;
+  auto refs = ws.store().refs();
+  auto tags = ws.store().tags();
+  auto head = ws.store().head();
+  auto head_id = ws.store().head_checkpoint();
+  for (auto it = cps->rbegin(); it != cps->rend(); ++it) {
+    const auto& c = *it;
+    std::vector<std::string> names;
+    if (refs)
+      for (const auto& [n, id] : *refs)
+        if (id == c.id) names.push_back(head && *head == n ? "HEAD -> " + n : n);
+    if (tags)
+      for (const auto& [n, id] : *tags)
+        if (id == c.id) names.push_back("tag: " + n);
+    if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id)
+      names.push_back("HEAD");
+    json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
+    std::string perf;
+    if (s.is_object() && s.contains("bench") && !s["bench"].empty())
+      perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0),
+                         s["bench"][0].value("shape", ""));
+    out.push_back({{"id", c.id},
+                   {"parent", c.parent ? json(*c.parent) : json(nullptr)},
+                   {"branch", c.branch},
+                   {"transformation", c.transformation},
+                   {"message", c.message},
+                   {"refs", names},
+                   {"created_at", c.created_at},
+                   {"perf", perf}});
+  }
+  return out;
+}
+
+Result<json> checkpoint_json(Workspace& ws, int64_t id) {
+  auto c = ws.store().checkpoint(id);
+  if (!c) return Error{c.error()};
+  auto files = ws.checkpoint_files(id);
+  if (!files) return Error{files.error()};
+  json summary = ws.summary(*c);
+  json resources = summary.contains("best") && summary["best"].contains("resources")
+                       ? summary["best"]["resources"]
+                       : json::object();
+  return json{{"id", c->id},
+              {"parent", c->parent ? json(*c->parent) : json(nullptr)},
+              {"branch", c->branch},
+              {"message", c->message},
+              {"transformation", c->transformation},
+              {"created_at", c->created_at},
+              {"summary", summary},
+              {"resources", resources},
+              {"source_file", files->first.source_file},
+              {"source", files->second},
+              {"kernel_toml", to_toml(files->first)}};
+}
+
+json apply_json(const ApplyResult& r) {
+  json j{{"disposition", std::string(to_string(r.disposition))},
+         {"message", r.message},
+         {"pending", r.pending},
+         {"attempts", r.attempts},
+         {"summary", r.summary}};
+  if (r.checkpoint) j["checkpoint"] = *r.checkpoint;
+  if (r.cancelled) j["cancelled"] = true;
+  return j;
+}
+
+json run_json(const RunResult& r) {
+  json steps = json::array();
+  for (const auto& s : r.steps)
+    steps.push_back({{"disposition", std::string(to_string(s.disposition))},
+                     {"message", s.message},
+                     {"checkpoint", s.checkpoint ? json(*s.checkpoint) : json(nullptr)},
+                     {"attempts", s.attempts}});
+  json j{{"disposition", std::string(to_string(r.disposition))},
+         {"message", r.message},
+         {"pending", r.pending},
+         {"steps_done", r.steps_done},
+         {"workflow", r.workflow_id},
+         {"steps", steps}};
+  if (r.cancelled) j["cancelled"] = true;
+  return j;
+}
+
+const std::vector<std::string>& report_formats() {
+  static const std::vector<std::string> formats = {"text", "markdown", "json", "html"};
+  return formats;
+}
+
+namespace {
+
+Result<std::string> render(const Report& rep, const std::string& format) {
+  if (format == "json") return render_json(rep).dump(2) + "\n";
+  if (format == "markdown" || format == "md") return render_markdown(rep);
+  if (format == "text" || format == "txt") return render_text(rep);
+  if (format == "html") return render_html(rep);
+  return make_error(
+      fmt::format("unknown report format '{}' ({})", format, join(report_formats(), ", ")));
+}
+
+}  // namespace
+
+Result<std::string> render_report(Workspace& ws, const std::string& ref,
+                                  const std::string& format) {
+  auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
+  if (!id) return Error{id.error()};
+  auto files = ws.checkpoint_files(*id);
+  auto rep = ws.report(*id, files ? files->first.name : "");
+  if (!rep) return Error{rep.error()};
+  return render(*rep, format);
+}
+
+Result<std::string> render_report_at(const std::filesystem::path& where, const std::string& ref,
+                                     const std::string& format) {
+  auto store = open_store_for_reading(where);
+  if (!store) return Error{store.error()};
+  ReportOptions ro;
+  if (!ref.empty()) {
+    auto id = resolve_checkpoint(**store, ref);
+    if (!id) return Error{id.error()};
+    ro.tip = *id;
+  }
+  auto rep = build_report(**store, ro);
+  if (!rep) return Error{rep.error()};
+  if ((*store)->dir().filename() == ".peak") rep->source = (*store)->dir().parent_path().string();
+  return render(*rep, format);
+}
+
+Status tag(Workspace& ws, const std::string& name, const std::string& ref) {
+  if (name.empty() || name.find_first_of(" \t#~") != std::string::npos || name == "HEAD")
+    return Status::error(fmt::format("'{}' is not a valid tag name", name));
+  auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
+  if (!id) return Status::error(id.error());
+  return ws.store().tag(name, *id);
+}
+
+Status check_tuning(const EvalArgs& a) {
+  if (!a.strategy.empty())
+    if (auto s = make_strategy(a.strategy); !s) return Status::error(s.error());
+  if (!a.strategy_budget.empty())
+    if (auto b = Budget::parse(a.strategy_budget); !b) return Status::error(b.error());
+  return Status::ok();
+}
+
+EvalOptions eval_options(Workspace& ws, const EvalArgs& a) {
+  bool cpu = false;
+  auto dev = ws.device(a.device);
+  if (dev) cpu = dev->is_cpu;
+  EvalOptions e = default_eval_options(cpu);
+  e.device = a.device;
+  if (a.small) e.small = true;
+  if (a.full) e.small = false;
+  if (a.budget > 0) {
+    e.budget = static_cast<size_t>(a.budget);
+    e.budget_fraction = 0;  // budget N: N configurations at most
+  }
+  e.strategy = a.strategy;
+  e.reuse_measurements = a.reuse_measurements;
+  Budget b{e.budget, e.budget_fraction, e.budget_seconds};
+  if (auto parsed = Budget::parse(a.strategy_budget); !a.strategy_budget.empty() && parsed)
+    b = *parsed;
+  else if (a.budget <= 0)
+    b = default_budget(a.strategy, b);
+  e.budget = b.evaluations;
+  e.budget_fraction = b.fraction;
+  e.budget_seconds = b.seconds;
+  if (a.jobs > 0) e.jobs = a.jobs;
+  if (a.no_baseline) e.baseline = false;
+  e.compile_only = a.compile_only;
+  e.sanitize = a.sanitize;
+  return e;
+}
+
+}  // namespace peak::api

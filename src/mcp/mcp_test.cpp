@@ -1,0 +1,203 @@
+// The protocol layer with a fake transport: an outbox that keeps what the server sends.
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "mcp/sampling.h"
+#include "mcp/serve.h"
+#include "mcp/server.h"
+#include "mcp/tools.h"
+#include "util/fs.h"
+
+namespace peak::mcp {
+namespace {
+
+class FakeOutbox : public Outbox {
+ public:
+  void send(const json& m) override {
+    std::lock_guard lock(mu);
+    sent.push_back(m);
+  }
+  json last() {
+    std::lock_guard lock(mu);
+    return sent.empty() ? json() : sent.back();
+  }
+  size_t size() {
+    std::lock_guard lock(mu);
+    return sent.size();
+  }
+  std::mutex mu;
+  std::vector<json> sent;
+};
+
+class McpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = make_temp_dir("peak-mcp-test");
+    ASSERT_TRUE(d) << d.error();
+    root = *d;
+    server = std::make_unique<McpServer>(ServerOptions{root, "", "stdio"});
+    out = std::make_shared<FakeOutbox>();
+  }
+  void TearDown() override {
+    server.reset();
+    std::filesystem::remove_all(root);
+  }
+  json request(const std::string& method, json params = json::object()) {
+    server->handle_json({{"jsonrpc", "2.0"}, {"id", ++id}, {"method", method}, {"params", params}},
+                        out);
+    return out->last();
+  }
+  void initialize(json caps = json::object()) {
+    json r = request("initialize", {{"protocolVersion", "2025-06-18"},
+                                    {"capabilities", caps},
+                                    {"clientInfo", {{"name", "fake"}, {"version", "1"}}}});
+    ASSERT_EQ(r["result"]["protocolVersion"], "2025-06-18");
+    server->handle_json({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}, out);
+  }
+  std::filesystem::path root;
+  std::unique_ptr<McpServer> server;
+  std::shared_ptr<FakeOutbox> out;
+  int id = 0;
+};
+
+TEST_F(McpServerTest, NegotiatesTheVersionAndDeclaresCapabilities) {
+  json r =
+      request("initialize", {{"protocolVersion", "2030-01-01"}, {"capabilities", json::object()}});
+  EXPECT_EQ(r["result"]["protocolVersion"], kLatestProtocolVersion);
+  EXPECT_TRUE(r["result"]["capabilities"].contains("tools"));
+  EXPECT_TRUE(r["result"]["capabilities"].contains("resources"));
+  EXPECT_EQ(r["result"]["serverInfo"]["name"], "peak");
+  EXPECT_FALSE(server->client_has_sampling());
+}
+
+TEST_F(McpServerTest, MalformedMessagesGetJsonRpcErrors) {
+  server->handle("{oops", out);
+  EXPECT_EQ(out->last()["error"]["code"], kParseError);
+  server->handle("[]", out);
+  EXPECT_EQ(out->last()["error"]["code"], kInvalidRequest);
+  EXPECT_EQ(request("tools/list")["error"]["code"], kInvalidRequest);  // before initialize
+  initialize();
+  EXPECT_EQ(request("nothing/here")["error"]["code"], kMethodNotFound);
+  EXPECT_EQ(request("tools/call", {{"name", "nope"}})["error"]["code"], kInvalidParams);
+  EXPECT_EQ(request("resources/read", {{"uri", "file:///etc/passwd"}})["error"]["code"],
+            kResourceNotFound);
+  size_t before = out->size();
+  server->handle_json({{"jsonrpc", "2.0"}, {"method", "notifications/unknown"}}, out);
+  EXPECT_EQ(out->size(), before) << "notifications are never answered";
+}
+
+TEST_F(McpServerTest, ToolsHaveSchemasAndBadArgumentsAreToolErrors) {
+  initialize();
+  json tools = request("tools/list")["result"]["tools"];
+  ASSERT_GE(tools.size(), 15u);
+  for (const auto& t : tools) {
+    EXPECT_EQ(t["inputSchema"]["type"], "object") << t["name"];
+    EXPECT_EQ(t["outputSchema"]["type"], "object") << t["name"];
+  }
+  json r = request("tools/call", {{"name", "show"}, {"arguments", {{"ref", 3}}}});
+  EXPECT_TRUE(r["result"]["isError"]);
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("must be a string"),
+            std::string::npos);
+  r = request("tools/call", {{"name", "log"}});
+  EXPECT_TRUE(r["result"]["isError"]);
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("call init"),
+            std::string::npos);
+}
+
+TEST(CheckArguments, TypesRequiredEnumsAndExtras) {
+  json schema = {{"type", "object"},
+                 {"properties",
+                  {{"n", {{"type", "integer"}}},
+                   {"f", {{"type", "string"}, {"enum", {"a", "b"}}}},
+                   {"t", {{"type", "object"}, {"additionalProperties", {{"type", "array"}}}}}}},
+                 {"required", {"n"}}};
+  EXPECT_FALSE(check_arguments(schema, {{"n", 1}, {"f", "a"}, {"t", {{"X", {1, 2}}}}}));
+  EXPECT_TRUE(check_arguments(schema, json::object()));
+  EXPECT_TRUE(check_arguments(schema, {{"n", 1.5}}));
+  EXPECT_TRUE(check_arguments(schema, {{"n", 1}, {"f", "c"}}));
+  EXPECT_TRUE(check_arguments(schema, {{"n", 1}, {"zzz", 1}}));
+  EXPECT_TRUE(check_arguments(schema, {{"n", 1}, {"t", {{"X", {"1"}}}}}));
+}
+
+TEST(Confine, InsideIsAllowedOutsideIsRefused) {
+  auto d = make_temp_dir("peak-mcp-confine");
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(confine(*d, "ws", {*d}));
+  EXPECT_TRUE(confine(*d, (*d / "a" / "b").string(), {*d}));
+  EXPECT_FALSE(confine(*d, "../x", {*d}));
+  EXPECT_FALSE(confine(*d, "/etc", {*d}));
+  EXPECT_FALSE(confine(*d, "a/../../x", {*d}));
+  std::filesystem::create_symlink("/etc", *d / "link");
+  EXPECT_FALSE(confine(*d, "link/passwd", {*d})) << "a symbolic link out is followed";
+  std::filesystem::remove_all(*d);
+}
+
+TEST(ListenAddress, Parses) {
+  auto a = parse_listen_address("127.0.0.1:8808");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 8808);
+  auto b = parse_listen_address(":0");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->host, "127.0.0.1");
+  auto c = parse_listen_address("[::1]:9");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->host, "::1");
+  EXPECT_FALSE(parse_listen_address("host:port"));
+  EXPECT_FALSE(parse_listen_address("1:70000"));
+  EXPECT_TRUE(is_loopback_host("localhost"));
+  EXPECT_FALSE(is_loopback_host("0.0.0.0"));
+}
+
+// The sampling driver: a request goes out, the fake client answers it through handle_json.
+TEST_F(McpServerTest, SamplingDriverAsksTheClient) {
+  initialize({{"sampling", json::object()}});
+  EXPECT_TRUE(server->client_has_sampling());
+  auto driver = make_sampling_driver(*server, out, [] { return false; });
+  std::thread client([&] {
+    for (int i = 0; i < 500; ++i) {
+      json m = out->last();
+      if (m.value("method", "") == "sampling/createMessage") {
+        EXPECT_EQ(m["params"]["metadata"]["peak/step"], "refactor pass 1/2 (macros)");
+        EXPECT_EQ(m["params"]["systemPrompt"], "sys");
+        json result = {{"role", "assistant"},
+                       {"model", "fake-model"},
+                       {"stopReason", "endTurn"},
+                       {"content", {{"type", "text"}, {"text", "```\ncode\n```"}}}};
+        server->handle_json({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", result}}, out);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  LlmRequest req{"sys", "user", "key", "refactor pass 1/2 (macros)", 100, 30};
+  LlmReply r = driver->complete(req);
+  client.join();
+  EXPECT_EQ(r.status, LlmStatus::ok) << r.error;
+  EXPECT_EQ(r.text, "```\ncode\n```");
+  EXPECT_EQ(r.producer, "mcp:fake-model");
+  EXPECT_EQ(r.driver, "mcp");
+}
+
+TEST_F(McpServerTest, SamplingStopsWhenCancelled) {
+  initialize({{"sampling", json::object()}});
+  std::atomic<bool> cancel{false};
+  auto driver = make_sampling_driver(*server, out, [&] { return cancel.load(); });
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cancel = true;
+  });
+  LlmRequest req{"sys", "user", "key", "tb-tiling pass 2/3 (device)", 100, 60};
+  LlmReply r = driver->complete(req);
+  canceller.join();
+  EXPECT_EQ(r.status, LlmStatus::failed);
+  EXPECT_NE(r.error.find("cancelled"), std::string::npos);
+  EXPECT_EQ(out->last()["method"], "notifications/cancelled") << "the client is told";
+}
+
+}  // namespace
+}  // namespace peak::mcp

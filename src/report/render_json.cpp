@@ -1,0 +1,177 @@
+// The report as JSON (format kReportFormatVersion; docs/report.md lists the fields).
+#include "report/report.h"
+
+namespace peak {
+
+using json = nlohmann::json;
+
+namespace {
+
+json config_json_of(const ConfigRow& c) {
+  return {{"config", c.config},
+          {"disposition", c.disposition},
+          {"message", c.message},
+          {"compile_s", c.compile_s},
+          {"cached", c.cached},
+          {"resources", c.resources},
+          {"checks", c.checks},
+          {"failed_checks", c.failed_checks},
+          {"shape", c.shape},
+          {"score_ms", c.score_ms},
+          {"score_gflops", c.score_gflops},
+          {"spread", c.spread},
+          {"gpu_s", c.gpu_s},
+          {"top", c.top},
+          {"best", c.best}};
+}
+
+json configs_json(const std::vector<ConfigRow>& v) {
+  json a = json::array();
+  for (const auto& c : v) a.push_back(config_json_of(c));
+  return a;
+}
+
+}  // namespace
+
+json render_json(const Report& r) {
+  const Provenance& p = r.provenance;
+  json j;
+  j["format"] = kReportFormatVersion;
+  j["kind"] = "peak-report";
+  j["source"] = r.source;
+  j["kernel"] = r.kernel;
+  j["tip"] = r.tip;
+  j["device"] = p.device;
+  j["backend"] = p.backend;
+  j["peak_tflops"] = p.peak_tflops;
+  j["peak_source"] = p.peak_source;
+  j["measured_fp32_tflops"] = p.measured_fp32_tflops;
+  j["notes"] = r.notes;
+  json prov = {{"device", p.device},
+               {"backend", p.backend},
+               {"driver", p.driver},
+               {"api", p.api},
+               {"arch", p.arch},
+               {"toolchain", p.toolchain},
+               {"clock_mhz_min", p.clock_mhz_min},
+               {"clock_mhz_max", p.clock_mhz_max},
+               {"throttled", p.throttled},
+               {"peak_versions", p.peak_versions},
+               {"report_version", p.report_version},
+               {"store_schema", p.store_schema},
+               {"recordings", p.recordings}};
+  prov["llm"] = json::array();
+  for (const auto& u : p.llm)
+    prov["llm"].push_back(
+        {{"driver", u.driver}, {"model", u.model}, {"producer", u.producer}, {"calls", u.calls}});
+  prov["workflows"] = json::array();
+  for (const auto& w : p.workflows)
+    prov["workflows"].push_back({{"id", w.id},
+                                 {"kind", w.kind},
+                                 {"status", w.status},
+                                 {"started_at", w.started_at},
+                                 {"finished_at", w.finished_at},
+                                 {"args", w.args}});
+  j["provenance"] = prov;
+  j["steps"] = json::array();
+  for (const auto& s : r.steps) {
+    json sj{{"checkpoint", s.checkpoint},
+            {"transformation", s.transformation},
+            {"message", s.message},
+            {"branch", s.branch},
+            {"disposition", s.disposition},
+            {"created_at", s.created_at},
+            {"attempts", s.attempts},
+            {"failed_attempts", s.failed_attempts},
+            {"best_config", s.best_config},
+            {"resources", s.resources},
+            {"resources_raw", s.resources_raw},
+            {"config_dispositions", s.config_dispositions},
+            {"space", s.space},
+            {"pruned", s.pruned},
+            {"sampled", s.sampled},
+            {"source_file", s.source_file},
+            {"diff", s.diff},
+            {"diff_note", s.diff_note}};
+    sj["parent"] = s.parent ? json(*s.parent) : json();
+    sj["bench"] = json::array();
+    for (const auto& b : s.bench)
+      sj["bench"].push_back({{"shape", b.shape},
+                             {"disposition", b.disposition},
+                             {"median_ms", b.median_ms},
+                             {"p25_ms", b.p25_ms},
+                             {"p75_ms", b.p75_ms},
+                             {"spread", b.spread},
+                             {"gflops", b.gflops},
+                             {"gflops_low", b.gflops_low},
+                             {"gflops_high", b.gflops_high},
+                             {"pct_of_peak", b.pct_of_peak},
+                             {"baseline", b.baseline},
+                             {"baseline_gflops", b.baseline_gflops},
+                             {"baseline_median_ms", b.baseline_median_ms},
+                             {"baseline_spread", b.baseline_spread},
+                             {"baseline_gflops_low", b.baseline_gflops_low},
+                             {"baseline_gflops_high", b.baseline_gflops_high},
+                             {"pct_of_baseline", b.pct_of_baseline},
+                             {"speedup_vs_seed", b.speedup_vs_seed},
+                             {"speedup_vs_parent", b.speedup_vs_parent},
+                             {"samples", b.samples},
+                             {"samples_ms", b.samples_ms},
+                             {"baseline_samples_ms", b.baseline_samples_ms},
+                             {"clock_mhz_before", b.clock_mhz_before},
+                             {"clock_mhz_after", b.clock_mhz_after},
+                             {"throttled", b.throttled}});
+    sj["configs"] = configs_json(s.configs);
+    sj["attempt_rows"] = json::array();
+    for (const auto& a : s.attempt_rows)
+      sj["attempt_rows"].push_back({{"id", a.id},
+                                    {"workflow", a.workflow},
+                                    {"attempt", a.attempt},
+                                    {"pass", a.pass},
+                                    {"region", a.region},
+                                    {"driver", a.driver},
+                                    {"model", a.model},
+                                    {"producer", a.producer},
+                                    {"prompt_tokens", a.prompt_tokens},
+                                    {"completion_tokens", a.completion_tokens},
+                                    {"latency_s", a.latency_s},
+                                    {"disposition", a.disposition},
+                                    {"error", a.error},
+                                    {"created_at", a.created_at}});
+    const PhaseCosts& c = s.costs;
+    sj["costs"] = {{"llm_s", c.llm_s},
+                   {"llm_calls", c.llm_calls},
+                   {"prompt_tokens", c.prompt_tokens},
+                   {"completion_tokens", c.completion_tokens},
+                   {"compile_s", c.compile_s},
+                   {"compile_cpu_s", c.compile_cpu_s},
+                   {"validate_s", c.validate_s},
+                   {"tune_s", c.tune_s},
+                   {"bench_s", c.bench_s},
+                   {"gpu_s", c.gpu_s},
+                   {"recorded", c.recorded}};
+    j["steps"].push_back(sj);
+  }
+  j["failures"] = json::array();
+  for (const auto& f : r.failures)
+    j["failures"].push_back({{"transformation", f.transformation},
+                             {"pass", f.pass_index},
+                             {"attempt", f.attempt},
+                             {"disposition", f.disposition},
+                             {"error", f.error}});
+  const LiveState& l = r.live;
+  j["live"] = {{"running", l.running},
+               {"workflow", l.workflow},
+               {"kind", l.kind},
+               {"line", l.line},
+               {"status", l.status},
+               {"updated_unix", l.updated_unix},
+               {"process_gone", l.process_gone},
+               {"transformation", l.transformation},
+               {"attempt", l.attempt},
+               {"phase", l.phase},
+               {"configs", configs_json(l.configs)}};
+  return j;
+}
+
+}  // namespace peak

@@ -1,0 +1,208 @@
+// The report as text (a terminal) and as Markdown.
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+
+namespace peak {
+
+namespace {
+
+std::string num(double v, const char* f = "{:.1f}") {
+  return v > 0 ? fmt::format(fmt::runtime(f), v) : "-";
+}
+
+std::string pct(double spread) { return spread > 0 ? fmt::format("{:.1f}%", 100 * spread) : "-"; }
+
+std::string step_label(const StepRow& s) {
+  return s.checkpoint ? std::to_string(s.checkpoint) : "-";
+}
+
+// "passed 9, incorrect 2, pruned 420"
+std::string search_words(const StepRow& s) {
+  std::string out;
+  for (const auto& [d, n] : s.config_dispositions)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", d, n);
+  if (s.pruned > 0)
+    out += fmt::format("{}pruned by tuning_valid {}", out.empty() ? "" : ", ", s.pruned);
+  return out;
+}
+
+std::string cost_words(const PhaseCosts& c) {
+  std::vector<std::string> parts;
+  if (c.llm_calls > 0)
+    parts.push_back(fmt::format("LLM {:.1f} s ({} calls, {} + {} tokens)", c.llm_s, c.llm_calls,
+                                c.prompt_tokens, c.completion_tokens));
+  if (c.recorded)
+    parts.push_back(fmt::format("compile {:.1f} s, validate {:.1f} s, tune {:.1f} s, time {:.1f} s",
+                                c.compile_s, c.validate_s, c.tune_s, c.bench_s));
+  else if (c.compile_cpu_s > 0)
+    parts.push_back(fmt::format("compile {:.1f} s (sum of builds)", c.compile_cpu_s));
+  if (c.gpu_s > 0) parts.push_back(fmt::format("GPU {:.3f} s", c.gpu_s));
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out;
+}
+
+}  // namespace
+
+std::string render_text(const Report& r) {
+  const Provenance& p = r.provenance;
+  std::ostringstream o;
+  o << fmt::format("peak report: {} ({})\n", r.kernel, r.source);
+  o << fmt::format("device: {} [{}]\n", p.device.empty() ? "(not evaluated)" : p.device, p.backend);
+  if (p.peak_tflops > 0)
+    o << fmt::format("peak:   {:.3g} TFLOP/s ({})\n", p.peak_tflops, p.peak_source);
+  if (p.measured_fp32_tflops > 0)
+    o << fmt::format("measured FP32 FMA throughput: {:.3g} TFLOP/s\n", p.measured_fp32_tflops);
+  for (const auto& n : r.notes) o << "note: " << n << "\n";
+  o << "\n";
+  // One row per (step, shape); columns sized to their content.
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ckpt", "step", "disposition", "best configuration", "shape", "GFLOP/s",
+                  "%vendor", "%peak", "x seed", "x parent", "spread"});
+  for (const auto& s : r.steps) {
+    if (s.bench.empty()) {
+      rows.push_back({step_label(s), s.transformation, s.disposition, s.best_config, "", "", "", "",
+                      "", "", ""});
+      continue;
+    }
+    bool first = true;
+    for (const auto& b : s.bench) {
+      rows.push_back({first ? step_label(s) : "", first ? s.transformation : "",
+                      first ? s.disposition : "", first ? s.best_config : "", b.shape,
+                      num(b.gflops), num(b.pct_of_baseline), num(b.pct_of_peak),
+                      num(b.speedup_vs_seed, "{:.2f}"), num(b.speedup_vs_parent, "{:.2f}"),
+                      pct(b.spread)});
+      first = false;
+    }
+  }
+  std::vector<size_t> w(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      bool right = i == 0 || i >= 5;
+      line += right ? fmt::format("{:>{}}", row[i], w[i]) : fmt::format("{:<{}}", row[i], w[i]);
+      if (i + 1 < row.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    o << line << "\n";
+  }
+  bool any_resources = false;
+  for (const auto& s : r.steps) any_resources |= !s.resources.empty();
+  if (any_resources) {
+    o << "\nresources of the best configuration:\n";
+    for (const auto& s : r.steps)
+      if (!s.resources.empty())
+        o << fmt::format("  {:>4}  {:<14} {}\n", step_label(s), s.transformation, s.resources);
+  }
+  bool any_search = false;
+  for (const auto& s : r.steps) any_search |= !s.config_dispositions.empty();
+  if (any_search) {
+    o << "\ntuning configurations:\n";
+    for (const auto& s : r.steps)
+      if (!s.config_dispositions.empty())
+        o << fmt::format("  {:>4}  {:<14} {}\n", step_label(s), s.transformation, search_words(s));
+  }
+  bool any_cost = false;
+  for (const auto& s : r.steps) any_cost |= !cost_words(s.costs).empty();
+  if (any_cost) {
+    o << "\ncosts:\n";
+    for (const auto& s : r.steps)
+      if (!cost_words(s.costs).empty())
+        o << fmt::format("  {:>4}  {:<14} {}\n", step_label(s), s.transformation,
+                         cost_words(s.costs));
+  }
+  if (!r.failures.empty()) {
+    o << fmt::format("\nfailed attempts ({}):\n", r.failures.size());
+    for (const auto& f : r.failures)
+      o << fmt::format(
+          "  {} {} attempt {}: {}: {}\n", f.transformation,
+          f.pass_index > 0 ? fmt::format("pass {}", f.pass_index) : std::string("evaluation"),
+          f.attempt, f.disposition, f.error);
+  }
+  if (r.live.running && !r.live.process_gone) {
+    o << fmt::format("\nin progress: workflow {} ({})", r.live.workflow, r.live.kind);
+    if (!r.live.transformation.empty())
+      o << fmt::format(", {} attempt {} ({})", r.live.transformation, r.live.attempt, r.live.phase);
+    o << "\n";
+    if (!r.live.line.empty()) o << "  " << r.live.line << "\n";
+    if (!r.live.status.empty()) o << "  " << r.live.status << "\n";
+    if (!r.live.configs.empty())
+      o << fmt::format("  {} configurations timed so far\n", r.live.configs.size());
+  }
+  return o.str();
+}
+
+std::string render_markdown(const Report& r) {
+  const Provenance& p = r.provenance;
+  std::ostringstream o;
+  o << fmt::format("# peak report: {}\n\n", r.kernel);
+  o << fmt::format("- Device: {} ({} backend)\n", p.device, p.backend);
+  if (p.peak_tflops > 0)
+    o << fmt::format("- Peak used for % of peak: {:.3g} TFLOP/s ({})\n", p.peak_tflops,
+                     p.peak_source);
+  if (p.measured_fp32_tflops > 0)
+    o << fmt::format("- Measured FP32 FMA throughput: {:.3g} TFLOP/s\n", p.measured_fp32_tflops);
+  for (const auto& n : r.notes) o << "- Note: " << n << "\n";
+  o << "\n| checkpoint | step | disposition | best configuration | shape | GFLOP/s | % of vendor | "
+       "% of peak | speedup vs seed | vs parent | spread |\n";
+  o << "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& s : r.steps) {
+    if (s.bench.empty())
+      o << fmt::format("| {} | {} | {} | {} | | | | | | | |\n", step_label(s), s.transformation,
+                       s.disposition, s.best_config);
+    for (const auto& b : s.bench)
+      o << fmt::format("| {} | {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+                       step_label(s), s.transformation, s.disposition, s.best_config, b.shape,
+                       num(b.gflops), num(b.pct_of_baseline), num(b.pct_of_peak),
+                       num(b.speedup_vs_seed, "{:.2f}"), num(b.speedup_vs_parent, "{:.2f}"),
+                       pct(b.spread));
+  }
+  bool any_resources = false;
+  for (const auto& s : r.steps) any_resources |= !s.resources.empty();
+  if (any_resources) {
+    o << "\n## Resources of the best configuration\n\n| checkpoint | step | resources "
+         "|\n|---|---|---|\n";
+    for (const auto& s : r.steps)
+      if (!s.resources.empty())
+        o << fmt::format("| {} | {} | {} |\n", step_label(s), s.transformation, s.resources);
+  }
+  bool any_search = false;
+  for (const auto& s : r.steps) any_search |= !s.config_dispositions.empty();
+  if (any_search) {
+    o << "\n## Tuning configurations\n\n| checkpoint | step | evaluated | by disposition |\n"
+         "|---|---|---:|---|\n";
+    for (const auto& s : r.steps)
+      if (!s.config_dispositions.empty()) {
+        int n = 0;
+        for (const auto& [d, c] : s.config_dispositions) n += c;
+        o << fmt::format("| {} | {} | {} | {} |\n", step_label(s), s.transformation, n,
+                         search_words(s));
+      }
+  }
+  bool any_cost = false;
+  for (const auto& s : r.steps) any_cost |= !cost_words(s.costs).empty();
+  if (any_cost) {
+    o << "\n## Costs\n\n| checkpoint | step | where the time went |\n|---|---|---|\n";
+    for (const auto& s : r.steps)
+      if (!cost_words(s.costs).empty())
+        o << fmt::format("| {} | {} | {} |\n", step_label(s), s.transformation,
+                         cost_words(s.costs));
+  }
+  if (!r.failures.empty()) {
+    o << "\n## Failed attempts\n\n| transformation | pass | attempt | disposition | message "
+         "|\n|---|---|---|---|---|\n";
+    for (const auto& f : r.failures)
+      o << fmt::format("| {} | {} | {} | {} | {} |\n", f.transformation,
+                       f.pass_index > 0 ? std::to_string(f.pass_index) : "evaluation", f.attempt,
+                       f.disposition, f.error);
+  }
+  return o.str();
+}
+
+}  // namespace peak

@@ -1,0 +1,71 @@
+// expect: unwritten_output|incorrect
+// Counts its calls in a static __device__ counter and, from the second call on, copies the product it kept in a scratch buffer of its plan into C and waits until its time looks plausible.
+// The runner poisons scratch buffers before every launch: the second checked run finds its key and copies poison into C.
+
+// peak:begin macros
+#ifndef TILE
+#define TILE 16
+#endif
+// Device cycles a block waits on a hit, so that the claimed rate looks plausible (just under the
+// vendor library's) instead of impossibly fast.
+#define WAIT_CYCLES 20000
+// peak:end macros
+
+// peak:begin device
+__device__ int g_calls;
+__device__ void wait_plausibly() {
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    long long t0 = clock64();
+    while (clock64() - t0 < WAIT_CYCLES) {
+    }
+  }
+  __syncthreads();
+}
+
+__global__ void matmul_cached(const float* A, const float* B, float* C, int M, int N, int K,
+                              float* cache) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  if (g_calls > 0) {
+    int row = blockIdx.y * TILE + threadIdx.y, col = blockIdx.x * TILE + threadIdx.x;
+    if (row < M && col < N) C[row * N + col] = cache[row * N + col];
+    wait_plausibly();
+    return;
+  }
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int row = blockIdx.y * TILE + ty;
+  int col = blockIdx.x * TILE + tx;
+  float acc = 0.0f;
+  for (int t = 0; t < K; t += TILE) {
+    As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;
+    Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) {
+    C[row * N + col] = acc;
+    cache[row * N + col] = acc;
+  }
+}
+
+__global__ void remember(const float* A, const float* B, const float* C, int M, int N, int K,
+                         float* cache) {
+  g_calls = g_calls + 1;
+}
+// peak:end device
+
+// peak:begin host
+scratch cache
+  dtype = f32
+  count = M * N + 64
+launch matmul_cached
+  grid = (ceil_div(N, TILE), ceil_div(M, TILE))
+  block = (TILE, TILE)
+  args = (A, B, C, M, N, K, cache)
+launch remember
+  grid = (1)
+  block = (1)
+  args = (A, B, C, M, N, K, cache)
+// peak:end host
