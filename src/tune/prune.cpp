@@ -69,6 +69,16 @@ ResourceUsage resource_usage(const json& resources, const json& launch_in) {
   if (launch.is_object() && launch.contains("launches") && launch["launches"].is_array() &&
       !launch["launches"].empty())
     launch = launch["launches"][0];
+  // A launch plan (docs/launch-plan.md): its first launch step.
+  if (launch.is_object() && launch.contains("steps") && launch["steps"].is_array()) {
+    json first = json::object();
+    for (const auto& st : launch["steps"])
+      if (st.is_object() && st.value("op", "") == "launch") {
+        first = st;
+        break;
+      }
+    launch = first;
+  }
   if (launch.is_object()) {
     for (const char* key : {"groups", "grid"})
       if (launch.contains(key) && launch[key].is_array()) {
