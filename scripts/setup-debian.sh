@@ -3,7 +3,8 @@
 # registry the pinned web code its HTML reports inline (web/) and the MCP tests' clients
 # (tests/mcp).
 # The CUDA toolkit (nvcc, cuBLAS) is not a Debian package: install it separately to get the CUDA
-# backend; without it peak builds with the HLSL (Vulkan) backend only.
+# backend; without it peak builds with the HLSL (Vulkan) backend only. hipcc (ROCm 5.2) is: the HIP
+# backend builds every HIP candidate for AMD gfx90a and gfx1030 with it, on any machine.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -13,7 +14,9 @@ packages=(
   libvulkan-dev libvulkan1 mesa-vulkan-drivers vulkan-tools
   libshaderc-dev glslang-dev glslang-tools spirv-tools
   binutils ccache
+  libseccomp-dev bubblewrap stress-ng
   chromium chromium-driver fonts-dejavu-core
+  hipcc
 )
 # Node.js and npm (the web code and the browser tests): Debian's, unless a node is installed.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

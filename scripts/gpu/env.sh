@@ -5,7 +5,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${BIN:-$ROOT/build}
 OUT=${OUT:-$ROOT/out}
 mkdir -p "$OUT"
-if [ -d "$ROOT/.gl" ] && ! ldconfig -p | grep -q libvulkan.so.1; then
+if [ -d "$ROOT/.gl" ] && ! { ldconfig -p | grep -q libvulkan.so.1 && ldconfig -p | grep -q libcpp-httplib && command -v bwrap >/dev/null; }; then
   for f in "$ROOT"/.gl/*.deb; do dpkg -x "$f" /; done
   ldconfig
 fi
@@ -17,6 +17,8 @@ fi
 if [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" ] && [ -f "$nv/glvnd/egl_vendor.d/10_nvidia.json" ]; then
   export __EGL_VENDOR_LIBRARY_FILENAMES=$nv/glvnd/egl_vendor.d/10_nvidia.json
 fi
-export PEAK_DATA_DIR=$ROOT
+# The examples, sequences, transformations and recordings that $BIN reads (another checkout's
+# with another build's binaries, to compare two versions).
+export PEAK_DATA_DIR=${PEAK_DATA_DIR:-$ROOT}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv | tee "$OUT/nvidia-smi.csv"

@@ -2,100 +2,29 @@
 // replayed through `peak run`, and bad input of every kind giving a clear message, a recorded
 // disposition and an intact store.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/testing.h"
 #include "tune/cache.h"
 #include "tune/testing.h"
 #include "util/fs.h"
 #include "util/process.h"
-
-#include <unistd.h>
 
 namespace peak {
 namespace {
 
 using json = nlohmann::json;
 
-struct Out {
-  int code = -1;
-  std::string out, err;
-};
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto d = make_temp_dir("peak-cli-test-");
-    ASSERT_TRUE(d);
-    tmp_ = *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(tmp_, ec);
-  }
-  Out peak(std::vector<std::string> args, const fs::path& cwd = {}) {
-    ProcessOptions o;
-    o.argv = {std::string(PEAK_BINARY_DIR) + "/peak"};
-    for (auto& a : args) o.argv.push_back(a);
-    o.cwd = cwd.empty() ? tmp_ : cwd;
-    o.timeout_s = 900;
-    o.env["PEAK_DATA_DIR"] = PEAK_SOURCE_DIR;
-    o.env["PEAK_RUNNER_FENCE_TIMEOUT_S"] = "3";
-    auto r = run_process(o);
-    Out out;
-    if (!r) {
-      out.err = r.error();
-      return out;
-    }
-    out.code = r->timed_out ? -2 : r->exit_code;
-    out.out = r->out;
-    out.err = r->err;
-    return out;
-  }
-  // A workspace with the HLSL seed whose device region is replaced by `device`.
-  fs::path workspace_with_device(const std::string& name, const std::string& device,
-                                 const std::string& host = "") {
-    fs::path ws = tmp_ / name;
-    Out o =
-        peak({"init", std::string(PEAK_SOURCE_DIR) + "/examples/matmul-hlsl-fp32", ws.string()});
-    EXPECT_EQ(o.code, 0) << o.err;
-    if (!device.empty()) {
-      auto src = read_file(ws / "kernel.hlsl");
-      EXPECT_TRUE(src);
-      std::string s = *src;
-      auto b = s.find("// peak:begin device\n");
-      auto e = s.find("// peak:end device");
-      s = s.substr(0, b + 21) + device + s.substr(e);
-      if (!host.empty()) {
-        auto hb = s.find("// peak:begin host\n");
-        auto he = s.find("// peak:end host");
-        s = s.substr(0, hb + 19) + host + s.substr(he);
-      }
-      EXPECT_TRUE(write_file(ws / "kernel.hlsl", s));
-    }
-    return ws;
-  }
-  json commit_json(const fs::path& ws) {
-    Out o = peak({"--json", "-q", "commit", "-m", "edit", "--budget", "1"}, ws);
-    EXPECT_EQ(o.code, 1) << o.out << o.err;
-    json j = json::parse(o.out, nullptr, false);
-    EXPECT_TRUE(j.is_object()) << o.out << o.err;
-    return j;
-  }
-  size_t checkpoints(const fs::path& ws) {
-    Out o = peak({"--json", "log"}, ws);
-    json j = json::parse(o.out, nullptr, false);
-    return j.is_array() ? j.size() : 0;
-  }
-  fs::path tmp_;
-};
+using namespace peak::testing;
 
 TEST_F(Cli, HelpListsEverySubcommand) {
   Out o = peak({"--help"});
   EXPECT_EQ(o.code, 0);
   for (const char* c : {"init", "transformations", "apply", "run", "respond", "validate", "tune",
                         "log", "show", "diff", "checkout", "branch", "report", "doctor", "demo",
-                        "commit", "export-space", "bench"})
+                        "commit", "status", "stash", "tag", "export-space", "bench"})
     EXPECT_NE(o.out.find(c), std::string::npos) << c;
   EXPECT_NE(o.out.find("Exit codes"), std::string::npos);
 }
@@ -167,7 +96,8 @@ TEST_F(Cli, BadKernelsGetTheirDispositionAndTheStoreIsIntact) {
     SCOPED_TRACE(c.name);
     fs::path ws = workspace_with_device(c.name, c.device, c.host);
     size_t before = checkpoints(ws);
-    json j = commit_json(ws);
+    // A hung kernel is caught after 3 s instead of the runner's 30.
+    json j = commit_json(ws, {{"PEAK_RUNNER_FENCE_TIMEOUT_S", "3"}});
     EXPECT_EQ(j.value("disposition", ""), c.disposition) << j.dump(2);
     EXPECT_FALSE(j.value("message", "").empty());
     EXPECT_EQ(checkpoints(ws), before);
@@ -195,7 +125,11 @@ TEST_F(Cli, KernelModifyingItsInputsIsCaught) {
 TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   fs::path ws = workspace_with_device("campaign", "");
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
-  Out o = peak({"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "3", "--small"}, ws);
+  // A harness-side timeout is injected into the first candidate's evaluation: it is evaluated
+  // again, not charged, and the prompts stay those of the recording.
+  std::string seq = "hlsl-fp32-short";  // the steps the recording covers
+  Out o = peak({"-q", "--json", "run", seq, "--llm", rec, "--budget", "3", "--small"}, ws,
+               {{"PEAK_FAULT", "eval.task-timeout#1"}});
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json j = json::parse(o.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << o.out;
@@ -211,6 +145,9 @@ TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
     EXPECT_GT(s["bench"][0]["gflops"].get<double>(), 0);
   }
   EXPECT_EQ(r["steps"][3]["transformation"], "thread-tiling");
+  EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
+  ASSERT_EQ(r["infrastructure_failures"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["infrastructure_failures"][0]["disposition"], "timeout");
   Out d = peak({"diff", "2", "3"}, ws);
   EXPECT_EQ(d.code, 0);
   EXPECT_NE(d.out.find("groupshared"), std::string::npos);
@@ -222,10 +159,16 @@ TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   EXPECT_EQ(peak({"checkout", "main"}, ws).code, 0);
   src = read_file(ws / "kernel.hlsl");
   EXPECT_NE(src->find("TRD_X_DIM"), std::string::npos);
-  // A replay of a prompt that was never recorded says how to record it.
+  // A replay of a prompt that was never recorded says which step and attempt, shows the nearest
+  // recording and how to record; nothing is charged to the transformation (exit code 4).
   Out miss = peak({"apply", "thread-tiling", "--llm", rec, "--budget", "1"}, ws);
-  EXPECT_EQ(miss.code, 1);
-  EXPECT_NE(miss.err.find("no recorded reply"), std::string::npos) << miss.err;
+  EXPECT_EQ(miss.code, 4) << miss.err;
+  EXPECT_NE(miss.err.find("no recorded reply for thread-tiling pass 1/"), std::string::npos)
+      << miss.err;
+  EXPECT_NE(miss.err.find("attempt 1"), std::string::npos) << miss.err;
+  EXPECT_NE(miss.err.find("The nearest recording is"), std::string::npos) << miss.err;
+  EXPECT_NE(miss.err.find("--record DIR"), std::string::npos) << miss.err;
+  EXPECT_NE(miss.err.find("Nothing was charged"), std::string::npos) << miss.err;
 }
 
 TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
@@ -233,9 +176,15 @@ TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
   std::string dev = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/device.json";
   std::vector<std::string> run = {"-q", "run",     "hlsl-fp32",       "--llm", "manual", "--budget",
                                   "1",  "--small", "--prompt-device", dev,     "--by",   "test"};
-  Out first = peak(run, ws);
+  std::vector<std::string> run_json = run;
+  run_json.insert(run_json.begin(), "--json");
+  Out first = peak(run_json, ws);
   ASSERT_EQ(first.code, 3) << first.out << first.err;  // waiting for a reply
-  EXPECT_NE(first.out.find("peak respond 0001"), std::string::npos) << first.out;
+  json waiting = json::parse(first.out, nullptr, false);
+  ASSERT_TRUE(waiting.is_object()) << first.out;
+  EXPECT_EQ(waiting["prompt"]["id"], "0001");
+  EXPECT_NE(waiting["prompt"]["path"].get<std::string>().find("0001.prompt.md"), std::string::npos);
+  EXPECT_NE(waiting["message"].get<std::string>().find("peak respond 0001"), std::string::npos);
   EXPECT_TRUE(fs::exists(ws / ".peak/manual/0001.prompt.md"));
   // Answer with the reply recorded for this very prompt (the first recorded exchange).
   fs::path rec;
@@ -259,12 +208,13 @@ TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
 TEST_F(Cli, KilledRunResumesWhereItStopped) {
   fs::path ws = workspace_with_device("killed", "");
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
+  std::string seq = "hlsl-fp32-short";  // the steps the recording covers
   Subprocess p;
   ProcessOptions o;
   o.argv = {std::string(PEAK_BINARY_DIR) + "/peak",
             "-q",
             "run",
-            "hlsl-fp32",
+            seq,
             "--llm",
             rec,
             "--budget",
@@ -277,14 +227,25 @@ TEST_F(Cli, KilledRunResumesWhereItStopped) {
   for (int i = 0; i < 600 && checkpoints(ws) < 2; ++i) ::usleep(200 * 1000);
   ASSERT_GE(checkpoints(ws), 2u);
   ::usleep(300 * 1000);
+  int owner = p.pid();
   p.kill_group();
   size_t kept = checkpoints(ws);
   EXPECT_GE(kept, 2u);
+  // Its process is gone: log and status show the run interrupted, with how to continue.
+  json st = status(ws);
+  ASSERT_EQ(st["workflows"].size(), 1u) << st.dump();
+  EXPECT_EQ(st["workflows"][0]["status"], "interrupted");
+  EXPECT_EQ(st["workflows"][0]["owner"]["pid"], owner);
+  Out log = peak({"log"}, ws);
+  EXPECT_NE(log.out.find("interrupted"), std::string::npos) << log.out;
+  EXPECT_NE(log.out.find("peak run hlsl-fp32-short --resume"), std::string::npos) << log.out;
   Out again = peak(
-      {"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "2", "--small", "--resume"},
+      {"-q", "--json", "run", seq, "--llm", rec, "--budget", "2", "--small", "--resume"},
       ws);
   ASSERT_EQ(again.code, 0) << again.out << again.err;
   EXPECT_EQ(checkpoints(ws), 4u);
+  json done = status(ws);
+  EXPECT_TRUE(done["workflows"].empty()) << done.dump();  // taken over, and passed
   Out rep = peak({"report", "--format", "json"}, ws);
   json r = json::parse(rep.out, nullptr, false);
   ASSERT_EQ(r["steps"].size(), 4u);

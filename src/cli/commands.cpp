@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -25,6 +26,8 @@
 #include "tune/bench.h"
 #include "tune/record.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
+#include "util/workspace_lock.h"
 
 namespace peak::cli {
 
@@ -37,6 +40,7 @@ struct Options {
   std::string workspace = ".";
   bool json_out = false;
   bool quiet = false;
+  std::string command;  // the subcommand, for the workspace lock ("peak apply tb-tiling")
   // shared by several commands
   std::vector<std::string> args;
   std::string llm = "manual";
@@ -46,6 +50,8 @@ struct Options {
   std::string key_env;
   std::string instructions;
   int attempts = 3;
+  bool attempts_given = false;
+  double llm_deadline = 0;
   bool no_feedback = false;
   bool wait = false;
   std::string device;
@@ -57,6 +63,8 @@ struct Options {
   bool resume = false;
   int from = 0;
   bool force = false;
+  bool detach = false;
+  bool all = false;
   std::string format = "text";
   std::string output;
   std::string message;
@@ -76,6 +84,8 @@ struct Options {
   int seeds = 20;
   int batch = 8;
   bool reuse = false;
+  std::string doctor_llm;
+  bool no_sandbox = false;
   std::string html;   // report --html FILE
   std::string store;  // report/serve --store PATH
   std::string host = "127.0.0.1";
@@ -90,25 +100,36 @@ void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); 
 
 void emit_json(const json& j) { std::cout << j.dump(2) << "\n"; }
 
-// Opens the workspace, or says why not (the caller returns kUsage).
-std::unique_ptr<Workspace> open_ws(const Options& o) {
-  auto ws = Workspace::open(o.workspace);
+int exit_code(ErrorKind k) {
+  switch (k) {
+    case ErrorKind::input:
+      return kUsage;
+    case ErrorKind::environment:
+      return kEnvironment;
+    case ErrorKind::failed:
+      return kStepFailed;
+  }
+  return kStepFailed;
+}
+
+// Reports a failed status and returns its exit code.
+int fail(const Status& s) {
+  err(s.message());
+  return exit_code(s.kind());
+}
+
+// Opens the workspace (the workspace lock is taken by the first change).
+std::unique_ptr<Workspace> open_ws(const Options& o, int* code) {
+  OpenOptions oo;
+  oo.wait = o.wait;
+  oo.command = o.command;
+  auto ws = Workspace::open(o.workspace, oo);
   if (!ws) {
-    err(ws.error());
+    *code = fail(ws.status());
     return nullptr;
   }
   (*ws)->progress().set_quiet(o.quiet);
   return std::move(*ws);
-}
-
-// Resolves a checkpoint reference, or says why not.
-std::optional<int64_t> resolve_or_report(Workspace& ws, const std::string& ref) {
-  auto id = ws.resolve(ref);
-  if (!id) {
-    err(id.error());
-    return std::nullopt;
-  }
-  return *id;
 }
 
 Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
@@ -117,7 +138,7 @@ Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
   for (const auto& it : items) {
     auto eq = it.find('=');
     if (eq == std::string::npos)
-      return make_error(fmt::format("--tune '{}': expected NAME=V1,V2,...", it));
+      return make_error(fmt::format("--tune '{}': expected NAME=V1,V2,...", it), ErrorKind::input);
     std::vector<int64_t> vals;
     std::string rest = it.substr(eq + 1);
     size_t start = 0;
@@ -127,58 +148,88 @@ Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
           trim(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
       if (!v.empty()) {
         try {
-          vals.push_back(std::stoll(v));
+          size_t used = 0;
+          vals.push_back(std::stoll(v, &used));
+          if (used != v.size()) throw std::invalid_argument(v);
         } catch (...) {
-          return make_error(fmt::format("--tune '{}': '{}' is not an integer", it, v));
+          return make_error(fmt::format("--tune '{}': '{}' is not an integer", it, v),
+                            ErrorKind::input);
         }
       }
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
+    if (vals.empty())
+      return make_error(fmt::format("--tune '{}': no values after '='", it), ErrorKind::input);
     out[it.substr(0, eq)] = vals;
   }
   return out;
 }
 
-EvalOptions eval_options(Workspace& ws, const Options& o) {
-  return api::eval_options(ws, {o.device, o.small, o.full, o.budget, o.jobs, o.no_baseline,
-                                o.compile_only, o.sanitize, o.strategy, o.strategy_budget,
-                                o.reuse});
+// What the user asked of evaluations; the device decides the rest (nothing is probed here).
+Result<EvalChoices> eval_choices(const Options& o) {
+  if (o.small && o.full)
+    return make_error("--small and --full exclude each other", ErrorKind::input);
+  if (o.budget < 0 || o.jobs < 0)
+    return make_error("--budget and --jobs take positive numbers", ErrorKind::input);
+  auto tuning = parse_tuning(o.tuning);
+  if (!tuning) return tuning.status();
+  EvalChoices c;
+  c.device = o.device;
+  if (o.small) c.small = true;
+  if (o.full) c.small = false;
+  c.budget = static_cast<size_t>(o.budget);
+  c.jobs = o.jobs;
+  c.baseline = !o.no_baseline;
+  c.tuning = *tuning;
+  c.compile_only = o.compile_only;
+  c.sanitize = o.sanitize;
+  api::EvalArgs t;
+  t.strategy = o.strategy;
+  t.strategy_budget = o.strategy_budget;
+  if (auto s = api::check_tuning(t); !s) return make_error(s.message(), ErrorKind::input);
+  c.strategy = o.strategy;
+  c.strategy_budget = o.strategy_budget;
+  c.reuse_measurements = o.reuse;
+  return c;
 }
 
-// The strategy options name a known strategy and a well-formed budget; says why not.
-bool check_strategy(const std::string& strategy, const std::string& budget) {
-  api::EvalArgs a;
-  a.strategy = strategy;
-  a.strategy_budget = budget;
-  if (auto s = api::check_tuning(a); !s) {
-    err(s.message());
-    return false;
-  }
-  return true;
+DriverOptions driver_options(const Options& o, const fs::path& workspace) {
+  DriverOptions d;
+  d.workspace = workspace;
+  d.manual_wait = o.wait;
+  d.producer = o.producer;
+  d.key_env = o.key_env;
+  if (o.llm_deadline > 0) d.deadline_s = o.llm_deadline;
+  return d;
 }
 
-// The options of apply/run; nullopt (after saying why) when --prompt-device is unusable.
-std::optional<ApplyOptions> apply_options(Workspace& ws, const Options& o) {
-  if (!check_strategy(o.strategy, o.strategy_budget)) return std::nullopt;
+// The options of apply/run (checked, nothing probed).
+Result<ApplyOptions> apply_options(Workspace& ws, const Options& o) {
+  if (o.attempts < 1) return make_error("--attempts takes a number of 1 or more", ErrorKind::input);
+  if (o.llm_deadline < 0) return make_error("--llm-deadline takes seconds", ErrorKind::input);
   ApplyOptions a;
   a.llm = o.llm;
-  a.driver.workspace = ws.root();
-  a.driver.manual_wait = o.wait;
-  a.driver.producer = o.producer;
-  a.driver.key_env = o.key_env;
+  // replay:NAME also finds a recording shipped with peak (recordings/NAME).
+  if (starts_with(a.llm, "replay:")) {
+    std::string dir = trim(a.llm.substr(7));
+    std::error_code ec;
+    if (!dir.empty() && !fs::exists(dir, ec) && fs::is_directory(data_path("recordings") / dir, ec))
+      a.llm = "replay:" + (data_path("recordings") / dir).string();
+  }
+  a.driver = driver_options(o, ws.root());
   a.record_dir = o.record;
   a.record_note = o.record_note;
   a.attempts = o.attempts;
   a.extra_instructions = o.instructions;
   a.feedback = !o.no_feedback;
-  a.eval = eval_options(ws, o);
+  a.force = o.force;
+  auto c = eval_choices(o);
+  if (!c) return c.status();
+  a.eval = *c;
   if (!o.prompt_device.empty()) {
     auto facts = read_device_facts(o.prompt_device);
-    if (!facts) {
-      err("--prompt-device: " + facts.error());
-      return std::nullopt;
-    }
+    if (!facts) return make_error("--prompt-device: " + facts.error(), ErrorKind::input);
     a.prompt_device = *facts;
   }
   return a;
@@ -187,20 +238,35 @@ std::optional<ApplyOptions> apply_options(Workspace& ws, const Options& o) {
 void add_llm_options(CLI::App* c, Options& o) {
   c->add_option(
        "--llm", o.llm,
-       "LLM driver: openai:MODEL[@URL], anthropic:MODEL[@URL], command:'PROG', manual, replay:DIR")
+       "LLM driver: openai:MODEL[@URL], anthropic:MODEL[@URL], command:'PROG', manual, replay:DIR "
+       "(or replay:NAME of a recording shipped with peak)")
       ->capture_default_str();
   c->add_option("--record", o.record, "record every LLM exchange into DIR (for replay)");
   c->add_option("--record-note", o.record_note, "a note stored with each recording");
   c->add_option("--by", o.producer, "who produces the replies (manual/command mode; recorded)");
   c->add_option("--key-env", o.key_env, "environment variable holding the API key");
-  c->add_option("--attempts", o.attempts, "attempts per transformation")->capture_default_str();
+  c->add_option("--attempts", o.attempts,
+                "attempts charged to a transformation before it fails (wins over a sequence "
+                "file's)")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.attempts_given = true; });
+  c->add_option("--llm-deadline", o.llm_deadline,
+                "seconds one LLM call may take, every retry and wait included (default 1200)");
   c->add_option("--instructions", o.instructions, "extra text appended to every prompt");
   c->add_flag("--no-feedback", o.no_feedback,
               "do not tell the model why its previous attempt failed");
-  c->add_flag("--wait", o.wait, "manual mode: wait for the reply file instead of exiting");
   c->add_option("--prompt-device", o.prompt_device,
                 "JSON device facts shown in prompts instead of this machine's (recording for "
                 "another device)");
+  c->add_flag("--force", o.force,
+              "local changes to the working files: stash them and go on instead of refusing");
+}
+
+void add_wait_option(CLI::App* c, Options& o, const char* also = "") {
+  c->add_flag("--wait", o.wait,
+              fmt::format("wait for another peak that is changing the workspace instead of "
+                          "failing{}",
+                          also));
 }
 
 void add_eval_options(CLI::App* c, Options& o) {
@@ -218,7 +284,9 @@ void add_eval_options(CLI::App* c, Options& o) {
               "workspace (resumes an interrupted tuning search)");
   c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: all cores)");
   c->add_flag("--no-baseline", o.no_baseline, "do not time the vendor library");
-  c->add_option("--tune", o.tuning, "override a tuning parameter's values: NAME=V1,V2,...");
+  c->add_option("--tune", o.tuning,
+                "override a tuning parameter's values: NAME=V1,V2,... (the evaluation is then "
+                "kept in the checkpoint's history but is not its result)");
   c->add_flag("--sanitize", o.sanitize,
               "CUDA: also run compute-sanitizer (memcheck, racecheck) on one small shape");
   c->add_flag("--compile-only", o.compile_only,
@@ -243,6 +311,11 @@ int print_apply(const ApplyResult& r, const Options& o) {
                                       m.value("baseline", ""))
                               .c_str()
                         : "");
+    if (r.stash)
+      std::printf("your local changes are stash %lld (`peak stash pop` brings them back)\n",
+                  static_cast<long long>(*r.stash));
+  } else if (r.input_error || r.environment_error) {
+    err(r.message);
   } else {
     err(fmt::format("{}: {}", to_string(r.disposition), r.message));
   }
@@ -252,12 +325,48 @@ int print_apply(const ApplyResult& r, const Options& o) {
   return r.disposition == Disposition::passed ? kOk : kStepFailed;
 }
 
+std::string perf_text(const json& s) {
+  if (!s.is_object() || !s.contains("bench") || !s["bench"].is_array() || s["bench"].empty())
+    return "-";
+  const json& m = s["bench"][0];
+  if (m.value("disposition", "") != "passed") return "-";
+  return fmt::format("{:.1f} GFLOP/s at {}", m.value("gflops", 0.0), m.value("shape", ""));
+}
+
+// "run hlsl-fp32 (workflow 3): interrupted at step 2; continue with ..."
+std::string workflow_line(const WorkflowRecord& w) {
+  json args = json::parse(w.args_json.empty() ? "{}" : w.args_json, nullptr, false);
+  json st = json::parse(w.state_json.empty() ? "{}" : w.state_json, nullptr, false);
+  if (!args.is_object()) args = json::object();
+  if (!st.is_object()) st = json::object();
+  std::string what, next;
+  std::string llm = args.value("llm", "");
+  if (w.kind == "run") {
+    std::string seq = st.value("sequence", args.value("sequence", ""));
+    what = fmt::format("run {} at step {}", seq, st.value("next_step", 0) + 1);
+    next = fmt::format("peak run {} --resume{}", seq, llm.empty() ? "" : " --llm " + llm);
+  } else if (w.kind == "apply") {
+    std::string t = args.value("transformation", "");
+    what = fmt::format("apply {} on checkpoint {}", t, args.value("parent", int64_t{0}));
+    next = fmt::format("peak apply {}{}", t, llm.empty() ? "" : " --llm " + llm);
+  } else {
+    what = w.kind;
+  }
+  std::string owner =
+      w.owner_pid > 0 ? fmt::format(", pid {} on {}", w.owner_pid, w.owner_host) : "";
+  std::string line = fmt::format("workflow {} ({}{}): {}", w.id, what, owner, w.status);
+  if (w.status == "interrupted" || w.status == "waiting")
+    if (!next.empty()) line += "; continue with `" + next + "`";
+  if (w.status == "interrupted" && w.owner_pid > 0) line += " (its process is gone)";
+  return line;
+}
+
 // ---- handlers --------------------------------------------------------------------------------
 
 int cmd_init(Options& o) {
   if (o.args.empty()) {
     err("usage: peak init CONTEXT [DIR]  (CONTEXT: a folder with kernel.toml, e.g. "
-        "examples/matmul-hlsl-fp32)");
+        "examples/matmul-hlsl-fp32, or just its name)");
     return kUsage;
   }
   auto found = api::find_context(o.args[0]);
@@ -273,10 +382,7 @@ int cmd_init(Options& o) {
   }
   fs::path dest = o.args.size() > 1 ? fs::path(o.args[1]) : fs::path(ctx->name);
   auto ws = Workspace::init(src, dest);
-  if (!ws) {
-    err(ws.error());
-    return kUsage;
-  }
+  if (!ws) return fail(ws.status());
   if (o.json_out)
     emit_json({{"workspace", (*ws)->root().string()}, {"checkpoint", 1}});
   else
@@ -288,14 +394,14 @@ int cmd_init(Options& o) {
 }
 
 int cmd_transformations(Options& o) {
-  std::vector<Transformation> lib;
+  std::vector<std::string> problems;
+  // The workspace's own transformations join the shared library inside a workspace.
   auto ws = Workspace::open(o.workspace);
-  auto l = ws ? (*ws)->library() : api::load_library_for("");
-  if (!l) {
-    err(l.error());
-    return kUsage;
-  }
-  lib = *l;
+  auto l = ws ? (*ws)->library(&problems) : api::load_library_for("", &problems);
+  if (!l) return fail(l.status());
+  for (const auto& p : problems)
+    err(fmt::format("warning: skipped a transformation file that cannot be read: {}", p));
+  const auto& lib = *l;
   std::string sub = o.args.empty() ? "list" : o.args[0];
   if (sub == "list") {
     if (o.json_out) {
@@ -333,51 +439,44 @@ int cmd_transformations(Options& o) {
 }
 
 int cmd_apply(Options& o) {
-  if (o.args.empty()) {
+  if (o.args.size() != 1) {
     err("usage: peak apply TRANSFORMATION [--llm SPEC]");
     return kUsage;
   }
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  auto tuning = parse_tuning(o.tuning);
-  if (!tuning) {
-    err(tuning.error());
-    return kUsage;
-  }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
   auto ao = apply_options(*ws, o);
-  if (!ao) return kUsage;
-  auto r = ws->apply(o.args[0], *ao, 0, *tuning);
-  return print_apply(r, o);
+  if (!ao) return fail(ao.status());
+  return print_apply(ws->apply(o.args[0], *ao), o);
 }
 
 int cmd_run(Options& o) {
-  if (o.args.empty()) {
-    err("usage: peak run SEQUENCE.toml [--llm SPEC] [--resume]");
+  if (o.args.size() != 1) {
+    err("usage: peak run SEQUENCE [--llm SPEC] [--resume]");
     return kUsage;
   }
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
+  if (o.from < 0) {
+    err("--from takes a step number (0 = the first step)");
+    return kUsage;
+  }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
   auto p = api::find_sequence(o.args[0]);
-  if (!p) {
-    err(p.error());
-    return kUsage;
-  }
+  if (!p) return fail(Status::error(p.error(), ErrorKind::input));
   auto seq = load_sequence(*p);
   if (!seq) {
     err(seq.error());
     return kUsage;
   }
-  for (const auto& st : seq->steps)
-    if (!check_strategy(st.strategy, st.strategy_budget)) {
-      err(fmt::format("in {} (step {})", p->string(), st.transformation));
-      return kUsage;
-    }
-  RunOptions ro;
   auto ao = apply_options(*ws, o);
-  if (!ao) return kUsage;
+  if (!ao) return fail(ao.status());
+  RunOptions ro;
   ro.apply = *ao;
   ro.resume = o.resume;
   ro.from_step = o.from;
+  if (o.attempts_given) ro.attempts = o.attempts;
   auto r = ws->run(*seq, ro);
   if (o.json_out) {
     emit_json(api::run_json(r));
@@ -398,8 +497,9 @@ int cmd_run(Options& o) {
 }
 
 int cmd_respond(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
   if (o.list || o.args.empty()) {
     auto pending = list_manual(ws->root());
     if (o.json_out) {
@@ -418,7 +518,7 @@ int cmd_respond(Options& o) {
                   p.step_label.c_str(), p.prompt_path.string().c_str());
     return kOk;
   }
-  if (o.args.size() < 2) {
+  if (o.args.size() != 2) {
     err("usage: peak respond ID FILE   (FILE: the reply; - for standard input)");
     return kUsage;
   }
@@ -445,47 +545,43 @@ int cmd_respond(Options& o) {
   return kOk;
 }
 
-int cmd_eval(Options& o, bool force, const char* what) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
-  if (!id) return kUsage;
-  if (!check_strategy(o.strategy, o.strategy_budget)) return kUsage;
-  EvalOptions e = eval_options(*ws, o);
-  auto tuning = parse_tuning(o.tuning);
-  if (!tuning) {
-    err(tuning.error());
+int cmd_eval(Options& o, const char* kind, const char* what) {
+  if (o.args.size() > 1) {
+    err(fmt::format("usage: peak {} [CHECKPOINT]", kind));
     return kUsage;
   }
-  e.tuning_overrides = *tuning;
-  auto ev = ws->evaluate_checkpoint(*id, e, force);
-  if (!ev) {
-    err(ev.error());
-    return kEnvironment;
-  }
+  auto choices = eval_choices(o);
+  if (!choices) return fail(choices.status());
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  auto id = ws->resolve(o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) return fail(id.status());
+  if (auto s = ws->lock(); !s) return fail(s);
+  auto e = ws->eval_options(*choices);
+  if (!e) return fail(e.status());
+  auto ev = ws->evaluate_checkpoint(*id, *e, true, kind);
+  if (!ev) return fail(ev.status());
   if (!o.export_space.empty()) {
     auto run = ev->summary.contains("configs") && ev->summary["configs"].contains("tuning_run")
                    ? Result<int64_t>(ev->summary["configs"]["tuning_run"].get<int64_t>())
                    : latest_tuning_run(ws->store(), *id);
     auto cache =
         run ? cache_from_store(ws->store(), *run) : Result<TuningCache>(Error{run.error()});
-    if (!cache) {
-      err(cache.error());
-      return kEnvironment;
-    }
+    if (!cache) return fail(Status::error(cache.error(), ErrorKind::environment));
     cache->command =
         fmt::format("peak tune {}{}{}", *id, o.strategy.empty() ? "" : " --strategy " + o.strategy,
                     o.strategy_budget.empty() ? "" : " --strategy-budget " + o.strategy_budget);
-    if (auto s = write_cache(o.export_space, *cache); !s) {
-      err(s.message());
-      return kEnvironment;
-    }
+    if (auto s = write_cache(o.export_space, *cache); !s)
+      return fail(Status::error(s.message(), ErrorKind::environment));
     if (!o.quiet && !o.json_out)
       std::printf("wrote %s (%zu configurations)\n", o.export_space.c_str(),
                   cache->entries().size());
   }
   if (o.json_out) {
-    emit_json(ev->summary);
+    json j = ev->summary;
+    j["standard"] = e->standard;
+    emit_json(j);
   } else {
     std::printf("%s checkpoint %lld: %s — %s\n", what, static_cast<long long>(*id),
                 std::string(to_string(ev->disposition)).c_str(), ev->message.c_str());
@@ -504,43 +600,77 @@ int cmd_eval(Options& o, bool force, const char* what) {
                     m.value("shape", "").c_str(), m.value("gflops", 0.0), m.value("median_ms", 0.0),
                     100 * m.value("spread", 0.0),
                     m.contains("samples_ms") ? m["samples_ms"].size() : 0);
+    auto c = ws->store().checkpoint(*id);
+    if (c)
+      std::printf("checkpoint %lld's result: %s%s\n", static_cast<long long>(*id),
+                  perf_text(ws->summary(*c)).c_str(),
+                  e->standard ? ""
+                              : " (this evaluation used other options than the default ones: "
+                                "kept in the history, `peak show --all` lists it)");
   }
   return ev->disposition == Disposition::passed ? kOk : kStepFailed;
 }
 
 int cmd_log(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  json j = api::log_json(*ws);
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  json j = api::log_json(*ws);  // each checkpoint's result (the rule of docs/store.md)
   if (o.json_out) {
     emit_json(j);
     return kOk;
   }
   for (const auto& c : j) {
     auto names = c["refs"].get<std::vector<std::string>>();
+    std::string perf = c.value("perf", "");
     std::printf("%-4lld %s%s  parent %-4s %-16s %s\n", c["id"].get<long long>(),
                 names.empty() ? "" : fmt::format("({}) ", join(names, ", ")).c_str(),
                 c.value("created_at", "").c_str(),
                 c["parent"].is_null() ? "-" : std::to_string(c["parent"].get<long long>()).c_str(),
-                c.value("message", "").c_str(), c.value("perf", "").c_str());
+                c.value("message", "").c_str(), perf.empty() ? "-" : perf.c_str());
   }
+  for (const auto& w : ws->status().workflows) std::printf("%s\n", workflow_line(w).c_str());
   return kOk;
 }
 
 int cmd_show(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  auto id = resolve_or_report(*ws, o.args.empty() ? "HEAD" : o.args[0]);
-  if (!id) return kUsage;
-  auto c = ws->store().checkpoint(*id);
-  auto files = ws->checkpoint_files(*id);
-  if (!c || !files) {
-    err(!c ? c.error() : files.error());
-    return kEnvironment;
+  if (o.args.size() > 1) {
+    err("usage: peak show [CHECKPOINT] [--all]");
+    return kUsage;
   }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  auto id = ws->resolve(o.args.empty() ? "HEAD" : o.args[0]);
+  if (!id) return fail(id.status());
+  auto c = ws->store().checkpoint(*id);
+  if (!c) return fail(c.status());
+  auto files = ws->checkpoint_files(*id);
+  if (!files) return fail(files.status());
   json summary = ws->summary(*c);
+  auto evaluations = ws->evaluations(*id);
   if (o.json_out) {
-    emit_json(*api::checkpoint_json(*ws, *id));
+    auto cj = api::checkpoint_json(*ws, *id);
+    if (!cj) return fail(Status::error(cj.error(), ErrorKind::environment));
+    json j = *cj;
+    if (o.all) {
+      json all = json::array();
+      for (const auto& e : evaluations)
+        all.push_back(
+            {{"id", e.record.id},
+             {"kind", e.record.kind},
+             {"created_at", e.record.created_at},
+             {"device", e.record.device},
+             {"options", json::parse(e.record.options_json, nullptr, false)},
+             {"standard", e.record.standard},
+             {"disposition", e.record.disposition},
+             {"shape", e.record.shape},
+             {"gflops", std::isfinite(e.record.gflops) ? json(e.record.gflops) : json(nullptr)},
+             {"result", e.is_result},
+             {"summary", e.summary}});
+      j["evaluations"] = all;
+    }
+    emit_json(j);
     return kOk;
   }
   std::printf("checkpoint %lld  %s  (%s)\nparent: %s  branch: %s\n", static_cast<long long>(c->id),
@@ -552,52 +682,91 @@ int cmd_show(Options& o) {
     for (const auto& m : summary["bench"])
       std::printf("  %-20s %10.1f GFLOP/s  spread %.1f%%\n", m.value("shape", "").c_str(),
                   m.value("gflops", 0.0), 100 * m.value("spread", 0.0));
+  if (o.all) {
+    std::printf("\nevaluations (%zu; * marks the result: the best under the default options):\n",
+                evaluations.size());
+    for (const auto& e : evaluations) {
+      json opts = json::parse(e.record.options_json, nullptr, false);
+      std::string detail;
+      if (opts.is_object()) {
+        if (opts.contains("tuning") && !opts["tuning"].empty())
+          detail += " --tune " + opts["tuning"].dump();
+        if (opts.contains("budget")) detail += fmt::format(" budget {}", opts.value("budget", 0));
+        if (opts.contains("small")) detail += opts.value("small", false) ? " small" : " full";
+      }
+      std::printf("%s %-4lld %s  %-10s %-9s %-14s %s%s  [%s%s]\n", e.is_result ? "*" : " ",
+                  static_cast<long long>(e.record.id), e.record.created_at.c_str(),
+                  e.record.kind.c_str(), e.record.disposition.c_str(), e.record.device.c_str(),
+                  std::isfinite(e.record.gflops)
+                      ? fmt::format("{:.1f} GFLOP/s", e.record.gflops).c_str()
+                      : "-",
+                  e.record.shape.empty() ? "" : (" at " + e.record.shape).c_str(),
+                  e.record.standard ? "default options" : "other options", detail.c_str());
+    }
+  }
   std::printf("\n%s", files->second.c_str());
   return kOk;
 }
 
 int cmd_diff(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  std::string a = o.args.size() > 0 ? o.args[0] : "HEAD~1";
-  std::string b = o.args.size() > 1 ? o.args[1] : "HEAD";
-  auto d = ws->diff(a, b);
-  if (!d) {
-    err(d.error());
+  if (o.args.size() > 2) {
+    err("usage: peak diff [A [B]]");
     return kUsage;
   }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  // No argument: HEAD against the working files; one: A against the working files.
+  std::string a = o.args.size() > 0 ? o.args[0] : "HEAD";
+  std::string b = o.args.size() > 1 ? o.args[1] : "";
+  auto d = ws->diff(a, b);
+  if (!d) return fail(d.status());
   if (o.json_out)
-    emit_json({{"a", a}, {"b", b}, {"diff", *d}});
+    emit_json({{"a", a}, {"b", b.empty() ? "working files" : b}, {"diff", *d}});
   else
     std::printf("%s", d->c_str());
   return kOk;
 }
 
-int cmd_checkout(Options& o) {
-  if (o.args.empty()) {
-    err("usage: peak checkout CHECKPOINT|BRANCH|TAG");
-    return kUsage;
-  }
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  if (auto s = ws->checkout(o.args[0]); !s) {
-    err(s.message());
-    return kUsage;
-  }
-  if (!o.quiet) std::printf("HEAD is now at %s\n", o.args[0].c_str());
+int print_switch(const Result<SwitchResult>& r, const Options& o) {
+  if (!r) return fail(r.status());
+  if (o.json_out)
+    emit_json({{"head", r->head},
+               {"checkpoint", r->checkpoint ? json(*r->checkpoint) : json(nullptr)},
+               {"stash", r->stash ? json(*r->stash) : json(nullptr)},
+               {"message", r->message}});
+  else if (!o.quiet)
+    std::printf("%s\n", r->message.c_str());
   return kOk;
 }
 
+int cmd_checkout(Options& o) {
+  if (o.args.size() != 1) {
+    err("usage: peak checkout REF [--detach] [--force]  (REF: a branch, or with --detach a "
+        "checkpoint number, HEAD~N or a tag)");
+    return kUsage;
+  }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  SwitchOptions so;
+  so.force = o.force;
+  so.detach = o.detach;
+  return print_switch(ws->checkout(o.args[0], so), o);
+}
+
 int cmd_branch(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
+  if (o.args.size() > 2) {
+    err("usage: peak branch [NAME [REF]]");
+    return kUsage;
+  }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
   if (o.args.empty()) {
     auto refs = ws->store().refs();
     auto head = ws->store().head();
-    if (!refs) {
-      err(refs.error());
-      return kEnvironment;
-    }
+    if (!refs) return fail(refs.status());
     if (o.json_out) {
       emit_json({{"head", head ? *head : ""}, {"branches", *refs}});
       return kOk;
@@ -605,14 +774,162 @@ int cmd_branch(Options& o) {
     for (const auto& [n, id] : *refs)
       std::printf("%s %s -> %lld\n", head && *head == n ? "*" : " ", n.c_str(),
                   static_cast<long long>(id));
+    if (head && starts_with(*head, "#"))
+      std::printf("* (detached HEAD at checkpoint %s)\n", head->substr(1).c_str());
     return kOk;
   }
-  if (auto s = ws->branch(o.args[0], o.args.size() > 1 ? o.args[1] : "HEAD"); !s) {
-    err(s.message());
+  SwitchOptions so;
+  so.force = o.force;
+  return print_switch(ws->branch(o.args[0], o.args.size() > 1 ? o.args[1] : "HEAD", so), o);
+}
+
+int cmd_tag(Options& o) {
+  if (o.args.size() > 2) {
+    err("usage: peak tag [NAME [REF]]");
     return kUsage;
   }
-  if (!o.quiet) std::printf("switched to a new branch %s\n", o.args[0].c_str());
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  if (o.args.empty()) {
+    auto tags = ws->store().tags();
+    if (!tags) return fail(tags.status());
+    if (o.json_out) {
+      emit_json(*tags);
+      return kOk;
+    }
+    for (const auto& [n, id] : *tags)
+      std::printf("%s -> %lld\n", n.c_str(), static_cast<long long>(id));
+    return kOk;
+  }
+  if (auto s = ws->tag(o.args[0], o.args.size() > 1 ? o.args[1] : "HEAD"); !s) return fail(s);
+  if (!o.quiet) std::printf("tagged %s\n", o.args[0].c_str());
   return kOk;
+}
+
+int cmd_status(Options& o) {
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  WorkspaceStatus st = ws->status();
+  if (o.json_out) {
+    json wf = json::array();
+    for (const auto& w : st.workflows)
+      wf.push_back(
+          {{"id", w.id},
+           {"kind", w.kind},
+           {"status", w.status},
+           {"args", json::parse(w.args_json.empty() ? "{}" : w.args_json, nullptr, false)},
+           {"state", json::parse(w.state_json.empty() ? "{}" : w.state_json, nullptr, false)},
+           {"owner", {{"pid", w.owner_pid}, {"host", w.owner_host}, {"start", w.owner_start}}},
+           {"line", workflow_line(w)}});
+    json prompts = json::array();
+    for (const auto& p : st.prompts)
+      prompts.push_back({{"id", p.id}, {"step", p.step_label}, {"path", p.prompt_path.string()}});
+    json stashes = json::array();
+    for (const auto& s : st.stashes)
+      stashes.push_back({{"id", s.id}, {"message", s.message}, {"created_at", s.created_at}});
+    json busy = nullptr;
+    if (st.busy)
+      busy = {{"pid", st.busy->process.pid},
+              {"host", st.busy->process.host},
+              {"command", st.busy->command},
+              {"since", st.busy->since}};
+    emit_json({{"head", st.head},
+               {"checkpoint", st.checkpoint ? json(*st.checkpoint) : json(nullptr)},
+               {"clean", st.working.clean},
+               {"changes", st.working.changes},
+               {"workflows", wf},
+               {"prompts", prompts},
+               {"stashes", stashes},
+               {"busy", busy}});
+    return kOk;
+  }
+  if (starts_with(st.head, "#"))
+    std::printf("HEAD is detached at checkpoint %s\n", st.head.substr(1).c_str());
+  else
+    std::printf("on branch %s, checkpoint %s\n", st.head.c_str(),
+                st.checkpoint ? std::to_string(*st.checkpoint).c_str() : "(none yet)");
+  if (st.working.clean)
+    std::printf("working files: as in HEAD\n");
+  else {
+    std::printf(
+        "working files: changed since HEAD (`peak diff` shows how; `peak commit -m "
+        "MESSAGE` keeps them, `peak stash` sets them aside):\n");
+    for (const auto& c : st.working.changes) std::printf("  %s\n", c.c_str());
+  }
+  if (st.busy) std::printf("busy: %s is changing the workspace\n", st.busy->describe().c_str());
+  for (const auto& w : st.workflows) std::printf("%s\n", workflow_line(w).c_str());
+  for (const auto& p : st.prompts)
+    std::printf("manual prompt %s waits for a reply (%s): `peak respond %s FILE`\n", p.id.c_str(),
+                p.step_label.c_str(), p.id.c_str());
+  if (!st.stashes.empty()) std::printf("%zu stash(es): `peak stash list`\n", st.stashes.size());
+  return kOk;
+}
+
+int cmd_stash(Options& o) {
+  std::string sub = o.args.empty() ? "push" : o.args[0];
+  int64_t id = 0;
+  if (o.args.size() > 2 || (o.args.size() == 2 && sub != "pop" && sub != "drop")) {
+    err("usage: peak stash [push [-m MESSAGE]] | list | pop [ID] | drop [ID]");
+    return kUsage;
+  }
+  if (o.args.size() == 2) {
+    std::string n = o.args[1];
+    if (n.empty() || !std::all_of(n.begin(), n.end(), ::isdigit) || n.size() > 15) {
+      err(fmt::format("'{}' is not a stash id (`peak stash list` shows them)", n));
+      return kUsage;
+    }
+    id = std::stoll(n);
+  }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  if (sub == "push") {
+    auto r = ws->stash_push(o.message);
+    if (!r) return fail(r.status());
+    if (o.json_out)
+      emit_json({{"stash", *r}});
+    else if (!o.quiet)
+      std::printf("local changes are stash %lld; the working files are HEAD's again\n",
+                  static_cast<long long>(*r));
+    return kOk;
+  }
+  if (sub == "list") {
+    auto l = ws->stash_list();
+    if (!l) return fail(l.status());
+    if (o.json_out) {
+      json j = json::array();
+      for (const auto& s : *l) {
+        json files = json::array();
+        for (const auto& [path, blob] : s.files) files.push_back(path);
+        j.push_back(
+            {{"id", s.id},
+             {"base_checkpoint", s.base_checkpoint ? json(*s.base_checkpoint) : json(nullptr)},
+             {"branch", s.branch},
+             {"message", s.message},
+             {"files", files},
+             {"created_at", s.created_at}});
+      }
+      emit_json(j);
+      return kOk;
+    }
+    if (l->empty()) std::printf("no stashes\n");
+    for (const auto& s : *l)
+      std::printf("%lld  %s  on checkpoint %s%s: %s\n", static_cast<long long>(s.id),
+                  s.created_at.c_str(),
+                  s.base_checkpoint ? std::to_string(*s.base_checkpoint).c_str() : "-",
+                  s.branch.empty() ? "" : (" (" + s.branch + ")").c_str(), s.message.c_str());
+    return kOk;
+  }
+  if (sub == "pop") return print_switch(ws->stash_pop(id, o.force), o);
+  if (sub == "drop") {
+    if (auto s = ws->stash_drop(id); !s) return fail(s);
+    if (!o.quiet) std::printf("dropped\n");
+    return kOk;
+  }
+  err(fmt::format("unknown `stash {}`; use push, list, pop or drop", sub));
+  return kUsage;
 }
 
 // Writes `text` to o.output (saying so) or standard output.
@@ -630,6 +947,10 @@ int emit(const Options& o, const std::string& text) {
 }
 
 int cmd_report(Options& o) {
+  if (o.args.size() > 1) {
+    err("usage: peak report [CHECKPOINT] [--format text|markdown|json|html] [-o FILE]");
+    return kUsage;
+  }
   std::string fmt_name = o.json_out ? "json" : o.format;
   if (!o.html.empty()) {
     fmt_name = "html";
@@ -719,13 +1040,14 @@ int cmd_export_space(Options& o) {
     err("usage: peak export-space [CHECKPOINT] -o FILE [--run ID]");
     return kUsage;
   }
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
   Result<int64_t> run = o.run;
   std::string ref = o.args.empty() ? "HEAD" : o.args[0];
   if (o.run <= 0) {
-    auto id = resolve_or_report(*ws, ref);
-    if (!id) return kUsage;
+    auto id = ws->resolve(ref);
+    if (!id) return fail(id.status());
     run = latest_tuning_run(ws->store(), *id);
   }
   auto cache = run ? cache_from_store(ws->store(), *run) : Result<TuningCache>(Error{run.error()});
@@ -802,14 +1124,41 @@ int cmd_bench(Options& o) {
 }
 
 int cmd_commit(Options& o) {
-  auto ws = open_ws(o);
-  if (!ws) return kUsage;
-  if (!check_strategy(o.strategy, o.strategy_budget)) return kUsage;
-  auto r = ws->commit(o.message, eval_options(*ws, o));
-  return print_apply(r, o);
+  if (!o.args.empty()) {
+    err("usage: peak commit -m MESSAGE");
+    return kUsage;
+  }
+  auto choices = eval_choices(o);
+  if (!choices) return fail(choices.status());
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  return print_apply(ws->commit(o.message, *choices), o);
 }
 
 int cmd_doctor(Options& o) {
+  if (!o.doctor_llm.empty()) {
+    if (o.llm_deadline < 0) {
+      err("--llm-deadline takes seconds");
+      return kUsage;
+    }
+    auto ws = Workspace::open(o.workspace);
+    DriverOptions d = driver_options(o, ws ? (*ws)->root() : fs::path());
+    std::string spec = o.doctor_llm;
+    if (starts_with(spec, "replay:")) {
+      std::string dir = trim(spec.substr(7));
+      std::error_code ec;
+      if (!dir.empty() && !fs::exists(dir, ec) &&
+          fs::is_directory(data_path("recordings") / dir, ec))
+        spec = "replay:" + (data_path("recordings") / dir).string();
+    }
+    DoctorReport r = run_llm_doctor(spec, d);
+    if (o.json_out)
+      emit_json(r.to_json());
+    else
+      std::printf("%s", r.text().c_str());
+    return r.ok ? kOk : r.bad_input ? kUsage : kEnvironment;
+  }
   DoctorReport d = run_doctor(o.device);
   if (o.json_out)
     emit_json(d.to_json());
@@ -856,16 +1205,19 @@ std::vector<Command> commands() {
          c->add_option("args", o.args, "TRANSFORMATION");
          add_llm_options(c, o);
          add_eval_options(c, o);
+         add_wait_option(c, o, "; manual mode: wait for the reply file instead of exiting");
        },
        cmd_apply},
       {"run", "run a sequence of transformations (resumable)",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "SEQUENCE (a .toml file or a name under sequences/)");
          c->add_flag("--resume", o.resume,
-                     "continue the last interrupted or waiting run of this sequence");
-         c->add_option("--from", o.from, "start at step N (0-based)");
+                     "continue the last unfinished run of this sequence (waiting, failed or "
+                     "interrupted, also when its process was killed)");
+         c->add_option("--from", o.from, "start at step N (0-based; with --resume too)");
          add_llm_options(c, o);
          add_eval_options(c, o);
+         add_wait_option(c, o, "; manual mode: wait for the reply file instead of exiting");
        },
        cmd_run},
       {"respond", "manual mode: answer a pending prompt: peak respond ID FILE (or --list)",
@@ -875,20 +1227,24 @@ std::vector<Command> commands() {
          c->add_flag("--list", o.list, "list manual prompts");
        },
        cmd_respond},
-      {"validate", "validate, tune and time a checkpoint again (default HEAD)",
+      {"validate", "validate, tune and time a checkpoint again (default HEAD); kept in its history",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT");
          add_eval_options(c, o);
+         add_wait_option(c, o);
        },
-       [](Options& o) { return cmd_eval(o, true, "validated"); }},
-      {"tune", "tune a checkpoint over its tuning parameters (default HEAD)",
+       [](Options& o) { return cmd_eval(o, "validate", "validated"); }},
+      {"tune",
+       "tune a checkpoint over its tuning parameters again (default HEAD); kept in its "
+       "history",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT");
          add_eval_options(c, o);
          c->add_option("--export-space", o.export_space,
                        "write the search's measured space to FILE (a tuning cache)");
+         add_wait_option(c, o);
        },
-       [](Options& o) { return cmd_eval(o, true, "tuned"); }},
+       [](Options& o) { return cmd_eval(o, "tune", "tuned"); }},
       {"export-space", "write a checkpoint's last tuning search as a tuning cache (JSON)",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
@@ -910,15 +1266,56 @@ std::vector<Command> commands() {
        [](CLI::App* c, Options& o) {
          c->add_option("-m,--message", o.message, "what the edit does");
          add_eval_options(c, o);
+         add_wait_option(c, o);
        },
        cmd_commit},
-      {"log", "list checkpoints, newest first", [](CLI::App*, Options&) {}, cmd_log},
-      {"show", "show a checkpoint: its numbers and source", args("CHECKPOINT"), cmd_show},
-      {"diff", "unified diff between two checkpoints (default HEAD~1 HEAD)", args("A B"), cmd_diff},
-      {"checkout", "restore a checkpoint, branch or tag into the working files", args("REF"),
+      {"status", "HEAD, changes to the working files, unfinished workflows, waiting prompts",
+       [](CLI::App*, Options&) {}, cmd_status},
+      {"log", "list checkpoints, newest first, with their results and unfinished workflows",
+       [](CLI::App*, Options&) {}, cmd_log},
+      {"show", "show a checkpoint: its result and source (--all: every evaluation)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "CHECKPOINT");
+         c->add_flag("--all", o.all, "list every evaluation of the checkpoint");
+       },
+       cmd_show},
+      {"diff", "unified diff: HEAD against the working files, A against them, or A against B",
+       args("[A [B]]"), cmd_diff},
+      {"checkout", "switch to a branch, or (--detach) to a checkpoint or tag",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "REF");
+         c->add_flag("--detach", o.detach,
+                     "check out a checkpoint number, HEAD~N or tag with a detached HEAD");
+         c->add_flag("--force", o.force,
+                     "replace local changes to the working files (they are stashed first)");
+         add_wait_option(c, o);
+       },
        cmd_checkout},
-      {"branch", "list branches, or create one at HEAD (or REF) and switch to it",
-       args("[NAME [REF]]"), cmd_branch},
+      {"branch", "list branches, or create NAME at HEAD (or REF) and switch to it",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "[NAME [REF]]");
+         c->add_flag("--force", o.force,
+                     "replace local changes to the working files (they are stashed first)");
+         add_wait_option(c, o);
+       },
+       cmd_branch},
+      {"tag", "list tags, or tag HEAD (or REF) as NAME",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "[NAME [REF]]");
+         add_wait_option(c, o);
+       },
+       cmd_tag},
+      {"stash",
+       "set local changes aside: `stash [push] [-m MSG]`, `stash list`, `stash pop "
+       "[ID]`, `stash drop [ID]`",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "push | list | pop [ID] | drop [ID]");
+         c->add_option("-m,--message", o.message, "what the changes are (push)");
+         c->add_flag("--force", o.force,
+                     "pop: replace local changes to the working files (they are stashed first)");
+         add_wait_option(c, o);
+       },
+       cmd_stash},
       {"report", "performance along the history: text, markdown, json or html",
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
@@ -960,8 +1357,16 @@ std::vector<Command> commands() {
                        "PEAK_MCP_TOKEN); required to listen beyond loopback");
        },
        cmd_mcp},
-      {"doctor", "check toolchains, devices and what is missing",
-       [](CLI::App* c, Options& o) { c->add_option("--device", o.device, "device selector"); },
+      {"doctor", "check toolchains, devices and what is missing; --llm SPEC checks an endpoint",
+       [](CLI::App* c, Options& o) {
+         c->add_option("--device", o.device, "device selector");
+         c->add_option("--llm", o.doctor_llm,
+                       "check this LLM driver instead: reachable, authenticated, model offered, "
+                       "one tiny completion and its reply format");
+         c->add_option("--key-env", o.key_env, "environment variable holding the API key");
+         c->add_option("--llm-deadline", o.llm_deadline,
+                       "seconds the tiny completion may take, retries included");
+       },
        cmd_doctor},
       {"demo", "the whole loop on this machine with recorded LLM replies (no API key)",
        [](CLI::App* c, Options& o) {
@@ -969,11 +1374,44 @@ std::vector<Command> commands() {
          c->add_option("--dir", o.dir, "workspace folder (default: a new temporary folder)");
          c->add_option("--device", o.device, "device selector");
          c->add_flag("--small", o.small, "small shapes (default on CPU devices)");
-         c->add_flag("--full", o.full, "the bench shapes (default on GPUs)");
+         c->add_flag("--full", o.full,
+                     "the bench shapes (default on GPUs) and the whole sequence where its "
+                     "recording exists (recordings/BACKEND-fp32-full)");
          c->add_option("--budget", o.budget, "tuning configurations per step at most");
        },
        cmd_demo},
   };
+}
+
+// The number of single-character edits (insert, delete, replace, swap two neighbours) between
+// two words.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+// The first word of the command line that is not an option (or an option's value): the
+// subcommand the user meant.
+std::string first_command_word(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-C" || a == "--workspace") {
+      ++i;
+      continue;
+    }
+    if (starts_with(a, "-")) continue;
+    return a;
+  }
+  return "";
 }
 
 }  // namespace
@@ -982,13 +1420,19 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"peak: a performance-engineering assistant for GPU kernels", "peak"};
   app.set_version_flag("--version", std::string("peak ") + PEAK_VERSION);
   app.require_subcommand(1);
+  // Global options are accepted after the subcommand too (`peak log --json`).
+  app.fallthrough();
   Options o;
   app.add_option("-C,--workspace", o.workspace, "workspace folder (default: the current one)");
   app.add_flag("--json", o.json_out, "machine-readable output");
   app.add_flag("-q,--quiet", o.quiet, "no progress lines");
+  app.add_flag("--no-sandbox", o.no_sandbox,
+               "run compilers and runners without the sandbox (also PEAK_NO_SANDBOX=1; "
+               "docs/sandbox.md)");
   app.footer(
-      "Exit codes: 0 ok, 1 a step did not pass, 2 bad arguments or input, 3 waiting for a manual "
-      "reply, 4 environment problem.\nDocs: docs/cli.md");
+      "Exit codes: 0 ok, 1 a step did not pass, 2 bad arguments, input or local changes in the "
+      "way, 3 waiting for a manual reply, 4 environment problem (device, toolchain, LLM "
+      "endpoint or key, busy or read-only workspace).\nDocs: docs/cli.md");
   auto table = commands();
   std::vector<std::pair<CLI::App*, const Command*>> subs;
   for (const auto& c : table) {
@@ -996,14 +1440,40 @@ int run_cli(int argc, char** argv) {
     c.setup(sub, o);
     subs.emplace_back(sub, &c);
   }
+  // A word that is no subcommand gets the nearest one suggested.
+  std::string word = first_command_word(argc, argv);
+  bool known = word.empty();
+  for (const auto& c : table) known |= word == c.name;
+  if (!known) {
+    std::string best;
+    size_t best_d = 0;
+    for (const auto& c : table) {
+      size_t d = edit_distance(word, c.name);
+      if (best.empty() || d < best_d) {
+        best = c.name;
+        best_d = d;
+      }
+    }
+    if (best_d <= std::max<size_t>(1, word.size() / 4))
+      err(
+          fmt::format("'{}' is not a peak command; did you mean '{}'? (`peak --help` lists the "
+                      "commands)",
+                      word, best));
+    else
+      err(fmt::format("'{}' is not a peak command; `peak --help` lists the commands", word));
+    return kUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? kOk : kUsage;
   }
+  if (o.no_sandbox) set_sandbox_enabled(false);
   for (const auto& [sub, c] : subs)
     if (sub->parsed()) {
+      o.command = "peak " + std::string(c->name);
+      for (const auto& a : o.args) o.command += " " + a;
       try {
         return c->run(o);
       } catch (const std::exception& e) {

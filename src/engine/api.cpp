@@ -48,20 +48,22 @@ fs::path shared_library_dir() {
 
 fs::path workspace_library_dir(const fs::path& workspace) { return workspace / "transformations"; }
 
-Result<std::vector<Transformation>> load_library_for(const fs::path& workspace) {
-  auto lib = load_library(shared_library_dir());
+Result<std::vector<Transformation>> load_library_for(const fs::path& workspace,
+                                                     std::vector<std::string>* problems) {
+  auto lib = load_library(shared_library_dir(), problems);
   if (!lib) return lib;
   std::error_code ec;
   fs::path own = workspace.empty() ? fs::path() : workspace_library_dir(workspace);
   if (own.empty() || !fs::is_directory(own, ec)) return lib;
-  auto extra = load_library(own);
-  if (!extra) return Error{extra.error()};
+  auto extra = load_library(own, problems);
+  if (!extra) return Error{extra.error(), extra.error_kind()};
   for (auto& t : *extra) {
     for (const auto& s : *lib)
       if (s.name == t.name)
         return make_error(
             fmt::format("{} reuses the name '{}' of the shared transformation {}; rename it",
-                        t.path.string(), t.name, s.path.string()));
+                        t.path.string(), t.name, s.path.string()),
+            ErrorKind::input);
     lib->push_back(std::move(t));
   }
   return lib;
@@ -129,9 +131,11 @@ json log_json(Workspace& ws) {
         if (id == c.id) names.push_back("tag: " + n);
     if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id)
       names.push_back("HEAD");
-    json s = json::parse(c.summary_json.empty() ? "{}" : c.summary_json, nullptr, false);
+    // The checkpoint's result (Workspace::summary: the same rule as show and report).
+    json s = ws.summary(c);
     std::string perf;
-    if (s.is_object() && s.contains("bench") && !s["bench"].empty())
+    if (s.is_object() && s.contains("bench") && s["bench"].is_array() && !s["bench"].empty() &&
+        s["bench"][0].value("disposition", "passed") == "passed")
       perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0),
                          s["bench"][0].value("shape", ""));
     out.push_back({{"id", c.id},
@@ -168,13 +172,21 @@ Result<json> checkpoint_json(Workspace& ws, int64_t id) {
               {"kernel_toml", to_toml(files->first)}};
 }
 
+json prompt_json(const std::string& id, const std::string& path) {
+  if (id.empty()) return nullptr;
+  return {{"id", id}, {"path", path}};
+}
+
 json apply_json(const ApplyResult& r) {
   json j{{"disposition", std::string(to_string(r.disposition))},
          {"message", r.message},
          {"pending", r.pending},
+         {"prompt", prompt_json(r.prompt_id, r.prompt_path)},
          {"attempts", r.attempts},
+         {"workflow", r.workflow_id},
          {"summary", r.summary}};
   if (r.checkpoint) j["checkpoint"] = *r.checkpoint;
+  if (r.stash) j["stash"] = *r.stash;
   if (r.cancelled) j["cancelled"] = true;
   return j;
 }
@@ -189,6 +201,7 @@ json run_json(const RunResult& r) {
   json j{{"disposition", std::string(to_string(r.disposition))},
          {"message", r.message},
          {"pending", r.pending},
+         {"prompt", prompt_json(r.prompt_id, r.prompt_path)},
          {"steps_done", r.steps_done},
          {"workflow", r.workflow_id},
          {"steps", steps}};
@@ -256,33 +269,29 @@ Status check_tuning(const EvalArgs& a) {
   return Status::ok();
 }
 
+EvalChoices eval_choices(const EvalArgs& a) {
+  EvalChoices c;
+  c.device = a.device;
+  if (a.small) c.small = true;
+  if (a.full) c.small = false;
+  if (a.budget > 0) c.budget = static_cast<size_t>(a.budget);
+  if (a.jobs > 0) c.jobs = a.jobs;
+  c.baseline = !a.no_baseline;
+  c.compile_only = a.compile_only;
+  c.sanitize = a.sanitize;
+  c.strategy = a.strategy;
+  c.strategy_budget = a.strategy_budget;
+  c.reuse_measurements = a.reuse_measurements;
+  return c;
+}
+
+EvalOptions eval_options(Workspace& ws, const EvalChoices& c) {
+  if (auto e = ws.eval_options(c)) return *e;
+  return eval_options_for(c, false);  // no device: the evaluation itself will say so
+}
+
 EvalOptions eval_options(Workspace& ws, const EvalArgs& a) {
-  bool cpu = false;
-  auto dev = ws.device(a.device);
-  if (dev) cpu = dev->is_cpu;
-  EvalOptions e = default_eval_options(cpu);
-  e.device = a.device;
-  if (a.small) e.small = true;
-  if (a.full) e.small = false;
-  if (a.budget > 0) {
-    e.budget = static_cast<size_t>(a.budget);
-    e.budget_fraction = 0;  // budget N: N configurations at most
-  }
-  e.strategy = a.strategy;
-  e.reuse_measurements = a.reuse_measurements;
-  Budget b{e.budget, e.budget_fraction, e.budget_seconds};
-  if (auto parsed = Budget::parse(a.strategy_budget); !a.strategy_budget.empty() && parsed)
-    b = *parsed;
-  else if (a.budget <= 0)
-    b = default_budget(a.strategy, b);
-  e.budget = b.evaluations;
-  e.budget_fraction = b.fraction;
-  e.budget_seconds = b.seconds;
-  if (a.jobs > 0) e.jobs = a.jobs;
-  if (a.no_baseline) e.baseline = false;
-  e.compile_only = a.compile_only;
-  e.sanitize = a.sanitize;
-  return e;
+  return eval_options(ws, eval_choices(a));
 }
 
 }  // namespace peak::api

@@ -27,8 +27,10 @@ std::filesystem::path shared_library_dir();
 // A workspace's own transformations, written by `write_transformation`.
 std::filesystem::path workspace_library_dir(const std::filesystem::path& workspace);
 // The shared library plus the workspace's own transformations (`workspace` may be empty). A
-// workspace transformation may not reuse a shared name.
-Result<std::vector<Transformation>> load_library_for(const std::filesystem::path& workspace);
+// workspace transformation may not reuse a shared name. With `problems`, a file that cannot be
+// read is named there and skipped instead of failing the whole library.
+Result<std::vector<Transformation>> load_library_for(const std::filesystem::path& workspace,
+                                                     std::vector<std::string>* problems = nullptr);
 // Checks `text` as a transformation file (docs/transformations.md) and writes it to the
 // workspace's library as <name>.md, where <name> is the name in its front matter. Refused: a
 // malformed file (the parser's message says what is wrong), a name the shared library holds.
@@ -40,6 +42,7 @@ json transformation_json(const Transformation& t);
 json sequence_json(const Sequence& s);
 json log_json(Workspace& ws);  // checkpoints, newest first, with refs, tags and a perf line
 Result<json> checkpoint_json(Workspace& ws, int64_t id);  // numbers, resources, source, toml
+json prompt_json(const std::string& id, const std::string& path);  // null when id is ""
 json apply_json(const ApplyResult& r);
 json run_json(const RunResult& r);
 
@@ -70,7 +73,11 @@ struct EvalArgs {
 };
 // The strategy names a known strategy and the budget spec is well formed; the error says why not.
 Status check_tuning(const EvalArgs& a);
-// The evaluation options; `a` was checked by check_tuning (a malformed budget spec is ignored).
+// What the user asked (ApplyOptions::eval); the device decides the rest. `a` was checked by
+// check_tuning (a malformed budget spec is ignored).
+EvalChoices eval_choices(const EvalArgs& a);
+// The options on the chosen device (probed).
 EvalOptions eval_options(Workspace& ws, const EvalArgs& a);
+EvalOptions eval_options(Workspace& ws, const EvalChoices& c);
 
 }  // namespace peak::api

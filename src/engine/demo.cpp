@@ -8,7 +8,9 @@
 #include "engine/workspace.h"
 #include "peak/version.h"
 #include "report/report.h"
+#include "transform/reply.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 
 namespace peak {
 
@@ -40,9 +42,16 @@ int run_demo(const DemoOptions& opts) {
   std::string backend = choose_backend(opts.backend, opts.device, &why);
   if (!why.empty() && !opts.quiet) out.print(why);
   fs::path ctx_dir = data_path("examples") / fmt::format("matmul-{}-fp32", backend);
-  fs::path seq_path = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
-  fs::path rec_dir = data_path("recordings") / fmt::format("{}-fp32", backend);
+  // --full replays the whole sequence where its recording exists; otherwise the short recording
+  // with the sequence of the first three steps that it covers.
   std::error_code ec;
+  fs::path rec_dir = data_path("recordings") / fmt::format("{}-fp32", backend);
+  fs::path seq_path = data_path("sequences") / fmt::format("{}-fp32-short.toml", backend);
+  if (fs::path all = data_path("recordings") / fmt::format("{}-fp32-full", backend);
+      opts.full && fs::exists(all, ec)) {
+    rec_dir = all;
+    seq_path = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
+  }
   for (const auto& p : {ctx_dir, seq_path, rec_dir})
     if (!fs::exists(p, ec)) {
       std::fprintf(stderr,
@@ -83,20 +92,21 @@ int run_demo(const DemoOptions& opts) {
   RunOptions ro;
   ro.apply.llm = "replay:" + rec_dir.string();
   ro.apply.driver.workspace = (*ws)->root();
-  ro.apply.eval = default_eval_options(dev->is_cpu);
   ro.apply.eval.device = opts.device;
   if (opts.small) ro.apply.eval.small = true;
   if (opts.full) ro.apply.eval.small = false;
-  if (opts.budget > 0) {
-    ro.apply.eval.budget = static_cast<size_t>(opts.budget);
-    ro.apply.eval.budget_fraction = 0;
-  }
+  // A budget N means N configurations at most (eval_options_for drops the space fraction).
+  if (opts.budget > 0) ro.apply.eval.budget = static_cast<size_t>(opts.budget);
   if (!opts.quiet) {
     out.print(fmt::format("peak demo: {} on {} ({} backend), workspace {}", seq->name, dev->name,
                           backend, (*ws)->root().string()));
     out.print(fmt::format("LLM replies replayed from {}", rec_dir.string()));
   }
   auto rr = (*ws)->run(*seq, ro);
+  if (rr.input_error || rr.environment_error) {
+    std::fprintf(stderr, "peak demo: %s\n", rr.message.c_str());
+    return rr.input_error ? 2 : 4;
+  }
   auto head = (*ws)->head();
   Report rep;
   if (head)
@@ -126,16 +136,85 @@ std::string DoctorReport::text() const {
     out += fmt::format("[{}] {}: {}\n", c.ok ? " ok " : "MISS", c.what, c.detail);
     if (!c.ok && !c.fix.empty()) out += fmt::format("       fix: {}\n", c.fix);
   }
-  out += ok ? "peak can run kernels on this machine.\n"
-            : "no backend can run kernels here; see the fixes above.\n";
+  if (llm)
+    out += ok ? "the LLM endpoint is ready for a campaign.\n"
+              : "the LLM endpoint is not ready; see the messages above.\n";
+  else
+    out += ok ? "peak can run kernels on this machine.\n"
+              : "no backend can run kernels here; see the fixes above.\n";
   return out;
 }
 
 json DoctorReport::to_json() const {
-  json j{{"ok", ok}, {"checks", json::array()}};
+  json j{{"ok", ok}, {"llm", llm}, {"checks", json::array()}};
   for (const auto& c : checks)
     j["checks"].push_back({{"what", c.what}, {"ok", c.ok}, {"detail", c.detail}, {"fix", c.fix}});
   return j;
+}
+
+DoctorReport run_llm_doctor(const std::string& spec, const DriverOptions& opts) {
+  DoctorReport r;
+  r.llm = true;
+  auto d = make_driver(spec, opts);
+  if (!d) {
+    r.bad_input = d.error_kind() == ErrorKind::input;
+    r.checks.push_back(
+        {"LLM driver", false, d.error(), r.bad_input ? "fix the --llm spec" : "see the message"});
+    return r;
+  }
+  LlmDriver& driver = **d;
+  r.checks.push_back({"LLM driver", true, driver.describe(), ""});
+  for (const auto& c : driver.check()) {
+    r.checks.push_back({c.what, c.ok, c.detail, ""});
+    if (!c.ok) return r;
+  }
+  // Recordings and people are not asked anything.
+  std::string described = driver.describe();
+  if (starts_with(described, "replay:") || described == "manual") {
+    r.checks.push_back({"completion", true,
+                        described == "manual"
+                            ? "manual mode: a person or an agent answers each prompt with `peak "
+                              "respond`; nothing is asked now"
+                            : "replayed replies: no model is asked",
+                        ""});
+    r.ok = true;
+    return r;
+  }
+  // One tiny completion: does the model answer, how fast, and does it keep the reply format?
+  LlmRequest req;
+  req.system =
+      "You are a GPU performance engineer. Reply with exactly one fenced code block holding the "
+      "code asked for, and nothing else that is code.";
+  req.user = "Write the C statement that sets the int variable x to 1.";
+  req.key = "doctor";
+  req.step_label = "peak doctor";
+  req.max_tokens = 256;
+  req.timeout_s = 120;
+  LlmReply reply = driver.complete(req);
+  if (!reply.ok()) {
+    r.checks.push_back({"completion", false, reply.error, ""});
+    return r;
+  }
+  std::string usage = reply.prompt_tokens + reply.completion_tokens > 0
+                          ? fmt::format(", {} prompt + {} completion tokens", reply.prompt_tokens,
+                                        reply.completion_tokens)
+                          : "";
+  r.checks.push_back(
+      {"completion", true,
+       fmt::format("{} answered in {}{}", reply.producer.empty() ? reply.driver : reply.producer,
+                   format_seconds(reply.latency_s), usage),
+       ""});
+  SpliceOutcome sp = splice_reply(reply.text, SourceRegions{}, Region::device);
+  r.checks.push_back(
+      {"reply format", sp.disposition == Disposition::passed,
+       sp.disposition == Disposition::passed
+           ? "exactly one fenced code block, as peak's prompts ask"
+           : fmt::format("the reply does not keep the format ({}): {}", to_string(sp.disposition),
+                         sp.message),
+       "a model that does not keep the format fails its attempts with no_code; try another "
+       "model"});
+  r.ok = sp.disposition == Disposition::passed;
+  return r;
 }
 
 DoctorReport run_doctor(const std::string& device) {
@@ -144,7 +223,16 @@ DoctorReport run_doctor(const std::string& device) {
       {"peak", true,
        fmt::format("{} ({}), data in {}", PEAK_VERSION, PEAK_CXX_COMPILER, data_dir().string()),
        ""});
-  for (const std::string name : {"hlsl", "cuda"}) {
+  {
+    const SandboxSupport& s = sandbox_support();
+    bool full = s.level == SandboxSupport::Level::full && sandbox_enabled();
+    r.checks.push_back(
+        {"sandbox", full, sandbox_status(),
+         !sandbox_enabled() ? "drop --no-sandbox / PEAK_NO_SANDBOX"
+         : full             ? ""
+                            : "install bubblewrap and allow user namespaces (docs/sandbox.md)"});
+  }
+  for (const std::string name : {"hlsl", "cuda", "hip"}) {
     auto b = make_backend(name);
     if (!b) {
       r.checks.push_back({name + " backend", false, b.error(), ""});
@@ -155,11 +243,16 @@ DoctorReport run_doctor(const std::string& device) {
     std::error_code ec;
     fs::path runner = (*b)->runner();
     bool have_runner = !runner.empty() && fs::exists(runner, ec);
-    r.checks.push_back({name + " toolchain", !tc.empty(), tc.empty() ? "not found" : tc,
-                        name == "cuda" ? "install the CUDA toolkit (nvcc) and rebuild peak"
-                                       : "run scripts/setup-debian.sh (shaderc, Vulkan headers)"});
+    bool nvidia = name == "cuda" || name == "hip";  // HIP runs on NVIDIA (peak-runner-cuda)
+    // HIP: hipcc builds for AMD on any machine; without it there is no AMD build.
+    bool tc_ok = !tc.empty() && !(name == "hip" && starts_with(tc, "hipcc not found"));
+    r.checks.push_back({name + " toolchain", tc_ok, tc.empty() ? "not found" : tc,
+                        name == "cuda"  ? "install the CUDA toolkit (nvcc) and rebuild peak"
+                        : name == "hip" ? "run scripts/setup-debian.sh (Debian's hipcc, for the "
+                                          "AMD builds); the CUDA toolkit runs HIP on NVIDIA"
+                                        : "run scripts/setup-debian.sh (shaderc, Vulkan headers)"});
     r.checks.push_back({name + " runner", have_runner, have_runner ? runner.string() : "not built",
-                        name == "cuda"
+                        nvidia
                             ? "build peak where the CUDA toolkit is installed (peak-runner-cuda)"
                             : "rebuild peak (peak-runner)"});
     if (!have_runner) continue;
@@ -179,8 +272,10 @@ DoctorReport run_doctor(const std::string& device) {
       r.checks.push_back(
           {name + " device", false,
            split_lines(facts.error()).empty() ? "" : split_lines(facts.error()).front(),
-           name == "cuda"
-               ? "needs an NVIDIA GPU and driver"
+           nvidia
+               ? (name == "hip" ? "needs an NVIDIA GPU and driver (HIP kernels run on NVIDIA "
+                                  "through peak_hip_to_cuda.h; no AMD device is run)"
+                                : "needs an NVIDIA GPU and driver")
                : "apt-get install mesa-vulkan-drivers libvulkan1 (lavapipe) or a GPU driver"});
     }
   }

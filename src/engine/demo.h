@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llm/llm.h"
+
 namespace peak {
 
 struct DemoOptions {
@@ -24,11 +26,17 @@ struct DoctorCheck {
   std::string fix;  // how to get it, when missing
 };
 struct DoctorReport {
-  bool ok = false;  // at least one backend can run kernels
+  bool ok = false;         // at least one backend can run kernels (or: the LLM endpoint works)
+  bool llm = false;        // a report of `peak doctor --llm`
+  bool bad_input = false;  // the --llm spec itself is malformed
   std::vector<DoctorCheck> checks;
   std::string text() const;
   nlohmann::json to_json() const;
 };
 DoctorReport run_doctor(const std::string& device);
+// `peak doctor --llm SPEC`: the endpoint answers, accepts the key, offers the model; one tiny
+// completion (latency, tokens) and whether the reply keeps the format (one fenced code block).
+// Manual, command and replay specs are checked for what applies to them.
+DoctorReport run_llm_doctor(const std::string& spec, const DriverOptions& opts);
 
 }  // namespace peak

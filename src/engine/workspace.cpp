@@ -5,16 +5,23 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "engine/paths.h"
+#include "expr/expr.h"
+#include "util/device_lock.h"
 #include "peak/version.h"
 #include "tune/record.h"
+#include "tune/strategy.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 #include "util/sha256.h"
+#include "validate/task_timeout.h"
 
 namespace peak {
 
@@ -36,83 +43,240 @@ EvalOptions default_eval_options(bool cpu_device) {
   return o;
 }
 
+EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device) {
+  EvalOptions e = default_eval_options(cpu_device);
+  e.device = c.device;
+  if (c.small) e.small = *c.small;
+  if (c.budget > 0) {
+    e.budget = c.budget;
+    e.budget_fraction = 0;  // budget N: N configurations at most
+  }
+  e.strategy = c.strategy;
+  e.reuse_measurements = c.reuse_measurements;
+  Budget b{e.budget, e.budget_fraction, e.budget_seconds};
+  if (auto parsed = Budget::parse(c.strategy_budget); !c.strategy_budget.empty() && parsed)
+    b = *parsed;
+  else if (c.budget == 0)
+    b = default_budget(c.strategy, b);
+  e.budget = b.evaluations;
+  e.budget_fraction = b.fraction;
+  e.budget_seconds = b.seconds;
+  if (c.jobs > 0) e.jobs = c.jobs;
+  e.baseline = c.baseline;
+  e.tuning_overrides = c.tuning;
+  e.compile_only = c.compile_only;
+  e.sanitize = c.sanitize;
+  e.cancelled = c.cancelled;
+  // The kernel's own tuning values on the device's default shapes: comparable with every other
+  // evaluation of the same kind (the budget only changes how much of the space is searched).
+  e.standard = c.tuning.empty() && e.small == cpu_device && !c.compile_only;
+  return e;
+}
+
+json eval_options_json(const EvalOptions& o) {
+  json overrides = json::object();
+  for (const auto& [k, v] : o.tuning_overrides) overrides[k] = v;
+  return json{{"device", o.device},     {"small", o.small},
+              {"budget", o.budget},     {"top_k", o.top_k},
+              {"seeds", o.seeds},       {"baseline", o.baseline},
+              {"tuning", overrides},    {"compile_only", o.compile_only},
+              {"sanitize", o.sanitize}, {"task_timeout_s", o.task_timeout_s},
+              {"standard", o.standard}};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Opening and creating
+
+// Names in tuning_valid that are neither tuning parameters nor device facts. Each name is
+// evaluated alone by the tuner's own evaluator (which knows the device facts), so that this
+// check and the tuner never disagree.
+Status check_context_names(const KernelContext& ctx, const std::string& where) {
+  if (ctx.tuning_valid.empty()) return Status::ok();
+  auto e = expr::Expression::parse(ctx.tuning_valid);
+  if (!e)
+    return Status::error(fmt::format("{}: tuning_valid: {}", where, e.error()), ErrorKind::input);
+  std::vector<std::string> params, unknown;
+  for (const auto& p : ctx.tuning) params.push_back(p.name);
+  for (const auto& id : e->identifiers()) {
+    if (std::find(params.begin(), params.end(), id) != params.end()) continue;
+    KernelContext probe = ctx;
+    for (auto& p : probe.tuning) p.values = {p.default_value};
+    probe.tuning_valid = id;
+    if (!space_for(probe, DeviceFacts{})) unknown.push_back(id);
+  }
+  if (unknown.empty()) return Status::ok();
+  return Status::error(
+      fmt::format("{}: tuning_valid = \"{}\" uses unknown name{} {}: it may use the tuning "
+                  "parameters ({}) and the device facts (docs/kernel-context.md)",
+                  where, ctx.tuning_valid, unknown.size() > 1 ? "s" : "",
+                  "'" + join(unknown, "', '") + "'", params.empty() ? "none" : join(params, ", ")),
+      ErrorKind::input);
+}
+
+namespace {
+
+// Marks the lock file's path.
+fs::path lock_path(const fs::path& root) { return root / ".peak" / "lock"; }
+
+// A workspace's registry for the interrupt handler: the live Workspaces of this process.
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::set<Workspace*>& registry() {
+  static std::set<Workspace*> r;
+  return r;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
                                                    const fs::path& dest) {
   auto ctx = load_context(context_dir);
-  if (!ctx) return Error{ctx.error()};
+  if (!ctx) return make_error(ctx.error(), ErrorKind::input);
   auto source = read_file(ctx->dir / ctx->source_file);
-  if (!source) return Error{source.error()};
+  if (!source) return make_error(source.error(), ErrorKind::input);
   auto regions = split_regions(*source, ctx->source_file);
-  if (!regions) return Error{regions.error()};
+  if (!regions) return make_error(regions.error(), ErrorKind::input);
+  if (auto s = check_context_names(*ctx, (ctx->dir / "kernel.toml").string()); !s) return s;
   std::error_code ec;
   if (fs::exists(dest / ".peak", ec))
-    return make_error(
-        fmt::format("{} already holds a peak workspace; open it with `cd {}` or choose "
-                    "another folder",
-                    dest.string(), dest.string()));
+    return make_error(fmt::format("{} already holds a peak workspace; open it with `cd {}` or "
+                                  "choose another folder",
+                                  dest.string(), dest.string()),
+                      ErrorKind::input);
   fs::create_directories(dest, ec);
-  if (ec) return make_error(fmt::format("cannot create {}: {}", dest.string(), ec.message()));
+  if (ec)
+    return make_error(fmt::format("cannot create {}: {}", dest.string(), ec.message()),
+                      ErrorKind::environment);
   auto store = Store::open(dest / ".peak", true);
-  if (!store) return Error{store.error()};
+  if (!store) return store.status();
   std::unique_ptr<Workspace> ws(new Workspace());
   ws->root_ = fs::absolute(dest).lexically_normal();
   if (ws->root_.filename().empty()) ws->root_ = ws->root_.parent_path();
   ws->store_ = std::move(*store);
+  ws->open_.command = "peak init";
+  {
+    std::lock_guard lock(registry_mutex());
+    registry().insert(ws.get());
+  }
+  if (auto s = ws->lock(); !s) return s;
   ws->progress_.mirror_to(ws->root_ / ".peak" / "status.json");
   ctx->dir = ws->root_;
-  if (auto s = ws->write_working_files(*ctx, *source); !s) return Error{s.message()};
+  if (auto s = ws->write_working_files(*ctx, *source); !s) return s;
   auto id = ws->make_checkpoint(std::nullopt, "", "seed", *ctx, *source, json::object());
-  if (!id) return Error{id.error()};
-  if (auto s = ws->store_->set_ref("main", *id); !s) return Error{s.message()};
-  if (auto s = ws->store_->set_head("main"); !s) return Error{s.message()};
-  if (auto s = ws->store_->tag("seed", *id); !s) return Error{s.message()};
+  if (!id) return id.status();
+  RefUpdate u;
+  u.head = "main";
+  u.branches = {{"main", *id}};
+  if (auto s = ws->store_->update_refs(u); !s) return s;
+  if (auto s = ws->store_->tag("seed", *id); !s) return s;
   return ws;
 }
 
-Result<std::unique_ptr<Workspace>> Workspace::open(const fs::path& dir) {
+Result<std::unique_ptr<Workspace>> Workspace::open(const fs::path& dir, const OpenOptions& opts) {
   std::error_code ec;
   fs::path p = fs::absolute(dir, ec).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();
   for (;;) {
     if (fs::exists(p / ".peak" / "peak.db", ec)) break;
     if (!p.has_parent_path() || p.parent_path() == p)
-      return make_error(fmt::format(
-          "{} is not inside a peak workspace; create one with `peak init EXAMPLE [DIR]` (examples: "
-          "{})",
-          dir.string(), data_path("examples").string()));
+      return make_error(fmt::format("{} is not inside a peak workspace; create one with `peak "
+                                    "init EXAMPLE [DIR]` (examples: {})",
+                                    dir.string(), data_path("examples").string()),
+                        ErrorKind::input);
     p = p.parent_path();
   }
   auto store = Store::open(p / ".peak", false);
-  if (!store) return Error{store.error()};
+  if (!store) return store.status();
   std::unique_ptr<Workspace> ws(new Workspace());
   ws->root_ = p;
   ws->store_ = std::move(*store);
+  ws->open_ = opts;
+  {
+    std::lock_guard lock(registry_mutex());
+    registry().insert(ws.get());
+  }
+  // A checkout that a killed process left half done is completed (or its temporaries removed)
+  // now, when nobody else holds the workspace: readers see consistent files and HEAD.
+  if (!ws->store_->read_only()) {
+    bool leftover = false;
+    if (auto pending = ws->store_->meta("switch.pending"); pending && *pending) leftover = true;
+    for (const auto& de : fs::directory_iterator(p, ec))
+      if (starts_with(de.path().filename().string(), ".peak-new.")) leftover = true;
+    if (leftover && !WorkspaceLock::holder(lock_path(p)) && ws->lock()) ws->lock_.reset();
+  }
   ws->progress_.mirror_to(p / ".peak" / "status.json");
   return ws;
 }
 
+Workspace::~Workspace() {
+  std::lock_guard lock(registry_mutex());
+  registry().erase(this);
+}
+
+void Workspace::register_workflow(int64_t id, bool active) {
+  std::lock_guard lock(registry_mutex());
+  if (active)
+    active_workflows_.insert(id);
+  else
+    active_workflows_.erase(id);
+}
+
+void interrupt_workspaces() {
+  std::lock_guard lock(registry_mutex());
+  for (Workspace* ws : registry())
+    for (int64_t id : ws->active_workflows_) {
+      auto w = ws->store_->workflow(id);
+      if (w && (w->status == "running" || w->status == "waiting"))
+        (void)ws->store_->update_workflow(id, "interrupted", w->state_json);
+    }
+}
+
+Status Workspace::lock() {
+  if (lock_) return Status::ok();
+  if (store_->read_only())
+    return Status::error(fmt::format("the workspace {} is read-only: this command changes it and "
+                                     "needs write access to {}",
+                                     root_.string(), (root_ / ".peak").string()),
+                         ErrorKind::environment);
+  auto l = WorkspaceLock::acquire(lock_path(root_), open_.command.empty() ? "peak" : open_.command,
+                                  open_.wait, [&](const std::string& m) { progress_.print(m); });
+  if (!l) return l.status();
+  lock_ = std::move(*l);
+  if (auto s = recover_switch(); !s) return s;
+  // Nobody else holds the lock: a workflow still marked running lost its process.
+  auto ws = store_->workflows();
+  if (ws)
+    for (const auto& w : *ws)
+      if (w.status == "running" && !active_workflows_.count(w.id))
+        (void)store_->update_workflow(w.id, "interrupted", w.state_json);
+  return Status::ok();
+}
+
 Status Workspace::write_working_files(const KernelContext& ctx, const std::string& source) {
-  if (auto s = write_file_atomic(root_ / "kernel.toml", to_toml(ctx)); !s) return s;
-  return write_file_atomic(root_ / ctx.source_file, source);
+  if (auto s = write_file_atomic(root_ / "kernel.toml", to_toml(ctx)); !s)
+    return Status::error(s.message(), ErrorKind::environment);
+  if (auto s = write_file_atomic(root_ / ctx.source_file, source); !s)
+    return Status::error(s.message(), ErrorKind::environment);
+  return Status::ok();
 }
 
 Result<int64_t> Workspace::make_checkpoint(std::optional<int64_t> parent,
                                            const std::string& transformation,
                                            const std::string& message, const KernelContext& ctx,
-                                           const std::string& source, const json& summary) {
+                                           const std::string& source, const json& summary,
+                                           const std::string* context_text) {
   CheckpointRecord c;
   c.parent = parent;
   auto head = store_->head();
   c.branch = head && !starts_with(*head, "#") ? *head : "";
   c.transformation = transformation;
   c.message = message;
-  auto cb = store_->put_blob(to_toml(ctx));
-  if (!cb) return Error{cb.error()};
+  auto cb = store_->put_blob(context_text ? *context_text : to_toml(ctx));
+  if (!cb) return cb.status();
   auto sb = store_->put_blob(source);
-  if (!sb) return Error{sb.error()};
+  if (!sb) return sb.status();
   c.context_blob = *cb;
   c.source_blob = *sb;
   c.summary_json = summary.dump();
@@ -122,41 +286,93 @@ Result<int64_t> Workspace::make_checkpoint(std::optional<int64_t> parent,
 
 Result<CheckpointRecord> Workspace::head() const {
   auto id = store_->head_checkpoint();
-  if (!id) return Error{id.error()};
+  if (!id) return id.status();
   if (!*id)
     return make_error(
-        "HEAD points at no checkpoint; `peak log` lists them, `peak checkout N` picks one");
+        "HEAD points at no checkpoint; `peak log` lists them, `peak checkout N` picks one",
+        ErrorKind::input);
   return store_->checkpoint(**id);
 }
 
 Result<std::pair<KernelContext, std::string>> Workspace::checkpoint_files(int64_t id) const {
   auto c = store_->checkpoint(id);
-  if (!c) return Error{c.error()};
+  if (!c) return c.status();
   auto toml = store_->get_blob(c->context_blob);
-  if (!toml) return Error{toml.error()};
+  if (!toml) return make_error(toml.error(), ErrorKind::environment);
   auto src = store_->get_blob(c->source_blob);
-  if (!src) return Error{src.error()};
+  if (!src) return make_error(src.error(), ErrorKind::environment);
   auto ctx = parse_context(*toml, fmt::format("checkpoint {}: kernel.toml", id), root_);
-  if (!ctx) return Error{ctx.error()};
+  if (!ctx) return make_error(ctx.error(), ErrorKind::input);
   return std::make_pair(std::move(*ctx), std::move(*src));
 }
 
-Result<int64_t> Workspace::resolve(const std::string& ref) const {
-  return resolve_checkpoint(*store_, ref);
+Result<int64_t> Workspace::resolve(const std::string& ref_in) const {
+  std::string ref = trim(ref_in);
+  if (ref.empty())
+    return make_error(
+        "an empty reference names nothing: give a checkpoint number, HEAD, "
+        "HEAD~N, a branch or a tag (`peak log` lists them)",
+        ErrorKind::input);
+  if (ref == "HEAD") {
+    auto h = head();
+    if (!h) return h.status();
+    return h->id;
+  }
+  if (starts_with(ref, "HEAD~")) {
+    std::string digits = ref.substr(5);
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit) ||
+        digits.size() > 9)
+      return make_error(fmt::format("'{}' is not a reference: write HEAD~N with a number N", ref),
+                        ErrorKind::input);
+    auto h = head();
+    if (!h) return h.status();
+    int n = std::stoi(digits);
+    CheckpointRecord c = *h;
+    for (int i = 0; i < n; ++i) {
+      if (!c.parent)
+        return make_error(fmt::format("{} goes past the seed checkpoint", ref), ErrorKind::input);
+      auto p = store_->checkpoint(*c.parent);
+      if (!p) return p.status();
+      c = *p;
+    }
+    return c.id;
+  }
+  std::string num = starts_with(ref, "#") ? ref.substr(1) : ref;
+  if (!num.empty() && num.size() < 18 && std::all_of(num.begin(), num.end(), ::isdigit)) {
+    int64_t id = std::stoll(num);
+    auto c = store_->checkpoint(id);
+    if (!c)
+      return make_error(fmt::format("no checkpoint {}; `peak log` lists them", id),
+                        ErrorKind::input);
+    return id;
+  }
+  auto r = store_->ref(ref);
+  if (r && *r) return **r;
+  auto t = store_->find_tag(ref);
+  if (t && *t) return **t;
+  return make_error(
+      fmt::format("'{}' names no checkpoint, branch or tag; `peak log` lists checkpoints and "
+                  "branches",
+                  ref),
+      ErrorKind::input);
 }
 
-Result<std::vector<Transformation>> Workspace::library() const {
-  return api::load_library_for(root_);
+Result<std::vector<Transformation>> load_peak_library(std::vector<std::string>* problems) {
+  return api::load_library_for({}, problems);
+}
+
+Result<std::vector<Transformation>> Workspace::library(std::vector<std::string>* problems) const {
+  return api::load_library_for(root_, problems);
 }
 
 Result<Backend*> Workspace::backend() {
   if (backend_) return backend_.get();
   auto h = head();
-  if (!h) return Error{h.error()};
+  if (!h) return h.status();
   auto files = checkpoint_files(h->id);
-  if (!files) return Error{files.error()};
+  if (!files) return files.status();
   auto b = make_backend(files->first.backend);
-  if (!b) return Error{b.error()};
+  if (!b) return make_error(b.error(), ErrorKind::environment);
   backend_ = std::move(*b);
   backend_name_ = files->first.backend;
   return backend_.get();
@@ -165,13 +381,25 @@ Result<Backend*> Workspace::backend() {
 Result<DeviceFacts> Workspace::device(const std::string& selector) {
   if (auto it = devices_.find(selector); it != devices_.end()) return it->second;
   auto b = backend();
-  if (!b) return Error{b.error()};
+  if (!b) return b.status();
   progress_.status(fmt::format("probing {} devices ...", (*b)->name()), true);
   auto d = (*b)->probe(selector, true);
   progress_.clear();
-  if (!d) return Error{d.error()};
+  if (!d) return make_error(d.error(), ErrorKind::environment);
   devices_[selector] = *d;
   return *d;
+}
+
+Result<EvalOptions> Workspace::eval_options(const EvalChoices& choices) {
+  if (choices.compile_only) {
+    // Nothing runs: the device need not be here (its facts may come from --prompt-device).
+    if (auto it = devices_.find(choices.device); it != devices_.end())
+      return eval_options_for(choices, it->second.is_cpu);
+    return eval_options_for(choices, false);
+  }
+  auto dev = device(choices.device);
+  if (!dev) return dev.status();
+  return eval_options_for(choices, dev->is_cpu);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -205,6 +433,21 @@ PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
     p.limit = dev.measured_fp32_tflops * 1.5;  // the microbenchmark may fall short of the true peak
   }
   return p;
+}
+
+// The device's lock (one timer per device) and its label for the waiting line.
+std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev) {
+  auto pci = dev.extra.find("pci_bus_id");
+  std::string bus = pci == dev.extra.end() ? "" : pci->second;
+  std::string label = dev.is_cpu    ? fmt::format("the CPU ({})", dev.name)
+                      : bus.empty() ? dev.name
+                                    : fmt::format("{} ({})", dev.name, bus);
+  return DeviceLock::for_device(device_lock_key(bus, dev.is_cpu, dev.name), label);
+}
+
+json lock_json(const DeviceLock& lock, const DeviceLockStats& s) {
+  return {{"key", lock.key()}, {"file", lock.path().string()}, {"acquisitions", s.acquisitions},
+          {"waits", s.waits},  {"waited_s", s.waited_s},       {"waited_for", s.waited_for}};
 }
 
 json measurement_json(const Measurement& m) {
@@ -280,6 +523,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   json tc = json::object();
   for (const auto& [k, v] : be.toolchain()) tc[k] = v;
   ev.summary["toolchain"] = tc;
+  ev.summary["sandbox"] = sandbox_status();
 
   fs::path cache = root_ / ".peak" / "cache";
   // The tuning search: its options, a status line, and the store recorder.
@@ -324,6 +568,17 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   RunnerOptions ro;
   ro.executable = be.runner();
   ro.task_timeout_s = opts.task_timeout_s;
+  ro.device_lock = device_lock_for(*dev);
+  ro.device_lock->set_wait_notice([this](const std::string& m) { progress_.status(m, true); });
+  struct NoticeScope {  // the lock outlives this workspace: it must not call back into it
+    std::shared_ptr<DeviceLock> lock;
+    ~NoticeScope() { lock->set_wait_notice({}); }
+  } notice_scope{ro.device_lock};
+  const DeviceLockStats lock_before = ro.device_lock->stats();
+  auto record_lock = [&] {
+    ev.summary["device_lock"] =
+        lock_json(*ro.device_lock, ro.device_lock->stats().since(lock_before));
+  };
   ReferenceSource ref;
   ref.cache_dir = cache;
   if (ctx.reference == ReferenceKind::seed) {
@@ -348,15 +603,51 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   Validator validator(be, *dev, ro, ref);
 
+  // Deadlines from what the reference kernels took per task on this device (the seed, the parent
+  // and this kernel's own last evaluation), so that a slow machine is not taken for a hung kernel.
+  std::vector<std::pair<std::string, TaskSeconds>> refs;
+  auto add_ref = [&](std::optional<int64_t> id, const std::string& who) {
+    if (!id) return;
+    auto c = store_->checkpoint(*id);
+    if (!c) return;
+    json s = summary(*c);
+    if (s.contains("task_seconds"))
+      refs.emplace_back(fmt::format("{} (checkpoint {})", who, *id),
+                        TaskSeconds::from_json(s["task_seconds"]));
+  };
+  if (auto seed = store_->find_tag("seed"); seed && *seed) add_ref(**seed, "seed");
+  if (checkpoint_id) {
+    add_ref(checkpoint_id, "last evaluation");
+    if (auto c = store_->checkpoint(*checkpoint_id); c && c->parent) add_ref(c->parent, "parent");
+  } else if (auto h = head()) {
+    add_ref(h->id, "parent");  // a candidate (apply, commit) is evaluated on top of HEAD
+  }
+  const TaskBudget validate_budget =
+      task_budget(TaskKind::validate, dev->is_cpu, refs, opts.task_timeout_s);
+  const TaskBudget screen_budget =
+      task_budget(TaskKind::screen, dev->is_cpu, refs, opts.task_timeout_s * 2,
+                  timing_allowance(opts.screening, false));
+  const TaskBudget bench_budget =
+      task_budget(TaskKind::bench, dev->is_cpu, refs, opts.task_timeout_s * 4,
+                  timing_allowance(opts.policy, opts.baseline));
+  ev.summary["task_timeouts"] = {{"validate", validate_budget.to_json()},
+                                 {"screen", screen_budget.to_json()},
+                                 {"bench", bench_budget.to_json()}};
+  TaskSeconds measured;
+
   std::vector<Shape> bench =
       opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
   to.tune_shapes = {bench.front()};
   to.validation.seeds = opts.seeds;
   to.validation.sanitize = opts.sanitize;
-  to.validation.task_timeout_s = opts.task_timeout_s;
+  to.validation.task_timeout_s = validate_budget.timeout_s;
+  to.validation.reference_task_s = validate_budget.reference_s;
+  to.validation.timeout_basis = validate_budget.basis;
   to.screening.policy = opts.screening;
-  to.screening.task_timeout_s = opts.task_timeout_s * 2;
+  to.screening.task_timeout_s = screen_budget.timeout_s;
+  to.screening.reference_task_s = screen_budget.reference_s;
+  to.screening.timeout_basis = screen_budget.basis;
   to.screening.peak_tflops = peak.limit;
   target.shape = bench.front().text();
   target.work = work_of(ctx, bench.front());
@@ -394,6 +685,16 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   StoreRecorder recorder(*store_, target);
   auto tr = tune(be, *dev, ro, validator, ctx, *regions, to, {&status, &recorder});
   progress_.clear();
+  record_lock();
+  for (const auto& o : tr.outcomes) {
+    for (const auto& c : o.validation.checks)
+      if (c.disposition == Disposition::passed)
+        measured.validate = std::max(measured.validate, c.seconds);
+    for (const auto& m : o.measurements)
+      if (m.disposition == Disposition::passed)
+        measured.screen = std::max(measured.screen, m.seconds);
+  }
+  ev.summary["task_seconds"] = measured.to_json();
   if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   // Record every build and validation.
   for (const auto& o : tr.outcomes) {
@@ -469,12 +770,18 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   MeasureOptions mo;
   mo.policy = opts.policy;
   mo.with_baseline = opts.baseline;
-  mo.task_timeout_s = opts.task_timeout_s * 4;
+  mo.task_timeout_s = bench_budget.timeout_s;
+  mo.reference_task_s = bench_budget.reference_s;
+  mo.timeout_basis = bench_budget.basis;
   mo.peak_tflops = peak.limit;
   progress_.status(
       fmt::format("  timing {} on {} shape(s)", config_text(best.config), bench.size()), true);
   auto ms = measure(be, *dev, ro, validator, ctx, *regions, best.build, best.config, bench, mo);
   progress_.clear();
+  record_lock();
+  for (const auto& m : ms)
+    if (m.disposition == Disposition::passed) measured.bench = std::max(measured.bench, m.seconds);
+  ev.summary["task_seconds"] = measured.to_json();
   ev.summary["phases"]["bench_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json mj = json::array();

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "tune/tuner.h"
 #include "util/diff.h"
 #include "util/progress.h"
+#include "util/workspace_lock.h"
 
 namespace peak {
 
@@ -56,11 +58,38 @@ struct EvalOptions {
   // the target device (the run is replayed, fully evaluated, where the device is).
   bool compile_only = false;
   bool sanitize = false;  // CUDA: compute-sanitizer memcheck and racecheck on one small shape
+  // The default options (the kernel's own tuning values, the device's default shapes): only
+  // such evaluations count for a checkpoint's result (docs/store.md, "Results").
+  bool standard = true;
   // Cancellation: polled between passes and between tuning configurations; when it returns true
   // the step stops at the next such point, records what it did, and checkpoints nothing.
   std::function<bool()> cancelled;
 };
 EvalOptions default_eval_options(bool cpu_device);
+
+// What a user asks of an evaluation; the rest follows from the device (a CPU device gets small
+// shapes and a smaller budget). Resolved by Workspace::eval_options once the device is known.
+struct EvalChoices {
+  std::string device;         // device selector ("" = best)
+  std::optional<bool> small;  // --small / --full; unset: the device's default
+  size_t budget = 0;          // 0: the device's default
+  int jobs = 0;               // 0: all cores
+  bool baseline = true;       // --no-baseline: false
+  std::map<std::string, std::vector<int64_t>> tuning;  // --tune NAME=V1,V2
+  bool compile_only = false;
+  bool sanitize = false;
+  std::function<bool()> cancelled;  // EvalOptions::cancelled
+  // The tuning search (docs/tuning.md): --strategy ("" = the default), --strategy-budget
+  // ("24,15%,600s"; "" = the strategy's default, or `budget` evaluations when that is given; a
+  // malformed spec is ignored here, api::check_tuning refuses it first) and
+  // --reuse-measurements.
+  std::string strategy;
+  std::string strategy_budget;
+  bool reuse_measurements = false;
+};
+EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device);
+// The options as JSON (recorded with every evaluation).
+json eval_options_json(const EvalOptions& o);
 
 // The result of evaluating one kernel (a checkpoint's summary_json holds its JSON form).
 struct Evaluation {
@@ -69,15 +98,18 @@ struct Evaluation {
   json summary = json::object();
 };
 
-// A step's outcome (apply / one step of run).
+// A step's outcome (apply / one step of run / commit).
 struct ApplyResult {
   Disposition disposition = Disposition::not_run;
   std::string message;
   bool pending = false;            // manual mode: waiting for `peak respond`
-  bool input_error = false;        // bad input (unknown transformation, unusable files)
-  bool environment_error = false;  // no device, no backend, store problem
+  bool input_error = false;        // bad input (unknown transformation, unusable files, changes)
+  bool environment_error = false;  // no device, no backend, store problem, endpoint down
   std::optional<int64_t> checkpoint;
   int attempts = 0;
+  int64_t workflow_id = 0;
+  std::string prompt_id, prompt_path;  // pending: the manual prompt waiting for a reply
+  std::optional<int64_t> stash;        // local changes set aside (--force)
   bool cancelled = false;  // stopped by EvalOptions::cancelled
   json summary = json::object();
 };
@@ -87,10 +119,11 @@ struct ApplyOptions {
   DriverOptions driver;
   std::filesystem::path record_dir;  // "" = no recording
   std::string record_note;
-  int attempts = 3;
+  int attempts = 3;  // attempts charged to the transformation before it fails
   std::string extra_instructions;
   bool feedback = true;  // tell the model what failed in the previous attempt
-  EvalOptions eval;
+  bool force = false;    // local changes: stash them and go on instead of refusing
+  EvalChoices eval;
   // Device facts shown in prompts instead of the probed device's (recording a campaign for a
   // device other than this machine's; see docs/llm.md).
   std::optional<DeviceFacts> prompt_device;
@@ -103,6 +136,8 @@ struct RunOptions {
   ApplyOptions apply;
   bool resume = false;
   int from_step = 0;  // 0-based
+  // --attempts on the command line: wins over the sequence's and its steps' attempts.
+  std::optional<int> attempts;
 };
 
 struct RunResult {
@@ -114,21 +149,78 @@ struct RunResult {
   bool cancelled = false;  // the workflow is left "interrupted"; `run --resume` continues it
   int steps_done = 0;
   int64_t workflow_id = 0;
+  std::string prompt_id, prompt_path;
   std::vector<ApplyResult> steps;
+};
+
+// How the working files (kernel.toml and the kernel source) stand against HEAD.
+struct WorkingState {
+  bool clean = true;
+  std::vector<std::string> changes;          // "the device region of kernel.hlsl", "kernel.toml"
+  std::string diff;                          // unified diff from HEAD to the working files
+  std::map<std::string, std::string> files;  // the working files as they are (path -> text)
+};
+
+// What a checkout, branch switch or stash pop did.
+struct SwitchResult {
+  std::string head;  // HEAD afterwards: a branch name or "#<id>"
+  std::optional<int64_t> checkpoint;
+  std::optional<int64_t> stash;  // local changes stashed on the way (--force)
+  std::string message;           // one line for the user
+};
+
+struct SwitchOptions {
+  bool force = false;   // replace local changes (they are stashed first)
+  bool detach = false;  // checking out a checkpoint or tag: HEAD names the checkpoint
+};
+
+// One evaluation of a checkpoint, as `peak show --all` lists them.
+struct EvaluationEntry {
+  EvaluationRecord record;
+  json summary;
+  bool is_result = false;  // the one the checkpoint's result is
+};
+
+// `peak status`.
+struct WorkspaceStatus {
+  std::string head;  // branch or "#<id>"
+  std::optional<int64_t> checkpoint;
+  WorkingState working;
+  // The unfinished workflows (running, waiting, interrupted) that no newer workflow of the same
+  // command superseded, with their effective status.
+  std::vector<WorkflowRecord> workflows;
+  std::vector<PendingPrompt> prompts;     // manual prompts waiting for a reply
+  std::vector<StashRecord> stashes;
+  std::optional<LockHolder> busy;  // who changes the workspace now
+};
+
+// How to open a workspace. Reading needs nothing; the first change takes the workspace lock
+// (.peak/lock), held until the Workspace is destroyed.
+struct OpenOptions {
+  bool wait = false;    // wait for another peak that holds the lock instead of failing
+  std::string command;  // what this process is, for the lock ("peak apply tb-tiling")
 };
 
 class Workspace {
  public:
   // Creates a workspace in `dest` from a kernel context folder (kernel.toml + source) and records
-  // the seed checkpoint on branch "main". `dest` must not hold a workspace already.
+  // the seed checkpoint on branch "main". `dest` must not hold a workspace already. Context
+  // errors (including names in tuning_valid that are not tuning parameters) are input errors.
   static Result<std::unique_ptr<Workspace>> init(const std::filesystem::path& context_dir,
                                                  const std::filesystem::path& dest);
   // Opens the workspace containing `dir` (searching upwards for .peak/).
-  static Result<std::unique_ptr<Workspace>> open(const std::filesystem::path& dir);
+  static Result<std::unique_ptr<Workspace>> open(const std::filesystem::path& dir,
+                                                 const OpenOptions& opts = {});
+  ~Workspace();
 
   const std::filesystem::path& root() const { return root_; }
   Store& store() { return *store_; }
   Progress& progress() { return progress_; }
+
+  // Takes the workspace lock for a change (done by every method that changes the workspace);
+  // completes a checkout that a killed process left half done, and marks the workflows of dead
+  // processes interrupted.
+  Status lock();
 
   // The checkpoint HEAD points at, its context and source.
   Result<CheckpointRecord> head() const;
@@ -136,60 +228,142 @@ class Workspace {
   // Resolves "3", "#3", "HEAD", "HEAD~1", a branch name or a tag to a checkpoint id.
   Result<int64_t> resolve(const std::string& ref) const;
 
-  // The transformation library ($PEAK_LIBRARY or <data>/transformations) and backend.
-  Result<std::vector<Transformation>> library() const;
+  // The transformation library ($PEAK_LIBRARY or <data>/transformations). A file that cannot be
+  // read is skipped and named in `problems` (when given) instead of disabling the library.
+  Result<std::vector<Transformation>> library(std::vector<std::string>* problems = nullptr) const;
   Result<Backend*> backend();
   Result<DeviceFacts> device(const std::string& selector);
   // Uses `facts` for `selector` instead of probing (compile-only recording for another device).
   void set_device(const std::string& selector, const DeviceFacts& facts) {
     devices_[selector] = facts;
   }
+  // The evaluation options for these choices on the chosen device (probes it).
+  Result<EvalOptions> eval_options(const EvalChoices& choices);
 
   // Validates, tunes and times a kernel (context + source); nothing is checkpointed.
   Evaluation evaluate(const KernelContext& ctx, const std::string& source, const EvalOptions& opts,
                       std::optional<int64_t> attempt_id = {},
                       std::optional<int64_t> checkpoint_id = {});
-  // Evaluates HEAD (the seed is evaluated lazily the first time it is needed) and stores the
-  // summary as a new measurement set; returns the evaluation.
-  Result<Evaluation> evaluate_checkpoint(int64_t id, const EvalOptions& opts, bool force);
+  // The checkpoint's result when it has one and `force` is false; else evaluates it and adds
+  // the evaluation to its history (never replacing an earlier one). `kind` names why
+  // ("validate", "tune", "parent", ...).
+  Result<Evaluation> evaluate_checkpoint(int64_t id, const EvalOptions& opts, bool force,
+                                         const std::string& kind = "evaluation");
 
-  // One transformation on HEAD.
+  // One transformation on HEAD. A rerun of the same transformation on the same checkpoint with
+  // the same driver continues its workflow (docs/cli.md, "Reruns").
   ApplyResult apply(const std::string& transformation, const ApplyOptions& opts,
                     int64_t workflow_id = 0,
                     const std::map<std::string, std::vector<int64_t>>& tuning = {});
   // A whole sequence; resumable.
   RunResult run(const Sequence& seq, const RunOptions& opts);
-  // Checkpoints the working files (a manual edit) after evaluating them.
-  ApplyResult commit(const std::string& message, const EvalOptions& opts);
+  // Checkpoints the working files (a manual edit) after evaluating them; refused when they do
+  // not differ from HEAD ("nothing to commit").
+  ApplyResult commit(const std::string& message, const EvalChoices& choices);
 
-  // The evaluation summary of a checkpoint: the one stored by evaluate_checkpoint when there is
-  // one (the seed's, re-evaluations), else the one recorded with the checkpoint.
+  // A checkpoint's result: its best evaluation under the default options (docs/store.md,
+  // "Results"); the summary recorded with it when it was never evaluated.
   json summary(const CheckpointRecord& c) const;
+  // Every evaluation of a checkpoint, oldest first, the result marked.
+  std::vector<EvaluationEntry> evaluations(int64_t id) const;
   // Checkpoints from the seed to `tip`, each with its summary.
   std::vector<std::pair<CheckpointRecord, json>> history(int64_t tip) const;
   // The report of the history from the seed to `tip` (report/report.h).
   Result<Report> report(int64_t tip, const std::string& title) const;
 
-  // History.
-  Status checkout(const std::string& ref);                        // writes the files, moves HEAD
-  Status branch(const std::string& name, const std::string& at);  // creates and switches
-  Result<std::string> diff(const std::string& a, const std::string& b) const;  // unified diff
+  // The working files against HEAD.
+  Result<WorkingState> working_state() const;
+  // Workflows with their effective status: "running" whose process is gone reads "interrupted".
+  std::vector<WorkflowRecord> workflows() const;
+  WorkspaceStatus status() const;
+
+  // History. Commands that replace the working files refuse when they hold changes that would
+  // be lost, unless `force` (then the changes are stashed first).
+  Result<SwitchResult> checkout(const std::string& ref, const SwitchOptions& opts = {});
+  // Creates branch `name` at `at` (default HEAD) and switches to it.
+  Result<SwitchResult> branch(const std::string& name, const std::string& at,
+                              const SwitchOptions& opts = {});
+  Status tag(const std::string& name, const std::string& at);
+  // A unified diff between two checkpoints; `b` empty: between `a` and the working files.
+  Result<std::string> diff(const std::string& a, const std::string& b) const;
+
+  // Stashes: the working files set aside, HEAD's files restored.
+  Result<int64_t> stash_push(const std::string& message);
+  Result<std::vector<StashRecord>> stash_list() const;
+  // Writes stash `id` (0: the newest) into the working files and takes it off the list.
+  Result<SwitchResult> stash_pop(int64_t id, bool force);
+  Status stash_drop(int64_t id);
 
  private:
   Workspace() = default;
   Status write_working_files(const KernelContext& ctx, const std::string& source);
+  // Replaces the working files with `files` and applies `refs`, atomically: temporaries are
+  // written, a journal is recorded, the temporaries are renamed into place, then HEAD, branches
+  // and the journal change in one store transaction (docs/store.md, "Checkout").
+  Status switch_files(const std::map<std::string, std::string>& files, RefUpdate refs);
+  // Completes a switch_files that a killed process left half done.
+  Status recover_switch();
+  // The files of a checkpoint as the working files would hold them (path -> text).
+  Result<std::map<std::string, std::string>> files_of(int64_t id) const;
+  // Refuses (input error) when the working files hold changes that `target` would replace,
+  // unless `force`, which stashes them first (their stash id in `stash`).
+  Status protect_changes(const std::map<std::string, std::string>& target, bool force,
+                         const std::string& why, std::optional<int64_t>& stash);
+  Result<SwitchResult> switch_to(const std::string& head, int64_t id,
+                                 std::vector<std::pair<std::string, int64_t>> branches,
+                                 const SwitchOptions& opts, const std::string& why);
+  // Moves the current branch (or a detached HEAD) to checkpoint `id` and writes its files (the
+  // working files hold the checkpoint just made, so nothing of the user's is replaced).
+  Status move_head(int64_t id);
+  // A step's value-set overrides: its own, then the sequence's for the parameters it will have.
+  std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
+                                                          const SequenceStep& st);
   // The seed's evaluation summary (evaluated on first use), for speedups over the seed.
   json seed_summary(const EvalOptions& opts);
+  // `context_text`: the kernel.toml text to keep (a manual edit's, comments and all); by
+  // default the context's canonical text.
   Result<int64_t> make_checkpoint(std::optional<int64_t> parent, const std::string& transformation,
                                   const std::string& message, const KernelContext& ctx,
-                                  const std::string& source, const json& summary);
+                                  const std::string& source, const json& summary,
+                                  const std::string* context_text = nullptr);
+  // Adds an evaluation to a checkpoint's history.
+  void record_evaluation(int64_t checkpoint, std::optional<int64_t> workflow,
+                         const std::string& kind, const EvalOptions& opts, const json& summary);
+  // One step of a workflow (apply, or one step of run), resumable from `state`.
+  struct StepContext;
+  ApplyResult apply_step(StepContext& step);
+  // Marks this process's running workflows interrupted (on a signal).
+  friend void interrupt_workspaces();
+  void register_workflow(int64_t id, bool active);
+
   std::filesystem::path root_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Backend> backend_;
   std::string backend_name_;
   std::map<std::string, DeviceFacts> devices_;
   Progress progress_;
+  OpenOptions open_;
+  std::unique_ptr<WorkspaceLock> lock_;
+  std::set<int64_t> active_workflows_;  // workflows this process runs now
 };
+
+// Checks of a kernel context that need no device: every name in tuning_valid is a tuning
+// parameter or a device fact. An input error names `where` (the kernel.toml).
+Status check_context_names(const KernelContext& ctx, const std::string& where);
+
+// The transformation library ($PEAK_LIBRARY or <data>/transformations), outside a workspace.
+Result<std::vector<Transformation>> load_peak_library(std::vector<std::string>* problems = nullptr);
+
+// On SIGINT, SIGTERM or SIGHUP the workflows this process runs are marked interrupted, then the
+// process ends by that signal. Call once, early in main.
+void install_interrupt_handler();
+
+// The configurations carried into a transformation's tuning: the parent's top configurations
+// (`top`, best first), each combined with every value of the parameters the transformation
+// introduces (`fresh`, with their value sets after overrides), rank by rank, at most `limit` in
+// all. The tuner thus tries the new knobs around the configurations that were best so far.
+std::vector<Config> carried_configs(const std::vector<Config>& top,
+                                    const std::vector<TuningParam>& fresh, size_t limit);
 
 // Device facts from a JSON file: a DeviceFacts object, or a runner's probe event holding one
 // under "device" (as in recordings/*/device.json and results/*/probe-*.json).

@@ -1,6 +1,15 @@
 #include "engine/workspace.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
 
 #include "util/fs.h"
 
@@ -59,6 +68,34 @@ launch main
 // peak:end host
 )SRC";
 
+// A transformation for the test kernel: one pass over the device region.
+const char* kAddTwice = R"MD(+++
+format = 1
+name = "add-twice"
+version = 1
+title = "Double by adding instead of multiplying"
+backends = ["hlsl"]
++++
+The same result, another way.
+
+## Pass 1: device
+Compute 2 * x as x + x.
+)MD";
+
+// The device region a model would write for "add-twice" (exactly the seed's results).
+const char* kAddedDevice =
+    "[numthreads(BLOCK, 1, 1)]\n"
+    "void main(uint3 id : SV_DispatchThreadID) { if ((int)id.x < N) Y[id.x] = X[id.x] + X[id.x]; "
+    "}\n";
+
+std::string replace_region(const std::string& source, const std::string& region,
+                           const std::string& text) {
+  auto b = source.find("// peak:begin " + region + "\n");
+  auto e = source.find("// peak:end " + region);
+  size_t start = b + std::string("// peak:begin " + region + "\n").size();
+  return source.substr(0, start) + text + source.substr(e);
+}
+
 class WorkspaceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -67,53 +104,131 @@ class WorkspaceTest : public ::testing::Test {
     tmp_ = *d;
     ASSERT_TRUE(write_file(tmp_ / "ctx" / "kernel.toml", kToml));
     ASSERT_TRUE(write_file(tmp_ / "ctx" / "kernel.hlsl", kSource));
+    ASSERT_TRUE(write_file(tmp_ / "lib" / "add-twice.md", kAddTwice));
+    ::setenv("PEAK_LIBRARY", (tmp_ / "lib").c_str(), 1);
+    ::setenv("PEAK_DATA_DIR", PEAK_SOURCE_DIR, 1);
   }
   void TearDown() override {
+    ::unsetenv("PEAK_LIBRARY");
+    ::unsetenv("PEAK_FAULT");
     std::error_code ec;
     fs::remove_all(tmp_, ec);
+  }
+  std::unique_ptr<Workspace> init() {
+    auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
+    EXPECT_TRUE(ws) << ws.error();
+    if (!ws) return nullptr;
+    (*ws)->progress().set_quiet(true);
+    return std::move(*ws);
+  }
+  std::unique_ptr<Workspace> open() {
+    auto ws = Workspace::open(tmp_ / "ws");
+    EXPECT_TRUE(ws) << ws.error();
+    if (!ws) return nullptr;
+    (*ws)->progress().set_quiet(true);
+    return std::move(*ws);
+  }
+  std::string working_source() { return *read_file(tmp_ / "ws" / "kernel.hlsl"); }
+  void set_working_source(const std::string& s) {
+    ASSERT_TRUE(write_file(tmp_ / "ws" / "kernel.hlsl", s));
+  }
+  // A `command:` LLM: prints `reply_file`, or fails when it is missing; counts its calls.
+  ApplyOptions llm_options(const std::string& reply) {
+    EXPECT_TRUE(write_file(tmp_ / "reply.md", reply));
+    ApplyOptions o;
+    o.llm = fmt::format("command:'echo x >> {}; cat {}'", (tmp_ / "calls").string(),
+                        (tmp_ / "reply.md").string());
+    o.eval.budget = 1;
+    o.attempts = 2;
+    return o;
+  }
+  size_t llm_calls() {
+    auto t = read_file(tmp_ / "calls");
+    return t ? split_lines(*t).size() : 0;
+  }
+  // A second checkpoint (an evaluated manual edit) on main; returns its id.
+  int64_t commit_edit(Workspace& ws) {
+    set_working_source(replace_region(kSource, "device", kAddedDevice));
+    EvalChoices c;
+    c.budget = 1;
+    ApplyResult r = ws.commit("add by hand", c);
+    EXPECT_EQ(r.disposition, Disposition::passed) << r.message;
+    return r.checkpoint.value_or(0);
   }
   fs::path tmp_;
 };
 
 TEST_F(WorkspaceTest, InitOpenHistoryBranchDiffCheckout) {
-  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
-  ASSERT_TRUE(ws) << ws.error();
-  auto head = (*ws)->head();
-  ASSERT_TRUE(head);
-  EXPECT_EQ(head->message, "seed");
-  EXPECT_TRUE(fs::exists(tmp_ / "ws" / "kernel.toml"));
-  // A second init into the same folder is refused.
-  auto again = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
-  ASSERT_FALSE(again);
-  EXPECT_NE(again.error().find("already holds"), std::string::npos);
+  int64_t seed = 0;
+  {
+    auto ws = init();
+    ASSERT_TRUE(ws);
+    auto head = ws->head();
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->message, "seed");
+    seed = head->id;
+    EXPECT_TRUE(fs::exists(tmp_ / "ws" / "kernel.toml"));
+    // A second init into the same folder is refused.
+    auto again = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error_kind(), ErrorKind::input);
+    EXPECT_NE(again.error().find("already holds"), std::string::npos);
+  }
   // Opening from a subfolder finds the workspace.
   fs::create_directories(tmp_ / "ws" / "sub");
   auto opened = Workspace::open(tmp_ / "ws" / "sub");
   ASSERT_TRUE(opened) << opened.error();
-  EXPECT_EQ((*opened)->root(), fs::absolute(tmp_ / "ws"));
+  Workspace& ws = **opened;
+  EXPECT_EQ(ws.root(), fs::absolute(tmp_ / "ws"));
   // Refs resolve.
-  EXPECT_EQ(*(*opened)->resolve("HEAD"), head->id);
-  EXPECT_EQ(*(*opened)->resolve("seed"), head->id);
-  EXPECT_EQ(*(*opened)->resolve("main"), head->id);
-  EXPECT_FALSE((*opened)->resolve("nope"));
-  EXPECT_FALSE((*opened)->resolve("HEAD~1"));
+  EXPECT_EQ(*ws.resolve("HEAD"), seed);
+  EXPECT_EQ(*ws.resolve("seed"), seed);
+  EXPECT_EQ(*ws.resolve("main"), seed);
+  EXPECT_FALSE(ws.resolve("nope"));
+  EXPECT_FALSE(ws.resolve("HEAD~1"));
+  EXPECT_FALSE(ws.resolve(""));
+  EXPECT_FALSE(ws.resolve("HEAD~x"));
   // Branch and diff (identical checkpoints: empty diff).
-  ASSERT_TRUE((*opened)->branch("try", ""));
-  EXPECT_EQ(*(*opened)->store().head(), "try");
-  auto d = (*opened)->diff("main", "try");
+  auto b = ws.branch("try", "");
+  ASSERT_TRUE(b) << b.error();
+  EXPECT_EQ(*ws.store().head(), "try");
+  auto d = ws.diff("main", "try");
   ASSERT_TRUE(d);
   EXPECT_TRUE(d->empty());
-  EXPECT_FALSE((*opened)->branch("try", ""));
-  EXPECT_FALSE((*opened)->branch("bad name", ""));
-  // Checkout rewrites the working files.
-  ASSERT_TRUE(write_file(tmp_ / "ws" / "kernel.hlsl", "garbage"));
-  ASSERT_TRUE((*opened)->checkout("seed"));
-  EXPECT_EQ(*read_file(tmp_ / "ws" / "kernel.hlsl"), kSource);
+  EXPECT_FALSE(ws.branch("try", ""));
+  EXPECT_FALSE(ws.branch("bad name", ""));
+  // Names that would shadow a tag or a checkpoint, or HEAD, are refused.
+  for (const char* bad : {"", "seed", "HEAD", "HEAD~1", "12", "#3", "-x", "a~b"}) {
+    auto r = ws.branch(bad, "");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error_kind(), ErrorKind::input) << bad;
+  }
+  ASSERT_TRUE(ws.tag("v1", "HEAD"));
+  EXPECT_FALSE(ws.tag("try", "HEAD"));  // a branch of that name exists
+  EXPECT_EQ(*ws.resolve("v1"), seed);
+  // Checkout of a branch: HEAD names the branch; of a checkpoint or tag: only with detach.
+  auto c = ws.checkout("seed");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error_kind(), ErrorKind::input);
+  EXPECT_NE(c.error().find("--detach"), std::string::npos) << c.error();
+  EXPECT_EQ(*ws.store().head(), "try");
+  SwitchOptions detach;
+  detach.detach = true;
+  auto dc = ws.checkout("seed", detach);
+  ASSERT_TRUE(dc) << dc.error();
+  EXPECT_EQ(*ws.store().head(), "#" + std::to_string(seed));
+  EXPECT_NE(dc->message.find("detached"), std::string::npos) << dc->message;
+  ASSERT_TRUE(ws.checkout("main"));
+  EXPECT_EQ(*ws.store().head(), "main");
+  // HEAD stays attached when HEAD itself is checked out.
+  ASSERT_TRUE(ws.checkout("HEAD"));
+  EXPECT_EQ(*ws.store().head(), "main");
 }
 
 TEST_F(WorkspaceTest, OpenOutsideAWorkspaceSaysWhatToDo) {
   auto ws = Workspace::open(tmp_);
   ASSERT_FALSE(ws);
+  EXPECT_EQ(ws.error_kind(), ErrorKind::input);
   EXPECT_NE(ws.error().find("peak init"), std::string::npos);
 }
 
@@ -121,7 +236,523 @@ TEST_F(WorkspaceTest, InitRejectsMissingRegions) {
   ASSERT_TRUE(write_file(tmp_ / "ctx" / "kernel.hlsl", "void main() {}\n"));
   auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws2");
   ASSERT_FALSE(ws);
+  EXPECT_EQ(ws.error_kind(), ErrorKind::input);
   EXPECT_NE(ws.error().find("peak:begin"), std::string::npos) << ws.error();
+}
+
+TEST_F(WorkspaceTest, InitRejectsUnknownNamesInTuningValid) {
+  std::string toml = kToml;
+  toml.insert(toml.find("[[arrays]]"), "tuning_valid = \"BLOCK <= max_threads && BLCK > 0\"\n\n");
+  ASSERT_TRUE(write_file(tmp_ / "ctx" / "kernel.toml", toml));
+  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws2");
+  ASSERT_FALSE(ws);
+  EXPECT_EQ(ws.error_kind(), ErrorKind::input);
+  EXPECT_NE(ws.error().find("unknown name 'BLCK'"), std::string::npos) << ws.error();
+  EXPECT_EQ(ws.error().find("'max_threads'"), std::string::npos) << ws.error();  // a device fact
+  EXPECT_FALSE(fs::exists(tmp_ / "ws2" / ".peak"));
+}
+
+// Every command that replaces the working files refuses while they hold an edit, and the edit
+// survives; with force the edit is stashed and comes back with stash_pop.
+TEST_F(WorkspaceTest, EveryCommandThatWritesWorkingFilesKeepsALocalEdit) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  int64_t second = commit_edit(*ws);
+  ASSERT_GT(second, 0);
+  EXPECT_TRUE(ws->working_state()->clean);  // committed: HEAD holds the files
+  ASSERT_TRUE(ws->branch("side", "seed"));  // the seed's files
+  ASSERT_TRUE(ws->checkout("main"));
+  // A stash to pop later (made from another edit).
+  set_working_source(working_source() + "// stashed edit\n");
+  auto stashed = ws->stash_push("for the test");
+  ASSERT_TRUE(stashed) << stashed.error();
+  EXPECT_TRUE(ws->working_state()->clean);
+
+  const std::string edited =
+      replace_region(working_source(), "device", std::string(kAddedDevice) + "// my edit\n");
+  set_working_source(edited);
+  auto w = ws->working_state();
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->clean);
+  ASSERT_EQ(w->changes.size(), 1u);
+  EXPECT_EQ(w->changes[0], "the device region of kernel.hlsl");
+  EXPECT_NE(w->diff.find("+// my edit"), std::string::npos) << w->diff;
+
+  SwitchOptions detach;
+  detach.detach = true;
+  std::vector<std::pair<std::string, std::function<std::optional<std::string>()>>> commands = {
+      {"checkout side",
+       [&]() -> std::optional<std::string> {
+         auto r = ws->checkout("side");
+         if (r) return std::nullopt;
+         return r.error();
+       }},
+      {"checkout --detach seed",
+       [&]() -> std::optional<std::string> {
+         auto r = ws->checkout("seed", detach);
+         if (r) return std::nullopt;
+         return r.error();
+       }},
+      {"checkout HEAD",
+       [&]() -> std::optional<std::string> {
+         auto r = ws->checkout("HEAD");
+         if (r) return std::nullopt;
+         return r.error();
+       }},
+      {"branch b2 seed",
+       [&]() -> std::optional<std::string> {
+         auto r = ws->branch("b2", "seed");
+         if (r) return std::nullopt;
+         return r.error();
+       }},
+      {"stash pop",
+       [&]() -> std::optional<std::string> {
+         auto r = ws->stash_pop(0, false);
+         if (r) return std::nullopt;
+         return r.error();
+       }},
+      {"apply add-twice",
+       [&]() -> std::optional<std::string> {
+         ApplyResult r = ws->apply("add-twice", llm_options("unused"));
+         if (!r.input_error) return std::nullopt;
+         return r.message;
+       }},
+      {"run",
+       [&]() -> std::optional<std::string> {
+         auto seq = parse_sequence(
+             "format = 1\nname = \"s\"\n[[step]]\ntransformation = \"add-twice\"\n", "s.toml");
+         EXPECT_TRUE(seq) << seq.error();
+         RunOptions ro;
+         ro.apply = llm_options("unused");
+         RunResult r = ws->run(*seq, ro);
+         if (!r.input_error) return std::nullopt;
+         return r.message;
+       }},
+  };
+  for (const auto& [name, command] : commands) {
+    SCOPED_TRACE(name);
+    auto refused = command();
+    ASSERT_TRUE(refused) << "the command replaced the files";
+    EXPECT_NE(refused->find("the device region of kernel.hlsl"), std::string::npos) << *refused;
+    EXPECT_NE(refused->find("--force"), std::string::npos) << *refused;
+    EXPECT_EQ(working_source(), edited);
+    EXPECT_EQ(*ws->store().head(), "main");
+  }
+  EXPECT_FALSE(*ws->store().ref("b2"));
+  EXPECT_EQ(llm_calls(), 0u);  // refused before the model was asked
+  EXPECT_EQ(ws->stash_list()->size(), 1u);
+
+  // With force the edit is stashed first, and comes back.
+  SwitchOptions force;
+  force.force = true;
+  auto co = ws->checkout("side", force);
+  ASSERT_TRUE(co) << co.error();
+  ASSERT_TRUE(co->stash);
+  EXPECT_EQ(working_source(), kSource);  // side: the seed's files
+  EXPECT_EQ(ws->stash_list()->size(), 2u);
+  ASSERT_TRUE(ws->checkout("main"));
+  auto popped = ws->stash_pop(*co->stash, false);
+  ASSERT_TRUE(popped) << popped.error();
+  EXPECT_EQ(working_source(), edited);
+  EXPECT_EQ(ws->stash_list()->size(), 1u);
+}
+
+TEST_F(WorkspaceTest, ABranchAtHeadCarriesTheEdit) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  std::string edited = working_source() + "// carried\n";
+  set_working_source(edited);
+  auto r = ws->branch("x", "");
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_EQ(*ws->store().head(), "x");
+  EXPECT_EQ(working_source(), edited);
+  EXPECT_FALSE(r->stash);
+}
+
+TEST_F(WorkspaceTest, CommitRefusesNothingAndBadFilesAreInputErrors) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  EvalChoices c;
+  c.budget = 1;
+  ApplyResult nothing = ws->commit("no change", c);
+  EXPECT_TRUE(nothing.input_error);
+  EXPECT_NE(nothing.message.find("nothing to commit"), std::string::npos) << nothing.message;
+  EXPECT_EQ(nothing.message.find("not_run"), std::string::npos) << nothing.message;
+  // A broken marker.
+  set_working_source(replace_all(kSource, "// peak:end host", ""));
+  ApplyResult marker = ws->commit("broken", c);
+  EXPECT_TRUE(marker.input_error);
+  EXPECT_NE(marker.message.find("peak:end host"), std::string::npos) << marker.message;
+  // A malformed kernel.toml.
+  set_working_source(kSource);
+  ASSERT_TRUE(write_file(tmp_ / "ws" / "kernel.toml", "format = 1\nname = = \"x\"\n"));
+  ApplyResult toml = ws->commit("broken", c);
+  EXPECT_TRUE(toml.input_error);
+  EXPECT_NE(toml.message.find("kernel.toml:2:"), std::string::npos) << toml.message;
+  EXPECT_EQ(ws->store().checkpoints()->size(), 1u);
+}
+
+// A checkpoint keeps every evaluation; its result is the best one under the default options,
+// and log (summary), show (evaluations) and report agree on it.
+TEST_F(WorkspaceTest, EvaluationsAccumulateAndTheResultFollowsOneRule) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  EvalChoices standard;
+  standard.budget = 1;
+  EvalChoices other = standard;
+  other.tuning = {{"BLOCK", {32}}};
+  auto eo = ws->eval_options(standard);
+  ASSERT_TRUE(eo) << eo.error();
+  EXPECT_TRUE(eo->standard);
+  auto eo2 = ws->eval_options(other);
+  ASSERT_TRUE(eo2);
+  EXPECT_FALSE(eo2->standard);
+  ASSERT_TRUE(ws->evaluate_checkpoint(1, *eo, true, "validate"));
+  ASSERT_TRUE(ws->evaluate_checkpoint(1, *eo2, true, "tune"));
+  ASSERT_TRUE(ws->evaluate_checkpoint(1, *eo, true, "validate"));
+  auto all = ws->evaluations(1);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1].record.kind, "tune");
+  EXPECT_FALSE(all[1].record.standard);
+  EXPECT_FALSE(all[1].is_result);  // never the result: other options
+  size_t expected =
+      std::isfinite(all[2].record.gflops) && all[2].record.gflops > all[0].record.gflops ? 2 : 0;
+  EXPECT_TRUE(all[expected].is_result);
+  EXPECT_EQ(std::count_if(all.begin(), all.end(), [](const auto& e) { return e.is_result; }), 1);
+  auto cp = ws->store().checkpoint(1);
+  double result = all[expected].record.gflops;
+  EXPECT_DOUBLE_EQ(ws->summary(*cp)["bench"][0]["gflops"].get<double>(), result);
+  EXPECT_DOUBLE_EQ(ws->report(1, "t")->steps[0].bench[0].gflops, result);
+  // Every evaluation is kept with its options and device.
+  json opts = json::parse(all[1].record.options_json);
+  EXPECT_EQ(opts["tuning"]["BLOCK"], json::array({32}));
+  EXPECT_FALSE(all[1].record.device.empty());
+  // Not re-evaluated when a result exists and nothing is forced.
+  ASSERT_TRUE(ws->evaluate_checkpoint(1, *eo, false));
+  EXPECT_EQ(ws->evaluations(1).size(), 3u);
+}
+
+TEST_F(WorkspaceTest, ASecondWriterIsRefusedWithTheFirstsName) {
+  auto first = init();
+  ASSERT_TRUE(first);  // holds the lock (init changed the workspace)
+  auto second = open();
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second->working_state());  // reading needs no lock
+  auto r = second->branch("x", "");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error_kind(), ErrorKind::environment);
+  EXPECT_NE(r.error().find("pid " + std::to_string(::getpid())), std::string::npos) << r.error();
+  first.reset();
+  EXPECT_TRUE(second->branch("x", ""));
+}
+
+// kill -9 at every step of a checkout: the next open completes it or leaves it undone, and the
+// files always match HEAD.
+TEST_F(WorkspaceTest, CheckoutKilledAtEachStepLeavesFilesAndHeadConsistent) {
+  {
+    auto ws = init();
+    ASSERT_TRUE(ws);
+    ASSERT_GT(commit_edit(*ws), 0);
+    ASSERT_TRUE(ws->branch("side", "seed"));
+  }
+  const std::string side = kSource;
+  const std::string main = replace_region(kSource, "device", kAddedDevice);
+  struct Case {
+    const char* point;
+    bool completed;  // whether the checkout is done after recovery
+  };
+  std::string head_expected = "side";
+  for (const Case& c : {Case{"switch.temps-written", false}, Case{"switch.journaled", true},
+                        Case{"switch.renamed-one", true}, Case{"switch.files-written", true}}) {
+    SCOPED_TRACE(c.point);
+    std::string target = head_expected == "side" ? "main" : "side";
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::setenv("PEAK_FAULT", (std::string("kill@") + c.point).c_str(), 1);
+      auto ws = Workspace::open(tmp_ / "ws");
+      if (!ws) _exit(3);
+      (*ws)->progress().set_quiet(true);
+      (void)(*ws)->checkout(target);
+      _exit(4);  // not reached: the fault point kills the process
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+    EXPECT_EQ(WTERMSIG(status), SIGKILL);
+    auto ws = open();  // completes a journaled checkout
+    ASSERT_TRUE(ws);
+    if (c.completed) head_expected = target;
+    EXPECT_EQ(*ws->store().head(), head_expected);
+    auto w = ws->working_state();
+    ASSERT_TRUE(w);
+    EXPECT_TRUE(w->clean) << join(w->changes, ", ");
+    EXPECT_EQ(working_source(), head_expected == "side" ? side : main);
+    EXPECT_FALSE(*ws->store().meta("switch.pending"));
+    for (const auto& de : fs::directory_iterator(tmp_ / "ws"))
+      EXPECT_FALSE(starts_with(de.path().filename().string(), ".peak-new.")) << de.path();
+  }
+}
+
+TEST_F(WorkspaceTest, ACheckoutThatCannotWriteChangesNothing) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  ASSERT_GT(commit_edit(*ws), 0);
+  ASSERT_TRUE(ws->branch("side", "seed"));
+  // The temporary's name is taken by a folder: writing fails (also when running as root).
+  fs::create_directories(tmp_ / "ws" / ".peak-new.kernel.hlsl" / "x");
+  auto r = ws->checkout("main");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error_kind(), ErrorKind::environment);
+  EXPECT_NE(r.error().find("cannot write"), std::string::npos) << r.error();
+  EXPECT_EQ(*ws->store().head(), "side");
+  EXPECT_EQ(working_source(), kSource);
+  EXPECT_TRUE(ws->working_state()->clean);
+  EXPECT_FALSE(*ws->store().meta("switch.pending"));
+  fs::remove_all(tmp_ / "ws" / ".peak-new.kernel.hlsl");
+  EXPECT_TRUE(ws->checkout("main"));
+}
+
+// Manual mode: every rerun continues the same workflow; each attempt is recorded once; after
+// the attempts are used up a rerun says how to go on and records nothing.
+TEST_F(WorkspaceTest, RerunsContinueTheWorkflowAndRecordEachAttemptOnce) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  ApplyOptions o;
+  o.llm = "manual";
+  o.driver.workspace = ws->root();
+  o.eval.budget = 1;
+  o.attempts = 2;
+  auto rerun = [&] {
+    auto w = open();
+    return w->apply("add-twice", o);
+  };
+  ws.reset();
+  ApplyResult first = rerun();
+  ASSERT_TRUE(first.pending) << first.message;
+  EXPECT_EQ(first.prompt_id, "0001");
+  int64_t wid = first.workflow_id;
+  ASSERT_GT(wid, 0);
+  ASSERT_TRUE(respond_manual(tmp_ / "ws", "0001", "no code here", "test"));
+  ApplyResult second = rerun();  // attempt 1 fails (no_code); attempt 2 waits
+  ASSERT_TRUE(second.pending) << second.message;
+  EXPECT_EQ(second.workflow_id, wid);
+  EXPECT_EQ(second.prompt_id, "0002");
+  ApplyResult again = rerun();  // nothing answered: the same prompt, nothing recorded
+  ASSERT_TRUE(again.pending);
+  EXPECT_EQ(again.prompt_id, "0002");
+  ASSERT_TRUE(respond_manual(tmp_ / "ws", "0002", "still no code", "test"));
+  ApplyResult failed = rerun();
+  EXPECT_FALSE(failed.pending);
+  EXPECT_EQ(failed.disposition, Disposition::no_code);
+  EXPECT_NE(failed.message.find("--attempts 5"), std::string::npos) << failed.message;
+  EXPECT_NE(failed.message.find("peak commit"), std::string::npos) << failed.message;
+  auto w = open();
+  auto attempts = w->store().attempts(wid);
+  ASSERT_TRUE(attempts);
+  EXPECT_EQ(attempts->size(), 2u);  // one row per attempt, whatever the reruns
+  EXPECT_EQ((*attempts)[0].attempt, 1);
+  EXPECT_EQ((*attempts)[1].attempt, 2);
+  EXPECT_EQ(w->store().workflow(wid)->status, "failed");
+  w.reset();
+  ApplyResult exhausted = rerun();  // nothing new: the way on is told
+  EXPECT_EQ(exhausted.disposition, Disposition::no_code);
+  EXPECT_NE(exhausted.message.find("already failed 2 attempt(s)"), std::string::npos)
+      << exhausted.message;
+  o.attempts = 3;
+  ApplyResult more = rerun();  // one more attempt, in the same workflow
+  ASSERT_TRUE(more.pending) << more.message;
+  EXPECT_EQ(more.workflow_id, wid);
+  EXPECT_EQ(more.prompt_id, "0003");
+  w = open();
+  EXPECT_EQ(w->store().attempts(wid)->size(), 2u);
+  EXPECT_EQ(w->store().workflow(wid)->status, "waiting");
+  EXPECT_EQ(w->store().workflows()->size(), 1u);
+}
+
+// An endpoint that fails is not the model's failure: not charged, no attempt used, and the
+// workflow continues from where it stood once the endpoint is back.
+TEST_F(WorkspaceTest, InfrastructureFailuresAreNotChargedAndTheWorkflowContinues) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  ApplyOptions o = llm_options("");
+  fs::remove(tmp_ / "reply.md");  // cat fails: the endpoint is down
+  ApplyResult down = ws->apply("add-twice", o);
+  EXPECT_TRUE(down.environment_error) << down.message;
+  EXPECT_NE(down.message.find("Nothing was charged"), std::string::npos) << down.message;
+  int64_t wid = down.workflow_id;
+  EXPECT_EQ(ws->store().workflow(wid)->status, "interrupted");
+  ASSERT_TRUE(write_file(tmp_ / "reply.md", std::string("```hlsl\n") + kAddedDevice + "```\n"));
+  ApplyResult up = ws->apply("add-twice", o);
+  ASSERT_EQ(up.disposition, Disposition::passed) << up.message;
+  EXPECT_EQ(up.workflow_id, wid);
+  EXPECT_EQ(up.attempts, 1);  // the failed call did not use an attempt
+  auto attempts = ws->store().attempts(wid);
+  ASSERT_TRUE(attempts);
+  ASSERT_GE(attempts->size(), 2u);
+  EXPECT_TRUE((*attempts)[0].infrastructure);
+  EXPECT_EQ((*attempts)[0].attempt, 1);
+  for (size_t i = 1; i < attempts->size(); ++i) {
+    EXPECT_FALSE((*attempts)[i].infrastructure);
+    EXPECT_EQ((*attempts)[i].attempt, 1);
+  }
+  EXPECT_EQ(ws->store().workflow(wid)->status, "passed");
+  auto rep_or = ws->report(*up.checkpoint, "t");
+  ASSERT_TRUE(rep_or.is_ok()) << rep_or.error();
+  Report rep = *rep_or;
+  ASSERT_EQ(rep.steps.size(), 2u);
+  EXPECT_EQ(rep.steps[1].failed_attempts, 0);
+  ASSERT_EQ(rep.failures.size(), 1u);
+  EXPECT_TRUE(rep.failures[0].infrastructure);
+  EXPECT_EQ(working_source(), replace_region(kSource, "device", kAddedDevice));
+}
+
+// A harness-side timeout (injected) is evaluated again, recorded as the infrastructure's and
+// does not change the next prompt: the model is asked once.
+TEST_F(WorkspaceTest, AHarnessTimeoutIsEvaluatedAgainAndNotCharged) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  ApplyOptions o = llm_options(std::string("```hlsl\n") + kAddedDevice + "```\n");
+  EvalChoices c;
+  c.budget = 1;
+  ASSERT_TRUE(ws->evaluate_checkpoint(1, *ws->eval_options(c), false));  // the parent first
+  ::setenv("PEAK_FAULT", "eval.task-timeout", 1);  // every candidate's first evaluation
+  ApplyResult r = ws->apply("add-twice", o);
+  ::unsetenv("PEAK_FAULT");
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(llm_calls(), 1u);
+  auto attempts = ws->store().attempts(r.workflow_id);
+  ASSERT_TRUE(attempts);
+  int infra = 0;
+  for (const auto& a : *attempts)
+    if (a.infrastructure) {
+      ++infra;
+      EXPECT_EQ(a.disposition, "timeout");
+    }
+  EXPECT_EQ(infra, 1);
+}
+
+TEST_F(WorkspaceTest, WorkflowsOfDeadProcessesReadInterruptedAndAreReaped) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  pid_t child = ::fork();
+  if (child == 0) _exit(0);
+  ::waitpid(child, nullptr, 0);
+  WorkflowRecord w;
+  w.kind = "run";
+  w.status = "running";
+  w.owner_pid = child;
+  w.owner_host = this_process().host;
+  w.owner_start = "2001-01-01T00:00:00.00Z";
+  auto id = ws->store().add_workflow(w);
+  ASSERT_TRUE(id);
+  ws.reset();
+  auto reader = open();
+  auto all = reader->workflows();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].status, "interrupted");                      // as read
+  EXPECT_EQ(reader->store().workflow(*id)->status, "running");  // reading writes nothing
+  ASSERT_TRUE(reader->lock());                                  // the first change reaps it
+  EXPECT_EQ(reader->store().workflow(*id)->status, "interrupted");
+}
+
+// A transformation whose one device pass the `command` driver answers with reply-<name>.md.
+std::string comment_transformation(const std::string& name, const std::string& tuning_valid) {
+  return "+++\nformat = 1\nname = \"" + name + "\"\ntitle = \"Add a comment\"\n" +
+         (tuning_valid.empty() ? "" : "tuning_valid = \"" + tuning_valid + "\"\n") +
+         "+++\nAdd a comment.\n\n## Pass 1: device\nAdd the comment `// " + name + "`.\n";
+}
+
+std::string device_reply(const std::string& name) {
+  return "```hlsl\n// " + name +
+         "\n[numthreads(BLOCK, 1, 1)]\nvoid main(uint3 id : SV_DispatchThreadID) { if ((int)id.x "
+         "< N) Y[id.x] = 2.0f * X[id.x]; }\n```\n";
+}
+
+TEST_F(WorkspaceTest, RunKeepsAStepAsideAndCapsTheBudget) {
+  for (const std::string n : {"note-a", "note-b"}) {
+    ASSERT_TRUE(write_file(tmp_ / "lib" / (n + ".md"),
+                           comment_transformation(n, n == "note-b" ? "BLOCK == 64" : "")));
+    ASSERT_TRUE(write_file(tmp_ / ("reply-" + n + ".md"), device_reply(n)));
+  }
+  ASSERT_TRUE(write_file(tmp_ / "answer.sh",
+                         "case \"$PEAK_STEP\" in note-a*) cat " + (tmp_ / "reply-note-a.md").string() +
+                             ";; *) cat " + (tmp_ / "reply-note-b.md").string() + ";; esac\n"));
+  ::setenv("PEAK_LIBRARY", (tmp_ / "lib").c_str(), 1);
+  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
+  ASSERT_TRUE(ws) << ws.error();
+  auto seq = parse_sequence(
+      "format = 2\nname = \"notes\"\nbudget = 1\n[[step]]\ntransformation = \"note-a\"\n"
+      "keep = false\n[[step]]\ntransformation = \"note-b\"\nbudget = 2\n",
+      "notes.toml");
+  ASSERT_TRUE(seq) << seq.error();
+  RunOptions ro;
+  ro.apply.llm = "command:'sh " + (tmp_ / "answer.sh").string() + "'";
+  // The device's defaults: a CPU device times one seed on its small shapes.
+  RunResult rr = (*ws)->run(*seq, ro);
+  ::unsetenv("PEAK_LIBRARY");
+  ASSERT_EQ(rr.disposition, Disposition::passed) << rr.message;
+  ASSERT_EQ(rr.steps.size(), 2u);
+  ASSERT_TRUE(rr.steps[0].checkpoint && rr.steps[1].checkpoint);
+  // note-a was applied and checkpointed, but note-b builds on the seed.
+  auto a = (*ws)->store().checkpoint(*rr.steps[0].checkpoint);
+  auto b = (*ws)->store().checkpoint(*rr.steps[1].checkpoint);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->parent, b->parent);
+  EXPECT_EQ(*(*ws)->resolve("HEAD"), b->id);
+  auto src = read_file(tmp_ / "ws" / "kernel.hlsl");
+  ASSERT_TRUE(src);
+  EXPECT_NE(src->find("// note-b"), std::string::npos);
+  EXPECT_EQ(src->find("// note-a"), std::string::npos);
+  // Budgets: one configuration for note-a (the sequence's), and note-b's constraint leaves one
+  // of the two its own budget allows; it joins the context's tuning_valid.
+  auto sa = json::parse(a->summary_json);
+  auto sb = json::parse(b->summary_json);
+  EXPECT_EQ(sa["configs"]["evaluated"], 1);
+  EXPECT_EQ(sb["configs"]["evaluated"], 1);
+  EXPECT_EQ(sb["configs"]["rejected_by_constraint"], 1);
+  auto files = (*ws)->checkpoint_files(b->id);
+  ASSERT_TRUE(files);
+  EXPECT_EQ(files->first.tuning_valid, "BLOCK == 64");
+}
+
+TEST_F(WorkspaceTest, SequenceTuningAppliesWhereTheParameterExists) {
+  ASSERT_TRUE(write_file(tmp_ / "lib" / "note-a.md", comment_transformation("note-a", "")));
+  ASSERT_TRUE(write_file(tmp_ / "reply.md", device_reply("note-a")));
+  ::setenv("PEAK_LIBRARY", (tmp_ / "lib").c_str(), 1);
+  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
+  ASSERT_TRUE(ws) << ws.error();
+  // BLOCK = [32] applies (the context has BLOCK); TILE = [8] names no parameter of this step
+  // and is left out rather than refused.
+  auto seq = parse_sequence(
+      "format = 2\nname = \"one\"\n[tuning]\nBLOCK = [32]\nTILE = [8]\n[[step]]\n"
+      "transformation = \"note-a\"\n",
+      "one.toml");
+  ASSERT_TRUE(seq) << seq.error();
+  RunOptions ro;
+  ro.apply.llm = "command:'cat " + (tmp_ / "reply.md").string() + "'";
+  // The device's defaults: a CPU device times one seed on its small shapes.
+  RunResult rr = (*ws)->run(*seq, ro);
+  ::unsetenv("PEAK_LIBRARY");
+  ASSERT_EQ(rr.disposition, Disposition::passed) << rr.message;
+  auto c = (*ws)->store().checkpoint(*rr.steps[0].checkpoint);
+  ASSERT_TRUE(c);
+  auto summary = json::parse(c->summary_json);
+  EXPECT_EQ(summary["configs"]["evaluated"], 1);
+  EXPECT_EQ(summary["best"]["config"]["BLOCK"], 32);
+}
+
+TEST(CarriedConfigs, NewParametersAroundTheParentsBest) {
+  std::vector<Config> top = {{{"B", 64}}, {{"B", 32}}};
+  std::vector<TuningParam> fresh = {{"S", {2, 3}, 2}};
+  auto c = carried_configs(top, fresh, 10);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0], (Config{{"B", 64}, {"S", 2}}));
+  EXPECT_EQ(c[1], (Config{{"B", 64}, {"S", 3}}));
+  EXPECT_EQ(c[2], (Config{{"B", 32}, {"S", 2}}));
+  EXPECT_EQ(carried_configs(top, fresh, 3).size(), 3u);
+  EXPECT_EQ(carried_configs(top, {}, 10), top);
+  EXPECT_TRUE(carried_configs({}, fresh, 10).empty());
 }
 
 }  // namespace

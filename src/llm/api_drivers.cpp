@@ -54,10 +54,12 @@ Result<std::string> load_key(const DriverOptions& opts, const std::string& defau
   if (key.empty() && !opts.key_env.empty())
     return make_error(
         fmt::format("{}: the API key variable ${} (named by --key-env) is not set; export it first",
-                    driver, env_name));
+                    driver, env_name),
+        ErrorKind::environment);
   if (key.empty() && required)
     return make_error(fmt::format("{}: no API key: set {} in the environment (export {}=...)",
-                                  driver, env_name, env_name));
+                                  driver, env_name, env_name),
+                      ErrorKind::environment);
   register_secret(key);
   return key;
 }
@@ -66,14 +68,15 @@ Result<std::string> load_key(const DriverOptions& opts, const std::string& defau
 class ApiDriver : public LlmDriver {
  public:
   ApiDriver(std::string name, std::string model, std::string base, bool show_base, std::string key,
-            std::string key_env, RetryPolicy policy)
+            std::string key_env, RetryPolicy policy, double check_timeout_s)
       : name_(std::move(name)),
         model_(std::move(model)),
         base_(std::move(base)),
         show_base_(show_base),
         key_(std::move(key)),
         key_env_(std::move(key_env)),
-        policy_(policy) {}
+        policy_(policy),
+        check_timeout_s_(check_timeout_s) {}
 
   std::string describe() const override {
     std::string d = name_ + ":" + model_;
@@ -91,28 +94,40 @@ class ApiDriver : public LlmDriver {
     return reply;
   }
 
+  // The endpoint checks: a few quick requests, never past the check timeout in all.
+  std::vector<LlmCheck> check_with(const std::string& model_url, const std::string& list_url,
+                                   const std::vector<std::string>& headers) {
+    RetryPolicy quick = policy_;
+    quick.deadline_s = check_timeout_s_;
+    return check_endpoint(name_, model_, model_url, list_url, headers, key_env_, quick,
+                          check_timeout_s_);
+  }
+
   std::string name_, model_, base_;
   bool show_base_;
   std::string key_, key_env_;
   RetryPolicy policy_;
+  double check_timeout_s_;
 };
 
 class OpenAiDriver : public ApiDriver {
  public:
   OpenAiDriver(std::string model, std::string base, bool show_base, std::string key,
-               std::string key_env, RetryPolicy policy)
+               std::string key_env, RetryPolicy policy, double check_timeout_s)
       : ApiDriver("openai", std::move(model), std::move(base), show_base, std::move(key),
-                  std::move(key_env), policy) {}
+                  std::move(key_env), policy, check_timeout_s) {}
+
+  std::vector<LlmCheck> check() override {
+    return check_with(base_ + "/models/" + url_escape(model_), base_ + "/models", headers());
+  }
 
   LlmReply complete(const LlmRequest& request) override {
     auto t0 = std::chrono::steady_clock::now();
     LlmReply reply = new_reply();
     std::string url = base_ + "/chat/completions";
-    std::vector<std::string> headers;
-    if (!key_.empty()) headers.push_back("Authorization: Bearer " + key_);
-
     HttpResponse r;
     int attempts = 0;
+    bool deadline_reached = false;
     for (int round = 0; round < 2; ++round) {
       json messages = json::array();
       if (!request.system.empty())
@@ -120,7 +135,9 @@ class OpenAiDriver : public ApiDriver {
       messages.push_back({{"role", "user"}, {"content", request.user}});
       json body = {{"model", model_}, {"messages", messages}};
       body[use_max_tokens_ ? "max_tokens" : "max_completion_tokens"] = request.max_tokens;
-      r = post_with_retries(url, headers, dump_json(body), request.timeout_s, policy_, attempts);
+      std::string text = dump_json(body);
+      r = request_with_retries(url, headers(), &text, request.timeout_s, policy_, attempts,
+                               &deadline_reached);
       // Older servers only know "max_tokens": switch once and remember.
       if (r.status == 400 && !use_max_tokens_ &&
           r.body.find("max_completion_tokens") != std::string::npos) {
@@ -131,13 +148,16 @@ class OpenAiDriver : public ApiDriver {
     }
     reply.http_attempts = attempts;
     reply.latency_s = since(t0);
-    if (classify_failure(r, "openai", url, request, attempts, key_env_, reply)) return reply;
+    if (classify_failure(r, "openai", url, request, attempts, key_env_, deadline_reached,
+                         policy_.deadline_s, reply))
+      return reply;
 
     json j;
     try {
       j = json::parse(r.body);
     } catch (const std::exception&) {
       reply.status = LlmStatus::failed;
+      reply.infrastructure = true;
       reply.error = redact(fmt::format("openai: the reply from {} is not JSON: {}",
                                        display_url(url), body_start(r.body)));
       return reply;
@@ -145,6 +165,7 @@ class OpenAiDriver : public ApiDriver {
     if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
         j["choices"].empty() || !j["choices"][0].is_object()) {
       reply.status = LlmStatus::failed;
+      reply.infrastructure = true;
       reply.error = redact(fmt::format("openai: the reply from {} has no choices: {}",
                                        display_url(url), body_start(r.body)));
       return reply;
@@ -197,47 +218,60 @@ class OpenAiDriver : public ApiDriver {
   }
 
  private:
+  std::vector<std::string> headers() const {
+    std::vector<std::string> h;
+    if (!key_.empty()) h.push_back("Authorization: Bearer " + key_);
+    return h;
+  }
+
   std::atomic<bool> use_max_tokens_{false};
 };
 
 class AnthropicDriver : public ApiDriver {
  public:
   AnthropicDriver(std::string model, std::string base, bool show_base, std::string key,
-                  std::string key_env, RetryPolicy policy)
+                  std::string key_env, RetryPolicy policy, double check_timeout_s)
       : ApiDriver("anthropic", std::move(model), std::move(base), show_base, std::move(key),
-                  std::move(key_env), policy) {}
+                  std::move(key_env), policy, check_timeout_s) {}
+
+  std::vector<LlmCheck> check() override {
+    // GET /v1/models/{model} also resolves aliases (claude-sonnet-4-5 -> a dated id).
+    return check_with(v1() + "/models/" + url_escape(model_), v1() + "/models?limit=1000",
+                      headers());
+  }
 
   LlmReply complete(const LlmRequest& request) override {
     auto t0 = std::chrono::steady_clock::now();
     LlmReply reply = new_reply();
-    // Accept a base given with or without the /v1 suffix.
-    std::string url = base_.size() >= 3 && base_.substr(base_.size() - 3) == "/v1"
-                          ? base_ + "/messages"
-                          : base_ + "/v1/messages";
-    std::vector<std::string> headers = {"anthropic-version: 2023-06-01"};
-    if (!key_.empty()) headers.push_back("x-api-key: " + key_);
+    std::string url = v1() + "/messages";
     json body = {{"model", model_},
                  {"max_tokens", request.max_tokens},
                  {"messages", json::array({{{"role", "user"}, {"content", request.user}}})}};
     if (!request.system.empty()) body["system"] = request.system;
     int attempts = 0;
-    HttpResponse r =
-        post_with_retries(url, headers, dump_json(body), request.timeout_s, policy_, attempts);
+    bool deadline_reached = false;
+    std::string text = dump_json(body);
+    HttpResponse r = request_with_retries(url, headers(), &text, request.timeout_s, policy_,
+                                          attempts, &deadline_reached);
     reply.http_attempts = attempts;
     reply.latency_s = since(t0);
-    if (classify_failure(r, "anthropic", url, request, attempts, key_env_, reply)) return reply;
+    if (classify_failure(r, "anthropic", url, request, attempts, key_env_, deadline_reached,
+                         policy_.deadline_s, reply))
+      return reply;
 
     json j;
     try {
       j = json::parse(r.body);
     } catch (const std::exception&) {
       reply.status = LlmStatus::failed;
+      reply.infrastructure = true;
       reply.error = redact(fmt::format("anthropic: the reply from {} is not JSON: {}",
                                        display_url(url), body_start(r.body)));
       return reply;
     }
     if (!j.is_object() || !j.contains("content") || !j["content"].is_array()) {
       reply.status = LlmStatus::failed;
+      reply.infrastructure = true;
       reply.error = redact(fmt::format("anthropic: the reply from {} has no content: {}",
                                        display_url(url), body_start(r.body)));
       return reply;
@@ -274,11 +308,22 @@ class AnthropicDriver : public ApiDriver {
     reply.status = LlmStatus::ok;
     return reply;
   }
+
+ private:
+  // The API root: a base given with or without the /v1 suffix.
+  std::string v1() const {
+    return base_.size() >= 3 && base_.substr(base_.size() - 3) == "/v1" ? base_ : base_ + "/v1";
+  }
+  std::vector<std::string> headers() const {
+    std::vector<std::string> h = {"anthropic-version: 2023-06-01"};
+    if (!key_.empty()) h.push_back("x-api-key: " + key_);
+    return h;
+  }
 };
 
 RetryPolicy policy_from(const DriverOptions& opts) {
   return RetryPolicy{std::max(0, opts.retries), std::max(0.0, opts.backoff_s),
-                     std::max(0.0, opts.max_backoff_s)};
+                     std::max(0.0, opts.max_backoff_s), opts.deadline_s};
 }
 
 }  // namespace
@@ -295,14 +340,15 @@ Result<std::unique_ptr<LlmDriver>> make_openai_driver(const std::string& model,
   if (!starts_with(base, "http://") && !starts_with(base, "https://"))
     return make_error(
         fmt::format("openai: the base URL \"{}\" must start with http:// or https:// (from {})",
-                    display_url(base), url.empty() ? "$OPENAI_BASE_URL" : "the --llm spec"));
+                    display_url(base), url.empty() ? "$OPENAI_BASE_URL" : "the --llm spec"),
+        ErrorKind::input);
   std::string host = url_host(base);
   bool official = host == "api.openai.com";
   std::string env_name;
   auto key = load_key(opts, "OPENAI_API_KEY", official, "openai", env_name);
-  if (!key) return Error{key.error()};
-  return std::unique_ptr<LlmDriver>(
-      new OpenAiDriver(model, base, show_base, *key, env_name, policy_from(opts)));
+  if (!key) return Error{key.error(), key.error_kind()};
+  return std::unique_ptr<LlmDriver>(new OpenAiDriver(model, base, show_base, *key, env_name,
+                                                     policy_from(opts), opts.check_timeout_s));
 }
 
 Result<std::unique_ptr<LlmDriver>> make_anthropic_driver(const std::string& model,
@@ -317,13 +363,14 @@ Result<std::unique_ptr<LlmDriver>> make_anthropic_driver(const std::string& mode
   if (!starts_with(base, "http://") && !starts_with(base, "https://"))
     return make_error(
         fmt::format("anthropic: the base URL \"{}\" must start with http:// or https:// (from {})",
-                    display_url(base), url.empty() ? "$ANTHROPIC_BASE_URL" : "the --llm spec"));
+                    display_url(base), url.empty() ? "$ANTHROPIC_BASE_URL" : "the --llm spec"),
+        ErrorKind::input);
   bool official = url_host(base) == "api.anthropic.com";
   std::string env_name;
   auto key = load_key(opts, "ANTHROPIC_API_KEY", official, "anthropic", env_name);
-  if (!key) return Error{key.error()};
-  return std::unique_ptr<LlmDriver>(
-      new AnthropicDriver(model, base, show_base, *key, env_name, policy_from(opts)));
+  if (!key) return Error{key.error(), key.error_kind()};
+  return std::unique_ptr<LlmDriver>(new AnthropicDriver(model, base, show_base, *key, env_name,
+                                                        policy_from(opts), opts.check_timeout_s));
 }
 
 }  // namespace peak::llm_detail

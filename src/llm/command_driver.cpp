@@ -18,6 +18,22 @@ class CommandDriver : public LlmDriver {
 
   std::string describe() const override { return redact("command:" + shell_quote(command_)); }
 
+  // The program (the first word of the command) can be found.
+  std::vector<LlmCheck> check() override {
+    std::string program = first_word(command_);
+    if (program.empty()) return {};
+    ProcessOptions po;
+    po.argv = {"sh", "-c", "command -v \"$1\"", "sh", program};
+    po.timeout_s = 10;
+    auto r = run_process(po);
+    bool found = r && r->ok() && !trim(r->out).empty();
+    return {{"program", found,
+             found ? trim(r->out)
+                   : fmt::format("command: the program `{}` is not found (not a file, not on "
+                                 "$PATH); check the command in --llm",
+                                 program)}};
+  }
+
   LlmReply complete(const LlmRequest& request) override {
     auto t0 = std::chrono::steady_clock::now();
     LlmReply reply;
@@ -26,6 +42,8 @@ class CommandDriver : public LlmDriver {
     reply.producer = redact(reply.producer);
     auto finish = [&](LlmStatus status, std::string error) {
       reply.status = status;
+      // A program that fails or hangs is the endpoint failing, not the model answering badly.
+      reply.infrastructure = status != LlmStatus::ok;
       reply.error = redact(std::move(error));
       reply.latency_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -77,6 +95,23 @@ class CommandDriver : public LlmDriver {
   }
 
  private:
+  // The first word of a shell command line, without quotes ("" when it starts with a shell
+  // construct the check cannot follow).
+  static std::string first_word(const std::string& command) {
+    std::string t = trim(command);
+    if (t.empty()) return "";
+    char q = t[0];
+    if (q == '\'' || q == '"') {
+      auto end = t.find(q, 1);
+      return end == std::string::npos ? "" : t.substr(1, end - 1);
+    }
+    size_t end = t.find_first_of(" \t;|&<>()$`");
+    std::string w = t.substr(0, end);
+    // Variable assignments (VAR=x prog) and shell keywords are not followed.
+    if (w.find('=') != std::string::npos) return "";
+    return w;
+  }
+
   std::string command_;
   std::string producer_;
 };

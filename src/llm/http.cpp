@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ctime>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -41,26 +42,46 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// A connection that broke after it was made can heal; a refused connection, an unknown host or a
+// bad URL or certificate cannot (asking again gives the same answer at once).
 bool retryable_curl_code(CURLcode code) {
   switch (code) {
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-    case CURLE_NOT_BUILT_IN:
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_BAD_FUNCTION_ARGUMENT:
-    case CURLE_OUT_OF_MEMORY:
-      return false;
-    default:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_READ_ERROR:
       return true;
+    default:
+      return false;
+  }
+}
+
+// What a refused or unresolvable connection means, for the message.
+std::string network_hint(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_CONNECT:
+      return "nothing answers there: start the server or check the URL";
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return "the host name is unknown: check the URL and the network";
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+      return "the TLS certificate was refused: check the URL and the system's CA certificates";
+    default:
+      return retryable_curl_code(code) ? "the connection broke" : "check the URL and the network";
   }
 }
 
 }  // namespace
 
-HttpResponse http_post(const std::string& url, const std::vector<std::string>& headers,
-                       const std::string& body, double timeout_s) {
+namespace {
+
+HttpResponse http_request(const std::string& url, const std::vector<std::string>& headers,
+                          const std::string* body, double timeout_s) {
   global_init();
   HttpResponse r;
   auto t0 = std::chrono::steady_clock::now();
@@ -73,13 +94,19 @@ HttpResponse http_post(const std::string& url, const std::vector<std::string>& h
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* list = nullptr;
   for (const auto& h : headers) list = curl_slist_append(list, h.c_str());
-  list = curl_slist_append(list, "Content-Type: application/json");
-  list = curl_slist_append(list, "Expect:");  // no 100-continue round trip
+  if (body) {
+    list = curl_slist_append(list, "Content-Type: application/json");
+    list = curl_slist_append(list, "Expect:");  // no 100-continue round trip
+  }
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  if (body) {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
+  } else {
+    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+  }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -102,14 +129,34 @@ HttpResponse http_post(const std::string& url, const std::vector<std::string>& h
   } else if (code != CURLE_OK) {
     r.network_error = true;
     r.retryable_network = retryable_curl_code(code);
-    r.network_message = errbuf[0] ? std::string(errbuf) : curl_easy_strerror(code);
-    r.network_message = trim(r.network_message);
+    std::string what = errbuf[0] ? std::string(errbuf) : curl_easy_strerror(code);
+    r.network_message = fmt::format("{} ({})", trim(what), network_hint(code));
   }
   if (code != CURLE_OK) r.status = 0;
   curl_slist_free_all(list);
   curl_easy_cleanup(curl);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+}  // namespace
+
+HttpResponse http_post(const std::string& url, const std::vector<std::string>& headers,
+                       const std::string& body, double timeout_s) {
+  return http_request(url, headers, &body, timeout_s);
+}
+
+HttpResponse http_get(const std::string& url, const std::vector<std::string>& headers,
+                      double timeout_s) {
+  return http_request(url, headers, nullptr, timeout_s);
+}
+
+std::string url_escape(const std::string& segment) {
+  global_init();
+  char* e = curl_easy_escape(nullptr, segment.c_str(), static_cast<int>(segment.size()));
+  std::string out = e ? e : segment;
+  curl_free(e);
+  return out;
 }
 
 double parse_retry_after(const std::string& value_in) {
@@ -128,21 +175,45 @@ double parse_retry_after(const std::string& value_in) {
   return std::max(0.0, std::difftime(when, std::time(nullptr)));
 }
 
-HttpResponse post_with_retries(const std::string& url, const std::vector<std::string>& headers,
-                               const std::string& body, double timeout_s, const RetryPolicy& policy,
-                               int& attempts) {
+bool retryable(const HttpResponse& r) {
+  if (r.timed_out) return true;
+  if (r.network_error) return r.retryable_network;
+  if (r.status == 429) {
+    // An exhausted quota (OpenAI: "insufficient_quota") does not heal by waiting.
+    return r.body.find("insufficient_quota") == std::string::npos;
+  }
+  return r.status >= 500;
+}
+
+HttpResponse request_with_retries(const std::string& url, const std::vector<std::string>& headers,
+                                  const std::string* body, double timeout_s,
+                                  const RetryPolicy& policy, int& attempts,
+                                  bool* deadline_reached) {
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  auto left = [&] {
+    if (policy.deadline_s <= 0) return 1e18;
+    return policy.deadline_s - std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  if (deadline_reached) *deadline_reached = false;
   HttpResponse r;
   for (int attempt = 0;; ++attempt) {
-    r = http_post(url, headers, body, timeout_s);
+    double limit = timeout_s;
+    if (policy.deadline_s > 0) limit = timeout_s > 0 ? std::min(timeout_s, left()) : left();
+    r = http_request(url, headers, body, limit);
     ++attempts;
-    bool retry = (r.network_error && r.retryable_network) || r.status == 429 || r.status >= 500;
-    if (!retry || attempt >= policy.retries) return r;
+    if (!retryable(r) || attempt >= policy.retries) return r;
     double wait = policy.backoff_s * std::pow(2.0, attempt);
     if (auto it = r.headers.find("retry-after"); it != r.headers.end()) {
       double ra = parse_retry_after(it->second);
       if (ra >= 0) wait = ra;
     }
     wait = std::clamp(wait, 0.0, std::max(0.0, policy.max_backoff_s));
+    // No time for the wait and one more request: stop here.
+    if (left() <= wait + 0.05) {
+      if (deadline_reached) *deadline_reached = true;
+      return r;
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(wait));
   }
 }
@@ -170,20 +241,22 @@ std::string server_error_message(const std::string& body) {
 
 bool classify_failure(const HttpResponse& r, const std::string& driver, const std::string& url,
                       const LlmRequest& request, int attempts, const std::string& key_env,
-                      LlmReply& reply) {
+                      bool deadline_reached, double deadline_s, LlmReply& reply) {
   std::string where = display_url(url);
   std::string tries = attempts > 1 ? fmt::format(" after {} attempts", attempts) : "";
+  if (deadline_reached)
+    tries += fmt::format(" (stopped at the deadline of {} for one call; --llm-deadline changes it)",
+                         format_seconds(deadline_s));
   std::string msg;
   if (r.timed_out) {
     reply.status = LlmStatus::timeout;
     msg = fmt::format(
         "{}: no reply from {} within {} (the per-request timeout){}; the server may be overloaded "
-        "or the reply very long: raise the LLM timeout or try again",
+        "or the reply very long: try again later, or raise --llm-deadline",
         driver, where, format_seconds(request.timeout_s), tries);
   } else if (r.network_error) {
     reply.status = LlmStatus::failed;
-    msg = fmt::format("{}: cannot reach {}{}: {}; check the URL and that the server is running",
-                      driver, where, tries, r.network_message);
+    msg = fmt::format("{}: cannot reach {}{}: {}", driver, where, tries, r.network_message);
   } else if (r.status >= 200 && r.status < 300) {
     return false;
   } else {
@@ -195,14 +268,88 @@ bool classify_failure(const HttpResponse& r, const std::string& driver, const st
     else if (r.status == 404)
       hint = "; check the model name and the base URL";
     else if (r.status == 429)
-      hint = "; the server is rate-limiting: wait and run again";
+      hint = r.body.find("insufficient_quota") != std::string::npos
+                 ? "; the account's quota is used up: add credit or use another key"
+                 : "; the server is rate-limiting: wait and run again";
     else if (r.status >= 500)
       hint = "; the server failed: try again later";
     msg = fmt::format("{}: HTTP {} from {}{}: {}{}", driver, r.status, where, tries, server, hint);
     reply.text.clear();
   }
+  reply.infrastructure = true;
   reply.error = redact(msg);
   return true;
+}
+
+namespace {
+
+// The model ids of a listing ({"data": [{"id": ...}, ...]}, as OpenAI, Anthropic, vLLM, Ollama
+// and llama.cpp answer); nullopt when the body is not such a listing.
+std::optional<std::vector<std::string>> model_ids(const std::string& body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("data") || !j["data"].is_array()) return std::nullopt;
+  std::vector<std::string> ids;
+  for (const auto& m : j["data"])
+    if (m.is_object() && m.contains("id") && m["id"].is_string())
+      ids.push_back(m["id"].get<std::string>());
+  return ids;
+}
+
+}  // namespace
+
+std::vector<LlmCheck> check_endpoint(const std::string& driver, const std::string& model,
+                                     const std::string& model_url, const std::string& list_url,
+                                     const std::vector<std::string>& headers,
+                                     const std::string& key_env, const RetryPolicy& policy,
+                                     double timeout_s) {
+  std::vector<LlmCheck> out;
+  int attempts = 0;
+  auto fail_http = [&](const HttpResponse& r, const std::string& url) {
+    LlmRequest req;
+    req.timeout_s = timeout_s;
+    LlmReply reply;
+    classify_failure(r, driver, url, req, attempts, key_env, false, 0, reply);
+    if (r.status == 401 || r.status == 403) {
+      out.push_back({"reachable", true, display_url(url)});
+      out.push_back({"authenticated", false, reply.error});
+    } else {
+      out.push_back({"reachable", false, reply.error});
+    }
+    return out;
+  };
+  HttpResponse r = request_with_retries(model_url, headers, nullptr, timeout_s, policy, attempts);
+  if (r.status == 200) {
+    out.push_back({"reachable", true, display_url(model_url)});
+    out.push_back({"authenticated", true, "the server accepted the request"});
+    out.push_back({"model", true, fmt::format("the server knows {}", model)});
+    return out;
+  }
+  if (r.status != 404) return fail_http(r, model_url);
+  // No such model, or a server that does not answer for one model: ask for its list.
+  HttpResponse l = request_with_retries(list_url, headers, nullptr, timeout_s, policy, attempts);
+  if (l.status != 200 && l.status != 404) return fail_http(l, list_url);
+  out.push_back({"reachable", true, display_url(list_url)});
+  out.push_back({"authenticated", true, "the server accepted the request"});
+  auto ids = l.status == 200 ? model_ids(l.body) : std::nullopt;
+  if (!ids) {
+    out.push_back({"model", true,
+                   fmt::format("not checked: the server lists no models (HTTP {} from {})",
+                               l.status, display_url(list_url))});
+    return out;
+  }
+  if (std::find(ids->begin(), ids->end(), model) != ids->end()) {
+    out.push_back({"model", true, fmt::format("the server offers {}", model)});
+    return out;
+  }
+  std::vector<std::string> shown(ids->begin(), ids->begin() + std::min<size_t>(ids->size(), 12));
+  out.push_back(
+      {"model", false,
+       redact(fmt::format("{}: the server at {} does not offer the model \"{}\" (it offers: {}{}); "
+                          "check the model name in --llm",
+                          driver, display_url(list_url), model,
+                          shown.empty() ? "nothing" : join(shown, ", "),
+                          ids->size() > shown.size() ? ", ..." : ""))});
+  return out;
 }
 
 }  // namespace peak::llm_detail

@@ -162,7 +162,8 @@ constexpr const char* kValidForms =
 
 Error bad_spec(const std::string& spec, const std::string& why) {
   return make_error(
-      fmt::format("invalid LLM driver \"{}\": {}; {}", llm_detail::redact(spec), why, kValidForms));
+      fmt::format("invalid LLM driver \"{}\": {}; {}", llm_detail::redact(spec), why, kValidForms),
+      ErrorKind::input);
 }
 
 // "MODEL" or "MODEL@URL" -> (model, url).
@@ -186,6 +187,14 @@ Result<std::pair<std::string, std::string>> split_model_url(const std::string& s
 
 }  // namespace
 
+Status preflight(LlmDriver& driver) {
+  for (const auto& c : driver.check())
+    if (!c.ok)
+      return Status::error(llm_detail::redact(fmt::format("{}: {}", driver.describe(), c.detail)),
+                           ErrorKind::environment);
+  return Status::ok();
+}
+
 Result<std::unique_ptr<LlmDriver>> make_driver(const std::string& spec_in,
                                                const DriverOptions& opts) {
   std::string spec = trim(spec_in);
@@ -197,7 +206,7 @@ Result<std::unique_ptr<LlmDriver>> make_driver(const std::string& spec_in,
     if (colon == std::string::npos)
       return bad_spec(spec, fmt::format("{} needs a model name ({}:MODEL)", kind, kind));
     auto mu = split_model_url(spec, rest, kind);
-    if (!mu) return Error{mu.error()};
+    if (!mu) return Error{mu.error(), mu.error_kind()};
     return kind == "openai" ? llm_detail::make_openai_driver(mu->first, mu->second, opts)
                             : llm_detail::make_anthropic_driver(mu->first, mu->second, opts);
   }

@@ -25,6 +25,10 @@ struct LlmRequest {
   std::string user;
   std::string key;         // sha256 of the prompt (Prompt::key())
   std::string step_label;  // "tb-tiling pass 2/6 (device)": used in messages and recordings
+  int attempt = 0;         // the transformation's attempt (1, 2, ...; 0 = not known): messages
+  // How many answers to this very prompt the caller already used (a resumed workflow that asks
+  // an identical prompt again). Manual and replay drivers skip that many of their answers.
+  int served_before = 0;
   int max_tokens = 16384;
   double timeout_s = 600;  // per HTTP request / command run
 };
@@ -51,7 +55,20 @@ struct LlmReply {
   int completion_tokens = 0;
   double latency_s = 0;
   int http_attempts = 0;  // requests made, retries included
+  // The failure was the service's, not the model's: endpoint down, authentication, quota,
+  // server errors, a command that failed, a manual reply that did not come, no recording.
+  // Such a failure is not charged to the model or the transformation (docs/llm.md).
+  bool infrastructure = false;
+  // Manual mode, status pending: the prompt's id and file.
+  std::string pending_id, pending_path;
   bool ok() const { return status == LlmStatus::ok; }
+};
+
+// One check of an endpoint before a campaign (reachable, authenticated, model offered, ...).
+struct LlmCheck {
+  std::string what;
+  bool ok = false;
+  std::string detail;
 };
 
 class LlmDriver {
@@ -59,19 +76,30 @@ class LlmDriver {
   virtual ~LlmDriver() = default;
   virtual LlmReply complete(const LlmRequest& request) = 0;
   virtual std::string describe() const = 0;  // the spec, minus anything secret
+  // What can be checked without asking the model anything: the endpoint answers, accepts the
+  // key and offers the model; a command's program exists. Fast: a refused connection fails at
+  // once. Empty when there is nothing to check.
+  virtual std::vector<LlmCheck> check() { return {}; }
 };
+
+// The first failed check() as an environment error (exit code 4), else ok.
+Status preflight(LlmDriver& driver);
 
 struct DriverOptions {
   std::filesystem::path workspace;  // manual mode writes under workspace/.peak/manual
-  int retries = 4;                  // on 429 / 5xx / network errors
+  int retries = 4;                  // on 429 / 5xx / timeouts / a connection cut mid-reply
   double backoff_s = 2.0;           // first backoff; doubles; Retry-After wins when given
   double max_backoff_s = 60.0;
-  std::string key_env;              // overrides the default API-key variable
-  bool manual_wait = false;         // manual: block until the reply file appears
+  double deadline_s = 1200;     // one call, every retry and wait included (--llm-deadline)
+  double check_timeout_s = 10;  // each request of check()
+  std::string key_env;          // overrides the default API-key variable
+  bool manual_wait = false;     // manual: block until the reply file appears
   double manual_poll_s = 1.0;
-  std::string producer;             // manual/command: who produces the replies (recorded)
+  std::string producer;  // manual/command: who produces the replies (recorded)
 };
 
+// Errors: a malformed spec is ErrorKind::input (exit code 2); a missing key is
+// ErrorKind::environment (exit code 4).
 Result<std::unique_ptr<LlmDriver>> make_driver(const std::string& spec, const DriverOptions& opts);
 
 // Wraps a driver so that every exchange (successful or not) is written to `dir` as

@@ -26,6 +26,8 @@ bool is_loopback_host(const std::string& host);
 std::string display_url(const std::string& url);
 // Removes trailing slashes.
 std::string strip_trailing_slash(std::string url);
+// Percent-encodes a path segment (a model name in a URL).
+std::string url_escape(const std::string& segment);
 
 // ---- HTTP ------------------------------------------------------------------------------------
 
@@ -33,7 +35,7 @@ struct HttpResponse {
   long status = 0;         // HTTP status; 0 when no response arrived
   bool timed_out = false;  // the whole request exceeded its deadline
   bool network_error = false;
-  bool retryable_network = false;
+  bool retryable_network = false;              // the connection broke mid-way (reset, cut reply)
   std::string network_message;                 // curl's explanation when network_error
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
@@ -43,31 +45,51 @@ struct HttpResponse {
 // POSTs `body` (JSON) to `url` with extra header lines ("Name: value"). timeout_s <= 0: no limit.
 HttpResponse http_post(const std::string& url, const std::vector<std::string>& headers,
                        const std::string& body, double timeout_s);
+// GETs `url` (the endpoint checks).
+HttpResponse http_get(const std::string& url, const std::vector<std::string>& headers,
+                      double timeout_s);
 
 struct RetryPolicy {
   int retries = 4;
   double backoff_s = 2.0;
   double max_backoff_s = 60.0;
+  double deadline_s = 0;  // every request and wait of one call together; <= 0: no limit
 };
 
 // Seconds to wait from a Retry-After header (delta-seconds or HTTP date); < 0 when absent/invalid.
 double parse_retry_after(const std::string& value);
 
-// http_post with retries on 429, 5xx and transient network errors (not on timeouts).
-// `attempts` is increased by the number of requests made.
-HttpResponse post_with_retries(const std::string& url, const std::vector<std::string>& headers,
-                               const std::string& body, double timeout_s, const RetryPolicy& policy,
-                               int& attempts);
+// Whether a response is worth asking again: 429 (but not an exhausted quota), 5xx, a timeout, a
+// connection that broke mid-reply. Not: a refused connection, an unknown host, 4xx.
+bool retryable(const HttpResponse& r);
+
+// http_post (or http_get when `body` is nullptr) with retries on what can heal (retryable()),
+// at most policy.retries extra requests and never past policy.deadline_s. `attempts` is increased
+// by the number of requests made; `gave_up` (when given) tells whether the deadline stopped it.
+HttpResponse request_with_retries(const std::string& url, const std::vector<std::string>& headers,
+                                  const std::string* body, double timeout_s,
+                                  const RetryPolicy& policy, int& attempts,
+                                  bool* deadline_reached = nullptr);
 
 // The server's explanation of an error reply: JSON error.message, error (string), message, or
 // the start of the body.
 std::string server_error_message(const std::string& body);
 
 // Fills status/error of `reply` for a response that is not a 2xx success (timeout, network error,
-// HTTP error). Returns false when the response is a success and must be parsed by the caller.
+// HTTP error; all of them infrastructure failures). Returns false when the response is a success
+// and must be parsed by the caller.
 bool classify_failure(const HttpResponse& r, const std::string& driver, const std::string& url,
                       const LlmRequest& request, int attempts, const std::string& key_env,
-                      LlmReply& reply);
+                      bool deadline_reached, double deadline_s, LlmReply& reply);
+
+// The endpoint checks of an HTTP driver: `model_url` answers for the model (200), else the
+// listing at `list_url` names it. Reachable, authenticated and model, in that order; a failed
+// step ends the list.
+std::vector<LlmCheck> check_endpoint(const std::string& driver, const std::string& model,
+                                     const std::string& model_url, const std::string& list_url,
+                                     const std::vector<std::string>& headers,
+                                     const std::string& key_env, const RetryPolicy& policy,
+                                     double timeout_s);
 
 // ---- misc ------------------------------------------------------------------------------------
 

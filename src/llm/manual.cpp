@@ -4,6 +4,8 @@
 //   NNNN.prompt.md   the prompt (system and user text), readable
 //   NNNN.json        {format, id, key, step_label, created_at, answered, producer, answered_at}
 //   NNNN.reply.md    the reply, once given
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -126,6 +128,19 @@ class ManualDriver : public LlmDriver {
 
   std::string describe() const override { return "manual"; }
 
+  // The prompt folder can be written.
+  std::vector<LlmCheck> check() override {
+    fs::path dir = manual_dir(workspace_);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    bool ok = !ec && ::access(dir.c_str(), W_OK) == 0;
+    return {{"prompt folder", ok,
+             ok ? dir.string()
+                : fmt::format("manual: prompts cannot be written to {}; the workspace must be "
+                              "writable",
+                              dir.string())}};
+  }
+
   LlmReply complete(const LlmRequest& request) override {
     std::lock_guard lock(mutex_);
     auto t0 = std::chrono::steady_clock::now();
@@ -141,6 +156,7 @@ class ManualDriver : public LlmDriver {
     for (const auto& e : all)
       if (e.key() == request.key) same.push_back(e);
     size_t& served = served_[request.key];
+    served = std::max(served, static_cast<size_t>(std::max(0, request.served_before)));
     std::optional<Entry> found;
     if (served < same.size()) {
       if (same[served].has_reply()) {
@@ -161,6 +177,7 @@ class ManualDriver : public LlmDriver {
     if (auto s = write_file_atomic(prompt_path, llm_detail::redact(render_prompt(id, request)));
         !s) {
       reply.status = LlmStatus::failed;
+      reply.infrastructure = true;
       reply.error = "manual: " + s.message();
       return reply;
     }
@@ -173,6 +190,7 @@ class ManualDriver : public LlmDriver {
                    {"answered", false}};
       if (auto s = write_file_atomic(dir / (id + ".json"), dump(meta)); !s) {
         reply.status = LlmStatus::failed;
+        reply.infrastructure = true;
         reply.error = "manual: " + s.message();
         return reply;
       }
@@ -197,6 +215,7 @@ class ManualDriver : public LlmDriver {
         double elapsed = seconds_since(t0);
         if (request.timeout_s > 0 && elapsed >= request.timeout_s) {
           reply.status = LlmStatus::timeout;
+          reply.infrastructure = true;  // nobody answered: not the model's failure
           reply.error = fmt::format(
               "no reply to manual prompt {} ({}) within {}; answer it with `peak respond {} FILE` "
               "and run the same command again",
@@ -211,6 +230,8 @@ class ManualDriver : public LlmDriver {
     }
 
     reply.status = LlmStatus::pending;
+    reply.pending_id = id;
+    reply.pending_path = display_path(prompt_path);
     std::string label = llm_detail::step_phrase(request.step_label);
     reply.error = fmt::format(
         "prompt written to {}{}. Write the reply (one fenced code block with the complete region) "
@@ -241,6 +262,7 @@ class ManualDriver : public LlmDriver {
     auto text = read_file(e.reply_path);
     if (!text) {
       reply.status = LlmStatus::failed;
+      reply.infrastructure = true;
       reply.error = "manual: " + text.error();
       return reply;
     }

@@ -7,9 +7,11 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <dtl/dtl.hpp>
 #include <nlohmann/json.hpp>
 
 #include "llm/llm_internal.h"
+#include "util/diff.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -66,7 +68,8 @@ class RecordingDriver : public LlmDriver {
       auto body = read_file(de.path());
       if (!body) continue;
       json j = json::parse(*body, nullptr, false);
-      if (j.is_object() && j.value("key", "") == key && j.value("reply", "") == llm_detail::redact(text))
+      if (j.is_object() && j.value("key", "") == key &&
+          j.value("reply", "") == llm_detail::redact(text))
         return true;
     }
     return false;
@@ -130,16 +133,110 @@ struct Recorded {
   LlmReply reply;
 };
 
+// A recorded prompt (of any status), to explain a miss.
+struct RecordedPrompt {
+  std::string file;
+  std::string step_label;
+  std::string system, user;
+};
+
+// Sections of a prompt: the system text, then the user text cut at its "# " and "## " headings.
+std::vector<std::pair<std::string, std::string>> sections(const std::string& system,
+                                                          const std::string& user) {
+  std::vector<std::pair<std::string, std::string>> out = {{"the system prompt", system}};
+  std::string title = "the start of the user prompt", body;
+  for (const auto& line : split_lines(user)) {
+    if (starts_with(line, "# ") || starts_with(line, "## ")) {
+      out.emplace_back(title, body);
+      title = "\"" + trim(line.substr(line.find(' ') + 1)) + "\"";
+      body.clear();
+      continue;
+    }
+    body += line + "\n";
+  }
+  out.emplace_back(title, body);
+  return out;
+}
+
+// Why two prompts differ, from the sections that differ.
+std::string why_different(const RecordedPrompt& rec, const LlmRequest& req) {
+  auto a = sections(rec.system, rec.user), b = sections(req.system, req.user);
+  std::map<std::string, std::string> ma(a.begin(), a.end()), mb(b.begin(), b.end());
+  std::vector<std::string> differ;
+  for (const auto& [t, body] : b)
+    if (!ma.count(t) || ma[t] != body) differ.push_back(t);
+  for (const auto& [t, body] : a)
+    if (!mb.count(t)) differ.push_back(t);
+  std::vector<std::string> reasons;
+  for (const auto& t : differ) {
+    if (t == "\"The previous attempt failed\"") {
+      if (!ma.count(t))
+        reasons.push_back(
+            "this prompt carries feedback from a failed attempt that the recording did not have "
+            "(an attempt failed here that passed when it was recorded)");
+      else if (!mb.count(t))
+        reasons.push_back(
+            "the recording carried feedback from a failed attempt that this run does not have "
+            "(an attempt passed here that failed when it was recorded)");
+      else
+        reasons.push_back(
+            "the feedback from the failed attempt differs (it failed here in another way than "
+            "when it was recorded)");
+    } else if (t == "\"Device\"") {
+      reasons.push_back(
+          "the device facts differ (replay shows the recording folder's device.json; was it "
+          "removed or changed?)");
+    } else if (t == "\"Current source\"") {
+      reasons.push_back(
+          "the kernel source differs (an earlier step produced other code here, or the seed "
+          "changed)");
+    } else if (t == "\"Kernel context\"") {
+      reasons.push_back("the kernel context (kernel.toml) differs");
+    } else if (t == "the system prompt") {
+      reasons.push_back("the system prompt differs (the prompt builder changed)");
+    } else {
+      reasons.push_back(fmt::format("the section {} differs", t));
+    }
+  }
+  if (reasons.empty()) return "the prompts differ in white space only";
+  return join(reasons, "; ");
+}
+
 class ReplayDriver : public LlmDriver {
  public:
-  ReplayDriver(fs::path dir, std::map<std::string, std::deque<Recorded>> by_key, size_t total)
-      : dir_(std::move(dir)), by_key_(std::move(by_key)), total_(total) {}
+  ReplayDriver(fs::path dir, std::map<std::string, std::deque<Recorded>> by_key, size_t total,
+               std::vector<RecordedPrompt> prompts)
+      : dir_(std::move(dir)),
+        by_key_(std::move(by_key)),
+        total_(total),
+        prompts_(std::move(prompts)) {}
 
   std::string describe() const override { return "replay:" + dir_.string(); }
+
+  // The folder was read when the driver was made; what it holds.
+  std::vector<LlmCheck> check() override {
+    std::error_code ec;
+    bool device = fs::exists(dir_ / "device.json", ec);
+    return {{"recordings", total_ > 0,
+             total_ > 0 ? fmt::format("{} usable recorded replies ({} prompts) in {}{}", total_,
+                                      prompts_.size(), dir_.string(),
+                                      device ? "; prompts show the device facts of device.json"
+                                             : "; no device.json: prompts show this machine's "
+                                               "device")
+                        : fmt::format("{} holds no usable recording (*.json files with status "
+                                      "ok); record one with --llm <driver> --record {}",
+                                      dir_.string(), dir_.string())}};
+  }
 
   LlmReply complete(const LlmRequest& request) override {
     std::lock_guard lock(mutex_);
     auto it = by_key_.find(request.key);
+    // Answers the caller already used (a resumed workflow) are not served again.
+    if (it != by_key_.end())
+      while (served_[request.key] < request.served_before && !it->second.empty()) {
+        it->second.pop_front();
+        ++served_[request.key];
+      }
     if (it != by_key_.end() && !it->second.empty()) {
       LlmReply reply = std::move(it->second.front().reply);
       it->second.pop_front();
@@ -149,7 +246,9 @@ class ReplayDriver : public LlmDriver {
     LlmReply reply;
     reply.driver = "replay";
     reply.status = LlmStatus::miss;
+    reply.infrastructure = true;  // nobody was asked: not the model's failure
     std::string label = request.step_label.empty() ? "this step" : request.step_label;
+    if (request.attempt > 0) label += fmt::format(", attempt {}", request.attempt);
     std::string how =
         "Record with --llm <driver> --record DIR, or answer by hand with --llm manual.";
     if (it != by_key_.end()) {
@@ -157,21 +256,64 @@ class ReplayDriver : public LlmDriver {
           "no recorded reply left for {}, prompt key {}: all {} recorded in {} were already used "
           "(the step asked more often than when it was recorded). {}",
           label, llm_detail::key_prefix(request.key), served_[request.key], dir_.string(), how);
+      return reply;
+    }
+    reply.error = fmt::format(
+        "no recorded reply for {}, prompt key {}: this prompt was never "
+        "recorded in {}. ",
+        label, llm_detail::key_prefix(request.key), dir_.string());
+    if (const RecordedPrompt* near = nearest(request)) {
+      std::string diff =
+          unified_diff(near->system + "\n" + near->user, request.system + "\n" + request.user,
+                       "recorded " + near->file, "asked now");
+      auto lines = split_lines(diff);
+      constexpr size_t kMaxLines = 60;
+      if (lines.size() > kMaxLines) {
+        lines.resize(kMaxLines);
+        lines.push_back(fmt::format("... (the diff goes on; the recording is {})",
+                                    (dir_ / near->file).string()));
+      }
+      reply.error += fmt::format(
+          "The nearest recording is {} ({}): {}. {}\nThe prompt against that recording:\n{}",
+          near->file, near->step_label.empty() ? "no step label" : near->step_label,
+          why_different(*near, request), how, join(lines, "\n"));
     } else {
-      reply.error = fmt::format(
-          "no recorded reply for {}, prompt key {}; the prompt differs from the recording (the "
-          "kernel, transformation or prompt builder changed?). {}{}",
-          label, llm_detail::key_prefix(request.key), how,
-          total_ == 0 ? fmt::format(" ({} holds no usable recording.)", dir_.string()) : "");
+      reply.error +=
+          how + (total_ == 0 ? fmt::format(" ({} holds no usable recording.)", dir_.string()) : "");
     }
     return reply;
   }
 
  private:
+  // The recorded prompt closest to the request: among those of the same step when there are
+  // any, the one with the fewest differing lines.
+  const RecordedPrompt* nearest(const LlmRequest& request) const {
+    bool same_step = std::any_of(prompts_.begin(), prompts_.end(), [&](const RecordedPrompt& p) {
+      return p.step_label == request.step_label;
+    });
+    auto asked = split_lines(request.system + "\n" + request.user);
+    const RecordedPrompt* best = nullptr;
+    long long best_distance = 0;
+    for (const auto& p : prompts_) {
+      if (same_step && p.step_label != request.step_label) continue;
+      dtl::Diff<std::string, std::vector<std::string>> d(split_lines(p.system + "\n" + p.user),
+                                                         asked);
+      d.onHuge();
+      d.compose();
+      long long distance = d.getEditDistance();
+      if (!best || distance < best_distance) {
+        best = &p;
+        best_distance = distance;
+      }
+    }
+    return best;
+  }
+
   fs::path dir_;
   std::map<std::string, std::deque<Recorded>> by_key_;
   std::map<std::string, int> served_;
   size_t total_;
+  std::vector<RecordedPrompt> prompts_;
   std::mutex mutex_;
 };
 
@@ -200,6 +342,7 @@ Result<std::unique_ptr<LlmDriver>> make_replay_driver(const fs::path& dir) {
   std::sort(files.begin(), files.end());
 
   std::vector<Recorded> all;
+  std::vector<RecordedPrompt> prompts;
   for (const auto& f : files) {
     auto text = read_file(f);
     if (!text) return make_error("replay: " + text.error());
@@ -223,6 +366,8 @@ Result<std::unique_ptr<LlmDriver>> make_replay_driver(const fs::path& dir) {
       return make_error(fmt::format(
           "replay: {} lacks a valid \"key\", \"reply\" or \"status\" field; re-record it",
           f.string()));
+    prompts.push_back(
+        {f.filename().string(), str(j, "step_label"), str(j, "system"), str(j, "user")});
     // LLM-level failures carry no usable reply; they are not served.
     if (*status != LlmStatus::ok && *status != LlmStatus::truncated) continue;
     Recorded r;
@@ -248,7 +393,8 @@ Result<std::unique_ptr<LlmDriver>> make_replay_driver(const fs::path& dir) {
   std::map<std::string, std::deque<Recorded>> by_key;
   for (auto& r : all) by_key[r.key].push_back(std::move(r));
   size_t total = all.size();
-  return std::unique_ptr<LlmDriver>(new ReplayDriver(dir, std::move(by_key), total));
+  return std::unique_ptr<LlmDriver>(
+      new ReplayDriver(dir, std::move(by_key), total, std::move(prompts)));
 }
 
 }  // namespace llm_detail

@@ -158,15 +158,18 @@ Result<std::unique_ptr<Workspace>> open_workspace(McpServer& server, const json&
   return ws;
 }
 
-EvalOptions eval_from(Workspace& ws, const json& a, const ToolContext& ctx) {
-  EvalOptions e = api::eval_options(
-      ws, {s_arg(a, "device"), b_arg(a, "small"), b_arg(a, "full"), i_arg(a, "budget"),
-           i_arg(a, "jobs"), b_arg(a, "no_baseline"), false, false, "", "", false});
-  e.cancelled = ctx.cancelled;
+EvalChoices choices_from(const json& a, const ToolContext& ctx) {
+  EvalChoices c = api::eval_choices({s_arg(a, "device"), b_arg(a, "small"), b_arg(a, "full"),
+                                     i_arg(a, "budget"), i_arg(a, "jobs"),
+                                     b_arg(a, "no_baseline"), false, false, "", "", false});
+  c.cancelled = ctx.cancelled;
   if (a.contains("tuning"))
-    for (const auto& [k, v] : a["tuning"].items())
-      e.tuning_overrides[k] = v.get<std::vector<int64_t>>();
-  return e;
+    for (const auto& [k, v] : a["tuning"].items()) c.tuning[k] = v.get<std::vector<int64_t>>();
+  return c;
+}
+
+EvalOptions eval_from(Workspace& ws, const json& a, const ToolContext& ctx) {
+  return api::eval_options(ws, choices_from(a, ctx));
 }
 
 // The LLM settings of apply/run; an error when the spec is not allowed over MCP.
@@ -217,7 +220,7 @@ Result<ApplyOptions> apply_from(Workspace& ws, const json& a, ToolContext& ctx) 
   o.attempts = std::max(1, i_arg(a, "attempts", 3));
   o.extra_instructions = s_arg(a, "instructions");
   o.feedback = b_arg(a, "feedback", true);
-  o.eval = eval_from(ws, a, ctx);
+  o.eval = choices_from(a, ctx);
   return o;
 }
 
@@ -506,22 +509,41 @@ ToolResult t_diff(const json& a, ToolContext& ctx) {
   return ok({{"a", x}, {"b", y}, {"diff", *d}}, d->empty() ? "(no differences)" : *d);
 }
 
+// Local changes to the working files are refused unless `force` (they are stashed first);
+// HEAD is detached only when asked (`detach`).
+SwitchOptions switch_from(const json& a) {
+  SwitchOptions o;
+  o.force = b_arg(a, "force");
+  o.detach = b_arg(a, "detach");
+  return o;
+}
+
+json switch_json(const SwitchResult& r) {
+  json j{{"head", r.head},
+         {"checkpoint", r.checkpoint ? json(*r.checkpoint) : json(nullptr)},
+         {"message", r.message}};
+  if (r.stash) j["stash"] = *r.stash;
+  return j;
+}
+
 ToolResult t_checkout(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   std::string ref = s_arg(a, "ref");
-  if (auto s = ws.checkout(ref); !s) return ToolResult::error(s.message());
-  auto h = ws.store().head_checkpoint();
-  json j{{"ref", ref}, {"checkpoint", h && *h ? json(**h) : json(nullptr)}};
-  return ok(j, fmt::format("HEAD is now at {}", ref));
+  auto r = ws.checkout(ref, switch_from(a));
+  if (!r) return ToolResult::error(r.error());
+  json j = switch_json(*r);
+  j["ref"] = ref;
+  return ok(j, r->message);
 }
 
 ToolResult t_branch(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   std::string name = s_arg(a, "name");
-  if (auto s = ws.branch(name, s_arg(a, "at", "HEAD")); !s) return ToolResult::error(s.message());
-  auto h = ws.store().head_checkpoint();
-  return ok({{"branch", name}, {"checkpoint", h && *h ? json(**h) : json(nullptr)}},
-            fmt::format("switched to a new branch {}", name));
+  auto r = ws.branch(name, s_arg(a, "at", "HEAD"), switch_from(a));
+  if (!r) return ToolResult::error(r.error());
+  json j = switch_json(*r);
+  j["branch"] = name;
+  return ok(j, r->message);
 }
 
 ToolResult t_tag(const json& a, ToolContext& ctx) {
@@ -667,13 +689,22 @@ std::vector<Tool> make_tools() {
        out_schema({{"a", str("")}, {"b", str("")}, {"diff", str("")}}, {"diff"}), false, false,
        true, t_diff});
   add({"checkout", "Check out",
-       "Restore a checkpoint, branch or tag into the working files and move HEAD.",
-       object_schema(with_workspace({{"ref", ref_prop}}), {"ref"}),
+       "Restore a branch (or, with detach, a checkpoint or tag) into the working files and move "
+       "HEAD. Local changes to the working files are refused unless force (they are stashed "
+       "first).",
+       object_schema(
+           with_workspace({{"ref", ref_prop},
+                           {"detach", boolean("check out a checkpoint or tag: HEAD names it")},
+                           {"force", boolean("stash local changes instead of refusing")}}),
+           {"ref"}),
        out_schema({{"ref", str("")}, {"checkpoint", {{"type", {"integer", "null"}}}}}, {"ref"}),
        false, true, false, t_checkout});
   add({"branch", "Create a branch",
        "Create a branch at a checkpoint (default HEAD) and switch to it.",
-       object_schema(with_workspace({{"name", str("branch name")}, {"at", ref_prop}}), {"name"}),
+       object_schema(with_workspace({{"name", str("branch name")},
+                                     {"at", ref_prop},
+                                     {"force", boolean("stash local changes instead of refusing")}}),
+                     {"name"}),
        out_schema({{"branch", str("")}, {"checkpoint", {{"type", {"integer", "null"}}}}},
                   {"branch"}),
        false, true, false, t_branch});

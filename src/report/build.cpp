@@ -109,13 +109,37 @@ std::string describe_resources(const json& r) {
   if (r.contains("spills")) parts.push_back(r.value("spills", false) ? "SPILLS" : "no spills");
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  // A build also compiled for targets it does not run on (HIP: AMD gfx90a, gfx1030) carries each
+  // target's report under "targets", with its own "summary", shown after the run target's.
+  if (r.contains("targets") && r["targets"].is_object())
+    for (const auto& [target, t] : r["targets"].items())
+      if (t.is_object() && t.contains("summary") && t["summary"].is_string() &&
+          !t["summary"].get<std::string>().empty())
+        out += fmt::format("{}{} (compiled, not run): {}", out.empty() ? "" : "; ", target,
+                           t["summary"].get<std::string>());
   return out;
 }
 
 }  // namespace
 
+std::string resources_text(const json& resources) { return describe_resources(resources); }
+
 json checkpoint_summary(const Store& store, const CheckpointRecord& c, std::string* note) {
   json s = parse_object(c.summary_json);
+  // The result among the checkpoint's evaluations (store/store.h, result_evaluation).
+  if (auto ev = store.evaluations(c.id); ev && !ev->empty()) {
+    if (auto i = result_evaluation(*ev)) {
+      if (auto blob = store.get_blob((*ev)[*i].summary_blob)) {
+        json e = parse_object(*blob);
+        if (!e.empty()) return e;
+      } else if (note) {
+        *note = fmt::format(
+            "checkpoint {}: its evaluation is in a blob this store does not hold; its numbers are "
+            "rebuilt from the measurement rows",
+            c.id);
+      }
+    }
+  }
   auto m = store.meta(fmt::format("eval.{}", c.id));
   if (m && *m) {
     auto blob = store.get_blob(**m);
@@ -477,7 +501,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
   auto attempt_rows = [&](const Group& g, std::vector<AttemptRow>& out, PhaseCosts& costs) {
     std::set<int> tries;
     for (const auto* a : g.rows) {
-      tries.insert(a->attempt);
+      if (!a->infrastructure) tries.insert(a->attempt);  // not the transformation's try
       if (a->pass_index > 0) {
         costs.llm_s += finite_or_zero(a->latency_s);
         costs.llm_calls++;
@@ -499,6 +523,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
       row.disposition = a->disposition;
       row.error = first_lines(a->error);
       row.created_at = a->created_at;
+      row.infrastructure = a->infrastructure;
       if (a->pass_index == 0 && a->disposition == "not_run") {
         bool superseded = std::any_of(g.rows.begin(), g.rows.end(), [&](const AttemptRecord* b) {
           return b->id > a->id && b->pass_index == 0 && b->attempt == a->attempt;
@@ -745,6 +770,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
     f.attempt = a.attempt;
     f.disposition = a.disposition;
     f.error = first_line(a.error, 160);
+    f.infrastructure = a.infrastructure;
     r.failures.push_back(f);
   }
 

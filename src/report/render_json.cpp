@@ -137,6 +137,7 @@ json render_json(const Report& r) {
                                     {"latency_s", a.latency_s},
                                     {"disposition", a.disposition},
                                     {"error", a.error},
+                                    {"infrastructure", a.infrastructure},
                                     {"created_at", a.created_at}});
     const PhaseCosts& c = s.costs;
     sj["costs"] = {{"llm_s", c.llm_s},
@@ -153,12 +154,14 @@ json render_json(const Report& r) {
     j["steps"].push_back(sj);
   }
   j["failures"] = json::array();
+  j["infrastructure_failures"] = json::array();  // not charged to the transformations
   for (const auto& f : r.failures)
-    j["failures"].push_back({{"transformation", f.transformation},
-                             {"pass", f.pass_index},
-                             {"attempt", f.attempt},
-                             {"disposition", f.disposition},
-                             {"error", f.error}});
+    j[f.infrastructure ? "infrastructure_failures" : "failures"].push_back(
+        {{"transformation", f.transformation},
+         {"pass", f.pass_index},
+         {"attempt", f.attempt},
+         {"disposition", f.disposition},
+         {"error", f.error}});
   const LiveState& l = r.live;
   j["live"] = {{"running", l.running},
                {"workflow", l.workflow},

@@ -117,13 +117,20 @@ std::string render_text(const Report& r) {
         o << fmt::format("  {:>4}  {:<14} {}\n", step_label(s), s.transformation,
                          cost_words(s.costs));
   }
-  if (!r.failures.empty()) {
-    o << fmt::format("\nfailed attempts ({}):\n", r.failures.size());
+  for (bool infra : {false, true}) {
+    auto n = std::count_if(r.failures.begin(), r.failures.end(),
+                           [&](const FailureRow& f) { return f.infrastructure == infra; });
+    if (n == 0) continue;
+    o << (infra ? fmt::format("\ninfrastructure failures ({}; not charged to the "
+                              "transformations):\n",
+                              n)
+                : fmt::format("\nfailed attempts ({}):\n", n));
     for (const auto& f : r.failures)
-      o << fmt::format(
-          "  {} {} attempt {}: {}: {}\n", f.transformation,
-          f.pass_index > 0 ? fmt::format("pass {}", f.pass_index) : std::string("evaluation"),
-          f.attempt, f.disposition, f.error);
+      if (f.infrastructure == infra)
+        o << fmt::format(
+            "  {} {} attempt {}: {}: {}\n", f.transformation,
+            f.pass_index > 0 ? fmt::format("pass {}", f.pass_index) : std::string("evaluation"),
+            f.attempt, f.disposition, f.error);
   }
   if (r.live.running && !r.live.process_gone) {
     o << fmt::format("\nin progress: workflow {} ({})", r.live.workflow, r.live.kind);
@@ -194,13 +201,18 @@ std::string render_markdown(const Report& r) {
         o << fmt::format("| {} | {} | {} |\n", step_label(s), s.transformation,
                          cost_words(s.costs));
   }
-  if (!r.failures.empty()) {
-    o << "\n## Failed attempts\n\n| transformation | pass | attempt | disposition | message "
-         "|\n|---|---|---|---|---|\n";
+  for (bool infra : {false, true}) {
+    if (std::none_of(r.failures.begin(), r.failures.end(),
+                     [&](const FailureRow& f) { return f.infrastructure == infra; }))
+      continue;
+    o << (infra ? "\n## Infrastructure failures (not charged to the transformations)\n\n"
+                : "\n## Failed attempts\n\n");
+    o << "| transformation | pass | attempt | disposition | message |\n|---|---|---|---|---|\n";
     for (const auto& f : r.failures)
-      o << fmt::format("| {} | {} | {} | {} | {} |\n", f.transformation,
-                       f.pass_index > 0 ? std::to_string(f.pass_index) : "evaluation", f.attempt,
-                       f.disposition, f.error);
+      if (f.infrastructure == infra)
+        o << fmt::format("| {} | {} | {} | {} | {} |\n", f.transformation,
+                         f.pass_index > 0 ? std::to_string(f.pass_index) : "evaluation",
+                         f.attempt, f.disposition, f.error);
   }
   return o.str();
 }

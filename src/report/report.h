@@ -68,6 +68,7 @@ struct AttemptRow {
   std::string disposition;  // "running" for an evaluation still in progress
   std::string error;        // the message (first lines)
   std::string created_at;
+  bool infrastructure = false;  // the endpoint's or the harness's failure, not the model's
 };
 
 // Where the time of a step went (seconds).
@@ -89,7 +90,7 @@ struct StepRow {
   std::string branch;
   std::string disposition;
   std::string created_at;
-  int attempts = 0;  // tries (attempt numbers) of the transformation
+  int attempts = 0;  // tries (attempt numbers) of the transformation (infrastructure excluded)
   int failed_attempts = 0;
   std::string best_config;
   std::string resources;                            // of the best configuration, in words
@@ -112,6 +113,9 @@ struct FailureRow {
   int attempt = 0;
   std::string disposition;
   std::string error;  // first line
+  // An infrastructure failure (endpoint down, authentication, quota, harness-side timeout):
+  // listed apart, never counted against the transformation or the model.
+  bool infrastructure = false;
 };
 
 struct LlmUse {
@@ -175,9 +179,15 @@ struct ReportOptions {
 // summary that cannot be read, a run in progress) give a partial report with notes, not errors.
 Result<Report> build_report(const Store& store, const ReportOptions& opts = {});
 
-// The evaluation summary of a checkpoint: a re-evaluation stored under meta "eval.<id>" when
-// its blob can be read, else the summary recorded with the checkpoint. `note` (optional) says
-// why the re-evaluation could not be read.
+// A build's compiler resources in words, as reports show them ("40 registers, 8.0 KiB shared,
+// no spills"); the reports of further compile targets (HIP: "gfx90a (compiled, not run): ...")
+// follow the run target's.
+std::string resources_text(const nlohmann::json& resources);
+
+// The evaluation summary of a checkpoint, its result: the evaluation that result_evaluation
+// (store/store.h) picks among those recorded for it; else a re-evaluation stored under meta
+// "eval.<id>" by a store of schema 1; else the summary recorded with the checkpoint. `note`
+// (optional) says why an evaluation could not be read.
 nlohmann::json checkpoint_summary(const Store& store, const CheckpointRecord& c,
                                   std::string* note = nullptr);
 

@@ -246,5 +246,60 @@ TEST_F(ReportTest, BrowserDrawsTheStatsPage) {
   EXPECT_EQ(j["kind"], "peak-stats");
 }
 
+TEST_F(ReportTest, InfrastructureFailuresAreListedApart) {
+  testing::write_campaign(tmp_ / "ws");
+  {
+    auto st = Store::open(tmp_ / "ws" / ".peak", false);
+    ASSERT_TRUE(st.is_ok()) << st.error();
+    auto all = (*st)->attempts();
+    ASSERT_TRUE(all.is_ok());
+    // The endpoint was down twice before tb-tiling's second try: not the model's attempts.
+    AttemptRecord down = all->front();
+    down.id = 0;
+    down.pass_index = 1;
+    down.attempt = 2;
+    down.disposition = "llm_error";
+    down.error = "openai: cannot reach http://127.0.0.1:9/v1: Connection refused";
+    down.infrastructure = true;
+    ASSERT_TRUE((*st)->add_attempt(down).is_ok());
+    ASSERT_TRUE((*st)->add_attempt(down).is_ok());
+  }
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_GE(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[1].attempts, 2);  // the model's two tries; the endpoint's are not counted
+  EXPECT_EQ(r.steps[1].failed_attempts, 1);
+  std::string text = render_text(r);
+  auto infra = text.find("infrastructure failures (2; not charged to the transformations):");
+  ASSERT_NE(text.find("failed attempts ("), std::string::npos) << text;
+  ASSERT_NE(infra, std::string::npos) << text;
+  EXPECT_LT(text.find("the reply held no code block"), infra);
+  EXPECT_GT(text.find("Connection refused"), infra);
+  EXPECT_NE(render_markdown(r).find("## Infrastructure failures"), std::string::npos);
+  json j = render_json(r);
+  EXPECT_EQ(j["infrastructure_failures"].size(), 2u);
+  for (const auto& f : j["failures"]) EXPECT_NE(f["disposition"], "llm_error");
+}
+
+TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
+  // A HIP build: run on NVIDIA (ptxas's report), also compiled for AMD targets (their reports).
+  json resources = {
+      {"max_registers", 38},
+      {"max_shared_bytes", 0},
+      {"spills", false},
+      {"platform", "nvidia"},
+      {"targets",
+       {{"gfx1030", {{"summary", "9 VGPRs, 15 SGPRs, 0.0 KiB LDS, no scratch, no spills, 16 waves/SIMD"}}},
+        {"gfx90a",
+         {{"summary", "11 VGPRs, 0 AGPRs, 18 SGPRs, 0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD"}}}}}};
+  EXPECT_EQ(resources_text(resources),
+            "38 registers, 0.0 KiB shared, no spills; gfx1030 (compiled, not run): 9 VGPRs, 15 SGPRs, 0.0 KiB "
+            "LDS, no scratch, no spills, 16 waves/SIMD; gfx90a (compiled, not run): 11 VGPRs, 0 AGPRs, 18 SGPRs, "
+            "0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD");
+  // An AMD-only build: the targets alone.
+  json amd = {{"platform", "amd-only"}, {"targets", {{"gfx90a", {{"summary", "11 VGPRs"}}}}}};
+  EXPECT_EQ(resources_text(amd), "gfx90a (compiled, not run): 11 VGPRs");
+  EXPECT_EQ(resources_text(json{{"targets", {{"gfx90a", {{"summary", 3}}}}}}), "");
+}
+
 }  // namespace
 }  // namespace peak

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "peak/version.h"
+#include "runner/runner_sandbox.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -59,6 +60,7 @@ Status start_runner(Subprocess& p, const RunnerOptions& opts, const RunnerJob& j
   po.argv = {opts.executable.string()};
   po.stdin_data = job.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
   po.env = opts.env;
+  po.sandbox = runner_sandbox(opts, job);
   return p.start(po);
 }
 
@@ -125,6 +127,9 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
       return make_error(
           fmt::format("internal: task id \"{}\" is used twice in one runner job", job.tasks[i].id));
   }
+  Result<DeviceLock::Guard> held = DeviceLock::Guard{};
+  if (opts.device_lock) held = opts.device_lock->acquire();
+  if (!held) return Error{held.error()};
   size_t ndone = 0;
   auto finish = [&](size_t i, TaskResult r) {
     r.id = job.tasks[i].id;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runner/protocol.h"
+#include "util/device_lock.h"
 
 namespace peak {
 
@@ -18,6 +19,8 @@ struct RunnerOptions {
   double start_timeout_s = 120;      // first output of a new runner (device start-up)
   std::map<std::string, std::string> env;
   int max_restarts = 1000;
+  // Held while the runners of a job run (util/device_lock.h): one timer per device.
+  std::shared_ptr<DeviceLock> device_lock;
 };
 
 using TaskCallback = std::function<void(const TaskResult&, size_t done, size_t total)>;

@@ -11,6 +11,7 @@
 
 #include "runner/client.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 
 namespace peak {
 namespace {
@@ -28,6 +29,10 @@ result() { printf '{"event":"result","id":"%s","disposition":"passed","samples_m
 class ClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The fake runners are shell scripts, which start processes; the runner sandbox refuses that
+    // (runner_sandbox_test.cpp tests the sandbox with a real runner).
+    sandbox_was_ = sandbox_enabled();
+    set_sandbox_enabled(false);
     auto d = make_temp_dir("peak-client-test");
     ASSERT_TRUE(d) << d.error();
     dir_ = d.value();
@@ -42,7 +47,10 @@ class ClientTest : public ::testing::Test {
     opts_.start_timeout_s = 5;
     opts_.env = {{"FAKE_LOG", log_.string()}, {"FAKE_DIR", dir_.string()}};
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void TearDown() override {
+    set_sandbox_enabled(sandbox_was_);
+    std::filesystem::remove_all(dir_);
+  }
 
   void fake(const std::string& body) {
     opts_.executable = dir_ / "fake-runner";
@@ -54,6 +62,7 @@ class ClientTest : public ::testing::Test {
     return s ? split_lines(*s) : std::vector<std::string>{};
   }
 
+  bool sandbox_was_ = true;
   std::filesystem::path dir_, log_;
   RunnerJob job_;
   RunnerOptions opts_;

@@ -610,6 +610,25 @@ TEST_F(ExecuteTest, DifferingRunsAreReportedNotJudged) {
   EXPECT_EQ(r.disposition, Disposition::passed);
   EXPECT_TRUE(r.nondeterministic);
   EXPECT_NE(r.message.find("'C' (1 of 30 elements)"), std::string::npos) << r.message;
+  // Both runs' bytes go to the parent, which judges the difference against the tolerance.
+  ASSERT_EQ(r.repeat_outputs.count("C"), 1u);
+  EXPECT_EQ(r.repeat_outputs["C"], (dir_ / "out" / "t_1.repeat.C.bin").string());
+  auto first = file_bytes(r.outputs["C"]), second = file_bytes(r.repeat_outputs["C"]);
+  ASSERT_EQ(first.size(), 120u);
+  ASSERT_EQ(second.size(), 120u);
+  float a, b;
+  std::memcpy(&a, first.data(), 4);
+  std::memcpy(&b, second.data(), 4);
+  EXPECT_EQ(b, a + 1.0f);  // launch 2 adds 2 where launch 1 added 1
+  EXPECT_EQ(std::memcmp(first.data() + 4, second.data() + 4, 116), 0);
+}
+
+TEST_F(ExecuteTest, AgreeingRunsWriteOneSetOfOutputs) {
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_FALSE(r.nondeterministic);
+  EXPECT_TRUE(r.repeat_outputs.empty());
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "t_1.repeat.C.bin"));
 }
 
 TEST_F(ExecuteTest, UnwrittenOutputsKeepThePoison) {

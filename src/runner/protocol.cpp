@@ -327,6 +327,7 @@ TaskResult parse_result(const json& j, const std::string& where, std::vector<std
   r.boolean("nondeterministic", t.nondeterministic);
   r.str_map("outputs", t.outputs);
   r.str_map("timed_outputs", t.timed_outputs);
+  r.str_map("repeat_outputs", t.repeat_outputs);
   r.numbers("samples_ms", t.samples_ms);
   r.numbers("host_ms", t.host_ms);
   r.numbers("baseline_samples_ms", t.baseline_samples_ms);
@@ -608,6 +609,7 @@ json TaskResult::to_json() const {
               {"nondeterministic", nondeterministic},
               {"outputs", outputs},
               {"timed_outputs", timed_outputs},
+              {"repeat_outputs", repeat_outputs},
               {"samples_ms", samples_ms},
               {"host_ms", host_ms},
               {"baseline_samples_ms", baseline_samples_ms},

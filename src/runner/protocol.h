@@ -147,6 +147,7 @@ struct TaskResult {
   bool nondeterministic = false;                     // the two checked runs wrote different bytes
   std::map<std::string, std::string> outputs;        // array -> file with raw output bytes
   std::map<std::string, std::string> timed_outputs;  // outputs after the last timed launch
+  std::map<std::string, std::string> repeat_outputs;  // the second checked run's, when they differ
   std::vector<double> samples_ms;                    // device time per launch
   std::vector<double> host_ms;                       // host wall clock per launch (cross-check)
   std::vector<double> baseline_samples_ms;           // interleaved with the candidate

@@ -98,7 +98,8 @@ TEST_F(ServeTest, PageFollowsARunningCampaignInChromium) {
   std::string url = line.substr(8, line.find(' ', 8) - 8);
   Subprocess run;
   std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
-  auto ro = peak({"-q", "run", "hlsl-fp32", "--llm", rec, "--budget", "3", "--small"});
+  std::string seq = "hlsl-fp32-short";  // the steps the recording covers
+  auto ro = peak({"-q", "run", seq, "--llm", rec, "--budget", "3", "--small"});
   ro.cwd = ws;
   ASSERT_TRUE(run.start(ro).is_ok());
   ProcessOptions check;

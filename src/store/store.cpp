@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -153,14 +155,94 @@ CREATE TRIGGER workflows_fixed_columns BEFORE UPDATE OF id, kind, args_json, sta
   BEGIN SELECT RAISE(ABORT, 'peak store: only the status and state of a workflow change'); END;
 )sql";
 
-// Tables whose rows never change once written.
+// Schema 2 (from schema 1): workflow owners, infrastructure failures kept apart, every
+// evaluation of a checkpoint kept (instead of the last one in meta "eval.<id>"), stashes.
+constexpr const char* kSchemaV2Changes = R"sql(
+ALTER TABLE workflows ADD COLUMN owner_pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workflows ADD COLUMN owner_host TEXT NOT NULL DEFAULT '';
+ALTER TABLE workflows ADD COLUMN owner_start TEXT NOT NULL DEFAULT '';
+UPDATE workflows SET status = 'passed' WHERE status = 'done';
+ALTER TABLE attempts ADD COLUMN infrastructure INTEGER NOT NULL DEFAULT 0
+  CHECK(infrastructure IN (0, 1));
+CREATE TABLE evaluations(
+  id INTEGER PRIMARY KEY,
+  checkpoint_id INTEGER NOT NULL REFERENCES checkpoints(id),
+  workflow_id INTEGER REFERENCES workflows(id),
+  kind TEXT NOT NULL,
+  options_json TEXT NOT NULL,
+  standard INTEGER NOT NULL CHECK(standard IN (0, 1)),
+  disposition TEXT NOT NULL,
+  shape TEXT NOT NULL,
+  gflops REAL,
+  device TEXT NOT NULL,
+  summary_blob TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX evaluations_checkpoint ON evaluations(checkpoint_id);
+CREATE TABLE stashes(
+  id INTEGER PRIMARY KEY,
+  base_checkpoint INTEGER REFERENCES checkpoints(id),
+  branch TEXT NOT NULL,
+  message TEXT NOT NULL,
+  files_json TEXT NOT NULL,
+  state TEXT NOT NULL CHECK(state IN ('kept', 'popped', 'dropped')),
+  created_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL
+);
+CREATE TRIGGER stashes_no_delete BEFORE DELETE ON stashes
+  BEGIN SELECT RAISE(ABORT, 'peak store: stashes are kept; pop or drop them'); END;
+CREATE TRIGGER stashes_fixed_columns
+  BEFORE UPDATE OF id, base_checkpoint, branch, message, files_json, created_at ON stashes
+  BEGIN SELECT RAISE(ABORT, 'peak store: only the state of a stash changes'); END;
+)sql";
+
+// Tables whose rows never change once written (schema 1, then schema 2; schema 3 below).
 constexpr const char* kAppendOnlyTables[] = {"checkpoints", "attempts",    "attempt_checkpoints",
                                              "builds",      "validations", "measurements",
                                              "tags"};
+constexpr const char* kAppendOnlyTablesV2[] = {"evaluations"};
 
-// Version 2 adds the tuning tables: one row per tuning search and one per configuration it
-// considered (pruned ones included, with why). Append-only.
-constexpr const char* kSchemaV2Tuning = R"sql(
+std::string append_only_triggers(const char* t) {
+  return fmt::format(
+      "CREATE TRIGGER {0}_no_update BEFORE UPDATE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
+      "store: {0} are append-only'); END; "
+      "CREATE TRIGGER {0}_no_delete BEFORE DELETE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
+      "store: {0} are append-only'); END;",
+      t);
+}
+
+// Writes a blob file (content-addressed, atomic); returns its hash.
+Result<std::string> write_blob(const fs::path& blob_dir, std::string_view data) {
+  std::string hash = sha256_hex(data);
+  fs::path path = blob_dir / hash.substr(0, 2) / hash.substr(2);
+  std::error_code ec;
+  // Present and the right size: keep it (content addressing makes rewriting pointless).
+  // A file of the wrong size is damaged; writing it again repairs it.
+  auto size = fs::file_size(path, ec);
+  if (!ec && size == data.size()) return hash;
+  if (auto s = write_file_atomic(path, data); !s)
+    return make_error(fmt::format("cannot store blob {}: {}", hash, s.message()));
+  return hash;
+}
+
+// The columns of an evaluations row that come from its summary JSON.
+void fill_from_summary(const std::string& summary_json, EvaluationRecord& e) {
+  auto j = nlohmann::json::parse(summary_json, nullptr, false);
+  if (!j.is_object()) j = nlohmann::json::object();
+  bool timed = j.contains("bench") && j["bench"].is_array() && !j["bench"].empty();
+  e.disposition = j.value("disposition", timed ? "passed" : "not_run");
+  if (timed && j["bench"][0].is_object()) {
+    e.shape = j["bench"][0].value("shape", "");
+    e.gflops = j["bench"][0].value("gflops", std::numeric_limits<double>::quiet_NaN());
+  } else {
+    e.gflops = std::numeric_limits<double>::quiet_NaN();
+  }
+  if (j.contains("device") && j["device"].is_object()) e.device = j["device"].value("name", "");
+}
+
+// Schema 3 (from schema 2) adds the tuning tables: one row per tuning search and one per
+// configuration it considered (pruned ones included, with why). Append-only.
+constexpr const char* kSchemaV3Tuning = R"sql(
 CREATE TABLE tuning_runs(
   id INTEGER PRIMARY KEY,
   attempt_id INTEGER REFERENCES attempts(id),
@@ -190,16 +272,7 @@ CREATE TABLE tuning_configs(
 );
 CREATE INDEX tuning_configs_run ON tuning_configs(run_id);
 )sql";
-constexpr const char* kAppendOnlyTablesV2[] = {"tuning_runs", "tuning_configs"};
-
-std::string append_only_triggers(const char* table) {
-  return fmt::format(
-      "CREATE TRIGGER {0}_no_update BEFORE UPDATE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
-      "store: {0} are append-only'); END; "
-      "CREATE TRIGGER {0}_no_delete BEFORE DELETE ON {0} BEGIN SELECT RAISE(ABORT, 'peak "
-      "store: {0} are append-only'); END;",
-      table);
-}
+constexpr const char* kAppendOnlyTablesV3[] = {"tuning_runs", "tuning_configs"};
 
 bool is_blob_hash(std::string_view h) {
   if (h.size() != 64) return false;
@@ -236,7 +309,7 @@ std::optional<int64_t> parse_detached(const std::string& head) {
 }
 
 // Workflow statuses: "running", "waiting" (for an outside reply, e.g. the manual driver),
-// "done", "failed", "interrupted"; any other lowercase word is accepted for later kinds.
+// "passed", "failed", "interrupted"; any other lowercase word is accepted for later kinds.
 bool valid_workflow_status(std::string_view s) {
   if (s.empty() || s.size() > 32) return false;
   for (char c : s)
@@ -246,7 +319,7 @@ bool valid_workflow_status(std::string_view s) {
 
 // The statuses that end a process's work on a workflow (finished_at is set).
 bool finished_status(std::string_view s) {
-  return s == "done" || s == "failed" || s == "interrupted";
+  return s == "passed" || s == "done" || s == "failed" || s == "interrupted";
 }
 
 std::string newer_message(std::string_view what, int found) {
@@ -355,6 +428,24 @@ class DurableScope {
   sqlite3* db_;
 };
 
+constexpr const char* kEvaluationInsert =
+    "INSERT INTO evaluations(checkpoint_id, workflow_id, kind, options_json, standard, "
+    "disposition, shape, gflops, device, summary_blob, created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?)";
+
+void bind_evaluation(Stmt& s, const EvaluationRecord& e, const std::string& created_at) {
+  s.integer(e.checkpoint_id)
+      .opt_id(e.workflow_id)
+      .text(e.kind)
+      .text(e.options_json)
+      .boolean(e.standard)
+      .text(e.disposition)
+      .text(e.shape)
+      .real(e.gflops)
+      .text(e.device)
+      .text(e.summary_blob)
+      .text(created_at);
+}
+
 }  // namespace
 
 std::string utc_now_iso8601() {
@@ -377,8 +468,9 @@ struct Store::Impl {
   sqlite3* db = nullptr;
   fs::path db_path;
   fs::path blob_dir;
-  std::mutex mu;       // serializes every use of `db` (one connection shared by all threads)
-  std::mutex blob_mu;  // serializes blob writes (their temporary names are per process)
+  std::mutex mu;           // serializes every use of `db` (one connection shared by all threads)
+  std::mutex blob_mu;      // serializes blob writes (their temporary names are per process)
+  bool read_only = false;  // opened without write access
   std::unordered_map<std::string, sqlite3_stmt*> cache;
 
   ~Impl() {
@@ -403,8 +495,14 @@ struct Store::Impl {
         break;
       case SQLITE_READONLY:
       case SQLITE_PERM:
-        why = fmt::format("the database is read-only ({}); check the permissions of {}", msg,
-                          db_path.parent_path().string());
+        why = read_only ? fmt::format(
+                              "the workspace is read-only (peak could not open {} for writing); "
+                              "commands that change it need write access to that folder",
+                              db_path.parent_path().string())
+                        : fmt::format(
+                              "the database is read-only ({}); check the permissions "
+                              "of {}",
+                              msg, db_path.parent_path().string());
         break;
       case SQLITE_CORRUPT:
       case SQLITE_NOTADB:
@@ -422,7 +520,10 @@ struct Store::Impl {
       default:
         why = msg;
     }
-    return make_error(fmt::format("{}: cannot {}: {}", db_path.string(), what, why));
+    // A constraint names a mistake of the caller; everything else is the machine's.
+    return make_error(
+        fmt::format("{}: cannot {}: {}", db_path.string(), what, why),
+        (rc & 0xff) == SQLITE_CONSTRAINT ? ErrorKind::failed : ErrorKind::environment);
   }
 
   // Runs fixed SQL text (no values). Caller holds `mu`.
@@ -538,16 +639,86 @@ struct Store::Impl {
     return n;
   }
 
-  // Schema 1 -> 2: the tuning tables. Caller holds `mu` inside a transaction.
+  // Schema 1 -> 2. Caller holds `mu` inside a write transaction.
+  Status migrate_1_to_2() {
+    if (auto s = exec(kSchemaV2Changes, "upgrade the schema to version 2"); !s) return s;
+    for (const char* t : kAppendOnlyTablesV2) {
+      std::string sql = append_only_triggers(t);
+      if (auto s = exec(sql.c_str(), "upgrade the schema to version 2"); !s) return s;
+    }
+    // Each checkpoint's own evaluation (recorded with it) becomes its first evaluations row.
+    struct Cp {
+      int64_t id;
+      std::string summary, created;
+    };
+    std::vector<Cp> cps;
+    auto st = query(
+        "SELECT id, summary_json, created_at FROM checkpoints ORDER BY id", "read checkpoints",
+        [](Stmt&) {},
+        [&](Stmt& s) {
+          cps.push_back({s.col_int(0), s.col_text(1), s.col_text(2)});
+        });
+    if (!st) return st;
+    std::vector<EvaluationRecord> rows;
+    for (const auto& c : cps) {
+      auto j = nlohmann::json::parse(c.summary.empty() ? "{}" : c.summary, nullptr, false);
+      if (!j.is_object() || !j.contains("bench")) continue;
+      EvaluationRecord e;
+      e.checkpoint_id = c.id;
+      e.kind = "checkpoint";
+      e.options_json = "{}";
+      e.standard = true;
+      fill_from_summary(c.summary, e);
+      auto blob = write_blob(blob_dir, c.summary);
+      if (!blob) return blob.status();
+      e.summary_blob = *blob;
+      e.created_at = c.created;
+      rows.push_back(e);
+    }
+    // Schema 1 kept only the last re-evaluation of a checkpoint, as setting eval.<id>.
+    std::vector<std::pair<std::string, std::string>> evals;
+    st = query(
+        "SELECT key, value FROM meta WHERE key LIKE 'eval.%' ORDER BY key", "read settings",
+        [](Stmt&) {}, [&](Stmt& s) { evals.emplace_back(s.col_text(0), s.col_text(1)); });
+    if (!st) return st;
+    for (const auto& [key, hash] : evals) {
+      auto id = parse_detached("#" + key.substr(5));
+      if (!id || !is_blob_hash(hash)) continue;
+      auto exists = checkpoint_exists(*id);
+      if (!exists) return exists.status();
+      if (!*exists) continue;
+      auto text = read_file(blob_dir / hash.substr(0, 2) / hash.substr(2));
+      if (!text) continue;  // a missing blob: nothing to import
+      EvaluationRecord e;
+      e.checkpoint_id = *id;
+      e.kind = "imported";
+      e.options_json = R"({"note":"evaluated before schema 2; options not recorded"})";
+      e.standard = true;
+      fill_from_summary(*text, e);
+      e.summary_blob = hash;
+      e.created_at = utc_now_iso8601();
+      rows.push_back(e);
+    }
+    for (const auto& e : rows) {
+      auto n = change(kEvaluationInsert, "import an evaluation",
+                      [&](Stmt& s) { bind_evaluation(s, e, e.created_at); });
+      if (!n) return n.status();
+    }
+    return exec("DELETE FROM meta WHERE key LIKE 'eval.%'", "remove the old evaluation settings");
+  }
+
+  // Schema 2 -> 3: the tuning tables. Caller holds `mu` inside a write transaction.
   Status add_tuning_tables() {
-    if (auto s = exec(kSchemaV2Tuning, "add the tuning tables"); !s) return s;
-    for (const char* t : kAppendOnlyTablesV2)
-      if (auto s = exec(append_only_triggers(t).c_str(), "add the tuning tables"); !s) return s;
+    if (auto s = exec(kSchemaV3Tuning, "add the tuning tables"); !s) return s;
+    for (const char* t : kAppendOnlyTablesV3) {
+      std::string sql = append_only_triggers(t);
+      if (auto s = exec(sql.c_str(), "add the tuning tables"); !s) return s;
+    }
     return Status::ok();
   }
 
   // Brings a database at schema `from` (older than this peak's) up to kStoreSchemaVersion, one
-  // step at a time. Caller holds `mu` inside a transaction.
+  // step at a time. Caller holds `mu` inside a write transaction.
   Status migrate(int from) {
     if (from == 0)
       return Status::error(fmt::format(
@@ -562,8 +733,9 @@ struct Store::Impl {
     // The migrations, in order: entry i takes schema i + 1 to schema i + 2. A new schema version
     // appends its step here and raises kStoreSchemaVersion to match.
     using Step = Status (Impl::*)();
-    static constexpr std::array<Step, 1> kMigrations = {
-        &Impl::add_tuning_tables,  // 1 -> 2: tuning_runs, tuning_configs
+    static constexpr std::array<Step, 2> kMigrations = {
+        &Impl::migrate_1_to_2,     // 1 -> 2: workflow owners, evaluations, stashes
+        &Impl::add_tuning_tables,  // 2 -> 3: tuning_runs, tuning_configs
     };
     static_assert(kMigrations.size() == kStoreSchemaVersion - 1,
                   "one migration per schema version after 1");
@@ -572,13 +744,21 @@ struct Store::Impl {
     return Status::ok();
   }
 
-  // Creates the schema in an empty database, or checks the version of an existing one.
+  // Creates the schema in an empty database, or checks the version of an existing one and
+  // upgrades an older one (in one transaction: all or nothing).
   Status init_schema() {
     std::lock_guard lock(mu);
     auto v = user_version();
     if (!v) return v.status();
     if (*v > kStoreSchemaVersion) return Status::error(newer_message("schema", *v));
     if (*v == kStoreSchemaVersion) return Status::ok();
+    if (read_only)
+      return Status::error(
+          fmt::format("{} uses store schema {}; this peak upgrades it to schema {} the first "
+                      "time it opens it with write access. Open it once where it can be "
+                      "written",
+                      db_path.string(), *v, kStoreSchemaVersion),
+          ErrorKind::environment);
     if (auto s = exec("BEGIN IMMEDIATE", "start creating the schema"); !s) return s;
     auto abort = [&](Status s) {
       exec("ROLLBACK", "roll back");
@@ -646,15 +826,33 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create
   im.db_path = db_path;
   im.blob_dir = peak_dir / "blobs";
 
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  int rc = sqlite3_open_v2(db_path.c_str(), &im.db, flags, nullptr);
+  // Without write access to the folder or the database the store is opened read-only. A
+  // read-only WAL database needs its -wal and -shm files; when they are absent (the last
+  // writer closed it cleanly) nobody has uncommitted pages, and the file is read as immutable.
+  bool writable =
+      create || (::access(peak_dir.c_str(), W_OK) == 0 && ::access(db_path.c_str(), W_OK) == 0);
+  im.read_only = !writable;
+  int rc;
+  if (writable) {
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    rc = sqlite3_open_v2(db_path.c_str(), &im.db, flags, nullptr);
+  } else {
+    fs::path wal = db_path, shm = db_path;
+    wal += "-wal";
+    shm += "-shm";
+    bool side_files = fs::exists(wal, ec) && fs::exists(shm, ec);
+    std::string uri = "file:" + db_path.string() + (side_files ? "?mode=ro" : "?immutable=1");
+    rc = sqlite3_open_v2(uri.c_str(), &im.db,
+                         SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
+  }
   if (rc != SQLITE_OK) {
     std::string why = im.db ? sqlite3_errmsg(im.db) : sqlite3_errstr(rc);
-    return make_error(fmt::format("cannot open {}: {}", db_path.string(), why));
+    return make_error(fmt::format("cannot open {}: {}", db_path.string(), why),
+                      ErrorKind::environment);
   }
   sqlite3_extended_result_codes(im.db, 1);
   sqlite3_busy_timeout(im.db, kBusyTimeoutMs);
-  {
+  if (writable) {
     std::lock_guard lock(im.mu);
     if (auto s = im.exec("PRAGMA foreign_keys=ON", "enable foreign keys"); !s) return s;
     std::string mode;
@@ -663,11 +861,18 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create
         [&](Stmt& s) { mode = s.col_text(0); });
     if (!st) return st;
     if (mode != "wal")
-      return make_error(fmt::format(
-          "{}: cannot use the write-ahead log (journal mode stays \"{}\"); keep the workspace on "
-          "a local file system",
-          db_path.string(), mode));
+      return make_error(fmt::format("{}: cannot use the write-ahead log (journal mode stays "
+                                    "\"{}\"); keep the workspace on "
+                                    "a local file system",
+                                    db_path.string(), mode),
+                        ErrorKind::environment);
     if (auto s = im.exec("PRAGMA synchronous=NORMAL", "set the sync mode"); !s) return s;
+    // Migrations may write blobs.
+    fs::create_directories(im.blob_dir, ec);
+    if (ec)
+      return make_error(
+          fmt::format("cannot create the blob folder {}: {}", im.blob_dir.string(), ec.message()),
+          ErrorKind::environment);
   }
   if (auto s = im.init_schema(); !s) return s;
 
@@ -677,12 +882,10 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create
         !s)
       return s;
   }
-  fs::create_directories(im.blob_dir, ec);
-  if (ec)
-    return make_error(
-        fmt::format("cannot create the blob folder {}: {}", im.blob_dir.string(), ec.message()));
   return store;
 }
+
+bool Store::read_only() const { return impl_->read_only; }
 
 Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
   std::error_code ec;
@@ -710,6 +913,7 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
   Impl& im = *store->impl_;
   im.db_path = db_path;
   im.blob_dir = peak_dir / "blobs";
+  im.read_only = true;
   // A lone database file that no peak has open (no -wal beside it) is read as immutable, so that
   // reading it leaves no -wal/-shm files behind (e.g. in a committed results folder).
   fs::path wal = db_path;
@@ -760,17 +964,13 @@ bool Store::has_blobs() const {
 // ---- blobs ----
 
 Result<std::string> Store::put_blob(std::string_view data) {
-  std::string hash = sha256_hex(data);
-  fs::path path = impl_->blob_dir / hash.substr(0, 2) / hash.substr(2);
+  if (impl_->read_only)
+    return make_error(fmt::format("cannot store a blob: the workspace is read-only ({} cannot be "
+                                  "written)",
+                                  impl_->blob_dir.string()),
+                      ErrorKind::environment);
   std::lock_guard lock(impl_->blob_mu);
-  std::error_code ec;
-  // Present and the right size: keep it (content addressing makes rewriting pointless).
-  // A file of the wrong size is damaged; writing it again repairs it.
-  auto size = fs::file_size(path, ec);
-  if (!ec && size == data.size()) return hash;
-  if (auto s = write_file_atomic(path, data); !s)
-    return make_error(fmt::format("cannot store blob {}: {}", hash, s.message()));
-  return hash;
+  return write_blob(impl_->blob_dir, data);
 }
 
 Result<std::string> Store::get_blob(const std::string& hash) const {
@@ -1012,10 +1212,14 @@ WorkflowRecord read_workflow(const Stmt& s) {
   w.started_at = s.col_text(4);
   w.finished_at = s.col_text(5);
   w.state_json = s.col_text(6);
+  w.owner_pid = static_cast<int>(s.col_int(7));
+  w.owner_host = s.col_text(8);
+  w.owner_start = s.col_text(9);
   return w;
 }
 constexpr const char* kWorkflowSelect =
-    "SELECT id, kind, args_json, status, started_at, finished_at, state_json FROM workflows";
+    "SELECT id, kind, args_json, status, started_at, finished_at, state_json, owner_pid, "
+    "owner_host, owner_start FROM workflows";
 }  // namespace
 
 Result<int64_t> Store::add_workflow(const WorkflowRecord& w) {
@@ -1024,12 +1228,12 @@ Result<int64_t> Store::add_workflow(const WorkflowRecord& w) {
   if (!valid_workflow_status(status))
     return make_error(fmt::format(
         "cannot record workflow: '{}' is not a workflow status (a lowercase word such as "
-        "running, done, failed, interrupted)",
+        "running, passed, failed, interrupted)",
         status));
   std::string started = w.started_at.empty() ? utc_now_iso8601() : w.started_at;
   return impl_->insert(
-      "INSERT INTO workflows(kind, args_json, status, started_at, finished_at, state_json) "
-      "VALUES(?,?,?,?,?,?)",
+      "INSERT INTO workflows(kind, args_json, status, started_at, finished_at, state_json, "
+      "owner_pid, owner_host, owner_start) VALUES(?,?,?,?,?,?,?,?,?)",
       "record workflow",
       [&](Stmt& s) {
         s.text(w.kind)
@@ -1037,7 +1241,10 @@ Result<int64_t> Store::add_workflow(const WorkflowRecord& w) {
             .text(status)
             .text(started)
             .text(w.finished_at)
-            .text(w.state_json);
+            .text(w.state_json)
+            .integer(w.owner_pid)
+            .text(w.owner_host)
+            .text(w.owner_start);
       },
       /*durable=*/true);
 }
@@ -1047,7 +1254,7 @@ Status Store::update_workflow(int64_t id, const std::string& status,
   if (!valid_workflow_status(status))
     return Status::error(fmt::format(
         "cannot update workflow {}: '{}' is not a workflow status (a lowercase word such as "
-        "running, done, failed, interrupted)",
+        "running, passed, failed, interrupted)",
         id, status));
   std::string finished = finished_status(status) ? utc_now_iso8601() : "";
   std::lock_guard lock(impl_->mu);
@@ -1059,6 +1266,20 @@ Status Store::update_workflow(int64_t id, const std::string& status,
   if (!n) return n.status();
   if (*n == 0)
     return Status::error(fmt::format("cannot update workflow {}: there is no such workflow", id));
+  return Status::ok();
+}
+
+Status Store::set_workflow_owner(int64_t id, int pid, const std::string& host,
+                                 const std::string& start) {
+  std::lock_guard lock(impl_->mu);
+  DurableScope durable(impl_->db);
+  auto n = impl_->change(
+      "UPDATE workflows SET owner_pid = ?, owner_host = ?, owner_start = ? WHERE id = ?",
+      "take over workflow", [&](Stmt& s) { s.integer(pid).text(host).text(start).integer(id); });
+  if (!n) return n.status();
+  if (*n == 0)
+    return Status::error(
+        fmt::format("cannot take over workflow {}: there is no such workflow", id));
   return Status::ok();
 }
 
@@ -1091,7 +1312,7 @@ namespace {
 constexpr const char* kAttemptSelect =
     "SELECT id, workflow_id, parent_checkpoint, transformation, pass_index, attempt, region, "
     "driver, model, producer, prompt_key, prompt_blob, reply_blob, prompt_tokens, "
-    "completion_tokens, latency_s, disposition, error, created_at FROM attempts";
+    "completion_tokens, latency_s, disposition, error, created_at, infrastructure FROM attempts";
 
 AttemptRecord read_attempt(const Stmt& s) {
   AttemptRecord a;
@@ -1114,6 +1335,7 @@ AttemptRecord read_attempt(const Stmt& s) {
   a.disposition = s.col_text(16);
   a.error = s.col_text(17);
   a.created_at = s.col_text(18);
+  a.infrastructure = s.col_int(19) != 0;
   return a;
 }
 }  // namespace
@@ -1122,8 +1344,8 @@ Result<int64_t> Store::add_attempt(const AttemptRecord& a) {
   return impl_->insert(
       "INSERT INTO attempts(workflow_id, parent_checkpoint, transformation, pass_index, attempt, "
       "region, driver, model, producer, prompt_key, prompt_blob, reply_blob, prompt_tokens, "
-      "completion_tokens, latency_s, disposition, error, created_at) "
-      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+      "completion_tokens, latency_s, disposition, error, created_at, infrastructure) "
+      "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
       "record attempt", [&](Stmt& s) {
         // Workflow id 0 means "not part of a workflow" and is stored as NULL.
         s.opt_id(a.workflow_id > 0 ? std::optional<int64_t>(a.workflow_id) : std::nullopt)
@@ -1143,7 +1365,8 @@ Result<int64_t> Store::add_attempt(const AttemptRecord& a) {
             .real(a.latency_s)
             .text(a.disposition)
             .text(a.error)
-            .text(utc_now_iso8601());
+            .text(utc_now_iso8601())
+            .boolean(a.infrastructure);
       });
 }
 
@@ -1372,6 +1595,177 @@ Result<std::vector<MeasurementRecord>> Store::measurements(
   return out;
 }
 
+// ---- evaluations ----
+
+namespace {
+constexpr const char* kEvaluationSelect =
+    "SELECT id, checkpoint_id, workflow_id, kind, options_json, standard, disposition, shape, "
+    "gflops, device, summary_blob, created_at FROM evaluations";
+
+EvaluationRecord read_evaluation(const Stmt& s) {
+  EvaluationRecord e;
+  e.id = s.col_int(0);
+  e.checkpoint_id = s.col_int(1);
+  e.workflow_id = s.col_opt_id(2);
+  e.kind = s.col_text(3);
+  e.options_json = s.col_text(4);
+  e.standard = s.col_int(5) != 0;
+  e.disposition = s.col_text(6);
+  e.shape = s.col_text(7);
+  e.gflops = s.col_real(8);
+  e.device = s.col_text(9);
+  e.summary_blob = s.col_text(10);
+  e.created_at = s.col_text(11);
+  return e;
+}
+}  // namespace
+
+Result<int64_t> Store::add_evaluation(const EvaluationRecord& e) {
+  if (e.kind.empty()) return make_error("cannot record an evaluation: its kind is empty");
+  std::string now = utc_now_iso8601();
+  return impl_->insert(
+      kEvaluationInsert, "record evaluation", [&](Stmt& s) { bind_evaluation(s, e, now); },
+      /*durable=*/true);
+}
+
+Result<std::vector<EvaluationRecord>> Store::evaluations(
+    std::optional<int64_t> checkpoint_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<EvaluationRecord> out;
+  static const std::string all = std::string(kEvaluationSelect) + " ORDER BY id";
+  static const std::string by =
+      std::string(kEvaluationSelect) + " WHERE checkpoint_id = ? ORDER BY id";
+  auto st = impl_->query(
+      checkpoint_id ? by.c_str() : all.c_str(), "list evaluations",
+      [&](Stmt& s) {
+        if (checkpoint_id) s.integer(*checkpoint_id);
+      },
+      [&](Stmt& s) { out.push_back(read_evaluation(s)); });
+  if (!st) return st;
+  return out;
+}
+
+// ---- stashes ----
+
+Result<int64_t> Store::add_stash(const StashRecord& r) {
+  if (r.files.empty()) return make_error("cannot record a stash without files");
+  nlohmann::json files = nlohmann::json::object();
+  for (const auto& [path, blob] : r.files) {
+    if (!is_blob_hash(blob))
+      return make_error(fmt::format("cannot record a stash: '{}' is not a blob hash", blob));
+    files[path] = blob;
+  }
+  return impl_->insert(
+      "INSERT INTO stashes(base_checkpoint, branch, message, files_json, state, created_at, "
+      "finished_at) VALUES(?,?,?,?,'kept',?,'')",
+      "record stash",
+      [&](Stmt& s) {
+        s.opt_id(r.base_checkpoint)
+            .text(r.branch)
+            .text(r.message)
+            .text(files.dump())
+            .text(utc_now_iso8601());
+      },
+      /*durable=*/true);
+}
+
+Result<std::vector<StashRecord>> Store::stashes(bool kept_only) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<StashRecord> out;
+  const char* sql =
+      kept_only ? "SELECT id, base_checkpoint, branch, message, files_json, state, created_at, "
+                  "finished_at FROM stashes WHERE state = 'kept' ORDER BY id"
+                : "SELECT id, base_checkpoint, branch, message, files_json, state, created_at, "
+                  "finished_at FROM stashes ORDER BY id";
+  auto st = impl_->query(
+      sql, "list stashes", [](Stmt&) {},
+      [&](Stmt& s) {
+        StashRecord r;
+        r.id = s.col_int(0);
+        r.base_checkpoint = s.col_opt_id(1);
+        r.branch = s.col_text(2);
+        r.message = s.col_text(3);
+        auto files = nlohmann::json::parse(s.col_text(4), nullptr, false);
+        if (files.is_object())
+          for (const auto& [path, blob] : files.items())
+            if (blob.is_string()) r.files[path] = blob.get<std::string>();
+        r.state = s.col_text(5);
+        r.created_at = s.col_text(6);
+        r.finished_at = s.col_text(7);
+        out.push_back(std::move(r));
+      });
+  if (!st) return st;
+  return out;
+}
+
+Status Store::finish_stash(int64_t id, const std::string& state) {
+  if (state != "popped" && state != "dropped")
+    return Status::error(fmt::format("'{}' is not a final stash state (popped, dropped)", state));
+  std::lock_guard lock(impl_->mu);
+  DurableScope durable(impl_->db);
+  auto n = impl_->change(
+      "UPDATE stashes SET state = ?, finished_at = ? WHERE id = ? AND state = 'kept'",
+      "update stash", [&](Stmt& s) { s.text(state).text(utc_now_iso8601()).integer(id); });
+  if (!n) return n.status();
+  if (*n == 0)
+    return Status::error(fmt::format("there is no stash {} (`peak stash list` shows them)", id),
+                         ErrorKind::input);
+  return Status::ok();
+}
+
+// ---- refs in one transaction ----
+
+Status Store::update_refs(const RefUpdate& u) {
+  for (const auto& [name, id] : u.branches)
+    if (auto s = check_name("branch", name); !s) return s;
+  if (u.head && !u.head->empty() && (*u.head)[0] != '#')
+    if (auto s = check_name("branch", *u.head); !s) return s;
+  for (const auto& [key, value] : u.meta)
+    if (key.empty()) return Status::error("a setting name cannot be empty");
+  std::lock_guard lock(impl_->mu);
+  DurableScope durable(impl_->db);
+  if (auto s = impl_->exec("BEGIN IMMEDIATE", "start a transaction"); !s) return s;
+  auto abort = [&](Status s) {
+    impl_->exec("ROLLBACK", "roll back");
+    return s;
+  };
+  for (const auto& [name, id] : u.branches) {
+    auto exists = impl_->checkpoint_exists(id);
+    if (!exists) return abort(exists.status());
+    if (!*exists)
+      return abort(Status::error(fmt::format(
+          "cannot point branch '{}' at checkpoint {}: there is no checkpoint {}", name, id, id)));
+    auto n = impl_->change(
+        "INSERT INTO refs(name, checkpoint_id, updated_at) VALUES(?,?,?) ON CONFLICT(name) DO "
+        "UPDATE SET checkpoint_id = excluded.checkpoint_id, updated_at = excluded.updated_at",
+        "move branch", [&](Stmt& s) { s.text(name).integer(id).text(utc_now_iso8601()); });
+    if (!n) return abort(n.status());
+  }
+  std::map<std::string, std::optional<std::string>> meta = u.meta;
+  if (u.head) {
+    if (auto id = parse_detached(*u.head)) {
+      auto exists = impl_->checkpoint_exists(*id);
+      if (!exists) return abort(exists.status());
+      if (!*exists)
+        return abort(Status::error(
+            fmt::format("cannot check out {}: there is no checkpoint {}", *u.head, *id)));
+    }
+    meta["HEAD"] = *u.head;
+  }
+  for (const auto& [key, value] : meta) {
+    auto n =
+        value
+            ? impl_->change(
+                  "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) "
+                  "DO UPDATE SET value = excluded.value",
+                  fmt::format("save setting '{}'", key), [&](Stmt& s) { s.text(key).text(*value); })
+            : impl_->change("DELETE FROM meta WHERE key = ?",
+                            fmt::format("remove setting '{}'", key), [&](Stmt& s) { s.text(key); });
+    if (!n) return abort(n.status());
+  }
+  return impl_->exec("COMMIT", "commit");
+}
+
 // ---- meta ----
 
 Status Store::set_meta(const std::string& key, const std::string& value) {
@@ -1387,6 +1781,22 @@ Status Store::set_meta(const std::string& key, const std::string& value) {
 Result<std::optional<std::string>> Store::meta(const std::string& key) const {
   std::lock_guard lock(impl_->mu);
   return impl_->meta(key);
+}
+
+std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& ev) {
+  if (ev.empty()) return std::nullopt;
+  for (bool standard_only : {true, false}) {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const auto& e = ev[i];
+      if (e.disposition != "passed" || (standard_only && !e.standard)) continue;
+      double g = std::isfinite(e.gflops) ? e.gflops : -1;
+      double b = best && std::isfinite(ev[*best].gflops) ? ev[*best].gflops : -1;
+      if (!best || g > b) best = i;
+    }
+    if (best) return best;
+  }
+  return ev.size() - 1;
 }
 
 // ---- tuning runs and their configurations ----

@@ -1,8 +1,8 @@
 #pragma once
 // The workspace store: .peak/peak.db (SQLite, WAL, schema version in user_version) and
 // content-addressed blobs under .peak/blobs/ab/cdef... (sha256). Append-only: rows are inserted,
-// never rewritten, except refs (branch heads) and the run-state row of a resumable run.
-// See docs/store.md.
+// never rewritten, except refs (branch heads), settings, a workflow's status, state and owner,
+// and a stash's state. See docs/store.md.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -15,7 +15,7 @@
 
 namespace peak {
 
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 
 struct CheckpointRecord {
   int64_t id = 0;
@@ -45,6 +45,9 @@ struct AttemptRecord {
   double latency_s = 0;
   std::string disposition;  // to_string(Disposition)
   std::string error;
+  // The failure was the infrastructure's (endpoint down, authentication, quota, a harness-side
+  // timeout or crash), not the model's or the candidate's: it is not charged to either.
+  bool infrastructure = false;
   std::string created_at;
 };
 
@@ -128,15 +131,57 @@ struct WorkflowRecord {
   int64_t id = 0;
   std::string kind;  // "apply", "run", "tune", "validate", "demo"
   std::string args_json;
-  std::string status;  // "running" (default), "waiting", "done", "failed", "interrupted"
+  // "running" (default), "waiting" (for an outside reply), and the ends: "passed", "failed",
+  // "interrupted"
+  std::string status;
   std::string started_at, finished_at;  // started_at: now when empty; finished_at: by update
   std::string state_json;               // resumable state (sequence position, ...)
+  // The process that runs it (pid, host, process start time); a new owner takes over on resume.
+  int owner_pid = 0;
+  std::string owner_host, owner_start;
+};
+
+// One evaluation of a checkpoint (validation, tuning, timing). A checkpoint keeps every
+// evaluation ever made of it; none replaces another (docs/store.md, "Results").
+struct EvaluationRecord {
+  int64_t id = 0;
+  int64_t checkpoint_id = 0;
+  std::optional<int64_t> workflow_id;
+  std::string kind;          // "checkpoint" (made with it), "parent", "validate", "tune", ...
+  std::string options_json;  // the options it ran with
+  bool standard = false;     // default options: counts for the checkpoint's result
+  std::string disposition;
+  std::string shape;  // the first bench shape
+  double gflops = 0;  // at that shape (NaN when not timed)
+  std::string device;
+  std::string summary_blob;  // blob of the full evaluation summary JSON
+  std::string created_at;
+};
+
+// Working files set aside (`peak stash`): path (relative to the workspace) -> blob.
+struct StashRecord {
+  int64_t id = 0;
+  std::optional<int64_t> base_checkpoint;  // HEAD when they were stashed
+  std::string branch;                      // HEAD's branch then ("" when detached)
+  std::string message;
+  std::map<std::string, std::string> files;
+  std::string state;  // "kept" (listed), "popped", "dropped"
+  std::string created_at, finished_at;
+};
+
+// Changes of HEAD, branches and settings made in one transaction (all or nothing).
+struct RefUpdate {
+  std::optional<std::string> head;                         // branch name or "#<id>"
+  std::vector<std::pair<std::string, int64_t>> branches;   // branch -> checkpoint
+  std::map<std::string, std::optional<std::string>> meta;  // set, or delete when nullopt
 };
 
 class Store {
  public:
   // Opens (creating if `create`) the store in `peak_dir` (the workspace's .peak folder).
   // A store written by a newer schema is refused with a clear message.
+  // A store that cannot be written (read-only folder or file system) is opened read-only:
+  // reading works, every write fails with a message saying so.
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& peak_dir, bool create);
   // Opens a store for reading only: a workspace's .peak folder, or a lone peak.db file (as kept
   // under results/; its blobs are then read from a `blobs` folder beside it when there is one).
@@ -146,6 +191,7 @@ class Store {
   // Whether the blob folder exists (a lone peak.db has no blobs: no sources, prompts, replies).
   bool has_blobs() const;
   ~Store();
+  bool read_only() const;
 
   // Blobs: content-addressed, written atomically; put returns the sha256 hex.
   Result<std::string> put_blob(std::string_view data);
@@ -169,8 +215,13 @@ class Store {
   Result<std::optional<int64_t>> find_tag(const std::string& name) const;
   Result<std::map<std::string, int64_t>> tags() const;
 
+  // Several changes of HEAD, branches and settings in one durable transaction.
+  Status update_refs(const RefUpdate& u);
+
   Result<int64_t> add_workflow(const WorkflowRecord& w);
   Status update_workflow(int64_t id, const std::string& status, const std::string& state_json);
+  // A new process takes a workflow over (resume).
+  Status set_workflow_owner(int64_t id, int pid, const std::string& host, const std::string& start);
   Result<WorkflowRecord> workflow(int64_t id) const;
   Result<std::vector<WorkflowRecord>> workflows() const;
 
@@ -193,6 +244,16 @@ class Store {
   Status add_tuning_configs(const std::vector<TuningConfigRecord>& rows);        // one transaction
   Result<std::vector<TuningConfigRecord>> tuning_configs(int64_t run_id) const;  // by id
 
+  Result<int64_t> add_evaluation(const EvaluationRecord& e);
+  // Every evaluation of a checkpoint (or of all, when nullopt), by id.
+  Result<std::vector<EvaluationRecord>> evaluations(
+      std::optional<int64_t> checkpoint_id = {}) const;
+
+  Result<int64_t> add_stash(const StashRecord& s);  // state "kept"
+  Result<std::vector<StashRecord>> stashes(bool kept_only = true) const;
+  // "popped" or "dropped": the stash leaves the list (its row and blobs stay).
+  Status finish_stash(int64_t id, const std::string& state);
+
   // Free-form key/value settings of the workspace (e.g. "reference.<key>" -> blob hash).
   Status set_meta(const std::string& key, const std::string& value);
   Result<std::optional<std::string>> meta(const std::string& key) const;
@@ -207,5 +268,10 @@ class Store {
 };
 
 std::string utc_now_iso8601();
+
+// Which of a checkpoint's evaluations (oldest first) is its result: the highest GFLOP/s at the
+// first bench shape among those that passed under the default options; failing that, among
+// those that passed under any options; failing that, the latest (docs/store.md, "Results").
+std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& evaluations);
 
 }  // namespace peak

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <regex>
 #include <set>
@@ -153,15 +154,15 @@ TEST_F(StoreTest, NewerOrForeignFormatIsRefused) {
   EXPECT_NE(s.error().find("FORMAT is missing"), std::string::npos) << s.error();
 }
 
-TEST_F(StoreTest, SchemaOneIsMigratedWithItsRowsKept) {
+TEST_F(StoreTest, SchemaTwoIsMigratedWithItsRowsKept) {
   int64_t id = 0;
   {
     auto st = open_store(true);
     ASSERT_TRUE(st);
     id = *st->add_checkpoint(seed_checkpoint(*st));
   }
-  // A schema-1 store: the same tables without the tuning ones.
-  raw_sql("DROP TABLE tuning_configs; DROP TABLE tuning_runs; PRAGMA user_version = 1");
+  // A schema-2 store: the same tables without the tuning ones.
+  raw_sql("DROP TABLE tuning_configs; DROP TABLE tuning_runs; PRAGMA user_version = 2");
   {
     auto st = open_store(false);
     ASSERT_TRUE(st);
@@ -359,16 +360,16 @@ TEST_F(StoreTest, WorkflowRoundTripAndUpdate) {
   EXPECT_TRUE(std::regex_match(r->finished_at, kTimestamp)) << r->finished_at;
   ASSERT_TRUE(st->update_workflow(*id, "running", R"({"step":3})"));  // resumed
   EXPECT_EQ(st->workflow(*id)->finished_at, "");
-  ASSERT_TRUE(st->update_workflow(*id, "done", R"({"step":5})"));
+  ASSERT_TRUE(st->update_workflow(*id, "passed", R"({"step":5})"));
 
   ASSERT_TRUE(st->update_workflow(*id, "waiting", R"({"step":4})"));  // for a manual reply
   EXPECT_EQ(st->workflow(*id)->finished_at, "");
-  ASSERT_TRUE(st->update_workflow(*id, "done", R"({"step":5})"));
+  ASSERT_TRUE(st->update_workflow(*id, "passed", R"({"step":5})"));
   EXPECT_TRUE(std::regex_match(st->workflow(*id)->finished_at, kTimestamp));
   EXPECT_FALSE(st->update_workflow(*id, "", "{}").is_ok());
   EXPECT_FALSE(st->update_workflow(*id, "Paused!", "{}").is_ok());
   EXPECT_EQ(st->workflow(*id)->state_json, R"({"step":5})");  // failed updates change nothing
-  EXPECT_FALSE(st->update_workflow(999, "done", "{}").is_ok());
+  EXPECT_FALSE(st->update_workflow(999, "passed", "{}").is_ok());
   EXPECT_FALSE(st->workflow(999).is_ok());
   WorkflowRecord bad;
   EXPECT_FALSE(st->add_workflow(bad).is_ok());  // no kind
@@ -382,7 +383,7 @@ TEST_F(StoreTest, WorkflowRoundTripAndUpdate) {
   auto all = st->workflows();
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[0].id, *id);
-  EXPECT_EQ((*all)[0].status, "done");
+  EXPECT_EQ((*all)[0].status, "passed");
   EXPECT_EQ((*all)[1].id, id2);
 }
 
@@ -417,6 +418,7 @@ TEST_F(StoreTest, AttemptRoundTripAndFilter) {
   ASSERT_TRUE(id.is_ok()) << id.error();
   AttemptRecord other;
   other.workflow_id = w2;
+  other.infrastructure = true;
   ASSERT_TRUE(st->add_attempt(other).is_ok());
   AttemptRecord loose;  // workflow 0: not part of a workflow
   ASSERT_TRUE(st->add_attempt(loose).is_ok());
@@ -444,6 +446,8 @@ TEST_F(StoreTest, AttemptRoundTripAndFilter) {
   EXPECT_EQ(r.disposition, "compile_failed");
   EXPECT_EQ(r.error, "error: expected ';'");
   EXPECT_TRUE(std::regex_match(r.created_at, kTimestamp));
+  EXPECT_FALSE(r.infrastructure);
+  EXPECT_TRUE((*st->attempts(w2))[0].infrastructure);
   EXPECT_EQ(st->attempts()->size(), 3u);
   EXPECT_EQ(st->attempts()->back().workflow_id, 0);
   EXPECT_EQ(st->attempts(999)->size(), 0u);
@@ -736,9 +740,250 @@ TEST_F(StoreTest, AppendOnlyTablesRefuseUpdatesAndDeletes) {
   EXPECT_NE(rc, SQLITE_OK);
   raw_sql("UPDATE workflows SET kind = 'x'", &rc);
   EXPECT_NE(rc, SQLITE_OK);
-  raw_sql("UPDATE workflows SET status = 'done'", &rc);  // status and state may change
+  raw_sql("UPDATE workflows SET status = 'passed'", &rc);  // status and state may change
   EXPECT_EQ(rc, SQLITE_OK);
   EXPECT_EQ(raw_sql("SELECT count(*) FROM builds"), "1");
+}
+
+TEST_F(StoreTest, Schema1IsUpgradedThroughEveryStep) {
+  std::string summary =
+      R"({"disposition":"passed","bench":[{"shape":"M=64","gflops":7.5,"disposition":"passed"}],)"
+      R"("device":{"name":"llvmpipe"}})";
+  std::string hash = sha256_hex(summary);
+  ASSERT_TRUE(write_file(dir_ / "blobs" / hash.substr(0, 2) / hash.substr(2), summary));
+  ASSERT_TRUE(write_file(dir_ / "FORMAT", "peak-store 1\n"));
+  auto sql = read_file(fs::path(PEAK_SOURCE_DIR) / "src/store/testdata/schema1.sql");
+  ASSERT_TRUE(sql) << sql.error();
+  raw_sql(replace_all(*sql, "@EVAL_BLOB@", hash));
+  ASSERT_EQ(raw_sql("PRAGMA user_version"), "1");
+
+  auto st = open_store(false);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(raw_sql("PRAGMA user_version"), std::to_string(kStoreSchemaVersion));
+  auto ws = st->workflows();
+  ASSERT_TRUE(ws);
+  ASSERT_EQ(ws->size(), 2u);
+  EXPECT_EQ((*ws)[0].status, "passed");  // "done" is spelled "passed" from schema 2 on
+  EXPECT_EQ((*ws)[1].status, "running");
+  EXPECT_EQ((*ws)[1].owner_pid, 0);  // no owner recorded: a dead owner
+  auto ev = st->evaluations(2);
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 2u);
+  EXPECT_EQ((*ev)[0].kind, "checkpoint");  // the evaluation recorded with the checkpoint
+  EXPECT_DOUBLE_EQ((*ev)[0].gflops, 2.5);
+  EXPECT_EQ((*ev)[0].device, "llvmpipe");
+  EXPECT_EQ((*ev)[1].kind, "imported");  // the re-evaluation schema 1 kept as eval.2
+  EXPECT_DOUBLE_EQ((*ev)[1].gflops, 7.5);
+  EXPECT_EQ((*ev)[1].summary_blob, hash);
+  EXPECT_TRUE(st->evaluations(1)->empty());  // the seed was never timed
+  EXPECT_FALSE(*st->meta("eval.2"));
+  EXPECT_EQ(**st->meta("reference.x"), "keep");
+  auto at = st->attempts();
+  ASSERT_TRUE(at);
+  ASSERT_EQ(at->size(), 1u);
+  EXPECT_FALSE((*at)[0].infrastructure);
+  EXPECT_TRUE(st->stashes()->empty());
+  EXPECT_EQ(raw_sql("PRAGMA integrity_check"), "ok");
+  int rc = 0;
+  raw_sql("DELETE FROM evaluations", &rc);  // the new table is append-only too
+  EXPECT_NE(rc, SQLITE_OK);
+  // Schema 3: the tuning tables, empty and append-only.
+  EXPECT_TRUE(st->tuning_runs()->empty());
+  TuningRunRecord run;
+  run.checkpoint_id = 2;
+  run.strategy = "auto";
+  auto r = st->add_tuning_run(run);
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  raw_sql("DELETE FROM tuning_runs", &rc);
+  EXPECT_NE(rc, SQLITE_OK);
+}
+
+TEST_F(StoreTest, AFailedUpgradeChangesNothing) {
+  ASSERT_TRUE(write_file(dir_ / "FORMAT", "peak-store 1\n"));
+  auto sql = read_file(fs::path(PEAK_SOURCE_DIR) / "src/store/testdata/schema1.sql");
+  ASSERT_TRUE(sql);
+  raw_sql(replace_all(*sql, "@EVAL_BLOB@", std::string(64, 'a')));
+  // A column the upgrade adds already exists: its ALTER TABLE fails half way.
+  raw_sql("ALTER TABLE attempts ADD COLUMN infrastructure INTEGER");
+  auto st = Store::open(dir_, false);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.error().find("upgrade the schema to version 2"), std::string::npos) << st.error();
+  EXPECT_EQ(raw_sql("PRAGMA user_version"), "1");
+  EXPECT_EQ(raw_sql("SELECT count(*) FROM sqlite_master WHERE name = 'evaluations'"), "0");
+  EXPECT_EQ(raw_sql("SELECT status FROM workflows WHERE id = 1"), "done");
+  EXPECT_EQ(raw_sql("SELECT count(*) FROM meta WHERE key = 'eval.2'"), "1");
+}
+
+TEST_F(StoreTest, EvaluationsAccumulate) {
+  auto st = open_store();
+  ASSERT_TRUE(st);
+  auto cp = st->add_checkpoint(seed_checkpoint(*st));
+  ASSERT_TRUE(cp);
+  for (double g : {1.0, std::nan(""), 3.0}) {
+    EvaluationRecord e;
+    e.checkpoint_id = *cp;
+    e.kind = "tune";
+    e.options_json = R"({"budget":4})";
+    e.standard = g != 3.0;
+    e.disposition = std::isnan(g) ? "timeout" : "passed";
+    e.shape = "M=64";
+    e.gflops = g;
+    e.device = "llvmpipe";
+    e.summary_blob = *st->put_blob("{}");
+    ASSERT_TRUE(st->add_evaluation(e));
+  }
+  auto ev = st->evaluations(*cp);
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 3u);
+  EXPECT_TRUE(std::isnan((*ev)[1].gflops));
+  EXPECT_FALSE((*ev)[2].standard);
+  EXPECT_TRUE(std::regex_match((*ev)[0].created_at, kTimestamp));
+  EvaluationRecord bad;
+  bad.checkpoint_id = 99;
+  bad.kind = "tune";
+  EXPECT_FALSE(st->add_evaluation(bad));  // no checkpoint 99
+}
+
+TEST_F(StoreTest, StashesAreKeptUntilPoppedOrDropped) {
+  auto st = open_store();
+  ASSERT_TRUE(st);
+  auto cp = st->add_checkpoint(seed_checkpoint(*st));
+  ASSERT_TRUE(cp);
+  StashRecord r;
+  r.base_checkpoint = *cp;
+  r.branch = "main";
+  r.message = "before checkout seed";
+  r.files = {{"kernel.toml", *st->put_blob("toml")}, {"kernel.hlsl", *st->put_blob("src")}};
+  auto a = st->add_stash(r);
+  auto b = st->add_stash(r);
+  ASSERT_TRUE(a && b);
+  auto kept = st->stashes();
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(kept->size(), 2u);
+  EXPECT_EQ((*kept)[0].files.at("kernel.hlsl"), r.files.at("kernel.hlsl"));
+  EXPECT_EQ((*kept)[0].state, "kept");
+  ASSERT_TRUE(st->finish_stash(*a, "popped"));
+  auto again = st->finish_stash(*a, "dropped");
+  EXPECT_FALSE(again);
+  EXPECT_EQ(again.kind(), ErrorKind::input);
+  EXPECT_EQ(st->stashes()->size(), 1u);
+  auto all = st->stashes(false);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].state, "popped");
+  EXPECT_FALSE((*all)[0].finished_at.empty());
+  EXPECT_FALSE(st->finish_stash(*b, "lost"));
+  StashRecord empty;
+  EXPECT_FALSE(st->add_stash(empty));
+  int rc = 0;
+  raw_sql("DELETE FROM stashes", &rc);
+  EXPECT_NE(rc, SQLITE_OK);
+  raw_sql("UPDATE stashes SET message = 'x'", &rc);
+  EXPECT_NE(rc, SQLITE_OK);
+}
+
+TEST_F(StoreTest, UpdateRefsIsAllOrNothing) {
+  auto st = open_store();
+  ASSERT_TRUE(st);
+  auto cp = st->add_checkpoint(seed_checkpoint(*st));
+  ASSERT_TRUE(cp);
+  ASSERT_TRUE(st->set_meta("pending", "x"));
+  RefUpdate u;
+  u.head = "work";
+  u.branches = {{"work", *cp}};
+  u.meta = {{"pending", std::nullopt}, {"note", "y"}};
+  ASSERT_TRUE(st->update_refs(u));
+  EXPECT_EQ(*st->head(), "work");
+  EXPECT_EQ(**st->ref("work"), *cp);
+  EXPECT_FALSE(*st->meta("pending"));
+  EXPECT_EQ(**st->meta("note"), "y");
+  RefUpdate bad;
+  bad.head = "other";
+  bad.branches = {{"other", *cp}, {"broken", 99}};  // no checkpoint 99: nothing happens
+  bad.meta = {{"note", "z"}};
+  EXPECT_FALSE(st->update_refs(bad));
+  EXPECT_EQ(*st->head(), "work");
+  EXPECT_FALSE(*st->ref("other"));
+  EXPECT_EQ(**st->meta("note"), "y");
+}
+
+TEST_F(StoreTest, WorkflowOwnerIsRecordedAndTakenOver) {
+  auto st = open_store();
+  ASSERT_TRUE(st);
+  WorkflowRecord w;
+  w.kind = "run";
+  w.owner_pid = 42;
+  w.owner_host = "box";
+  w.owner_start = "2026-01-01T00:00:00.00Z";
+  auto id = st->add_workflow(w);
+  ASSERT_TRUE(id);
+  auto r = st->workflow(*id);
+  EXPECT_EQ(r->owner_pid, 42);
+  EXPECT_EQ(r->owner_host, "box");
+  ASSERT_TRUE(st->set_workflow_owner(*id, 43, "box2", "2026-01-02T00:00:00.00Z"));
+  r = st->workflow(*id);
+  EXPECT_EQ(r->owner_pid, 43);
+  EXPECT_EQ(r->owner_start, "2026-01-02T00:00:00.00Z");
+  EXPECT_FALSE(st->set_workflow_owner(999, 1, "", ""));
+}
+
+// Runs `body` in a child process without write access to the store: as user nobody when the
+// test runs as root (root writes anywhere), after removing the write permissions. Returns the
+// child's exit code.
+int without_write_access(const fs::path& root, const std::function<int()>& body) {
+  std::error_code ec;
+  fs::permissions(root,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::end(it); ++it)
+    fs::permissions(it->path(),
+                    fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                    fs::perm_options::remove, ec);
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) _exit(90);
+    _exit(body());
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  for (auto it = fs::recursive_directory_iterator(root, ec); it != fs::end(it); ++it)
+    fs::permissions(it->path(), fs::perms::owner_write, fs::perm_options::add, ec);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+TEST_F(StoreTest, ReadOnlyWorkspaceCanBeRead) {
+  {
+    auto st = open_store();
+    ASSERT_TRUE(st);
+    ASSERT_TRUE(st->add_checkpoint(seed_checkpoint(*st)));
+  }  // closed cleanly: no -wal or -shm file is left
+  for (bool writer_open : {false, true}) {
+    SCOPED_TRACE(writer_open ? "another process has it open" : "closed");
+    std::unique_ptr<Store> writer;
+    if (writer_open) writer = open_store(false);
+    int rc = without_write_access(root_, [&] {
+      auto st = Store::open(dir_, false);
+      if (!st) {
+        std::fprintf(stderr, "%s\n", st.error().c_str());
+        return 1;
+      }
+      if (!(*st)->read_only()) return 2;
+      auto cps = (*st)->checkpoints();
+      if (!cps || cps->size() != 1) return 3;
+      auto put = (*st)->put_blob("x");
+      if (put || put.error().find("read-only") == std::string::npos) return 4;
+      WorkflowRecord wr;
+      wr.kind = "run";
+      auto w = (*st)->add_workflow(wr);
+      if (w || w.error().find("read-only") == std::string::npos ||
+          w.error_kind() != ErrorKind::environment) {
+        std::fprintf(stderr, "%s\n", w ? "written" : w.error().c_str());
+        return 5;
+      }
+      return 0;
+    });
+    EXPECT_EQ(rc, 0);
+  }
 }
 
 TEST_F(StoreTest, ConcurrentBuildsFromFourThreads) {

@@ -272,15 +272,24 @@ SpliceOutcome splice_reply(const std::string& reply, const SourceRegions& curren
 
 SourceRegions insert_helpers(const Transformation& t, const std::string& backend,
                              SourceRegions source) {
+  // Device helpers go before the code of the region (functions must be declared before the
+  // kernels call them), in file order; macros and host helpers go at the end.
+  std::string device_prefix;
   for (const auto& h : t.helpers) {
     if (!h.backend.empty() && h.backend != backend) continue;
     std::string& region = source.get(h.region);
     std::string marker = "// peak helper: " + h.name;
     if (region.find(marker) != std::string::npos) continue;
+    std::string text = marker + "\n" + h.code;
+    if (text.back() != '\n') text += '\n';
+    if (h.region == Region::device) {
+      device_prefix += text;
+      continue;
+    }
     if (!region.empty() && region.back() != '\n') region += '\n';
-    region += marker + "\n" + h.code;
-    if (region.back() != '\n') region += '\n';
+    region += text;
   }
+  source.device = device_prefix + source.device;
   return source;
 }
 

@@ -225,12 +225,15 @@ TEST(InsertHelpers, AddsMatchingSnippetsOnceAfterAMarker) {
   t.helpers.push_back({"copy_tile", Region::device, "cuda", "__device__ void copy_tile() {}\n"});
   t.helpers.push_back({"hlsl_only", Region::device, "hlsl", "void hlsl_only() {}\n"});
   t.helpers.push_back({"any_backend", Region::macros, "", "#define PEAK_HELPER 1"});
+  t.helpers.push_back({"wait", Region::device, "", "__device__ void wait() {}"});
   SourceRegions src;
   src.device = "__global__ void k() {}\n";
   src.macros = "#define A 1";
   SourceRegions out = insert_helpers(t, "cuda", src);
+  // Device helpers come first, in file order, so that the kernels can call them.
   EXPECT_EQ(out.device,
-            "__global__ void k() {}\n// peak helper: copy_tile\n__device__ void copy_tile() {}\n");
+            "// peak helper: copy_tile\n__device__ void copy_tile() {}\n"
+            "// peak helper: wait\n__device__ void wait() {}\n__global__ void k() {}\n");
   EXPECT_EQ(out.macros, "#define A 1\n// peak helper: any_backend\n#define PEAK_HELPER 1\n");
   EXPECT_EQ(out.device.find("hlsl_only"), std::string::npos);
   // A second insertion (a retry, a resumed run) changes nothing.

@@ -193,7 +193,8 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
   RETURN_IF_ERROR(check_keys(t,
                              {"format", "name", "version", "title", "backends", "tuning",
-                              "workspace", "valid", "translations", "devices", "helpers"},
+                              "tuning_valid", "workspace", "valid", "translations", "devices",
+                              "helpers"},
                              src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
@@ -240,6 +241,15 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
       return Status::error(fmt::format("{}: cannot parse workspace = \"{}\": {}",
                                        src.at(*t.get("workspace")), *ws, e.error()));
     tr.workspace = *ws;
+  }
+
+  if (t.get("tuning_valid")) {
+    auto tv = get_string(t, "tuning_valid", src, top, false, "the front matter");
+    if (!tv) return tv.status();
+    if (auto e = expr::Expression::parse(*tv); !e)
+      return Status::error(fmt::format("{}: cannot parse tuning_valid = \"{}\": {}",
+                                       src.at(*t.get("tuning_valid")), *tv, e.error()));
+    tr.tuning_valid = trim(*tv);
   }
 
   if (t.get("valid")) {
@@ -519,6 +529,34 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+namespace {
+// An expression as an operand of &&: parenthesized when it has operators that bind less tightly.
+std::string conjunct(const std::string& e) {
+  return e.find("||") != std::string::npos || e.find('?') != std::string::npos ? "(" + e + ")"
+                                                                                : e;
+}
+}  // namespace
+
+KernelContext transformed_context(const Transformation& t, const KernelContext& ctx) {
+  KernelContext out = ctx;
+  for (const auto& p : t.tuning)
+    if (std::none_of(out.tuning.begin(), out.tuning.end(),
+                     [&](const TuningParam& q) { return q.name == p.name; }))
+      out.tuning.push_back(p);
+  if (!t.workspace.empty() && out.workspace.find(t.workspace) == std::string::npos)
+    out.workspace = out.workspace.empty() ? t.workspace
+                                          : fmt::format("max({}, {})", out.workspace, t.workspace);
+  // A transformation that needs aligned shapes narrows what the kernel supports.
+  if (!t.valid.empty() && out.valid.find(t.valid) == std::string::npos)
+    out.valid = out.valid.empty() ? t.valid : fmt::format("({}) && ({})", out.valid, t.valid);
+  if (!t.tuning_valid.empty() && out.tuning_valid.find(t.tuning_valid) == std::string::npos)
+    out.tuning_valid =
+        out.tuning_valid.empty()
+            ? t.tuning_valid
+            : fmt::format("{} && {}", conjunct(out.tuning_valid), conjunct(t.tuning_valid));
+  return out;
+}
+
 bool Transformation::supports(std::string_view backend) const {
   return backends.empty() || std::find(backends.begin(), backends.end(), backend) != backends.end();
 }
@@ -563,7 +601,8 @@ Result<Transformation> load_transformation(const std::filesystem::path& path) {
   return tr;
 }
 
-Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir) {
+Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir,
+                                                 std::vector<std::string>* problems) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return make_error(fmt::format(
@@ -602,7 +641,10 @@ Result<std::vector<Transformation>> load_library(const std::filesystem::path& di
     }
     out.push_back(std::move(*tr));
   }
-  if (!errors.empty()) return make_error(join(errors, "\n"));
+  if (problems)
+    problems->insert(problems->end(), errors.begin(), errors.end());
+  else if (!errors.empty())
+    return make_error(join(errors, "\n"), ErrorKind::input);
   std::sort(out.begin(), out.end(),
             [](const Transformation& a, const Transformation& b) { return a.name < b.name; });
   return out;
@@ -647,9 +689,27 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
   if (!parsed) return make_error(parsed.error());
   const toml::table& t = *parsed;
   Sequence seq;
-  RETURN_IF_ERROR(
-      check_keys(t, {"format", "name", "description", "attempts", "step"}, src, "a sequence"));
+  RETURN_IF_ERROR(check_keys(
+      t, {"format", "name", "description", "attempts", "budget", "tuning", "step"}, src,
+      "a sequence"));
   RETURN_IF_ERROR(check_format(t, src, kSequenceFormatVersion, "sequence", &seq.format));
+  // Keys that format 1 did not have are refused there, so that a file states what it needs.
+  auto needs_format_2 = [&](const toml::table& tbl, std::string_view key) -> Status {
+    const toml::node* n = tbl.get(key);
+    if (!n || seq.format >= 2) return Status::ok();
+    return Status::error(fmt::format("{}: '{}' needs sequence format 2; write 'format = 2'",
+                                     src.at(*n), key));
+  };
+  auto get_budget = [&](const toml::table& tbl, int line, int* out) -> Status {
+    RETURN_IF_ERROR(needs_format_2(tbl, "budget"));
+    auto b = get_int(tbl, "budget", src, line, 0, "the sequence");
+    if (!b) return Status::error(b.error());
+    if (tbl.get("budget") && (*b < 1 || *b > 100000))
+      return Status::error(fmt::format("{}: budget must be between 1 and 100000, found {}",
+                                       src.at(*tbl.get("budget")), *b));
+    *out = static_cast<int>(*b);
+    return Status::ok();
+  };
   auto name = get_string(t, "name", src, 1, true, "the sequence");
   if (!name) return make_error(name.error());
   if (name->empty())
@@ -664,6 +724,27 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
                                   src.at(*t.get("attempts")), *attempts));
   seq.attempts = static_cast<int>(*attempts);
+  RETURN_IF_ERROR(get_budget(t, 1, &seq.budget));
+  auto get_tuning_table = [&](const toml::table& tt,
+                              std::map<std::string, std::vector<int64_t>>* out) -> Status {
+    for (auto&& [k, v] : tt) {
+      if (!is_identifier(k.str()))
+        return Status::error(
+            fmt::format("{}: '{}' is not a tuning parameter name (a preprocessor identifier)",
+                        src.at(v), k.str()));
+      auto values = get_int_list(v, k.str(), src);
+      if (!values) return Status::error(values.error());
+      (*out)[std::string(k.str())] = *values;
+    }
+    return Status::ok();
+  };
+  if (const toml::node* tn = t.get("tuning")) {
+    RETURN_IF_ERROR(needs_format_2(t, "tuning"));
+    if (!tn->as_table())
+      return make_error(fmt::format(
+          "{}: the sequence's tuning must be a table ([tuning] NAME = [values])", src.at(*tn)));
+    RETURN_IF_ERROR(get_tuning_table(*tn->as_table(), &seq.tuning));
+  }
 
   const toml::node* steps = t.get("step");
   if (!steps)
@@ -679,7 +760,9 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     const toml::table& st = *e.as_table();
     const int line = src.line_of(e);
     RETURN_IF_ERROR(check_keys(
-        st, {"transformation", "attempts", "instructions", "tuning", "strategy", "strategy_budget"},
+        st,
+        {"transformation", "attempts", "budget", "keep", "instructions", "tuning", "strategy",
+         "strategy_budget"},
         src, "a [[step]]"));
     SequenceStep step;
     auto tr = get_string(st, "transformation", src, line, true, "a [[step]]");
@@ -694,6 +777,14 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
       return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
                                     src.at(*st.get("attempts")), *a));
     step.attempts = static_cast<int>(*a);
+    RETURN_IF_ERROR(get_budget(st, line, &step.budget));
+    RETURN_IF_ERROR(needs_format_2(st, "keep"));
+    if (const toml::node* k = st.get("keep")) {
+      if (!k->is_boolean())
+        return make_error(fmt::format("{}: 'keep' must be true or false, found {}", src.at(*k),
+                                      type_name(*k)));
+      step.keep = k->as_boolean()->get();
+    }
     auto ins = get_string(st, "instructions", src, line, false, "a [[step]]");
     if (!ins) return make_error(ins.error());
     step.instructions = trim(*ins);
@@ -704,19 +795,10 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     if (!budget) return make_error(budget.error());
     step.strategy_budget = trim(*budget);
     if (const toml::node* tn = st.get("tuning")) {
-      const toml::table* tt = tn->as_table();
-      if (!tt)
+      if (!tn->as_table())
         return make_error(fmt::format(
             "{}: step tuning must be a table ([step.tuning] NAME = [values])", src.at(*tn)));
-      for (auto&& [k, v] : *tt) {
-        if (!is_identifier(k.str()))
-          return make_error(
-              fmt::format("{}: '{}' is not a tuning parameter name (a preprocessor identifier)",
-                          src.at(v), k.str()));
-        auto values = get_int_list(v, k.str(), src);
-        if (!values) return make_error(values.error());
-        step.tuning[std::string(k.str())] = *values;
-      }
+      RETURN_IF_ERROR(get_tuning_table(*tn->as_table(), &step.tuning));
     }
     seq.steps.push_back(std::move(step));
   }

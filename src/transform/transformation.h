@@ -44,7 +44,8 @@
 namespace peak {
 
 inline constexpr int kTransformationFormatVersion = 1;
-inline constexpr int kSequenceFormatVersion = 1;
+// Format 2 added per-step `keep` and the tuning `budget` keys.
+inline constexpr int kSequenceFormatVersion = 2;
 
 struct Pass {
   int index = 0;  // 1-based
@@ -71,6 +72,10 @@ struct Transformation {
   // Scratch bytes its launch plans may need for a shape (an expression of the scalars and
   // tuning parameters; "" = none); joins the context's workspace.
   std::string workspace;
+  // Which tuning configurations the transformed kernel can run (an expression of the tuning
+  // parameters and device limits, like kernel.toml's tuning_valid; "" = all); joins the
+  // context's tuning_valid with &&, so configurations it rules out are pruned before compiling.
+  std::string tuning_valid;
   // Shapes the transformed kernel supports (an expression of the scalars, "" = all): it narrows
   // the context's validity expression, e.g. "K % 8 == 0 && N % 8 == 0" for 16-byte TMA strides.
   // Validation then checks hidden shapes that satisfy it, and the report states it.
@@ -85,22 +90,36 @@ struct Transformation {
   bool supports(std::string_view backend) const;
 };
 
+// The context after `t`: its tuning parameters join the context's (a name already there keeps
+// the context's value set), its tuning_valid joins with &&, its valid narrows the shapes the
+// kernel supports, and the workspace becomes the larger of the two. The source is the caller's
+// business.
+KernelContext transformed_context(const Transformation& t, const KernelContext& ctx);
+
 Result<Transformation> parse_transformation(std::string_view text, std::string_view filename);
 Result<Transformation> load_transformation(const std::filesystem::path& path);
-// Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error.
-Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir);
+// Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error. With
+// `problems`, a file that cannot be loaded (or a duplicate) is skipped and described there
+// instead, so that one broken file does not disable the library.
+Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir,
+                                                 std::vector<std::string>* problems = nullptr);
 // Finds by name; the error lists the closest names ("did you mean tb-tiling?").
 Result<Transformation> find_transformation(const std::vector<Transformation>& library,
                                            std::string_view name);
 
 // sequences/<name>.toml:
-//   format = 1
+//   format = 2
 //   name = "hlsl-fp32"
 //   description = "..."
 //   attempts = 3                 # default per step
+//   budget = 24                  # format 2: tuning configurations per step at most (optional)
+//   [tuning]                     # format 2: value sets for every step that has the parameter
+//   TRD_Y_DIM = [4, 8, 16]
 //   [[step]]
 //   transformation = "refactor"
 //   attempts = 2                 # optional override
+//   budget = 16                  # format 2: optional override of the sequence's budget
+//   keep = false                 # format 2: the next step builds on this step's parent
 //   instructions = "..."         # optional extra text appended to every pass's prompt
 //   strategy = "exhaustive"      # optional tuning strategy of this step (docs/tuning.md)
 //   strategy_budget = "15%,600s" # optional budget of that strategy
@@ -109,6 +128,10 @@ Result<Transformation> find_transformation(const std::vector<Transformation>& li
 struct SequenceStep {
   std::string transformation;
   int attempts = 0;  // 0 = sequence default
+  int budget = 0;    // 0 = the sequence's budget
+  // false: the step is applied, validated, tuned and checkpointed as usual, but the sequence
+  // goes on from the checkpoint it started from (its result made the kernel slower).
+  bool keep = true;
   std::string instructions;
   std::map<std::string, std::vector<int64_t>> tuning;
   std::string strategy;         // "" = the run's
@@ -120,6 +143,10 @@ struct Sequence {
   std::string name;
   std::string description;
   int attempts = 3;
+  int budget = 0;  // tuning configurations per step at most (0 = the caller's budget)
+  // Format 2 [tuning]: value sets used by every step whose context has the parameter (a step's
+  // own [step.tuning] wins), for parameters whose useful values a later step widens or narrows.
+  std::map<std::string, std::vector<int64_t>> tuning;
   std::vector<SequenceStep> steps;
   std::filesystem::path path;
 };

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "util/fs.h"
+#include "validate/task_timeout.h"
 
 namespace peak {
 
@@ -87,9 +88,8 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
     job.tasks.push_back(t);
   }
   if (job.tasks.empty()) return out;
-  RunnerOptions ro = runner;
-  ro.task_timeout_s = opts.task_timeout_s;
-  auto results = run_job(job, ro);
+  auto results = run_job_retrying_timeouts(
+      job, runner, TaskBudget{opts.task_timeout_s, opts.reference_task_s, opts.timeout_basis});
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (task_of_shape[i] == SIZE_MAX) continue;
     Measurement& m = out[i];
@@ -106,6 +106,7 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
     m.baseline_samples_ms = r.baseline_samples_ms;
     m.clock_mhz_before = r.clock_mhz_before;
     m.clock_mhz_after = r.clock_mhz_after;
+    m.seconds = r.seconds;
     if (r.disposition != Disposition::passed) continue;
     if (r.samples_ms.empty()) {
       m.disposition = Disposition::not_run;

@@ -30,6 +30,7 @@ struct Measurement {
   bool throttled = false;            // clock dropped by more than 10% during sampling
   bool host_clock_mismatch = false;  // device time far below host time / the reverse
   std::string baseline;              // "cublas" / ""
+  double seconds = 0;                // wall time of the runner task
   // Fresh inputs for every timed launch (TimingPolicy::fresh_inputs): the checks made of them.
   int timed_launches_checked = 0;  // timed launches whose read-back elements were checked
   int full_comparisons = 0;        // timed launches compared whole with the vendor library
@@ -42,7 +43,9 @@ struct Measurement {
 
 struct MeasureOptions {
   TimingPolicy policy;
-  double task_timeout_s = 120;
+  double task_timeout_s = 120;  // validate/task_timeout.h derives it
+  double reference_task_s = 0;  // the reference's slowest task of this kind here
+  std::string timeout_basis;
   bool with_baseline = true;
   uint64_t seed = 0x71e;
   double peak_tflops = 0;  // physical peak used for faster_than_peak and % of peak

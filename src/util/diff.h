@@ -1,5 +1,5 @@
 #pragma once
-// Unified diffs of texts (dtl).
+// Unified diffs of texts (dtl), for `peak diff`, stashes and replay misses.
 #include <string>
 
 namespace peak {

@@ -27,9 +27,14 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void decode_status(int status, ProcessResult& r) {
+// `in_bwrap`: bubblewrap reports a program killed by signal N as exit status 128 + N.
+void decode_status(int status, ProcessResult& r, bool in_bwrap) {
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  if (in_bwrap && r.exit_code > 128 && r.exit_code < 128 + NSIG) {
+    r.term_signal = r.exit_code - 128;
+    r.exit_code = -1;
+  }
 }
 }  // namespace
 
@@ -44,18 +49,35 @@ Status Subprocess::start(const ProcessOptions& opts) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) || ::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC))
     return Status::error(fmt::format("pipe: {}", std::strerror(errno)));
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq != std::string::npos && opts.env.count(kv.substr(0, eq))) continue;
-    envs.push_back(kv);
+  std::optional<PreparedSandbox> sandbox;
+  // A program that cannot be found runs nowhere: its exec fails below as it would unsandboxed.
+  if (sandbox_level(opts.sandbox) != SandboxSupport::Level::off &&
+      !find_program(opts.argv.front()).empty()) {
+    auto prepared = prepare_sandbox(opts.sandbox, opts.argv, opts.env, opts.cwd);
+    if (!prepared) {
+      for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+        ::close(fd);
+      return Status::error(prepared.error());
+    }
+    sandbox = std::move(*prepared);
+    in_bwrap_ = sandbox->level == SandboxSupport::Level::full;
   }
-  for (const auto& [k, v] : opts.env) envs.push_back(k + "=" + v);
+  std::vector<std::string> envs;
+  if (sandbox) {
+    envs = sandbox->env;
+  } else {
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos && opts.env.count(kv.substr(0, eq))) continue;
+      envs.push_back(kv);
+    }
+    for (const auto& [k, v] : opts.env) envs.push_back(k + "=" + v);
+  }
   std::vector<char*> envp, argv;
   for (auto& s : envs) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::vector<std::string> args = opts.argv;
+  std::vector<std::string> args = sandbox ? sandbox->argv : opts.argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 
@@ -68,6 +90,7 @@ Status Subprocess::start(const ProcessOptions& opts) {
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     if (!opts.cwd.empty() && ::chdir(opts.cwd.c_str()) != 0) _exit(126);
+    if (sandbox) enter_sandbox_in_child(*sandbox);
     ::execvpe(argv[0], argv.data(), envp.data());
     std::string msg = fmt::format("cannot run {}: {}\n", argv[0], std::strerror(errno));
     (void)!::write(2, msg.data(), msg.size());
@@ -165,7 +188,7 @@ ProcessResult Subprocess::wait(double timeout_s) {
   } else if (pid_ > 0) {
     int status = 0;
     ::waitpid(pid_, &status, 0);
-    decode_status(status, r);
+    decode_status(status, r, in_bwrap_);
     // Anything the child left behind in its group goes too.
     ::kill(-pid_, SIGKILL);
     pid_ = -1;

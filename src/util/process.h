@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/result.h"
+#include "util/sandbox.h"
 
 namespace peak {
 
@@ -19,6 +20,9 @@ struct ProcessOptions {
   std::filesystem::path cwd;
   std::map<std::string, std::string> env;  // added to (or overriding) the parent's environment
   size_t max_output = 64 << 20;            // bytes kept of each of stdout and stderr
+  // Confinement for children that touch untrusted input (util/sandbox.h). When enabled, the
+  // child's environment is the policy's (plus `env`), not the parent's.
+  SandboxPolicy sandbox;
 };
 
 struct ProcessResult {
@@ -62,6 +66,7 @@ class Subprocess {
   int out_fd_ = -1, err_fd_ = -1;
   std::string out_buf_, err_;
   bool out_eof_ = false, err_eof_ = false;
+  bool in_bwrap_ = false;  // started inside bubblewrap (util/sandbox.h)
   std::chrono::steady_clock::time_point started_;
 };
 

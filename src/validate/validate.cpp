@@ -10,8 +10,10 @@
 
 #include "context/inputs.h"
 #include "context/reference.h"
+#include "runner/runner_sandbox.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "validate/task_timeout.h"
 
 namespace peak {
 
@@ -218,20 +220,8 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
   return data;
 }
 
-ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
-                                      int variant,
-                                      const std::map<std::string, std::string>& output_files,
-                                      const ValidationOptions& opts) {
-  ShapeCheck c;
-  c.shape = shape;
-  c.seed = seed;
-  c.variant = variant;
-  auto ref = reference(ctx, shape, seed, variant, opts);
-  if (!ref) {
-    c.disposition = Disposition::not_run;
-    c.message = "no reference: " + ref.error();
-    return c;
-  }
+std::pair<double, double> Validator::tolerance(const KernelContext& ctx, const Shape& shape,
+                                               const ArraySpec& output, double ref_rms) const {
   int64_t reduction = 1;
   if (!ctx.reduction.empty()) {
     auto env = shape_env(ctx, shape);
@@ -246,6 +236,25 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
       in_type = a.dtype;
       break;
     }
+  double tol = ctx.rtol > 0 ? ctx.rtol : default_tolerance(in_type, output.dtype, reduction);
+  double atol = ctx.atol > 0 ? ctx.atol : tol * ref_rms;
+  return {tol, atol};
+}
+
+ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
+                                      int variant,
+                                      const std::map<std::string, std::string>& output_files,
+                                      const ValidationOptions& opts) {
+  ShapeCheck c;
+  c.shape = shape;
+  c.seed = seed;
+  c.variant = variant;
+  auto ref = reference(ctx, shape, seed, variant, opts);
+  if (!ref) {
+    c.disposition = Disposition::not_run;
+    c.message = "no reference: " + ref.error();
+    return c;
+  }
   c.disposition = Disposition::passed;
   for (const auto& a : ctx.arrays) {
     if (!a.output) continue;
@@ -274,8 +283,7 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
         ++c.unwritten;
       }
     }
-    double tol = ctx.rtol > 0 ? ctx.rtol : default_tolerance(in_type, a.dtype, reduction);
-    double atol_scale = ctx.atol > 0 ? ctx.atol : tol * ro.rms;
+    auto [tol, atol_scale] = tolerance(ctx, shape, a, ro.rms);
     int64_t first_bad = -1;
     double first_bad_out = 0, first_bad_ref = 0;
     for (size_t k = 0; k < ro.indices.size(); ++k) {
@@ -355,6 +363,98 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
       return c;
     }
   }
+  return c;
+}
+
+ShapeCheck Validator::compare_runs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
+                                   int variant, const std::map<std::string, std::string>& first,
+                                   const std::map<std::string, std::string>& second,
+                                   const ValidationOptions& opts) {
+  // The second run must itself agree with the reference.
+  ShapeCheck c = compare_outputs(ctx, shape, seed, variant, second, opts);
+  if (c.disposition == Disposition::not_run) return c;
+  if (c.disposition != Disposition::passed) {
+    c.disposition = Disposition::nondeterministic;
+    c.message = fmt::format(
+        "two runs on the same inputs wrote different outputs at {} and the second is wrong (a "
+        "race?): {}",
+        shape.text(), c.message);
+    return c;
+  }
+  auto ref = reference(ctx, shape, seed, variant, opts);
+  auto sizes = array_sizes(ctx, shape);
+  if (!ref || !sizes) {
+    c.disposition = Disposition::not_run;
+    c.message = "no reference: " + (ref ? sizes.error() : ref.error());
+    return c;
+  }
+  int64_t differ = 0, total = 0;
+  double max_fraction = 0, max_diff = 0;
+  for (const auto& a : ctx.arrays) {
+    if (!a.output) continue;
+    auto f1 = first.find(a.name), f2 = second.find(a.name);
+    auto b1 =
+        f1 == first.end() ? Result<std::string>(make_error("missing")) : read_file(f1->second);
+    auto b2 =
+        f2 == second.end() ? Result<std::string>(make_error("missing")) : read_file(f2->second);
+    const int64_t count = sizes->at(a.name);
+    const size_t esz = dtype_size(a.dtype);
+    if (!b1 || !b2 || static_cast<int64_t>(b1->size()) < count * static_cast<int64_t>(esz) ||
+        static_cast<int64_t>(b2->size()) < count * static_cast<int64_t>(esz)) {
+      c.disposition = Disposition::crashed;
+      c.message = fmt::format(
+          "the outputs of both checked runs of {} are needed; one is missing "
+          "or short",
+          a.name);
+      return c;
+    }
+    const auto* p1 = reinterpret_cast<const uint8_t*>(b1->data());
+    const auto* p2 = reinterpret_cast<const uint8_t*>(b2->data());
+    auto [tol, atol] = tolerance(ctx, shape, a, (*ref)->outputs.at(a.name).rms);
+    int64_t beyond = 0, first_beyond = -1;
+    double bx = 0, by = 0, ballowed = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (std::memcmp(p1 + i * static_cast<int64_t>(esz), p2 + i * static_cast<int64_t>(esz),
+                      esz) == 0)
+        continue;
+      ++differ;
+      double x = element_as_double(a.dtype, p1, i), y = element_as_double(a.dtype, p2, i);
+      double d = std::fabs(x - y);
+      double allowed = 2 * (atol + tol * std::max(std::fabs(x), std::fabs(y)));
+      if (!(d <= allowed)) {  // NaN (poison included) is never within
+        if (first_beyond < 0) {
+          first_beyond = i;
+          bx = x;
+          by = y;
+          ballowed = allowed;
+        }
+        ++beyond;
+        continue;
+      }
+      max_diff = std::max(max_diff, d);
+      if (allowed > 0) max_fraction = std::max(max_fraction, d / allowed);
+    }
+    total += count;
+    if (beyond > 0) {
+      auto dims = output_dims(ctx, shape);
+      std::string where =
+          dims.size() == 2
+              ? fmt::format("{}[{}][{}]", a.name, first_beyond / dims[1], first_beyond % dims[1])
+              : fmt::format("{}[{}]", a.name, first_beyond);
+      c.disposition = Disposition::nondeterministic;
+      c.message = fmt::format(
+          "two runs on the same inputs differ beyond the tolerance at {}: {} elements of {} (first "
+          "{}: {:.9g} then {:.9g}, at most {:.2g} allowed) — a race",
+          shape.text(), beyond, a.name, where, bx, by, ballowed);
+      return c;
+    }
+  }
+  c.run_to_run_differences = differ;
+  c.run_to_run_max_fraction = max_fraction;
+  c.message = fmt::format(
+      "the two checked runs differ in {} of {} output elements, by at most {:.3g} ({:.1f}% of the "
+      "tolerance): rounding, accepted",
+      differ, total, max_diff, 100 * max_fraction);
   return c;
 }
 
@@ -581,9 +681,8 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
       infos.push_back({si, t.seed, t.variant});
     }
   }
-  RunnerOptions ro = runner_;
-  ro.task_timeout_s = opts.task_timeout_s;
-  auto results = run_job(job, ro);
+  auto results = run_job_retrying_timeouts(
+      job, runner_, TaskBudget{opts.task_timeout_s, opts.reference_task_s, opts.timeout_basis});
   if (!results) {
     std::error_code ec;
     fs::remove_all(*dir, ec);
@@ -591,6 +690,7 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   }
   Disposition first = Disposition::passed;
   std::string first_msg;
+  int within_tolerance = 0;  // checks whose two runs differed, within the tolerance
   for (size_t i = 0; i < results->size(); ++i) {
     const TaskResult& r = (*results)[i];
     const auto& info = infos[i];
@@ -607,6 +707,18 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
         c.disposition = Disposition::forbidden_api;
         c.message = fmt::format("the candidate left {} thread(s) running in the runner",
                                 r.threads_after - r.threads_before);
+      } else if (r.nondeterministic && c.disposition == Disposition::passed &&
+                 !r.repeat_outputs.empty()) {
+        // Different bytes from the two runs: rounding when both stay within the tolerance.
+        ShapeCheck runs = compare_runs(ctx, shapes[info.shape].shape, info.seed, info.variant,
+                                       r.outputs, r.repeat_outputs, opts);
+        c.disposition = runs.disposition;
+        c.message = runs.message;
+        c.run_to_run_differences = runs.run_to_run_differences;
+        c.run_to_run_max_fraction = runs.run_to_run_max_fraction;
+        c.max_abs_err = std::max(c.max_abs_err, runs.max_abs_err);
+        c.max_rel_err = std::max(c.max_rel_err, runs.max_rel_err);
+        if (c.disposition == Disposition::passed) ++within_tolerance;
       } else if (r.nondeterministic && (c.disposition == Disposition::passed ||
                                         c.disposition == Disposition::incorrect)) {
         c.disposition = Disposition::nondeterministic;
@@ -616,6 +728,7 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
             (c.message.empty() ? "" : "; " + c.message);
       }
     }
+    c.seconds = r.seconds;
     c.hidden = shapes[info.shape].hidden;
     if (c.disposition != Disposition::passed && first == Disposition::passed) {
       first = c.disposition;
@@ -640,7 +753,12 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
       return finish(so.disposition, "compute-sanitizer: " + so.report);
   }
   return finish(Disposition::passed,
-                fmt::format("{} checks on {} shapes passed", out.checks.size(), shapes.size()));
+                fmt::format("{} checks on {} shapes passed{}", out.checks.size(), shapes.size(),
+                            within_tolerance == 0
+                                ? ""
+                                : fmt::format("; in {} the two runs differed within the tolerance "
+                                              "(rounding)",
+                                              within_tolerance)));
 }
 
 namespace {
@@ -698,6 +816,11 @@ SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job
     po.stdin_data = job.to_json().dump();
     po.env = runner.env;
     po.timeout_s = timeout_s;
+    // The runner's sandbox, but compute-sanitizer starts the runner as its child and writes a log.
+    po.sandbox = runner_sandbox(runner, job);
+    po.sandbox.allow_fork = true;
+    po.sandbox.readable.push_back(tool.parent_path().parent_path());
+    po.sandbox.writable.push_back(*dir);
     auto r = run_process(po);
     std::string text = read_file(log).is_ok() ? *read_file(log) : "";
     std::string summary;

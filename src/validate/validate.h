@@ -24,10 +24,15 @@ struct ShapeCheck {
   Disposition disposition = Disposition::not_run;
   std::string message;
   double max_abs_err = 0;
-  double max_rel_err = 0;      // relative to the tolerance scale
+  double max_rel_err = 0;  // relative to the tolerance scale
   int64_t bad_elements = 0;
   int64_t unwritten = 0;
   int64_t checked_elements = 0;
+  // The two checked runs wrote different bytes, all within the tolerance (accepted as rounding):
+  // how many elements differ and the largest difference as a fraction of what was allowed.
+  int64_t run_to_run_differences = 0;
+  double run_to_run_max_fraction = 0;
+  double seconds = 0;  // wall time of the runner task
 };
 
 struct ValidationOutcome {
@@ -49,15 +54,17 @@ struct ReferenceSource {
 };
 
 struct ValidationOptions {
-  int seeds = 2;                    // input seeds per shape (variants alternate)
+  int seeds = 2;  // input seeds per shape (variants alternate)
   bool include_hidden = true;
-  int sampled_hidden_shapes = 2;    // extra hidden shapes from the scalars' ranges
-  std::vector<Shape> shapes;        // overrides validation+hidden shapes when non-empty
+  int sampled_hidden_shapes = 2;       // extra hidden shapes from the scalars' ranges
+  std::vector<Shape> shapes;           // overrides validation+hidden shapes when non-empty
   int64_t full_check_limit = 1 << 20;  // check every element up to this many; sample beyond
   int sampled_elements = 8192;
-  double task_timeout_s = 60;
+  double task_timeout_s = 60;   // validate/task_timeout.h derives it
+  double reference_task_s = 0;  // the reference's slowest validation task here (timeout charges)
+  std::string timeout_basis;    // how task_timeout_s was chosen
   uint64_t base_seed = 0x5eed;
-  bool sanitize = false;            // CUDA: compute-sanitizer memcheck+racecheck on one shape
+  bool sanitize = false;  // CUDA: compute-sanitizer memcheck+racecheck on one shape
   // Outputs larger than full_check_limit are also compared element by element against the
   // vendor library run on the device (cuBLAS), itself checked against the CPU float64 reference
   // on the sampled elements.
@@ -90,6 +97,14 @@ class Validator {
   ShapeCheck compare_outputs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
                              int variant, const std::map<std::string, std::string>& output_files,
                              const ValidationOptions& opts);
+  // Judges two checked runs on the same inputs that wrote different bytes: both must agree with
+  // the reference, and every element on which they differ must differ by no more than twice the
+  // tolerance (both sides round). Within it: passed, the differences recorded (a split-K kernel
+  // accumulating with atomics); beyond it: nondeterministic (a race).
+  ShapeCheck compare_runs(const KernelContext& ctx, const Shape& shape, uint64_t seed, int variant,
+                          const std::map<std::string, std::string>& first,
+                          const std::map<std::string, std::string>& second,
+                          const ValidationOptions& opts);
   // One timed launch's outputs read back at the runner's positions, against the float64 CPU
   // reference of that launch's inputs (regenerated here from its seed, variant 0). not_run when
   // the family has no CPU reference.
@@ -104,6 +119,9 @@ class Validator {
   Result<std::shared_ptr<RefData>> reference(const KernelContext& ctx, const Shape& shape,
                                              uint64_t seed, int variant,
                                              const ValidationOptions& opts);
+  // The tolerance (relative) and the absolute floor for one output array of a shape.
+  std::pair<double, double> tolerance(const KernelContext& ctx, const Shape& shape,
+                                      const ArraySpec& output, double ref_rms) const;
   Backend& backend_;
   DeviceFacts device_;
   RunnerOptions runner_;

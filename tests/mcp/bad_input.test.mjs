@@ -94,7 +94,7 @@ test('a cancelled step leaves the store consistent; the server answers meanwhile
     const abort = new AbortController();
     let started;
     const progressed = new Promise((r) => { started = r; });
-    const running = call(client, 'run', { sequence: 'hlsl-fp32', llm: 'manual', ...EVAL },
+    const running = call(client, 'run', { sequence: 'hlsl-fp32-short', llm: 'manual', ...EVAL },
       { signal: abort.signal, onprogress: () => started() });
     await progressed;
     // While the step runs the server answers, and refuses a second step.
@@ -118,7 +118,7 @@ test('a cancelled step leaves the store consistent; the server answers meanwhile
     assert.equal(ok(await call(client, 'log'), 'log').checkpoints.length, 1);
     assert.equal(integrityCheck(`${root}/ws`), 'ok');
     // The interrupted run continues where it stopped: at the first pass's prompt.
-    const resumed = ok(await call(client, 'run', { sequence: 'hlsl-fp32', llm: 'manual', resume: true, ...EVAL }), 'run');
+    const resumed = ok(await call(client, 'run', { sequence: 'hlsl-fp32-short', llm: 'manual', resume: true, ...EVAL }), 'run');
     assert.equal(resumed.pending, true);
     assert.equal(resumed.workflow, status.workflows[0].id);
     assert.match(resumed.prompt.step, /pass 1\//);

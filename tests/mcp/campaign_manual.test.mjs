@@ -19,7 +19,7 @@ test('manual-mode HLSL campaign driven by the SDK client over stdio', async () =
 
     const init = ok(await call(client, 'init', { context: 'matmul-hlsl-fp32', dir: 'ws' }), 'init');
     assert.equal(init.checkpoint, 1);
-    const seq = ok(await call(client, 'sequence_show', { name: 'hlsl-fp32' }), 'sequence_show');
+    const seq = ok(await call(client, 'sequence_show', { name: 'hlsl-fp32-short' }), 'sequence_show');
     assert.ok(seq.steps.length >= 1);
 
     let progress = 0;

@@ -41,7 +41,7 @@ test('sampling campaign over stdio, a disconnect mid-step, then run --resume', a
   let disconnected;
   const gone = new Promise((resolve) => { disconnected = resolve; });
   const lines = [];
-  const running = call(client, 'run', { sequence: 'hlsl-fp32', llm: 'mcp', ...EVAL }, {
+  const running = call(client, 'run', { sequence: 'hlsl-fp32-short', llm: 'mcp', ...EVAL }, {
     onprogress: (p) => {
       lines.push(p.message);
       if (p.message?.startsWith(`${lastStep}: evaluating the candidate`)) disconnected();
@@ -66,7 +66,7 @@ test('sampling campaign over stdio, a disconnect mid-step, then run --resume', a
   const recorded = fs.readdirSync(rec).filter((f) => /^\d+-[0-9a-f]+\.json$/.test(f)).sort();
   assert.equal(recorded.length, asked.length);
   assert.match(JSON.parse(fs.readFileSync(path.join(rec, recorded[0]), 'utf8')).producer, /^mcp:/);
-  const resumed = peakCli(['-q', '--json', 'run', 'hlsl-fp32', '--resume', '--llm', `replay:${rec}`,
+  const resumed = peakCli(['-q', '--json', 'run', 'hlsl-fp32-short', '--resume', '--llm', `replay:${rec}`,
     '--small', '--budget', String(EVAL.budget)], ws);
   assert.equal(resumed.status, 0, resumed.stderr + resumed.stdout);
   const r = JSON.parse(resumed.stdout);

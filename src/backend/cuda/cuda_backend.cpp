@@ -106,7 +106,12 @@ std::string short_kernel_name(const std::string& demangled) {
 }
 
 
-std::string compile_unit(const SourceRegions& source, std::string_view source_name) {
+std::string_view default_prelude() {
+  return "#include <cuda.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+}
+
+std::string compile_unit(const SourceRegions& source, std::string_view source_name,
+                         std::string_view prelude) {
   SourceRegions r = source;
   std::string blank;
   for (char c : r.host)
@@ -114,7 +119,8 @@ std::string compile_unit(const SourceRegions& source, std::string_view source_na
   r.host = blank;
   std::string out;
   out += "// peak: device code only; the host region is a launch plan (docs/launch-plan.md)\n";
-  out += "#include <cuda.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+  out += prelude.empty() ? default_prelude() : prelude;
+  if (!out.empty() && out.back() != '\n') out += '\n';
   out += fmt::format("#line 1 \"{}\"\n", source_name);
   out += join_regions(r);
   if (!out.empty() && out.back() != '\n') out += '\n';
@@ -321,6 +327,113 @@ std::optional<std::string> forbidden_device_symbol(std::string_view name) {
   return fmt::format("`{}` is not provided to candidate modules", name);
 }
 
+namespace {
+int cuda_arch_number(const std::string& arch) {
+  int n = 0;
+  for (char c : arch)
+    if (c >= '0' && c <= '9') n = n * 10 + (c - '0');
+  return n;
+}
+}  // namespace
+
+// Static shared memory and registers per thread are known after the build; the block size
+// and dynamic shared memory come from the plan (resolve_plan checks them per launch).
+PlanResult check_build_resources(const BuildResult& build, const DeviceFacts& device) {
+  PlanResult pr;
+  const nlohmann::json& r = build.resources;
+  if (!r.is_object()) return pr;
+  // Device memory that lives as long as the module (static __device__ data) is memory no plan
+  // declared: a candidate could keep results there between launches.
+  if (int64_t g = r.value("global_bytes", int64_t{0}); g > kStaticGlobalLimit) {
+    pr.disposition = Disposition::workspace_exceeded;
+    pr.message = fmt::format(
+        "the device code declares {} bytes of static __device__ data (at most {} are allowed "
+        "for constants and printf strings); memory a kernel needs belongs in the launch plan "
+        "as a scratch buffer within the context's workspace",
+        g, kStaticGlobalLimit);
+    return pr;
+  }
+  if (!r.contains("kernels") || !r["kernels"].is_object()) return pr;
+  int64_t limit = std::max(device.shared_memory_per_group_optin, device.shared_memory_per_group);
+  std::string dev = device.name.empty() ? "the device" : device.name;
+  for (const auto& [name, k] : r["kernels"].items()) {
+    int64_t smem = k.value("shared_bytes", int64_t{0});
+    if (limit > 0 && smem > limit) {
+      pr.disposition = Disposition::invalid_config;
+      pr.message = fmt::format(
+          "kernel {} uses {} bytes of static shared memory; {} allows at most {} per block", name,
+          smem, dev, limit);
+      return pr;
+    }
+  }
+  return pr;
+}
+
+PlanResult resolve_plan_for_build(LaunchPlan& plan, const BuildResult& build,
+                                const DeviceFacts& device) {
+  PlanResult pr;
+  auto fail = [&](Disposition d, std::string m) {
+    pr.disposition = d;
+    pr.message = std::move(m);
+    return pr;
+  };
+  const nlohmann::json kernels = build.resources.is_object()
+                                     ? build.resources.value("kernels", nlohmann::json::object())
+                                     : nlohmann::json::object();
+  std::string dev = device.name.empty() ? "the device" : device.name;
+  int64_t optin = std::max(device.shared_memory_per_group_optin, device.shared_memory_per_group);
+  int64_t regs_per_block = 65536;
+  if (auto it = device.extra.find("registers_per_block"); it != device.extra.end())
+    regs_per_block = std::max<int64_t>(1, std::atoll(it->second.c_str()));
+  bool hopper = cuda_arch_number(device.arch) >= 90;
+  if (!plan.tensor_maps.empty() && !hopper && !device.arch.empty())
+    return fail(Disposition::invalid_config,
+                fmt::format("tensor maps (TMA) need sm_90 or newer; {} is {}", dev, device.arch));
+  for (PlanStep& st : plan.steps) {
+    if (st.op != PlanStep::Op::launch) continue;
+    auto k = kernels.find(st.kernel);
+    if (k == kernels.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, v] : kernels.items()) names.push_back(n);
+      return fail(Disposition::compile_failed,
+                  fmt::format("line {}: the plan launches `{}`, but the device region defines no "
+                              "kernel of that name (kernels: {})",
+                              st.line, st.kernel, names.empty() ? "none" : join(names, ", ")));
+    }
+    st.symbol = k->value("mangled", st.kernel);
+    int64_t threads = st.block[0] * st.block[1] * st.block[2];
+    int64_t smem = k->value("shared_bytes", int64_t{0}) + st.shared;
+    if (optin > 0 && smem > optin)
+      return fail(Disposition::invalid_config,
+                  fmt::format("launch `{}` needs {} bytes of shared memory ({} static + {} "
+                              "dynamic); {} allows at most {} per block",
+                              st.kernel, smem, k->value("shared_bytes", int64_t{0}), st.shared,
+                              dev, optin));
+    int64_t regs = k->value("registers", int64_t{0});
+    if (regs > 0 && regs * threads > regs_per_block)
+      return fail(Disposition::invalid_config,
+                  fmt::format("launch `{}` needs {} registers per block ({} threads x {}); {} "
+                              "has {}",
+                              st.kernel, regs * threads, threads, regs, dev, regs_per_block));
+    if (st.grid[0] > 2147483647 || st.grid[1] > 65535 || st.grid[2] > 65535)
+      return fail(Disposition::invalid_config,
+                  fmt::format("launch `{}`: grid ({}, {}, {}) exceeds CUDA's limits "
+                              "(2147483647, 65535, 65535)",
+                              st.kernel, st.grid[0], st.grid[1], st.grid[2]));
+    int64_t cluster = st.cluster[0] * st.cluster[1] * st.cluster[2];
+    if (cluster > 1 && !hopper && !device.arch.empty())
+      return fail(Disposition::invalid_config,
+                  fmt::format("thread-block clusters need sm_90 or newer; {} is {}", dev,
+                              device.arch));
+    if (cluster > 8)
+      return fail(Disposition::invalid_config,
+                  fmt::format("launch `{}`: a cluster of {} blocks exceeds the portable limit "
+                              "of 8",
+                              st.kernel, cluster));
+  }
+  return pr;
+}
+
 }  // namespace cuda
 
 namespace {
@@ -391,8 +504,9 @@ std::optional<BuildResult> from_meta(const fs::path& meta, const fs::path& so) {
 
 class CudaBackend final : public Backend {
  public:
-  std::string name() const override { return "cuda"; }
-  std::string source_extension() const override { return ".cu"; }
+  explicit CudaBackend(NvccDialect dialect) : dialect_(std::move(dialect)) {}
+  std::string name() const override { return dialect_.name; }
+  std::string source_extension() const override { return dialect_.extension; }
 
   std::map<std::string, std::string> translation_table() const override {
     return {
@@ -466,7 +580,7 @@ class CudaBackend final : public Backend {
       return make_error(runner_missing_message("peak-runner-cuda"));
     auto facts = probe_device(job, opts);
     if (!facts) return make_error(facts.error());
-    facts->backend = "cuda";
+    facts->backend = dialect_.name;
     std::lock_guard<std::mutex> lock(mu_);
     facts_ = *facts;
     return *facts;
@@ -492,7 +606,7 @@ class CudaBackend final : public Backend {
 
   PlanDialect plan_dialect() const override {
     PlanDialect d;
-    d.backend = "cuda";
+    d.backend = dialect_.name;
     d.cluster = true;
     d.tensor_maps = true;
     return d;
@@ -510,7 +624,8 @@ class CudaBackend final : public Backend {
       return r;
     }
     const KernelContext& ctx = *req.context;
-    std::string source_name = ctx.source_file.empty() ? "kernel.cu" : ctx.source_file;
+    std::string source_name =
+        ctx.source_file.empty() ? "kernel" + dialect_.extension : ctx.source_file;
     auto regions = split_regions(req.source, source_name);
     if (!regions) {
       r.log = regions.error() + "\n";
@@ -535,17 +650,33 @@ class CudaBackend final : public Backend {
     }
     r.toolchain = "nvcc " + nvcc_version_number(*version);
 
-    std::string unit = compile_unit(*regions, source_name);
+    std::string unit = compile_unit(*regions, source_name, dialect_.prelude);
     std::vector<std::string> flags = pinned_flags(req.device.arch);
+    fs::path dir =
+        req.cache_dir.empty() ? fs::temp_directory_path() / "peak-cuda-cache" : req.cache_dir;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (!dialect_.include_files.empty()) {
+      // The dialect's headers, in a folder named by their content (concurrent builds agree).
+      std::string all;
+      for (const auto& [rel, text] : dialect_.include_files) all += rel + '\0' + text + '\0';
+      fs::path inc = dir / ("include-" + sha256_hex(all).substr(0, 16));
+      for (const auto& [rel, text] : dialect_.include_files) {
+        fs::path f = inc / rel;
+        if (fs::exists(f, ec)) continue;
+        fs::create_directories(f.parent_path(), ec);
+        if (auto st = write_unique_then_rename(f, text); !st) {
+          r.log = st.message() + "\n";
+          return r;
+        }
+      }
+      flags.push_back("-I" + inc.string());
+    }
     std::vector<std::string> defines;
     for (const auto& [k, v] : req.defines) defines.push_back(fmt::format("-D{}={}", k, v));
     std::string key = sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") +
                                  '\0' + *version + '\0' + join(plan->kernels(), ","));
 
-    fs::path dir =
-        req.cache_dir.empty() ? fs::temp_directory_path() / "peak-cuda-cache" : req.cache_dir;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
     fs::path cubin = dir / (key + ".cubin");
     fs::path meta = dir / (key + ".json");
     fs::path cu = dir / (key + ".cu");
@@ -573,6 +704,7 @@ class CudaBackend final : public Backend {
     po.cwd = dir;
     // Flags are pinned: environment additions to the nvcc command line are not honoured.
     po.env = {{"NVCC_PREPEND_FLAGS", ""}, {"NVCC_APPEND_FLAGS", ""}};
+    po.sandbox = SandboxPolicy::compiler({dir}, {nvcc});
     std::vector<std::string> quoted;
     for (const auto& a : po.argv) quoted.push_back(shell_quote(a));
     r.command = join(quoted, " ");
@@ -610,103 +742,14 @@ class CudaBackend final : public Backend {
     return r;
   }
 
-  // Static shared memory and registers per thread are known after the build; the block size
-  // and dynamic shared memory come from the plan (resolve_plan checks them per launch).
   PlanResult check_resources(const BuildResult& build, const DeviceFacts& device) override {
-    PlanResult pr;
-    const nlohmann::json& r = build.resources;
-    if (!r.is_object()) return pr;
-    // Device memory that lives as long as the module (static __device__ data) is memory no plan
-    // declared: a candidate could keep results there between launches.
-    if (int64_t g = r.value("global_bytes", int64_t{0}); g > kStaticGlobalLimit) {
-      pr.disposition = Disposition::workspace_exceeded;
-      pr.message = fmt::format(
-          "the device code declares {} bytes of static __device__ data (at most {} are allowed "
-          "for constants and printf strings); memory a kernel needs belongs in the launch plan "
-          "as a scratch buffer within the context's workspace",
-          g, kStaticGlobalLimit);
-      return pr;
-    }
-    if (!r.contains("kernels") || !r["kernels"].is_object()) return pr;
-    int64_t limit = std::max(device.shared_memory_per_group_optin, device.shared_memory_per_group);
-    std::string dev = device.name.empty() ? "the device" : device.name;
-    for (const auto& [name, k] : r["kernels"].items()) {
-      int64_t smem = k.value("shared_bytes", int64_t{0});
-      if (limit > 0 && smem > limit) {
-        pr.disposition = Disposition::invalid_config;
-        pr.message = fmt::format(
-            "kernel {} uses {} bytes of static shared memory; {} allows at most {} per block", name,
-            smem, dev, limit);
-        return pr;
-      }
-    }
-    return pr;
+    return check_build_resources(build, device);
   }
 
  protected:
   PlanResult resolve_plan(LaunchPlan& plan, const BuildResult& build,
                           const DeviceFacts& device) override {
-    PlanResult pr;
-    auto fail = [&](Disposition d, std::string m) {
-      pr.disposition = d;
-      pr.message = std::move(m);
-      return pr;
-    };
-    const nlohmann::json kernels = build.resources.is_object()
-                                       ? build.resources.value("kernels", nlohmann::json::object())
-                                       : nlohmann::json::object();
-    std::string dev = device.name.empty() ? "the device" : device.name;
-    int64_t optin = std::max(device.shared_memory_per_group_optin, device.shared_memory_per_group);
-    int64_t regs_per_block = 65536;
-    if (auto it = device.extra.find("registers_per_block"); it != device.extra.end())
-      regs_per_block = std::max<int64_t>(1, std::atoll(it->second.c_str()));
-    bool hopper = arch_number(device.arch) >= 90;
-    if (!plan.tensor_maps.empty() && !hopper && !device.arch.empty())
-      return fail(Disposition::invalid_config,
-                  fmt::format("tensor maps (TMA) need sm_90 or newer; {} is {}", dev, device.arch));
-    for (PlanStep& st : plan.steps) {
-      if (st.op != PlanStep::Op::launch) continue;
-      auto k = kernels.find(st.kernel);
-      if (k == kernels.end()) {
-        std::vector<std::string> names;
-        for (const auto& [n, v] : kernels.items()) names.push_back(n);
-        return fail(Disposition::compile_failed,
-                    fmt::format("line {}: the plan launches `{}`, but the device region defines no "
-                                "kernel of that name (kernels: {})",
-                                st.line, st.kernel, names.empty() ? "none" : join(names, ", ")));
-      }
-      st.symbol = k->value("mangled", st.kernel);
-      int64_t threads = st.block[0] * st.block[1] * st.block[2];
-      int64_t smem = k->value("shared_bytes", int64_t{0}) + st.shared;
-      if (optin > 0 && smem > optin)
-        return fail(Disposition::invalid_config,
-                    fmt::format("launch `{}` needs {} bytes of shared memory ({} static + {} "
-                                "dynamic); {} allows at most {} per block",
-                                st.kernel, smem, k->value("shared_bytes", int64_t{0}), st.shared,
-                                dev, optin));
-      int64_t regs = k->value("registers", int64_t{0});
-      if (regs > 0 && regs * threads > regs_per_block)
-        return fail(Disposition::invalid_config,
-                    fmt::format("launch `{}` needs {} registers per block ({} threads x {}); {} "
-                                "has {}",
-                                st.kernel, regs * threads, threads, regs, dev, regs_per_block));
-      if (st.grid[0] > 2147483647 || st.grid[1] > 65535 || st.grid[2] > 65535)
-        return fail(Disposition::invalid_config,
-                    fmt::format("launch `{}`: grid ({}, {}, {}) exceeds CUDA's limits "
-                                "(2147483647, 65535, 65535)",
-                                st.kernel, st.grid[0], st.grid[1], st.grid[2]));
-      int64_t cluster = st.cluster[0] * st.cluster[1] * st.cluster[2];
-      if (cluster > 1 && !hopper && !device.arch.empty())
-        return fail(Disposition::invalid_config,
-                    fmt::format("thread-block clusters need sm_90 or newer; {} is {}", dev,
-                                device.arch));
-      if (cluster > 8)
-        return fail(Disposition::invalid_config,
-                    fmt::format("launch `{}`: a cluster of {} blocks exceeds the portable limit "
-                                "of 8",
-                                st.kernel, cluster));
-    }
-    return pr;
+    return resolve_plan_for_build(plan, build, device);
   }
 
  public:
@@ -782,12 +825,17 @@ class CudaBackend final : public Backend {
     r.disposition = Disposition::passed;
   }
 
+  NvccDialect dialect_;
   mutable std::mutex mu_;
   std::optional<DeviceFacts> facts_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+std::unique_ptr<Backend> make_cuda_backend() { return make_cuda_backend(NvccDialect{}); }
+
+std::unique_ptr<Backend> make_cuda_backend(const NvccDialect& dialect) {
+  return std::make_unique<CudaBackend>(dialect);
+}
 
 }  // namespace peak

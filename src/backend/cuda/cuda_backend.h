@@ -7,6 +7,7 @@
 // (cuda_device_main.cpp, the peak-runner-cuda executable) loads it with cuModuleLoadData and runs
 // the evaluated plan with cuLaunchKernelEx: no candidate code ever runs on the host.
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,12 +22,34 @@ namespace peak {
 
 std::unique_ptr<Backend> make_cuda_backend();
 
+// A source dialect nvcc compiles through the CUDA backend's build, cache, artifact checks and
+// runner: CUDA itself, or HIP through a vendor-mapping header (docs/backend-hip.md).
+struct NvccDialect {
+  std::string name = "cuda";      // the backend's name
+  std::string extension = ".cu";  // its sources' extension
+  std::string prelude;            // lines before the source ("" = the CUDA headers)
+  // Headers peak owns, by relative path ("hip/hip_runtime.h"): written into a folder of the
+  // build cache that nvcc searches first (-I), so that a source's own #include lines resolve.
+  std::map<std::string, std::string> include_files;
+};
+std::unique_ptr<Backend> make_cuda_backend(const NvccDialect& dialect);
+
 namespace cuda {
 
-// The text handed to nvcc: a fixed prelude (cuda.h for CUtensorMap, cuda_fp16.h, cuda_bf16.h),
-// then the source with every host-region line blanked, under `#line 1 "<source_name>"` so that
-// diagnostics carry the file's own line numbers.
-std::string compile_unit(const SourceRegions& source, std::string_view source_name);
+// The CUDA prelude: cuda.h (CUtensorMap), cuda_fp16.h, cuda_bf16.h.
+std::string_view default_prelude();
+// The text handed to nvcc: the prelude (the CUDA headers when empty), then the source with every
+// host-region line blanked, under `#line 1 "<source_name>"` so that diagnostics carry the file's
+// own line numbers.
+std::string compile_unit(const SourceRegions& source, std::string_view source_name,
+                         std::string_view prelude = {});
+
+// The CUDA backend's checks of a cubin build against a device, for backends that run cubins:
+// static shared memory and __device__ data (check_resources) and each launch of an evaluated plan
+// (resolve_plan: the kernel's mangled symbol, shared memory, registers, grid, clusters, TMA).
+PlanResult check_build_resources(const BuildResult& build, const DeviceFacts& device);
+PlanResult resolve_plan_for_build(LaunchPlan& plan, const BuildResult& build,
+                                  const DeviceFacts& device);
 
 // "sm_90a" -> "-gencode=arch=compute_90a,code=sm_90a"; empty or malformed -> sm_90a.
 std::string gencode_flag(std::string_view arch);

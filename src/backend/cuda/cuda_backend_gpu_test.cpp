@@ -11,10 +11,13 @@
 #include <iostream>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/cuda_backend.h"
 #include "tune/measure.h"
 #include "util/fs.h"
+#include "util/sandbox.h"
 #include "validate/validate.h"
 
 namespace peak {
@@ -530,6 +533,63 @@ TEST_F(CudaGpuTest, CublasRatesAsPeakTimesThem) {
                 << " TFLOP/s (median " << st.median << " ms, spread " << st.rel_spread << ")\n";
     }
   }
+}
+
+}  // namespace
+}  // namespace peak
+
+namespace peak {
+namespace {
+
+// ---- What the sandbox costs per candidate ----
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+// One candidate's compile (nvcc, cache missed) and validation (one shape, one seed: one runner)
+// with the sandbox and without it, alternating, five times each. Printed for the record; both
+// must pass.
+TEST_F(CudaGpuTest, SandboxOverheadPerCandidate) {
+  if (sandbox_support().level != SandboxSupport::Level::full)
+    GTEST_SKIP() << "the sandbox is " << SandboxSupport::name(sandbox_support().level)
+                 << " here: " << sandbox_support().detail;
+  KernelContext ctx = corpus_context();
+  Config config = testing::default_tuning(ctx);
+  auto text = read_file(testing::kCudaCorpusDir / "correct_tiled.cu");
+  ASSERT_TRUE(text) << text.error();
+  ValidationOptions vo;
+  vo.seeds = 1;
+  vo.include_hidden = false;
+  vo.shapes = {ctx.validation_shapes.at(0)};
+  const bool was = sandbox_enabled();
+  std::map<bool, std::vector<double>> compile_s, validate_s;
+  for (int round = 0; round < 5; ++round) {
+    for (bool on : {true, false}) {
+      set_sandbox_enabled(on);
+      // A comment unique to this build: the build cache misses, nvcc runs.
+      std::string src = *text + fmt::format("\n// sandbox overhead: round {} {}\n", round, on);
+      auto t0 = std::chrono::steady_clock::now();
+      Built b = build_source(ctx, src, config);
+      compile_s[on].push_back(seconds_since(t0));
+      ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+      t0 = std::chrono::steady_clock::now();
+      ValidationOutcome v = validate(ctx, b, config, vo);
+      validate_s[on].push_back(seconds_since(t0));
+      ASSERT_EQ(v.disposition, Disposition::passed) << (on ? "sandboxed: " : "") << v.message;
+    }
+  }
+  set_sandbox_enabled(was);
+  std::cout << "[ measured ] sandbox overhead per candidate (" << sandbox_support().describe()
+            << "), medians of 5: compile " << median_of(compile_s[true]) << " s sandboxed vs "
+            << median_of(compile_s[false]) << " s open (+"
+            << median_of(compile_s[true]) - median_of(compile_s[false]) << " s); validation run "
+            << median_of(validate_s[true]) << " s sandboxed vs " << median_of(validate_s[false])
+            << " s open (+" << median_of(validate_s[true]) - median_of(validate_s[false])
+            << " s)\n";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "backend/cuda/fma_bench_ptx.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/sandbox.h"
 
 namespace peak {
 namespace {
@@ -606,6 +607,37 @@ TEST(CudaBuild, CompileErrorNamesKernelCuAndLine) {
   EXPECT_EQ(again.log, r.log);
 }
 
+// The real build path: nvcc runs in the compiler sandbox, so a candidate that includes a file from
+// outside the workspace by its path gets a compile error that shows nothing of the file.
+TEST(CudaBuild, IncludingAFileOutsideTheCandidateShowsNothingOfIt) {
+  REQUIRE_NVCC();
+  if (sandbox_support().level != SandboxSupport::Level::full)
+    GTEST_SKIP() << "the sandbox has no namespaces here: " << sandbox_support().detail;
+  auto dir = make_temp_dir("peak-cuda-secret-");
+  ASSERT_TRUE(dir) << dir.error();
+  const std::string secret = "sk_planted_cuda_6f5e4d3c2b1a";
+  ASSERT_TRUE(write_file(*dir / "id_ed25519", "int " + secret + " = ;\n"));
+  auto b = make_cuda_backend();
+  const KernelContext& ctx = fp32_context();
+  auto source = [&](const std::string& tag) {
+    return matmul_source("#include \"" + (*dir / "id_ed25519").string() + "\"\n// " + tag + "\n" +
+                             kNaiveDevice,
+                         kNaivePlan);
+  };
+  BuildResult r = build(*b, ctx, source("sandboxed"), testing::default_tuning(ctx));
+  EXPECT_EQ(r.disposition, Disposition::compile_failed);
+  EXPECT_EQ(r.log.find(secret), std::string::npos) << r.log;
+  EXPECT_TRUE(contains(r.log, "id_ed25519")) << r.log;
+  // Without the sandbox nvcc shows the line it could not parse: the check above can fail.
+  bool was = sandbox_enabled();
+  set_sandbox_enabled(false);
+  BuildResult open = build(*b, ctx, source("unsandboxed"), testing::default_tuning(ctx));
+  set_sandbox_enabled(was);
+  EXPECT_TRUE(contains(open.log, secret)) << open.log;
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+}
+
 TEST(CudaBuild, PlanLaunchingAKernelTheDeviceRegionLacksFailsTheBuild) {
   REQUIRE_NVCC();
   auto b = make_cuda_backend();
@@ -1055,7 +1087,7 @@ TEST(CudaPassingKernels, ThereIsOneForEveryFeature) {
     for (const auto& p : c.problems) ADD_FAILURE() << c.file << ": " << p;
     EXPECT_EQ(c.expect, std::set<std::string>{"passed"}) << c.file;
   }
-  for (const char* f : {"split_k.cu", "large_smem.cu", "tma_cluster.cu"})
+  for (const char* f : {"split_k.cu", "split_k_atomic.cu", "large_smem.cu", "tma_cluster.cu"})
     EXPECT_TRUE(files.count(f)) << "missing tests/integrity/cuda/passing/" << f;
 }
 

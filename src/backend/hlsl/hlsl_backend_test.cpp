@@ -143,6 +143,26 @@ TEST_F(HlslBackendTest, CompileErrorNamesTheFileAndLine) {
   EXPECT_FALSE(fs::exists(b.artifact));
 }
 
+// shaderc compiles in peak's own process, with no includer: an #include, by any path, is an
+// error that names the path and never shows the file (docs/sandbox.md).
+TEST_F(HlslBackendTest, IncludesAreRefusedAndShowNothingOfTheFile) {
+  const std::string secret = "sk-planted-hlsl-5e4d3c2b1a";
+  ASSERT_TRUE(write_file(dir_ / "secret.hlsl", "static const float leaked = " + secret + ";\n"));
+  ASSERT_TRUE(write_file(dir_ / "cache" / "neighbour.hlsl", secret + "\n"));
+  for (const std::string& include :
+       {"\"" + (dir_ / "secret.hlsl").string() + "\"", std::string("\"neighbour.hlsl\""),
+        "<" + (dir_ / "secret.hlsl").string() + ">", std::string("\"/etc/passwd\"")}) {
+    std::string src = with_device("#include " + include +
+                                  "\n[numthreads(BLOCK_X, BLOCK_Y, 1)]\n"
+                                  "void main(uint3 tid : SV_DispatchThreadID) { C[tid.x] = 0; }\n");
+    BuildResult b = build(src);
+    EXPECT_EQ(b.disposition, Disposition::compile_failed) << include << ": " << b.log;
+    EXPECT_EQ(b.log.find(secret), std::string::npos) << b.log;
+    EXPECT_EQ(b.log.find("root:"), std::string::npos) << b.log;
+    EXPECT_NE(b.log.find("#include"), std::string::npos) << include << ": " << b.log;
+  }
+}
+
 TEST_F(HlslBackendTest, ParseErrorNamesLineAndColumn) {
   std::string src = with_device(
       "[numthreads(BLOCK_X, BLOCK_Y, 1)]\n"

@@ -1,6 +1,6 @@
 // expect: unwritten_output
 // Computes nothing and leaves C as it finds it, hoping for the product of the cuBLAS baseline, which the runner runs on the same A, B and C between timed samples: C is poisoned before every run, checked or timed, so it only ever finds poison.
-// timed: unwritten_output
+// timed: incorrect
 // A kernel that computes only where C does not already hold a number gains nothing either: it finds poison every time and always computes.
 
 // peak:begin macros

@@ -1,0 +1,371 @@
+// The workspace keeps what the user made: local edits survive every command, checkouts are
+// atomic, checkpoints keep every measurement, one writer at a time, read-only workspaces read.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/testing.h"
+#include "util/fs.h"
+#include "util/process.h"
+#include "util/workspace_lock.h"
+
+namespace peak {
+namespace {
+
+using namespace peak::testing;
+
+std::string sql_value(const fs::path& ws, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string uri = "file:" + (ws / ".peak" / "peak.db").string() + "?mode=ro";
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
+      SQLITE_OK)
+    return "cannot open";
+  std::string out;
+  sqlite3_exec(
+      db, sql.c_str(),
+      [](void* o, int, char** v, char**) {
+        *static_cast<std::string*>(o) = v[0] ? v[0] : "";
+        return 0;
+      },
+      &out, nullptr);
+  sqlite3_close(db);
+  return out;
+}
+
+std::string integrity(const fs::path& ws) { return sql_value(ws, "PRAGMA integrity_check"); }
+
+TEST_F(Cli, GlobalOptionsGoAnywhereAndTyposGetASuggestion) {
+  fs::path ws = scale_workspace("ws");
+  Out before = peak({"--json", "log"}, ws);
+  Out after = peak({"log", "--json"}, ws);
+  ASSERT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(before.out, after.out);
+  EXPECT_TRUE(json::parse(after.out, nullptr, false).is_array());
+  Out c = peak({"log", "-C", ws.string(), "--json"});
+  EXPECT_EQ(c.code, 0) << c.err;
+  Out typo = peak({"lgo"}, ws);
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.err.find("did you mean 'log'"), std::string::npos) << typo.err;
+  Out other = peak({"frobnicate"}, ws);
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("peak --help"), std::string::npos) << other.err;
+}
+
+// Every command that writes the working files, tried with an edit in them: each refuses and
+// names the change, and the edit survives; --force stashes it and `stash pop` brings it back.
+TEST_F(Cli, EveryCommandThatWritesWorkingFilesKeepsALocalEdit) {
+  fs::path ws = scale_workspace("ws");
+  ASSERT_TRUE(write_file(ws / "kernel.hlsl", replace_region(kScaleSource, "device", kAddedDevice)));
+  ASSERT_EQ(peak({"-q", "commit", "-m", "add", "--budget", "1"}, ws).code, 0);  // checkpoint 2
+  ASSERT_EQ(peak({"-q", "branch", "side", "seed"}, ws).code, 0);
+  ASSERT_EQ(peak({"-q", "checkout", "main"}, ws).code, 0);
+  ASSERT_TRUE(write_file(ws / "kernel.hlsl", *read_file(ws / "kernel.hlsl") + "// set aside\n"));
+  ASSERT_EQ(peak({"-q", "stash", "-m", "for later"}, ws).code, 0);
+  ASSERT_TRUE(status(ws)["clean"].get<bool>());
+
+  const std::string edited =
+      replace_region(*read_file(ws / "kernel.hlsl"), "device",
+                     std::string(kAddedDevice) + "// my edit, not committed\n");
+  ASSERT_TRUE(write_file(ws / "kernel.hlsl", edited));
+  json st = status(ws);
+  EXPECT_FALSE(st["clean"].get<bool>());
+  EXPECT_EQ(st["changes"], json::array({"the device region of kernel.hlsl"}));
+  Out diff = peak({"diff"}, ws);
+  EXPECT_NE(diff.out.find("+// my edit, not committed"), std::string::npos) << diff.out;
+  ASSERT_TRUE(write_file(tmp_ / "seq.toml",
+                         "format = 1\nname = \"s\"\n[[step]]\ntransformation = \"add-twice\"\n"));
+  const std::string llm = command_llm(added_reply());
+  const std::vector<std::vector<std::string>> commands = {
+      {"checkout", "side"},
+      {"checkout", "--detach", "seed"},
+      {"checkout", "--detach", "1"},
+      {"checkout", "HEAD"},
+      {"branch", "b2", "seed"},
+      {"stash", "pop"},
+      {"apply", "add-twice", "--llm", llm, "--budget", "1"},
+      {"run", (tmp_ / "seq.toml").string(), "--llm", llm, "--budget", "1"},
+  };
+  for (const auto& c : commands) {
+    SCOPED_TRACE(c[0] + " " + c[1]);
+    Out o = peak(c, ws);
+    EXPECT_EQ(o.code, 2) << o.out << o.err;
+    EXPECT_NE(o.err.find("the device region of kernel.hlsl"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("peak commit"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("peak stash"), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("--force"), std::string::npos) << o.err;
+    EXPECT_EQ(*read_file(ws / "kernel.hlsl"), edited);
+  }
+  EXPECT_EQ(llm_calls(), 0u);
+  st = status(ws);
+  EXPECT_EQ(st["head"], "main");
+  EXPECT_EQ(st["stashes"].size(), 1u);
+  Out branches = peak({"--json", "branch"}, ws);
+  EXPECT_FALSE(json::parse(branches.out)["branches"].contains("b2"));
+
+  // --force: stashed first, then brought back.
+  Out forced = peak({"--json", "checkout", "side", "--force"}, ws);
+  ASSERT_EQ(forced.code, 0) << forced.err;
+  json f = json::parse(forced.out);
+  ASSERT_TRUE(f["stash"].is_number()) << forced.out;
+  EXPECT_EQ(*read_file(ws / "kernel.hlsl"), kScaleSource);
+  ASSERT_EQ(peak({"-q", "checkout", "main"}, ws).code, 0);
+  Out pop = peak({"stash", "pop", std::to_string(f["stash"].get<int>())}, ws);
+  ASSERT_EQ(pop.code, 0) << pop.err;
+  EXPECT_EQ(*read_file(ws / "kernel.hlsl"), edited);
+  EXPECT_EQ(status(ws)["stashes"].size(), 1u);
+}
+
+TEST_F(Cli, RefNamesAreCheckedAndDetachingIsAskedFor) {
+  fs::path ws = scale_workspace("ws");
+  for (const std::vector<std::string>& c : std::vector<std::vector<std::string>>{{"branch", ""},
+                                                                                 {"branch", "seed"},
+                                                                                 {"branch", "HEAD"},
+                                                                                 {"branch", "7"},
+                                                                                 {"checkout", ""},
+                                                                                 {"tag", "main"}}) {
+    SCOPED_TRACE(c[0] + " '" + c[1] + "'");
+    Out o = peak(c, ws);
+    EXPECT_EQ(o.code, 2) << o.out << o.err;
+  }
+  Out co = peak({"checkout", "seed"}, ws);
+  EXPECT_EQ(co.code, 2);
+  EXPECT_NE(co.err.find("--detach"), std::string::npos) << co.err;
+  EXPECT_EQ(status(ws)["head"], "main");
+  Out head = peak({"checkout", "HEAD"}, ws);
+  EXPECT_EQ(head.code, 0) << head.err;
+  EXPECT_EQ(status(ws)["head"], "main");  // still on the branch
+  Out detach = peak({"checkout", "--detach", "seed"}, ws);
+  EXPECT_EQ(detach.code, 0) << detach.err;
+  EXPECT_NE(detach.out.find("detached"), std::string::npos) << detach.out;
+  EXPECT_EQ(status(ws)["head"], "#1");
+}
+
+// kill -9 at every step of a checkout, and an unwritable folder or file: store and files agree.
+TEST_F(Cli, CheckoutFaultsLeaveStoreAndFilesConsistent) {
+  fs::path ws = scale_workspace("ws");
+  ASSERT_TRUE(write_file(ws / "kernel.hlsl", replace_region(kScaleSource, "device", kAddedDevice)));
+  ASSERT_EQ(peak({"-q", "commit", "-m", "add", "--budget", "1"}, ws).code, 0);
+  ASSERT_EQ(peak({"-q", "branch", "side", "seed"}, ws).code, 0);
+  const std::string on_main = replace_region(kScaleSource, "device", kAddedDevice);
+  std::string head = "side";
+  for (const char* point :
+       {"switch.temps-written", "switch.journaled", "switch.renamed-one", "switch.files-written"}) {
+    SCOPED_TRACE(point);
+    std::string target = head == "side" ? "main" : "side";
+    Out killed = peak({"checkout", target}, ws, {{"PEAK_FAULT", std::string("kill@") + point}});
+    EXPECT_EQ(killed.code, -1) << killed.out << killed.err;  // killed by a signal
+    json st = status(ws);  // the next command completes or undoes it
+    if (std::string(point) != "switch.temps-written") head = target;
+    EXPECT_EQ(st["head"], head);
+    EXPECT_TRUE(st["clean"].get<bool>()) << st.dump();
+    EXPECT_EQ(*read_file(ws / "kernel.hlsl"), head == "side" ? kScaleSource : on_main);
+    EXPECT_EQ(integrity(ws), "ok");
+  }
+  // An unwritable folder: exit 4, nothing changed.
+  ASSERT_EQ(head, "main");  // side -> (not done) -> main -> side -> main
+  if (::geteuid() == 0) {  // the checkout runs as nobody: .peak is theirs, the folder is not
+    ASSERT_EQ(std::system(("chown -R 65534:65534 " + (ws / ".peak").string()).c_str()), 0);
+  } else {
+    fs::permissions(ws, fs::perms::owner_write, fs::perm_options::remove);
+  }
+  Out denied = peak_as_other_user({"checkout", "side"}, ws);
+  EXPECT_EQ(denied.code, 4) << denied.out << denied.err;
+  EXPECT_NE(denied.err.find("chmod u+w"), std::string::npos) << denied.err;
+  EXPECT_EQ(denied.err.find(".tmp"), std::string::npos) << denied.err;
+  fs::permissions(ws, fs::perms::owner_write, fs::perm_options::add);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(std::system(("chown -R 0:0 " + (ws / ".peak").string()).c_str()), 0);
+  }
+  json st = status(ws);
+  EXPECT_EQ(st["head"], "main");
+  EXPECT_TRUE(st["clean"].get<bool>());
+  EXPECT_EQ(*read_file(ws / "kernel.hlsl"), on_main);
+  EXPECT_EQ(integrity(ws), "ok");
+}
+
+TEST_F(Cli, ReadOnlyWorkspaceCanBeRead) {
+  fs::path ws = scale_workspace("ws");
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(ws); it != fs::end(it); ++it)
+    fs::permissions(it->path(),
+                    fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                    fs::perm_options::remove, ec);
+  fs::permissions(ws, fs::perms::owner_write, fs::perm_options::remove, ec);
+  for (const std::vector<std::string>& c : std::vector<std::vector<std::string>>{
+           {"log"}, {"status"}, {"show"}, {"diff"}, {"report"}, {"--json", "log"}}) {
+    SCOPED_TRACE(c[0]);
+    Out o = peak_as_other_user(c, ws);
+    EXPECT_EQ(o.code, 0) << o.out << o.err;
+  }
+  Out write = peak_as_other_user({"tag", "v1"}, ws);
+  EXPECT_EQ(write.code, 4) << write.err;
+  EXPECT_NE(write.err.find("read-only"), std::string::npos) << write.err;
+}
+
+TEST_F(Cli, ASecondWriterNamesTheFirstOrWaits) {
+  fs::path ws = scale_workspace("ws");
+  auto held = WorkspaceLock::acquire(ws / ".peak" / "lock", "peak apply add-twice", false);
+  ASSERT_TRUE(held) << held.error();
+  Out busy = peak({"tag", "v1"}, ws);
+  EXPECT_EQ(busy.code, 4);
+  EXPECT_NE(busy.err.find("peak apply add-twice (pid " + std::to_string(::getpid())),
+            std::string::npos)
+      << busy.err;
+  EXPECT_NE(busy.err.find("--wait"), std::string::npos) << busy.err;
+  EXPECT_EQ(peak({"log"}, ws).code, 0);  // readers do not wait
+  json st = status(ws);
+  EXPECT_EQ(st["busy"]["pid"], ::getpid());
+  // --wait: the second one says whom it waits for, and goes on once the first is done.
+  Subprocess waiter;
+  ASSERT_TRUE(waiter.start(options({"tag", "v2", "--wait"}, ws, {})));
+  std::string line;
+  for (int i = 0; i < 3000 && waiter.err().find("waiting for") == std::string::npos; ++i)
+    waiter.read_line(line, 0.01);
+  EXPECT_NE(waiter.err().find("waiting for peak apply add-twice"), std::string::npos)
+      << waiter.err();
+  held->reset();
+  ProcessResult r = waiter.wait(60);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  Out tags = peak({"--json", "tag"}, ws);
+  EXPECT_TRUE(json::parse(tags.out).contains("v2")) << tags.out;
+}
+
+// A re-tune with other options adds a measurement and changes no result; log, show and report
+// agree on the result; a commit with no change is refused.
+TEST_F(Cli, CheckpointsKeepEveryMeasurement) {
+  fs::path ws = scale_workspace("ws");
+  ASSERT_EQ(peak({"-q", "validate", "--budget", "1"}, ws).code, 0);
+  Out tuned = peak({"tune", "--tune", "BLOCK=32", "--budget", "1"}, ws);
+  ASSERT_EQ(tuned.code, 0) << tuned.err;
+  EXPECT_NE(tuned.out.find("kept in the history"), std::string::npos) << tuned.out;
+  Out show = peak({"--json", "show", "1", "--all"}, ws);
+  ASSERT_EQ(show.code, 0);
+  json s = json::parse(show.out);
+  ASSERT_EQ(s["evaluations"].size(), 2u);
+  EXPECT_TRUE(s["evaluations"][0]["result"].get<bool>());
+  EXPECT_FALSE(s["evaluations"][1]["result"].get<bool>());
+  EXPECT_FALSE(s["evaluations"][1]["standard"].get<bool>());
+  EXPECT_EQ(s["evaluations"][1]["options"]["tuning"]["BLOCK"], json::array({32}));
+  double result = s["evaluations"][0]["gflops"].get<double>();
+  EXPECT_DOUBLE_EQ(s["summary"]["bench"][0]["gflops"].get<double>(), result);
+  EXPECT_EQ(s["summary"]["best"]["config"]["BLOCK"], 64);  // the default options' best
+  Out log = peak({"--json", "log"}, ws);
+  std::string perf = json::parse(log.out)[0]["perf"];
+  EXPECT_NE(perf.find("GFLOP/s"), std::string::npos) << perf;  // the seed's result is shown
+  Out rep = peak({"report", "--format", "json"}, ws);
+  EXPECT_DOUBLE_EQ(json::parse(rep.out)["steps"][0]["bench"][0]["gflops"].get<double>(), result);
+  Out text = peak({"show", "1", "--all"}, ws);
+  EXPECT_NE(text.out.find("other options"), std::string::npos) << text.out;
+  Out nothing = peak({"commit", "-m", "same"}, ws);
+  EXPECT_EQ(nothing.code, 2);
+  EXPECT_NE(nothing.err.find("nothing to commit"), std::string::npos) << nothing.err;
+  EXPECT_EQ(checkpoints(ws), 1u);
+}
+
+TEST_F(Cli, ContextErrorsExitWithTwoAtCommit) {
+  fs::path ws = scale_workspace("ws");
+  ASSERT_TRUE(write_file(ws / "kernel.hlsl", replace_all(kScaleSource, "// peak:end host", "")));
+  Out marker = peak({"commit", "-m", "x"}, ws);
+  EXPECT_EQ(marker.code, 2) << marker.err;
+  EXPECT_NE(marker.err.find("peak:end host"), std::string::npos) << marker.err;
+  EXPECT_EQ(marker.err.find("not_run"), std::string::npos) << marker.err;
+  ASSERT_TRUE(write_file(ws / "kernel.hlsl", kScaleSource));
+  ASSERT_TRUE(write_file(ws / "kernel.toml", "format = 1\nname = = \"x\"\n"));
+  Out toml = peak({"commit", "-m", "x"}, ws);
+  EXPECT_EQ(toml.code, 2) << toml.err;
+  EXPECT_NE(toml.err.find("kernel.toml:2:"), std::string::npos) << toml.err;
+  // tuning_valid with an unknown name is refused at init already.
+  std::string ctx = kScaleToml;
+  ctx.insert(ctx.find("[[arrays]]"), "tuning_valid = \"BLOK <= 64\"\n\n");
+  ASSERT_TRUE(write_file(tmp_ / "bad-ctx" / "kernel.toml", ctx));
+  ASSERT_TRUE(write_file(tmp_ / "bad-ctx" / "kernel.hlsl", kScaleSource));
+  Out init = peak({"init", (tmp_ / "bad-ctx").string(), (tmp_ / "bad").string()});
+  EXPECT_EQ(init.code, 2);
+  EXPECT_NE(init.err.find("unknown name 'BLOK'"), std::string::npos) << init.err;
+}
+
+TEST_F(Cli, ABrokenTransformationFileIsSkipped) {
+  fs::path ws = scale_workspace("ws");
+  ASSERT_TRUE(write_file(library_ / "broken.md", "+++\nformat = 1\nname = \"broken\"\n"));
+  Out list = peak({"transformations", "list"}, ws);
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_NE(list.out.find("add-twice"), std::string::npos) << list.out;
+  EXPECT_NE(list.err.find("broken.md"), std::string::npos) << list.err;
+  Out show = peak({"transformations", "show", "add-twice"}, ws);
+  EXPECT_EQ(show.code, 0) << show.err;
+}
+
+// The command line wins over a sequence file: attempts = 1 in the file, --attempts 2 given.
+TEST_F(Cli, CommandLineAttemptsWinOverTheSequenceFile) {
+  fs::path ws = scale_workspace("ws");
+  ASSERT_TRUE(write_file(tmp_ / "seq.toml",
+                         "format = 1\nname = \"s\"\nattempts = 1\n[[step]]\n"
+                         "transformation = \"add-twice\"\n"));
+  std::string llm = command_llm("no code block here");
+  Out r = peak({"--json", "run", (tmp_ / "seq.toml").string(), "--llm", llm, "--attempts", "2",
+                "--budget", "1"},
+               ws);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_EQ(llm_calls(), 2u);
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_EQ(j["steps"][0]["attempts"], 2) << r.out;
+  EXPECT_NE(j["message"].get<std::string>().find("--attempts"), std::string::npos);
+  // Without --attempts, the file's 1.
+  Out again = peak({"run", (tmp_ / "seq.toml").string(), "--llm", llm, "--budget", "1"}, ws);
+  EXPECT_EQ(again.code, 1);
+  EXPECT_EQ(llm_calls(), 3u);
+}
+
+// A signal ends the command with its workflow recorded as interrupted (by the process itself,
+// before it ends), and the same command continues it.
+TEST_F(Cli, ASignalMarksTheWorkflowInterrupted) {
+  fs::path ws = scale_workspace("ws");
+  Subprocess p;
+  ASSERT_TRUE(p.start(
+      options({"-q", "apply", "add-twice", "--llm", "manual", "--wait", "--budget", "1"}, ws, {})));
+  fs::path prompt = ws / ".peak" / "manual" / "0001.prompt.md";
+  std::string line;
+  for (int i = 0; i < 6000 && !fs::exists(prompt); ++i) p.read_line(line, 0.01);
+  ASSERT_TRUE(fs::exists(prompt)) << p.err();
+  EXPECT_EQ(sql_value(ws, "SELECT status FROM workflows"), "running");
+  ::kill(p.pid(), SIGTERM);
+  ProcessResult r = p.wait(60);
+  EXPECT_EQ(r.term_signal, SIGTERM) << r.describe();
+  EXPECT_EQ(sql_value(ws, "SELECT status FROM workflows"), "interrupted");
+  EXPECT_NE(sql_value(ws, "SELECT finished_at FROM workflows"), "");
+  ASSERT_TRUE(write_file(tmp_ / "reply.md", added_reply()));
+  ASSERT_EQ(peak({"respond", "0001", (tmp_ / "reply.md").string()}, ws).code, 0);
+  Out again = peak({"--json", "-q", "apply", "add-twice", "--llm", "manual", "--budget", "1"}, ws);
+  ASSERT_EQ(again.code, 0) << again.out << again.err;
+  EXPECT_EQ(json::parse(again.out)["workflow"], 1);
+  EXPECT_EQ(sql_value(ws, "SELECT count(*) FROM workflows"), "1");
+}
+
+// The README's examples, exactly as written there, with nothing but the built peak.
+TEST_F(Cli, ReadmeExamplesRunOffline) {
+  auto readme = read_file(fs::path(PEAK_SOURCE_DIR) / "README.md");
+  ASSERT_TRUE(readme);
+  auto marker = readme->find("<!-- peak:readme-example");
+  ASSERT_NE(marker, std::string::npos);
+  auto begin = readme->find("```sh\n", marker);
+  auto end = readme->find("```\n", begin + 6);
+  ASSERT_NE(begin, std::string::npos);
+  std::string script = readme->substr(begin + 6, end - begin - 6);
+  ASSERT_NE(script.find("peak apply"), std::string::npos);
+  ProcessOptions o = options({}, tmp_, {});
+  o.argv = {"bash", "-euo", "pipefail", "-c", script};
+  o.env["PATH"] = std::string(PEAK_BINARY_DIR) + ":" + std::getenv("PATH");
+  Out r = run(o);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(tmp_ / "ws" / "report.md"));
+  EXPECT_EQ(checkpoints(tmp_ / "ws"), 3u);
+  EXPECT_EQ(status(tmp_ / "ws")["head"], "try-more");
+}
+
+}  // namespace
+}  // namespace peak

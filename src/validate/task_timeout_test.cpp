@@ -1,0 +1,147 @@
+#include "validate/task_timeout.h"
+
+#include <gtest/gtest.h>
+
+#include "plan/launch_plan.h"
+#include "util/fs.h"
+
+namespace peak {
+namespace {
+
+TEST(TaskBudget, WithoutAMeasurementTheDefaultStands) {
+  TaskBudget b = task_budget(TaskKind::validate, false, {}, 60);
+  EXPECT_EQ(b.timeout_s, 60);
+  EXPECT_EQ(b.reference_s, 0);
+  EXPECT_NE(b.basis.find("no validation task measured here yet"), std::string::npos) << b.basis;
+  // A reference that measured other kinds only gives nothing for this one.
+  TaskSeconds only_bench;
+  only_bench.bench = 3;
+  b = task_budget(TaskKind::screen, true, {{"seed", only_bench}}, 120);
+  EXPECT_EQ(b.timeout_s, 120);
+}
+
+TEST(TaskBudget, TheSlowestReferenceTimesTheFactorAboveTheDeviceFloor) {
+  TaskSeconds seed, parent;
+  seed.validate = 0.2;
+  parent.validate = 1.5;
+  TaskBudget b = task_budget(TaskKind::validate, false, {{"seed", seed}, {"parent", parent}}, 60);
+  EXPECT_DOUBLE_EQ(b.reference_s, 1.5);
+  EXPECT_DOUBLE_EQ(b.timeout_s, kTimeoutFactor * 1.5);
+  EXPECT_NE(b.basis.find("parent"), std::string::npos) << b.basis;
+  // A fast reference: the floor of the device kind, higher on a CPU device.
+  seed.validate = 0.01;
+  EXPECT_DOUBLE_EQ(task_budget(TaskKind::validate, false, {{"seed", seed}}, 60).timeout_s,
+                   kGpuFloorSeconds);
+  EXPECT_DOUBLE_EQ(task_budget(TaskKind::validate, true, {{"seed", seed}}, 60).timeout_s,
+                   kCpuFloorSeconds);
+  // What a timing policy may legitimately sample raises the floor.
+  TaskSeconds bench;
+  bench.bench = 0.5;
+  TimingPolicy policy;
+  policy.max_seconds = 5;
+  double allowance = timing_allowance(policy, true);
+  EXPECT_DOUBLE_EQ(allowance, 100);
+  EXPECT_DOUBLE_EQ(task_budget(TaskKind::bench, false, {{"seed", bench}}, 480, allowance).timeout_s,
+                   100);
+}
+
+TEST(TaskBudget, SecondsRoundTripThroughTheSummary) {
+  TaskSeconds t;
+  t.validate = 0.25;
+  t.screen = 1;
+  t.bench = 2.5;
+  TaskSeconds back = TaskSeconds::from_json(t.to_json());
+  EXPECT_EQ(back.validate, 0.25);
+  EXPECT_EQ(back.screen, 1);
+  EXPECT_EQ(back.bench, 2.5);
+  EXPECT_EQ(TaskSeconds::from_json(nlohmann::json()).validate, 0);  // older summaries
+}
+
+// Deadlines against peak-hostile-runner (runner/hostile_device_main.cpp), whose "kernel" hangs
+// always, or once per task (a machine that was busy for a moment).
+class Retry : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = make_temp_dir("peak-task-timeout-");
+    ASSERT_TRUE(d) << d.error();
+    dir_ = *d;
+    job_.family = "copy";
+    job_.arrays = {ArraySpec{"X", DType::f32, "16", Initializer{}, false},
+                   ArraySpec{"Y", DType::f32, "16", Initializer{}, true}};
+    for (const char* id : {"a", "b"}) {
+      RunnerTask t;
+      t.id = id;
+      t.sizes = {{"X", 16}, {"Y", 16}};
+      t.repeat = false;
+      t.output_dir = (dir_ / "out").string();
+      LaunchPlan plan;  // one launch of the device's only kernel
+      PlanStep step;
+      step.kernel = step.symbol = "attack";
+      plan.steps.push_back(step);
+      t.plan = plan.to_json();
+      job_.tasks.push_back(t);
+    }
+    opts_.executable = fs::path(PEAK_BINARY_DIR) / "peak-hostile-runner";
+    opts_.start_timeout_s = 120;
+    // The deadline a hung kernel runs into; a task that does nothing ends far within it, even on
+    // a machine busy with other work.
+    budget_.timeout_s = 10;
+    budget_.reference_s = 0.05;
+    budget_.basis = "20x the seed's slowest validation task here (0.05 s), at least 10 s";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::vector<TaskResult> run(const std::string& attack) {
+    opts_.env = {{"PEAK_HOSTILE_ATTACK", attack},
+                 {"PEAK_HOSTILE_TARGET", (dir_ / "out" / "hung").string()}};
+    auto r = run_job_retrying_timeouts(job_, opts_, budget_);
+    EXPECT_TRUE(r) << r.error();
+    return r ? *r : std::vector<TaskResult>{};
+  }
+
+  fs::path dir_;
+  RunnerJob job_;
+  RunnerOptions opts_;
+  TaskBudget budget_;
+};
+
+TEST_F(Retry, AHungKernelIsChargedTimeoutWithTheRatio) {
+  job_.tasks.resize(1);
+  auto r = run("hang");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].id, "a");
+  EXPECT_EQ(r[0].disposition, Disposition::timeout);
+  EXPECT_NE(r[0].message.find("retried alone in a fresh runner"), std::string::npos)
+      << r[0].message;
+  EXPECT_NE(r[0].message.find("x the slowest reference task"), std::string::npos) << r[0].message;
+  EXPECT_NE(r[0].message.find("a hung kernel, not a slow machine"), std::string::npos)
+      << r[0].message;
+  EXPECT_NE(r[0].message.find(budget_.basis), std::string::npos) << r[0].message;
+  EXPECT_GE(r[0].seconds, budget_.timeout_s);
+}
+
+TEST_F(Retry, TasksThatMissTheDeadlineOnceAreNotCharged) {
+  auto r = run("hang-once");
+  ASSERT_EQ(r.size(), 2u);
+  for (size_t i = 0; i < r.size(); ++i) {
+    SCOPED_TRACE(r[i].id);
+    EXPECT_EQ(r[i].id, job_.tasks[i].id);
+    EXPECT_EQ(r[i].disposition, Disposition::passed) << r[i].message;
+    EXPECT_TRUE(fs::exists(dir_ / "out" / ("hung." + r[i].id)));
+  }
+}
+
+TEST_F(Retry, WithoutAReferenceTheChargeSaysSo) {
+  job_.tasks.resize(1);
+  budget_.reference_s = 0;
+  auto r = run("hang");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].disposition, Disposition::timeout);
+  EXPECT_NE(r[0].message.find("no reference task measured on this device yet"), std::string::npos)
+      << r[0].message;
+}
+
+}  // namespace
+}  // namespace peak
