@@ -279,7 +279,7 @@ TEST_F(Cli, TuneWithAStrategyRecordsAndExportsTheSearch) {
   for (const auto& e : c["configs"]) {
     EXPECT_EQ(e["disposition"], "passed") << e.dump();
     EXPECT_GT(e["score_ms"].get<double>(), 0);
-    EXPECT_EQ(e["resources"]["threads"],
+    EXPECT_EQ(e["resources"]["max_threads"],
               e["config"]["BLOCK_X"].get<int>() * e["config"]["BLOCK_Y"].get<int>());
   }
   // The same search exported again from the store.

@@ -54,6 +54,7 @@ ResourceUsage resource_usage(const json& resources, const json& launch_in) {
     u.threads = int_of(resources, "threads");
     if (u.threads == 0 && resources.contains("local_size"))
       u.threads = product(resources["local_size"]);
+    if (u.threads == 0) u.threads = int_of(resources, "max_threads");  // HLSL: per module
     u.shared_bytes =
         std::max(int_of(resources, "shared_bytes"), int_of(resources, "max_shared_bytes"));
     u.registers = int_of(resources, "max_registers");

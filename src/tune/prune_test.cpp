@@ -32,6 +32,14 @@ TEST(ResourceUsage, ReadsHlslAndCudaReportsAndLaunchPlans) {
   EXPECT_EQ(hlsl.shared_bytes, 8192);
   EXPECT_EQ(hlsl.registers, 0);
   EXPECT_EQ(hlsl.groups, 32);
+  // The HLSL backend's report of a module: its kernels and their largest group.
+  auto module = resource_usage(
+      {{"kernels", {{"main", {{"threads", 256}, {"shared_bytes", 4096}}}}},
+       {"max_threads", 256},
+       {"max_shared_bytes", 4096}},
+      json::object());
+  EXPECT_EQ(module.threads, 256);
+  EXPECT_EQ(module.shared_bytes, 4096);
   EXPECT_EQ(hlsl.groups_x, 4);
   EXPECT_EQ(hlsl.groups_y, 8);
   json cuda = {{"kernels",
