@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
