@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/testing.h"
+#include "tune/cache.h"
+#include "tune/testing.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -22,7 +24,7 @@ TEST_F(Cli, HelpListsEverySubcommand) {
   EXPECT_EQ(o.code, 0);
   for (const char* c : {"init", "transformations", "apply", "run", "respond", "validate", "tune",
                         "log", "show", "diff", "checkout", "branch", "report", "doctor", "demo",
-                        "commit", "status", "stash", "tag"})
+                        "commit", "status", "stash", "tag", "export-space", "bench"})
     EXPECT_NE(o.out.find(c), std::string::npos) << c;
   EXPECT_NE(o.out.find("Exit codes"), std::string::npos);
 }
@@ -249,6 +251,117 @@ TEST_F(Cli, KilledRunResumesWhereItStopped) {
   ASSERT_EQ(r["steps"].size(), 4u);
   EXPECT_EQ(r["steps"][1]["transformation"], "refactor");
   EXPECT_EQ(r["steps"][3]["transformation"], "thread-tiling");
+}
+
+// A non-exhaustive strategy on lavapipe: the search is recorded and exported as a tuning cache.
+TEST_F(Cli, TuneWithAStrategyRecordsAndExportsTheSearch) {
+  fs::path ws = workspace_with_device("tune", "");
+  fs::path cache = tmp_ / "space.json";
+  Out o = peak({"-q", "--json", "tune", "--small", "--strategy", "basin", "--strategy-budget", "4",
+                "--export-space", cache.string()},
+               ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json s = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << o.out;
+  EXPECT_EQ(s["configs"]["strategy"], "basin");
+  EXPECT_EQ(s["configs"]["evaluated"], 4);
+  EXPECT_EQ(s["configs"]["budget"], "4");
+  EXPECT_EQ(s["configs"]["stop"], "evaluation budget");
+  EXPECT_EQ(s["top"].size(), 4u);
+  json c = json::parse(*read_file(cache), nullptr, false);
+  ASSERT_TRUE(c.is_object());
+  EXPECT_EQ(c["format"], "peak-tuning-cache");
+  EXPECT_EQ(c["run"]["strategy"], "basin");
+  EXPECT_EQ(c["kernel"], "matmul-hlsl-fp32");
+  EXPECT_EQ(c["shape"], "K=256 M=256 N=256");
+  ASSERT_EQ(c["configs"].size(), 4u);
+  EXPECT_EQ(c["configs"][0]["config"], json({{"BLOCK_X", 16}, {"BLOCK_Y", 16}}));  // the defaults
+  for (const auto& e : c["configs"]) {
+    EXPECT_EQ(e["disposition"], "passed") << e.dump();
+    EXPECT_GT(e["score_ms"].get<double>(), 0);
+    EXPECT_EQ(e["resources"]["max_threads"],
+              e["config"]["BLOCK_X"].get<int>() * e["config"]["BLOCK_Y"].get<int>());
+  }
+  // The same search exported again from the store.
+  Out ex = peak({"export-space", "-o", (tmp_ / "again.json").string()}, ws);
+  ASSERT_EQ(ex.code, 0) << ex.err;
+  json again = json::parse(*read_file(tmp_ / "again.json"), nullptr, false);
+  EXPECT_EQ(again["configs"], c["configs"]);
+  // Four of nine configurations: not a space a benchmark can use.
+  Out b = peak({"bench", "tuning", cache.string()}, ws);
+  EXPECT_EQ(b.code, 2);
+  EXPECT_NE(b.err.find("exhaustive sweep"), std::string::npos) << b.err;
+  // Unknown strategies and malformed budgets are refused before anything runs.
+  Out u = peak({"tune", "--strategy", "simplex"}, ws);
+  EXPECT_EQ(u.code, 2);
+  EXPECT_NE(u.err.find("unknown tuning strategy 'simplex'"), std::string::npos) << u.err;
+  Out m = peak({"tune", "--strategy-budget", "10x"}, ws);
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.err.find("budget '10x'"), std::string::npos) << m.err;
+}
+
+// A sequence step names its strategy and budget.
+TEST_F(Cli, ASequenceStepChoosesItsStrategy) {
+  fs::path ws = workspace_with_device("seq", "");
+  ASSERT_TRUE(write_file(tmp_ / "one.toml",
+                         "format = 1\nname = \"hlsl-fp32\"\n[[step]]\ntransformation = "
+                         "\"refactor\"\nstrategy = \"random\"\nstrategy_budget = \"3\"\n"));
+  std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
+  Out o = peak(
+      {"-q", "run", (tmp_ / "one.toml").string(), "--llm", rec, "--small", "--budget", "2"}, ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  Out show = peak({"--json", "show", "2"}, ws);
+  json j = json::parse(show.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << show.out;
+  EXPECT_EQ(j["summary"]["configs"]["strategy"], "random");
+  EXPECT_EQ(j["summary"]["configs"]["evaluated"], 3);
+  ASSERT_TRUE(write_file(tmp_ / "bad.toml",
+                         "format = 1\nname = \"x\"\n[[step]]\ntransformation = "
+                         "\"refactor\"\nstrategy = \"simplex\"\n"));
+  Out bad = peak({"run", (tmp_ / "bad.toml").string(), "--llm", rec}, ws);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("unknown tuning strategy 'simplex'"), std::string::npos) << bad.err;
+}
+
+// The benchmark in simulation (nothing runs): on a measured space given by name, and by default
+// on the spaces committed under results/*/spaces/.
+TEST_F(Cli, BenchTuningComparesStrategiesInSimulation) {
+  fs::path file = tmp_ / "valley.json";
+  ASSERT_TRUE(write_cache(file, testing::valley_cache()));
+  Out o = peak(
+      {"--json", "bench", "tuning", file.string(), "--seeds", "2", "--strategies", "auto,random"});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json j = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << o.out;
+  EXPECT_EQ(j["format"], "peak-tuning-bench");
+  ASSERT_EQ(j["spaces"].size(), 1u);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (const auto& r : j["rows"])
+    for (const auto& t : r["targets"]) EXPECT_EQ(t["reached"], 2) << r.dump();
+  fs::path table = tmp_ / "table.md";
+  Out text = peak({"bench", "tuning", file.string(), "--seeds", "1", "--strategies", "exhaustive",
+                   "-o", table.string()});
+  ASSERT_EQ(text.code, 0) << text.err;
+  auto written = read_file(table);
+  ASSERT_TRUE(written);
+  EXPECT_NE(written->find("evals@99"), std::string::npos) << *written;
+  Out bad = peak({"bench", "tuning", file.string(), "--strategies", "simplex"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("unknown tuning strategy 'simplex'"), std::string::npos) << bad.err;
+  Out other = peak({"bench", "speed"});
+  EXPECT_EQ(other.code, 2);
+  // Without files: the committed spaces, or a message saying there are none and what to do.
+  bool committed = false;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(fs::path(PEAK_SOURCE_DIR) / "results", ec))
+    committed = committed || fs::is_directory(d.path() / "spaces");
+  Out def = peak({"--json", "bench", "tuning", "--seeds", "1", "--strategies", "exhaustive"});
+  if (committed) {
+    EXPECT_EQ(def.code, 0) << def.err;
+  } else {
+    EXPECT_EQ(def.code, 2);
+    EXPECT_NE(def.err.find("no tuning caches under"), std::string::npos) << def.err;
+  }
 }
 
 }  // namespace

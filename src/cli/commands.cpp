@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cerrno>
 #include <cstdio>
@@ -22,6 +23,8 @@
 #include "report/report.h"
 #include "report/stats.h"
 #include "transform/transformation.h"
+#include "tune/bench.h"
+#include "tune/record.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "util/workspace_lock.h"
@@ -72,6 +75,15 @@ struct Options {
   std::string prompt_device;        // JSON file of device facts for prompts
   bool compile_only = false;
   bool sanitize = false;
+  // tuning search
+  std::string strategy;
+  std::string strategy_budget;
+  std::string export_space;  // tune: write the search's tuning cache here
+  int64_t run = 0;           // export-space: a tuning run id
+  std::string strategies;    // bench: comma-separated
+  int seeds = 20;
+  int batch = 8;
+  bool reuse = false;
   std::string doctor_llm;
   bool no_sandbox = false;
   std::string html;   // report --html FILE
@@ -172,6 +184,13 @@ Result<EvalChoices> eval_choices(const Options& o) {
   c.tuning = *tuning;
   c.compile_only = o.compile_only;
   c.sanitize = o.sanitize;
+  api::EvalArgs t;
+  t.strategy = o.strategy;
+  t.strategy_budget = o.strategy_budget;
+  if (auto s = api::check_tuning(t); !s) return make_error(s.message(), ErrorKind::input);
+  c.strategy = o.strategy;
+  c.strategy_budget = o.strategy_budget;
+  c.reuse_measurements = o.reuse;
   return c;
 }
 
@@ -255,6 +274,14 @@ void add_eval_options(CLI::App* c, Options& o) {
   c->add_flag("--small", o.small, "time the context's small shapes (default on CPU devices)");
   c->add_flag("--full", o.full, "time the context's bench shapes even on a CPU device");
   c->add_option("--budget", o.budget, "tuning configurations at most");
+  c->add_option("--strategy", o.strategy,
+                "tuning strategy: auto (default), exhaustive, random, genetic, annealing, basin, "
+                "bayes");
+  c->add_option("--strategy-budget", o.strategy_budget,
+                "tuning budget: N evaluations, P% of the space, Ts seconds (e.g. 24,15%,600s)");
+  c->add_flag("--reuse-measurements", o.reuse,
+              "do not run again the configurations of the same source measured before in this "
+              "workspace (resumes an interrupted tuning search)");
   c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: all cores)");
   c->add_flag("--no-baseline", o.no_baseline, "do not time the vendor library");
   c->add_option("--tune", o.tuning,
@@ -535,6 +562,22 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
   if (!e) return fail(e.status());
   auto ev = ws->evaluate_checkpoint(*id, *e, true, kind);
   if (!ev) return fail(ev.status());
+  if (!o.export_space.empty()) {
+    auto run = ev->summary.contains("configs") && ev->summary["configs"].contains("tuning_run")
+                   ? Result<int64_t>(ev->summary["configs"]["tuning_run"].get<int64_t>())
+                   : latest_tuning_run(ws->store(), *id);
+    auto cache =
+        run ? cache_from_store(ws->store(), *run) : Result<TuningCache>(Error{run.error()});
+    if (!cache) return fail(Status::error(cache.error(), ErrorKind::environment));
+    cache->command =
+        fmt::format("peak tune {}{}{}", *id, o.strategy.empty() ? "" : " --strategy " + o.strategy,
+                    o.strategy_budget.empty() ? "" : " --strategy-budget " + o.strategy_budget);
+    if (auto s = write_cache(o.export_space, *cache); !s)
+      return fail(Status::error(s.message(), ErrorKind::environment));
+    if (!o.quiet && !o.json_out)
+      std::printf("wrote %s (%zu configurations)\n", o.export_space.c_str(),
+                  cache->entries().size());
+  }
   if (o.json_out) {
     json j = ev->summary;
     j["standard"] = e->standard;
@@ -992,6 +1035,94 @@ int cmd_serve(Options& o) {
   return kEnvironment;
 }
 
+int cmd_export_space(Options& o) {
+  if (o.output.empty()) {
+    err("usage: peak export-space [CHECKPOINT] -o FILE [--run ID]");
+    return kUsage;
+  }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  Result<int64_t> run = o.run;
+  std::string ref = o.args.empty() ? "HEAD" : o.args[0];
+  if (o.run <= 0) {
+    auto id = ws->resolve(ref);
+    if (!id) return fail(id.status());
+    run = latest_tuning_run(ws->store(), *id);
+  }
+  auto cache = run ? cache_from_store(ws->store(), *run) : Result<TuningCache>(Error{run.error()});
+  if (!cache) {
+    err(cache.error());
+    return kUsage;
+  }
+  cache->command = o.run > 0 ? fmt::format("peak export-space --run {}", o.run)
+                             : fmt::format("peak export-space {}", ref);
+  if (auto s = write_cache(o.output, *cache); !s) {
+    err(s.message());
+    return kEnvironment;
+  }
+  if (o.json_out)
+    emit_json({{"file", o.output}, {"run", *run}, {"configs", cache->entries().size()}});
+  else if (!o.quiet)
+    std::printf("wrote %s: tuning run %lld, %zu configurations\n", o.output.c_str(),
+                static_cast<long long>(*run), cache->entries().size());
+  return kOk;
+}
+
+int cmd_bench(Options& o) {
+  if (o.args.empty() || o.args[0] != "tuning") {
+    err("usage: peak bench tuning [CACHE.json ...]  (default: the committed spaces, "
+        "results/*/spaces/*.json)");
+    return kUsage;
+  }
+  std::vector<std::string> files(o.args.begin() + 1, o.args.end());
+  if (files.empty()) {
+    std::error_code ec;
+    fs::path results = data_path("results");
+    if (fs::is_directory(results, ec))
+      for (const auto& d : fs::directory_iterator(results, ec))
+        if (fs::is_directory(d.path() / "spaces", ec))
+          for (const auto& f : fs::directory_iterator(d.path() / "spaces", ec))
+            if (f.path().extension() == ".json") files.push_back(f.path().string());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) {
+      err(fmt::format("no tuning caches under {}/*/spaces/; name some: peak bench tuning FILE...",
+                      results.string()));
+      return kUsage;
+    }
+  }
+  std::vector<std::pair<std::string, TuningCache>> caches;
+  for (const auto& f : files) {
+    auto c = read_cache(f);
+    if (!c) {
+      err(c.error());
+      return kUsage;
+    }
+    caches.emplace_back(f, std::move(*c));
+  }
+  TuningBenchOptions bo;
+  for (const auto& s : split_lines(replace_all(o.strategies, ",", "\n")))
+    if (!trim(s).empty()) bo.strategies.push_back(trim(s));
+  bo.seeds = std::max(1, o.seeds);
+  bo.batch = static_cast<size_t>(std::max(1, o.batch));
+  bo.jobs = o.jobs;
+  auto rep = bench_tuning(caches, bo);
+  if (!rep) {
+    err(rep.error());
+    return kUsage;
+  }
+  std::string text = o.json_out ? rep->to_json().dump(2) + "\n" : rep->text();
+  if (!o.output.empty()) {
+    if (auto s = write_file(o.output, text); !s) {
+      err(s.message());
+      return kEnvironment;
+    }
+  } else {
+    std::printf("%s", text.c_str());
+  }
+  return kOk;
+}
+
 int cmd_commit(Options& o) {
   if (!o.args.empty()) {
     err("usage: peak commit -m MESSAGE");
@@ -1109,9 +1240,28 @@ std::vector<Command> commands() {
        [](CLI::App* c, Options& o) {
          c->add_option("args", o.args, "CHECKPOINT");
          add_eval_options(c, o);
+         c->add_option("--export-space", o.export_space,
+                       "write the search's measured space to FILE (a tuning cache)");
          add_wait_option(c, o);
        },
        [](Options& o) { return cmd_eval(o, "tune", "tuned"); }},
+      {"export-space", "write a checkpoint's last tuning search as a tuning cache (JSON)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
+         c->add_option("-o,--output", o.output, "the cache file to write");
+         c->add_option("--run", o.run, "a tuning run id instead of the checkpoint's last");
+       },
+       cmd_export_space},
+      {"bench", "benchmarks: `bench tuning [CACHE...]` compares the strategies in simulation",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "tuning [CACHE.json ...]");
+         c->add_option("--strategies", o.strategies, "comma-separated (default: all)");
+         c->add_option("--seeds", o.seeds, "seeds per strategy and space")->capture_default_str();
+         c->add_option("--batch", o.batch, "configurations per batch")->capture_default_str();
+         c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: each cache's)");
+         c->add_option("-o,--output", o.output, "write the table to FILE");
+       },
+       cmd_bench},
       {"commit", "checkpoint the working files after a manual edit (validated, tuned, timed)",
        [](CLI::App* c, Options& o) {
          c->add_option("-m,--message", o.message, "what the edit does");

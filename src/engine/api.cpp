@@ -261,6 +261,14 @@ Status tag(Workspace& ws, const std::string& name, const std::string& ref) {
   return ws.store().tag(name, *id);
 }
 
+Status check_tuning(const EvalArgs& a) {
+  if (!a.strategy.empty())
+    if (auto s = make_strategy(a.strategy); !s) return Status::error(s.error());
+  if (!a.strategy_budget.empty())
+    if (auto b = Budget::parse(a.strategy_budget); !b) return Status::error(b.error());
+  return Status::ok();
+}
+
 EvalChoices eval_choices(const EvalArgs& a) {
   EvalChoices c;
   c.device = a.device;
@@ -271,6 +279,9 @@ EvalChoices eval_choices(const EvalArgs& a) {
   c.baseline = !a.no_baseline;
   c.compile_only = a.compile_only;
   c.sanitize = a.sanitize;
+  c.strategy = a.strategy;
+  c.strategy_budget = a.strategy_budget;
+  c.reuse_measurements = a.reuse_measurements;
   return c;
 }
 

@@ -65,8 +65,16 @@ struct EvalArgs {
   bool small = false, full = false;
   int budget = 0, jobs = 0;
   bool no_baseline = false, compile_only = false, sanitize = false;
+  // The tuning search (docs/tuning.md): a strategy name ("" = the default), a budget spec
+  // ("24,15%,600s"; "" = the strategy's default, or `budget` evaluations when that is given), and
+  // whether configurations measured before are reused.
+  std::string strategy, strategy_budget;
+  bool reuse_measurements = false;
 };
-// What the user asked (ApplyOptions::eval); the device decides the rest.
+// The strategy names a known strategy and the budget spec is well formed; the error says why not.
+Status check_tuning(const EvalArgs& a);
+// What the user asked (ApplyOptions::eval); the device decides the rest. `a` was checked by
+// check_tuning (a malformed budget spec is ignored).
 EvalChoices eval_choices(const EvalArgs& a);
 // The options on the chosen device (probed).
 EvalOptions eval_options(Workspace& ws, const EvalArgs& a);

@@ -8,6 +8,7 @@
 #include "engine/workspace.h"
 #include "transform/prompt.h"
 #include "transform/reply.h"
+#include "tune/strategy.h"
 #include "util/fault.h"
 #include "util/fs.h"
 
@@ -760,6 +761,17 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
   for (const auto& st : seq.steps)
     if (auto tr = find_transformation(*lib, st.transformation); !tr)
       return fail_kind(ErrorKind::input, fmt::format("{}: {}", seq.path.string(), tr.error()));
+  for (size_t i = 0; i < seq.steps.size(); ++i) {
+    const SequenceStep& st = seq.steps[i];
+    auto bad = [&](const std::string& why) {
+      return fail_kind(ErrorKind::input, fmt::format("{}: step {} ({}): {}", seq.path.string(),
+                                                     i + 1, st.transformation, why));
+    };
+    if (!st.strategy.empty())
+      if (auto s = make_strategy(st.strategy); !s) return bad(s.error());
+    if (!st.strategy_budget.empty())
+      if (auto b = Budget::parse(st.strategy_budget); !b) return bad(b.error());
+  }
   const ApplyOptions& ao0 = opts.apply;
   auto drv = ao0.make_llm ? ao0.make_llm() : make_driver(ao0.llm, ao0.driver);
   if (!drv) return fail_kind(drv.error_kind(), drv.error());
@@ -850,6 +862,9 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
       step_opts.eval.budget = step_opts.eval.budget == 0
                                   ? static_cast<size_t>(budget)
                                   : std::min(step_opts.eval.budget, static_cast<size_t>(budget));
+    // A step's tuning strategy and its budget spec win over the command line's.
+    if (!st.strategy.empty()) step_opts.eval.strategy = st.strategy;
+    if (!st.strategy_budget.empty()) step_opts.eval.strategy_budget = st.strategy_budget;
     sc.opts = &step_opts;
     sc.state = i == start ? step_state : json::object();
     sc.save = [&, i](const json& s) { (void)store_->update_workflow(wid, "running", state(i, s)); };

@@ -95,6 +95,7 @@ int run_demo(const DemoOptions& opts) {
   ro.apply.eval.device = opts.device;
   if (opts.small) ro.apply.eval.small = true;
   if (opts.full) ro.apply.eval.small = false;
+  // A budget N means N configurations at most (eval_options_for drops the space fraction).
   if (opts.budget > 0) ro.apply.eval.budget = static_cast<size_t>(opts.budget);
   if (!opts.quiet) {
     out.print(fmt::format("peak demo: {} on {} ({} backend), workspace {}", seq->name, dev->name,

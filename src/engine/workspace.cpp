@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,8 @@
 #include "expr/expr.h"
 #include "util/device_lock.h"
 #include "peak/version.h"
+#include "tune/record.h"
+#include "tune/strategy.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "util/sha256.h"
@@ -25,6 +28,7 @@ namespace peak {
 EvalOptions default_eval_options(bool cpu_device) {
   EvalOptions o;
   o.small = cpu_device;
+  o.budget_fraction = 0.15;
   if (cpu_device) {
     o.budget = 24;
     o.top_k = 4;
@@ -43,7 +47,20 @@ EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device) {
   EvalOptions e = default_eval_options(cpu_device);
   e.device = c.device;
   if (c.small) e.small = *c.small;
-  if (c.budget > 0) e.budget = c.budget;
+  if (c.budget > 0) {
+    e.budget = c.budget;
+    e.budget_fraction = 0;  // budget N: N configurations at most
+  }
+  e.strategy = c.strategy;
+  e.reuse_measurements = c.reuse_measurements;
+  Budget b{e.budget, e.budget_fraction, e.budget_seconds};
+  if (auto parsed = Budget::parse(c.strategy_budget); !c.strategy_budget.empty() && parsed)
+    b = *parsed;
+  else if (c.budget == 0)
+    b = default_budget(c.strategy, b);
+  e.budget = b.evaluations;
+  e.budget_fraction = b.fraction;
+  e.budget_seconds = b.seconds;
   if (c.jobs > 0) e.jobs = c.jobs;
   e.baseline = c.baseline;
   e.tuning_overrides = c.tuning;
@@ -85,7 +102,7 @@ Status check_context_names(const KernelContext& ctx, const std::string& where) {
     KernelContext probe = ctx;
     for (auto& p : probe.tuning) p.values = {p.default_value};
     probe.tuning_valid = id;
-    if (!enumerate_space(probe, DeviceFacts{}, SpaceOptions{})) unknown.push_back(id);
+    if (!space_for(probe, DeviceFacts{})) unknown.push_back(id);
   }
   if (unknown.empty()) return Status::ok();
   return Status::error(
@@ -509,22 +526,35 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   ev.summary["sandbox"] = sandbox_status();
 
   fs::path cache = root_ / ".peak" / "cache";
+  // The tuning search: its options, a status line, and the store recorder.
+  TuneOptions to;
+  to.strategy = opts.strategy.empty() ? std::string(kDefaultStrategy) : opts.strategy;
+  to.budget = Budget{opts.budget, opts.budget_fraction, opts.budget_seconds};
+  to.start = opts.must_include;
+  to.overrides = opts.tuning_overrides;
+  to.top_k = opts.top_k;
+  to.jobs = opts.jobs;
+  to.cache_dir = cache;
+  StatusObserver status([&](const std::string& line) { progress_.status(line); });
+  RecordTarget target;
+  target.attempt_id = attempt_id;
+  target.checkpoint_id = checkpoint_id;
+  target.source_hash = sha256_hex(source);
+  target.kernel = ctx.name;
+  target.device = *dev;
+  target.jobs = opts.jobs > 0 ? opts.jobs
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& [k, v] : be.toolchain())
+    if (k != "runner")  // a path on this machine
+      target.toolchain += (target.toolchain.empty() ? "" : ", ") + k + " " + v;
+  target.options = {{"budget", to.budget.text()}, {"seed", to.seed}, {"batch", to.batch}};
   if (opts.compile_only) {
-    // Every configuration is compiled (in parallel), nothing is run.
-    TuneOptions to;
-    to.space.budget = opts.budget;
-    to.space.must_include = opts.must_include;
-    to.space.overrides = opts.tuning_overrides;
-    to.top_k = opts.top_k;
-    to.jobs = opts.jobs;
-    to.cache_dir = cache;
+    // Every configuration the strategy picks is compiled (in parallel), nothing is run.
     to.compile_only = true;
     to.cancelled = opts.cancelled;
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
-    auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to,
-                   [&](const std::string& phase, size_t done, size_t total) {
-                     progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
-                   });
+    StoreRecorder recorder(*store_, target);
+    auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to, {&status, &recorder});
     progress_.clear();
     if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
@@ -608,12 +638,6 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   std::vector<Shape> bench =
       opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
-  TuneOptions to;
-  to.space.budget = opts.budget;
-  to.space.must_include = opts.must_include;
-  to.space.overrides = opts.tuning_overrides;
-  to.top_k = opts.top_k;
-  to.jobs = opts.jobs;
   to.tune_shapes = {bench.front()};
   to.validation.seeds = opts.seeds;
   to.validation.sanitize = opts.sanitize;
@@ -625,7 +649,15 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.screening.reference_task_s = screen_budget.reference_s;
   to.screening.timeout_basis = screen_budget.basis;
   to.screening.peak_tflops = peak.limit;
-  to.cache_dir = cache;
+  target.shape = bench.front().text();
+  target.work = work_of(ctx, bench.front());
+  TuningCache known;
+  if (opts.reuse_measurements) {
+    auto k = recorded_outcomes(*store_, target.source_hash, target.shape, dev->name);
+    if (!k) return fail(Disposition::not_run, k.error());
+    known = std::move(*k);
+    to.reuse = &known;
+  }
   // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
   // reports see the distribution of the search, and `peak serve` its progress.
   const json screening_device = ev.summary["device"];
@@ -650,10 +682,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     }
   };
   to.cancelled = opts.cancelled;
-  auto tr = tune(be, *dev, ro, validator, ctx, *regions, to,
-                 [&](const std::string& phase, size_t done, size_t total) {
-                   progress_.status(fmt::format("  {} {}/{} configurations", phase, done, total));
-                 });
+  StoreRecorder recorder(*store_, target);
+  auto tr = tune(be, *dev, ro, validator, ctx, *regions, to, {&status, &recorder});
   progress_.clear();
   record_lock();
   for (const auto& o : tr.outcomes) {
@@ -701,11 +731,19 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   std::map<std::string, int> counts;
   for (const auto& o : tr.outcomes) counts[std::string(to_string(o.disposition))]++;
+  size_t pruned = tr.space.invalid;
+  for (const auto& o : tr.outcomes) pruned += o.pruned();
   ev.summary["configs"] = {{"space", tr.space.total},
                            {"rejected_by_constraint", tr.space.invalid},
                            {"evaluated", tr.outcomes.size()},
                            {"sampled", tr.space.sampled},
+                           {"pruned", pruned},
+                           {"strategy", tr.strategy},
+                           {"budget", to.budget.text()},
+                           {"stop", tr.stop},
+                           {"reused", tr.reused},
                            {"dispositions", counts}};
+  if (recorder.run_id()) ev.summary["configs"]["tuning_run"] = *recorder.run_id();
   ev.summary["phases"] = {{"compile_s", tr.compile_seconds},
                           {"validate_s", tr.validate_seconds},
                           {"tune_s", tr.time_seconds}};

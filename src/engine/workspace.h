@@ -36,7 +36,15 @@ inline constexpr const char* kCancelledMessage = "cancelled";
 struct EvalOptions {
   std::string device;  // device selector ("" = best)
   bool small = false;  // time the context's small shapes instead of its bench shapes
-  size_t budget = 48;  // tuning configurations at most
+  size_t budget = 48;  // tuning configurations at most (or budget_fraction of the space)
+  // The tuning search (docs/tuning.md): the strategy ("" = the default) and the rest of its
+  // budget: budget_fraction of the valid space when that is more than `budget`, and seconds.
+  std::string strategy;
+  double budget_fraction = 0;
+  double budget_seconds = 0;
+  // Configurations of this very source measured before in this workspace (same tuning shape and
+  // device) are not run again: their recorded outcomes are reused (a search resumed).
+  bool reuse_measurements = false;
   int top_k = 8;
   int jobs = 0;  // parallel compiles
   int seeds = 2;
@@ -71,6 +79,13 @@ struct EvalChoices {
   bool compile_only = false;
   bool sanitize = false;
   std::function<bool()> cancelled;  // EvalOptions::cancelled
+  // The tuning search (docs/tuning.md): --strategy ("" = the default), --strategy-budget
+  // ("24,15%,600s"; "" = the strategy's default, or `budget` evaluations when that is given; a
+  // malformed spec is ignored here, api::check_tuning refuses it first) and
+  // --reuse-measurements.
+  std::string strategy;
+  std::string strategy_budget;
+  bool reuse_measurements = false;
 };
 EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device);
 // The options as JSON (recorded with every evaluation).

@@ -161,7 +161,7 @@ Result<std::unique_ptr<Workspace>> open_workspace(McpServer& server, const json&
 EvalChoices choices_from(const json& a, const ToolContext& ctx) {
   EvalChoices c = api::eval_choices({s_arg(a, "device"), b_arg(a, "small"), b_arg(a, "full"),
                                      i_arg(a, "budget"), i_arg(a, "jobs"),
-                                     b_arg(a, "no_baseline"), false, false});
+                                     b_arg(a, "no_baseline"), false, false, "", "", false});
   c.cancelled = ctx.cancelled;
   if (a.contains("tuning"))
     for (const auto& [k, v] : a["tuning"].items()) c.tuning[k] = v.get<std::vector<int64_t>>();

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -195,7 +196,7 @@ CREATE TRIGGER stashes_fixed_columns
   BEGIN SELECT RAISE(ABORT, 'peak store: only the state of a stash changes'); END;
 )sql";
 
-// Tables whose rows never change once written (schema 1, then schema 2).
+// Tables whose rows never change once written (schema 1, then schema 2; schema 3 below).
 constexpr const char* kAppendOnlyTables[] = {"checkpoints", "attempts",    "attempt_checkpoints",
                                              "builds",      "validations", "measurements",
                                              "tags"};
@@ -238,6 +239,40 @@ void fill_from_summary(const std::string& summary_json, EvaluationRecord& e) {
   }
   if (j.contains("device") && j["device"].is_object()) e.device = j["device"].value("name", "");
 }
+
+// Schema 3 (from schema 2) adds the tuning tables: one row per tuning search and one per
+// configuration it considered (pruned ones included, with why). Append-only.
+constexpr const char* kSchemaV3Tuning = R"sql(
+CREATE TABLE tuning_runs(
+  id INTEGER PRIMARY KEY,
+  attempt_id INTEGER REFERENCES attempts(id),
+  checkpoint_id INTEGER REFERENCES checkpoints(id),
+  source_hash TEXT NOT NULL,
+  strategy TEXT NOT NULL,
+  options_json TEXT NOT NULL,
+  space_json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX tuning_runs_checkpoint ON tuning_runs(checkpoint_id);
+CREATE TABLE tuning_configs(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES tuning_runs(id),
+  position INTEGER NOT NULL,
+  config_json TEXT NOT NULL,
+  stage TEXT NOT NULL,
+  disposition TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  score_ms REAL,
+  compile_s REAL,
+  validate_s REAL,
+  time_s REAL,
+  resources_json TEXT NOT NULL,
+  launch_json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX tuning_configs_run ON tuning_configs(run_id);
+)sql";
+constexpr const char* kAppendOnlyTablesV3[] = {"tuning_runs", "tuning_configs"};
 
 bool is_blob_hash(std::string_view h) {
   if (h.size() != 64) return false;
@@ -672,23 +707,40 @@ struct Store::Impl {
     return exec("DELETE FROM meta WHERE key LIKE 'eval.%'", "remove the old evaluation settings");
   }
 
-  // Brings a database at schema `from` (older than this peak's) up to kStoreSchemaVersion.
-  // Caller holds `mu` inside a write transaction.
+  // Schema 2 -> 3: the tuning tables. Caller holds `mu` inside a write transaction.
+  Status add_tuning_tables() {
+    if (auto s = exec(kSchemaV3Tuning, "add the tuning tables"); !s) return s;
+    for (const char* t : kAppendOnlyTablesV3) {
+      std::string sql = append_only_triggers(t);
+      if (auto s = exec(sql.c_str(), "add the tuning tables"); !s) return s;
+    }
+    return Status::ok();
+  }
+
+  // Brings a database at schema `from` (older than this peak's) up to kStoreSchemaVersion, one
+  // step at a time. Caller holds `mu` inside a write transaction.
   Status migrate(int from) {
     if (from == 0)
       return Status::error(fmt::format(
           "{} has tables but no peak schema version (user_version 0): it was not written by "
           "peak. Move it away and run `peak init` again",
           db_path.string()));
-    if (from == 1) {
-      if (auto s = migrate_1_to_2(); !s) return s;
-      from = 2;
-    }
-    if (from != kStoreSchemaVersion)
+    if (from < 1 || from >= kStoreSchemaVersion)
       return Status::error(fmt::format(
           "{} uses store schema {}, which this peak cannot migrate to schema {}; use the peak "
           "version that wrote it",
           db_path.string(), from, kStoreSchemaVersion));
+    // The migrations, in order: entry i takes schema i + 1 to schema i + 2. A new schema version
+    // appends its step here and raises kStoreSchemaVersion to match.
+    using Step = Status (Impl::*)();
+    static constexpr std::array<Step, 2> kMigrations = {
+        &Impl::migrate_1_to_2,     // 1 -> 2: workflow owners, evaluations, stashes
+        &Impl::add_tuning_tables,  // 2 -> 3: tuning_runs, tuning_configs
+    };
+    static_assert(kMigrations.size() == kStoreSchemaVersion - 1,
+                  "one migration per schema version after 1");
+    for (int v = from; v < kStoreSchemaVersion; ++v)
+      if (auto s = (this->*kMigrations[static_cast<size_t>(v - 1)])(); !s) return s;
     return Status::ok();
   }
 
@@ -723,10 +775,9 @@ struct Store::Impl {
       if (auto s = migrate(*v); !s) return abort(s);
     } else {
       if (auto s = exec(kSchemaV1, "create the schema"); !s) return abort(s);
-      for (const char* t : kAppendOnlyTables) {
-        std::string sql = append_only_triggers(t);
-        if (auto s = exec(sql.c_str(), "create the schema"); !s) return abort(s);
-      }
+      for (const char* t : kAppendOnlyTables)
+        if (auto s = exec(append_only_triggers(t).c_str(), "create the schema"); !s)
+          return abort(s);
       if (auto s = migrate(1); !s) return abort(s);
     }
     // PRAGMA takes no parameters; the value is this program's constant.
@@ -1746,6 +1797,108 @@ std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& ev)
     if (best) return best;
   }
   return ev.size() - 1;
+}
+
+// ---- tuning runs and their configurations ----
+
+Result<int64_t> Store::add_tuning_run(const TuningRunRecord& r) {
+  return impl_->insert(
+      "INSERT INTO tuning_runs(attempt_id, checkpoint_id, source_hash, strategy, options_json, "
+      "space_json, created_at) VALUES(?,?,?,?,?,?,?)",
+      "record a tuning run", [&](Stmt& s) {
+        s.opt_id(r.attempt_id)
+            .opt_id(r.checkpoint_id)
+            .text(r.source_hash)
+            .text(r.strategy)
+            .text(r.options_json)
+            .text(r.space_json)
+            .text(utc_now_iso8601());
+      });
+}
+
+Result<std::vector<TuningRunRecord>> Store::tuning_runs() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<TuningRunRecord> out;
+  auto st = impl_->query(
+      "SELECT id, attempt_id, checkpoint_id, source_hash, strategy, options_json, space_json, "
+      "created_at FROM tuning_runs ORDER BY id",
+      "list tuning runs", [](Stmt&) {},
+      [&](Stmt& s) {
+        TuningRunRecord r;
+        r.id = s.col_int(0);
+        r.attempt_id = s.col_opt_id(1);
+        r.checkpoint_id = s.col_opt_id(2);
+        r.source_hash = s.col_text(3);
+        r.strategy = s.col_text(4);
+        r.options_json = s.col_text(5);
+        r.space_json = s.col_text(6);
+        r.created_at = s.col_text(7);
+        out.push_back(std::move(r));
+      });
+  if (!st) return st;
+  return out;
+}
+
+Status Store::add_tuning_configs(const std::vector<TuningConfigRecord>& rows) {
+  std::lock_guard lock(impl_->mu);
+  if (auto s = impl_->exec("BEGIN IMMEDIATE", "record tuning configurations"); !s) return s;
+  const std::string now = utc_now_iso8601();
+  for (const auto& r : rows) {
+    auto id = impl_->change(
+        "INSERT INTO tuning_configs(run_id, position, config_json, stage, disposition, reason, "
+        "score_ms, compile_s, validate_s, time_s, resources_json, launch_json, created_at) "
+        "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "record a tuning configuration", [&](Stmt& s) {
+          s.integer(r.run_id)
+              .integer(r.position)
+              .text(r.config_json)
+              .text(r.stage)
+              .text(r.disposition)
+              .text(r.reason)
+              .real(r.score_ms)
+              .real(r.compile_s)
+              .real(r.validate_s)
+              .real(r.time_s)
+              .text(r.resources_json)
+              .text(r.launch_json)
+              .text(now);
+        });
+    if (!id) {
+      impl_->exec("ROLLBACK", "roll back");
+      return id.status();
+    }
+  }
+  return impl_->exec("COMMIT", "record tuning configurations");
+}
+
+Result<std::vector<TuningConfigRecord>> Store::tuning_configs(int64_t run_id) const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<TuningConfigRecord> out;
+  auto st = impl_->query(
+      "SELECT id, run_id, position, config_json, stage, disposition, reason, score_ms, "
+      "compile_s, validate_s, time_s, resources_json, launch_json, created_at FROM "
+      "tuning_configs WHERE run_id = ? ORDER BY id",
+      "list tuning configurations", [&](Stmt& s) { s.integer(run_id); },
+      [&](Stmt& s) {
+        TuningConfigRecord r;
+        r.id = s.col_int(0);
+        r.run_id = s.col_int(1);
+        r.position = s.col_int(2);
+        r.config_json = s.col_text(3);
+        r.stage = s.col_text(4);
+        r.disposition = s.col_text(5);
+        r.reason = s.col_text(6);
+        r.score_ms = s.col_real(7);
+        r.compile_s = s.col_real(8);
+        r.validate_s = s.col_real(9);
+        r.time_s = s.col_real(10);
+        r.resources_json = s.col_text(11);
+        r.launch_json = s.col_text(12);
+        r.created_at = s.col_text(13);
+        out.push_back(std::move(r));
+      });
+  if (!st) return st;
+  return out;
 }
 
 }  // namespace peak

@@ -15,7 +15,7 @@
 
 namespace peak {
 
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 
 struct CheckpointRecord {
   int64_t id = 0;
@@ -96,6 +96,35 @@ struct MeasurementRecord {
   std::string disposition;
   std::string device_json;  // device, driver, clocks before/after
   std::string created_at;   // ISO 8601 UTC, filled by the store
+};
+
+// One tuning search (schema 2): its strategy and options, and the space it searched.
+struct TuningRunRecord {
+  int64_t id = 0;
+  std::optional<int64_t> attempt_id;
+  std::optional<int64_t> checkpoint_id;
+  std::string source_hash;
+  std::string strategy;
+  std::string options_json;  // budget, seed, batch, jobs
+  std::string space_json;    // parameters, validity, device, tuning shape
+  std::string created_at;    // ISO 8601 UTC, filled by the store
+};
+
+// One configuration a tuning search considered: evaluated, or pruned (stage validity, launch or
+// resources, disposition invalid_config) with the reason.
+struct TuningConfigRecord {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  int64_t position = -1;  // evaluation order in the run; -1 when ruled out before the search
+  std::string config_json;
+  std::string stage;  // validity, launch, compile, resources, validate, time
+  std::string disposition;
+  std::string reason;
+  double score_ms = 0;  // passed: median time on the tuning shape
+  double compile_s = 0, validate_s = 0, time_s = 0;
+  std::string resources_json;  // the build's resource report
+  std::string launch_json;     // the launch plan of the tuning shape
+  std::string created_at;      // ISO 8601 UTC, filled by the store
 };
 
 struct WorkflowRecord {
@@ -209,6 +238,11 @@ class Store {
   Status attach_attempt_to_checkpoint(int64_t attempt_id, int64_t checkpoint_id);
   // The attempts linked to a checkpoint (by attach_attempt_to_checkpoint), by attempt id.
   Result<std::vector<int64_t>> checkpoint_attempts(int64_t checkpoint_id) const;
+
+  Result<int64_t> add_tuning_run(const TuningRunRecord& r);
+  Result<std::vector<TuningRunRecord>> tuning_runs() const;                      // by id
+  Status add_tuning_configs(const std::vector<TuningConfigRecord>& rows);        // one transaction
+  Result<std::vector<TuningConfigRecord>> tuning_configs(int64_t run_id) const;  // by id
 
   Result<int64_t> add_evaluation(const EvaluationRecord& e);
   // Every evaluation of a checkpoint (or of all, when nullopt), by id.

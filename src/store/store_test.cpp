@@ -131,8 +131,8 @@ TEST_F(StoreTest, NewerSchemaIsRefused) {
   auto s = Store::open(dir_, false);
   ASSERT_FALSE(s.is_ok());
   EXPECT_EQ(s.error(),
-            "this workspace was written by a newer peak (schema 99; this peak reads up to 2); "
-            "upgrade peak");
+            "this workspace was written by a newer peak (schema 99; this peak reads up to " +
+                std::to_string(kStoreSchemaVersion) + "); upgrade peak");
   EXPECT_FALSE(Store::open(dir_, true).is_ok());
 }
 
@@ -152,6 +152,82 @@ TEST_F(StoreTest, NewerOrForeignFormatIsRefused) {
   s = Store::open(dir_, false);
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.error().find("FORMAT is missing"), std::string::npos) << s.error();
+}
+
+TEST_F(StoreTest, SchemaTwoIsMigratedWithItsRowsKept) {
+  int64_t id = 0;
+  {
+    auto st = open_store(true);
+    ASSERT_TRUE(st);
+    id = *st->add_checkpoint(seed_checkpoint(*st));
+  }
+  // A schema-2 store: the same tables without the tuning ones.
+  raw_sql("DROP TABLE tuning_configs; DROP TABLE tuning_runs; PRAGMA user_version = 2");
+  {
+    auto st = open_store(false);
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->checkpoint(id)->message, "seed");
+    TuningRunRecord run;
+    run.checkpoint_id = id;
+    run.strategy = "auto";
+    auto r = st->add_tuning_run(run);
+    ASSERT_TRUE(r.is_ok()) << r.error();
+  }
+  EXPECT_EQ(raw_sql("PRAGMA user_version"), std::to_string(kStoreSchemaVersion));
+  int rc = 0;
+  raw_sql("DELETE FROM tuning_runs", &rc);
+  EXPECT_NE(rc, SQLITE_OK);  // append-only after the migration too
+}
+
+TEST_F(StoreTest, TuningRunsAndConfigurationsRoundTrip) {
+  auto st = open_store();
+  ASSERT_TRUE(st);
+  int64_t cp = *st->add_checkpoint(seed_checkpoint(*st));
+  TuningRunRecord run;
+  run.checkpoint_id = cp;
+  run.source_hash = std::string(64, 'a');
+  run.strategy = "bayes";
+  run.options_json = R"({"budget":"24,15%"})";
+  run.space_json = R"({"parameters":[]})";
+  auto rid = st->add_tuning_run(run);
+  ASSERT_TRUE(rid.is_ok()) << rid.error();
+  TuningConfigRecord pruned;
+  pruned.run_id = *rid;
+  pruned.config_json = R"({"X":64})";
+  pruned.stage = "validity";
+  pruned.disposition = "invalid_config";
+  pruned.reason = "tuning_valid: `X <= 32` is false (X=64)";
+  TuningConfigRecord timed = pruned;
+  timed.position = 0;
+  timed.config_json = R"({"X":16})";
+  timed.stage = "time";
+  timed.disposition = "passed";
+  timed.reason = "";
+  timed.score_ms = 1.25;
+  timed.compile_s = 0.5;
+  timed.validate_s = std::nan("");
+  timed.resources_json = R"({"threads":256})";
+  ASSERT_TRUE(st->add_tuning_configs({pruned, timed}));
+  auto runs = st->tuning_runs();
+  ASSERT_TRUE(runs.is_ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().strategy, "bayes");
+  EXPECT_EQ(runs->front().checkpoint_id, cp);
+  EXPECT_FALSE(runs->front().attempt_id);
+  EXPECT_TRUE(std::regex_match(runs->front().created_at, kTimestamp));
+  auto rows = st->tuning_configs(*rid);
+  ASSERT_TRUE(rows.is_ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].position, -1);
+  EXPECT_EQ((*rows)[0].reason, pruned.reason);
+  EXPECT_EQ((*rows)[1].score_ms, 1.25);
+  EXPECT_TRUE(std::isnan((*rows)[1].validate_s));
+  EXPECT_EQ((*rows)[1].resources_json, timed.resources_json);
+  // A row naming no run fails, and nothing of its batch is kept.
+  TuningConfigRecord orphan = timed;
+  orphan.run_id = 999;
+  EXPECT_FALSE(st->add_tuning_configs({timed, orphan}));
+  EXPECT_EQ(st->tuning_configs(*rid)->size(), 2u);
 }
 
 TEST_F(StoreTest, UnversionedNonEmptyDatabaseIsRefused) {
@@ -669,7 +745,7 @@ TEST_F(StoreTest, AppendOnlyTablesRefuseUpdatesAndDeletes) {
   EXPECT_EQ(raw_sql("SELECT count(*) FROM builds"), "1");
 }
 
-TEST_F(StoreTest, Schema1IsUpgradedToSchema2) {
+TEST_F(StoreTest, Schema1IsUpgradedThroughEveryStep) {
   std::string summary =
       R"({"disposition":"passed","bench":[{"shape":"M=64","gflops":7.5,"disposition":"passed"}],)"
       R"("device":{"name":"llvmpipe"}})";
@@ -683,7 +759,7 @@ TEST_F(StoreTest, Schema1IsUpgradedToSchema2) {
 
   auto st = open_store(false);
   ASSERT_TRUE(st);
-  EXPECT_EQ(raw_sql("PRAGMA user_version"), "2");
+  EXPECT_EQ(raw_sql("PRAGMA user_version"), std::to_string(kStoreSchemaVersion));
   auto ws = st->workflows();
   ASSERT_TRUE(ws);
   ASSERT_EQ(ws->size(), 2u);
@@ -710,6 +786,15 @@ TEST_F(StoreTest, Schema1IsUpgradedToSchema2) {
   EXPECT_EQ(raw_sql("PRAGMA integrity_check"), "ok");
   int rc = 0;
   raw_sql("DELETE FROM evaluations", &rc);  // the new table is append-only too
+  EXPECT_NE(rc, SQLITE_OK);
+  // Schema 3: the tuning tables, empty and append-only.
+  EXPECT_TRUE(st->tuning_runs()->empty());
+  TuningRunRecord run;
+  run.checkpoint_id = 2;
+  run.strategy = "auto";
+  auto r = st->add_tuning_run(run);
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  raw_sql("DELETE FROM tuning_runs", &rc);
   EXPECT_NE(rc, SQLITE_OK);
 }
 

@@ -760,8 +760,10 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     const toml::table& st = *e.as_table();
     const int line = src.line_of(e);
     RETURN_IF_ERROR(check_keys(
-        st, {"transformation", "attempts", "budget", "keep", "instructions", "tuning"}, src,
-        "a [[step]]"));
+        st,
+        {"transformation", "attempts", "budget", "keep", "instructions", "tuning", "strategy",
+         "strategy_budget"},
+        src, "a [[step]]"));
     SequenceStep step;
     auto tr = get_string(st, "transformation", src, line, true, "a [[step]]");
     if (!tr) return make_error(tr.error());
@@ -786,6 +788,12 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     auto ins = get_string(st, "instructions", src, line, false, "a [[step]]");
     if (!ins) return make_error(ins.error());
     step.instructions = trim(*ins);
+    auto strategy = get_string(st, "strategy", src, line, false, "a [[step]]");
+    if (!strategy) return make_error(strategy.error());
+    step.strategy = trim(*strategy);
+    auto budget = get_string(st, "strategy_budget", src, line, false, "a [[step]]");
+    if (!budget) return make_error(budget.error());
+    step.strategy_budget = trim(*budget);
     if (const toml::node* tn = st.get("tuning")) {
       if (!tn->as_table())
         return make_error(fmt::format(

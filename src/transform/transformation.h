@@ -121,6 +121,8 @@ Result<Transformation> find_transformation(const std::vector<Transformation>& li
 //   budget = 16                  # format 2: optional override of the sequence's budget
 //   keep = false                 # format 2: the next step builds on this step's parent
 //   instructions = "..."         # optional extra text appended to every pass's prompt
+//   strategy = "exhaustive"      # optional tuning strategy of this step (docs/tuning.md)
+//   strategy_budget = "15%,600s" # optional budget of that strategy
 //   [step.tuning]                # optional overrides of tuning values
 //   TILE_K = [16, 32]
 struct SequenceStep {
@@ -132,6 +134,8 @@ struct SequenceStep {
   bool keep = true;
   std::string instructions;
   std::map<std::string, std::vector<int64_t>> tuning;
+  std::string strategy;         // "" = the run's
+  std::string strategy_budget;  // "" = the run's
 };
 
 struct Sequence {

@@ -331,6 +331,8 @@ transformation = "refactor"
 transformation = "tb-tiling"
 attempts = 2
 instructions = "Keep it simple."
+strategy = "exhaustive"
+strategy_budget = "50%,600s"
 [step.tuning]
 TILE_K = [16, 32]
 )MD";
@@ -346,6 +348,9 @@ TILE_K = [16, 32]
   EXPECT_EQ(s->steps[1].attempts, 2);
   EXPECT_EQ(s->steps[1].instructions, "Keep it simple.");
   EXPECT_EQ(s->steps[1].tuning.at("TILE_K"), (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ(s->steps[0].strategy, "");
+  EXPECT_EQ(s->steps[1].strategy, "exhaustive");
+  EXPECT_EQ(s->steps[1].strategy_budget, "50%,600s");
 }
 
 TEST(Sequence, Format2KeepAndBudget) {
@@ -405,6 +410,8 @@ TEST(Sequence, Errors) {
        "s.toml:3: missing key 'transformation' in a [[step]]"},
       {"format = 1\nname = \"s\"\n[[step]]\ntransformation = \"a\"\n[step.tuning]\nTILE_K = 16\n",
        "s.toml:6: 'TILE_K' must be an array of integers"},
+      {"format = 1\nname = \"s\"\n[[step]]\ntransformation = \"a\"\nstrategy = 3\n",
+       "s.toml:5: 'strategy' must be a string"},
       {"format = 1\nname = \"s\"\nattempts = 0\n[[step]]\ntransformation = \"a\"\n",
        "s.toml:3: attempts must be between 1 and 100"},
       {"format = 1\nname = \"s\"\n[[step]\n", "s.toml:3:"},

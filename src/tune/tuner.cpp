@@ -4,11 +4,13 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
-#include <random>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "plan/plan_language.h"
+#include "tune/prune.h"
+#include "tune/simulation.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -19,213 +21,187 @@ double elapsed(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-expr::Env device_env(const DeviceFacts& d) {
-  expr::Env env;
-  env["max_threads"] = d.max_threads_per_group > 0 ? d.max_threads_per_group : 1024;
-  env["shared_memory"] = d.shared_memory_per_group > 0 ? d.shared_memory_per_group : 32768;
-  env["shared_memory_optin"] =
-      d.shared_memory_per_group_optin > 0 ? d.shared_memory_per_group_optin : env["shared_memory"];
-  env["subgroup_size"] = d.subgroup_size > 0 ? d.subgroup_size : 32;
-  env["compute_units"] = d.compute_units;
-  return env;
+BackendRunner::BackendRunner(Backend& backend, const DeviceFacts& device,
+                             const RunnerOptions& runner, Validator& validator,
+                             const KernelContext& ctx, const SourceRegions& source,
+                             const TuneOptions& opts)
+    : backend_(backend),
+      device_(device),
+      runner_(runner),
+      validator_(validator),
+      ctx_(ctx),
+      source_(source),
+      opts_(opts),
+      full_source_(join_regions(source)),
+      parsed_plan_([&]() -> std::optional<ParsedPlan> {
+        auto p = parse_plan(source, ctx.source_file.empty()
+                                        ? "kernel" + backend.source_extension()
+                                        : ctx.source_file);
+        if (!p) return std::nullopt;
+        return std::move(*p);
+      }()),
+      t0_(std::chrono::steady_clock::now()) {}
+
+double BackendRunner::elapsed_seconds() const { return elapsed(t0_); }
+
+bool BackendRunner::stopped() const { return opts_.cancelled && opts_.cancelled(); }
+
+void BackendRunner::cancel(ConfigOutcome& o) {
+  o.disposition = Disposition::not_run;
+  o.message = std::string(kCancelledOutcome);
+  o.score_ms = 0;
 }
 
-Result<Space> enumerate_space(const KernelContext& ctx, const DeviceFacts& device,
-                              const SpaceOptions& opts) {
-  Space space;
-  std::vector<TuningParam> params = ctx.tuning;
-  for (auto& p : params) {
-    auto it = opts.overrides.find(p.name);
-    if (it != opts.overrides.end() && !it->second.empty()) p.values = it->second;
-  }
-  for (const auto& [name, vals] : opts.overrides) {
-    bool known = std::any_of(params.begin(), params.end(),
-                             [&](const TuningParam& p) { return p.name == name; });
-    if (!known)
-      return make_error(
-          fmt::format("tuning override for unknown parameter {} (known: {})", name, [&] {
-            std::vector<std::string> n;
-            for (const auto& p : params) n.push_back(p.name);
-            return join(n, ", ");
-          }()));
-  }
-  std::optional<expr::Expression> constraint;
-  if (!ctx.tuning_valid.empty()) {
-    auto e = expr::Expression::parse(ctx.tuning_valid);
-    if (!e) return make_error("kernel.toml tuning_valid: " + e.error());
-    constraint = std::move(*e);
-  }
-  space.total = 1;
-  for (const auto& p : params) space.total *= std::max<size_t>(p.values.size(), 1);
-  const size_t kEnumerateLimit = 1u << 20;
-  if (space.total > kEnumerateLimit)
-    return make_error(
-        fmt::format("the tuning space has {} configurations; narrow the value sets", space.total));
-  expr::Env base = device_env(device);
-  std::vector<Config> valid;
-  std::vector<size_t> idx(params.size(), 0);
-  for (size_t n = 0; n < space.total; ++n) {
-    Config c;
-    for (size_t i = 0; i < params.size(); ++i)
-      if (!params[i].values.empty()) c[params[i].name] = params[i].values[idx[i]];
-    bool ok = true;
-    if (constraint) {
-      expr::Env env = base;
-      for (const auto& [k, v] : c) env[k] = v;
-      auto r = constraint->eval(env);
-      if (!r) return make_error("kernel.toml tuning_valid: " + r.error());
-      ok = *r != 0;
-    }
-    if (ok)
-      valid.push_back(std::move(c));
-    else
-      ++space.invalid;
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (++idx[i] < std::max<size_t>(params[i].values.size(), 1)) break;
-      idx[i] = 0;
+std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
+                                              TuneObserver* observer) {
+  const size_t n = batch.size();
+  std::vector<ConfigOutcome> out(n);
+  std::vector<uint8_t> go(n, 1);  // still to be evaluated further
+  // 1. The launch plan of the tuning shape, evaluated before compiling: a requirement that fails
+  //    or a size out of range rules the configuration out uncompiled. (A plan that does not parse
+  //    fails every build, which says why.)
+  for (size_t i = 0; i < n; ++i) {
+    out[i].config = batch[i];
+    if (opts_.tune_shapes.empty() || !parsed_plan_) continue;
+    const Shape& shape = opts_.tune_shapes.front();
+    expr::Env env = plan_env(ctx_, source_, shape, batch[i], device_plan_env(device_));
+    PlanOutcome po = evaluate_plan(*parsed_plan_, backend_.plan_dialect(), ctx_, env);
+    if (po.disposition == Disposition::invalid_config ||
+        po.disposition == Disposition::workspace_exceeded) {
+      out[i].disposition = po.disposition;
+      out[i].stage = Stage::launch;
+      out[i].message = fmt::format("{} (shape {}, {})", po.message, shape.text(),
+                                   config_text(batch[i]));
+      go[i] = 0;
+    } else if (po.disposition == Disposition::passed) {
+      out[i].launch = po.plan.to_json();
     }
   }
-  // Defaults first, then configurations the caller insists on, then the rest.
-  Config defaults;
-  for (const auto& p : params) defaults[p.name] = p.default_value;
-  std::vector<Config> ordered;
-  auto add = [&](const Config& c) {
-    if (std::find(ordered.begin(), ordered.end(), c) != ordered.end()) return;
-    if (std::find(valid.begin(), valid.end(), c) == valid.end()) return;
-    ordered.push_back(c);
-  };
-  add(defaults);
-  for (const auto& c : opts.must_include) add(c);
-  if (valid.size() > opts.budget) {
-    space.sampled = true;
-    std::mt19937_64 rng(opts.seed);
-    std::shuffle(valid.begin(), valid.end(), rng);
-  }
-  for (const auto& c : valid) {
-    if (ordered.size() >= std::max<size_t>(opts.budget, 1)) break;
-    add(c);
-  }
-  space.configs = std::move(ordered);
-  return space;
-}
-
-TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
-                Validator& validator, const KernelContext& ctx, const SourceRegions& source,
-                const TuneOptions& opts, const TuneProgress& progress) {
-  TuneResult res;
-  auto space = enumerate_space(ctx, device, opts.space);
-  if (!space) {
-    res.disposition = Disposition::invalid_config;
-    res.message = space.error();
-    return res;
-  }
-  res.space = *space;
-  if (res.space.configs.empty()) {
-    res.disposition = Disposition::invalid_config;
-    res.message = fmt::format("no tuning configuration satisfies tuning_valid ({} rejected)",
-                              res.space.invalid);
-    return res;
-  }
-  const size_t n = res.space.configs.size();
-  res.outcomes.resize(n);
-  std::string full = join_regions(source);
-
-  // 1. Compile every configuration in parallel.
+  // 2. Compile in parallel.
   auto t0 = std::chrono::steady_clock::now();
-  int jobs = opts.jobs > 0 ? opts.jobs
-                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < n; ++i)
+    if (go[i]) todo.push_back(i);
+  const int jobs = opts_.jobs > 0
+                       ? opts_.jobs
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0}, done{0};
-  auto stop = [&] { return opts.cancelled && opts.cancelled(); };
   std::mutex mu;
   auto worker = [&] {
     for (;;) {
-      size_t i = next.fetch_add(1);
-      if (i >= n || stop()) return;
+      size_t k = next.fetch_add(1);
+      if (k >= todo.size() || stopped()) return;
+      ConfigOutcome& o = out[todo[k]];
       BuildRequest req;
-      req.context = &ctx;
-      req.source = full;
-      req.defines = res.space.configs[i];
-      req.device = device;
-      req.cache_dir = opts.cache_dir;
-      ConfigOutcome& o = res.outcomes[i];
-      o.config = res.space.configs[i];
-      o.build = backend.build(req);
+      req.context = &ctx_;
+      req.source = full_source_;
+      req.defines = o.config;
+      req.device = device_;
+      req.cache_dir = opts_.cache_dir;
+      o.build = backend_.build(req);
+      o.compile_seconds = o.build.seconds;
       size_t d = ++done;
-      if (progress) {
+      if (observer) {
         std::lock_guard<std::mutex> lock(mu);
-        progress("compile", d, n);
+        observer->on_phase("compile", d, todo.size());
       }
     }
   };
   std::vector<std::thread> pool;
-  for (int j = 0; j < std::min<int>(jobs, static_cast<int>(n)); ++j) pool.emplace_back(worker);
+  for (int j = 0; j < std::min<int>(jobs, static_cast<int>(todo.size())); ++j)
+    pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  res.compile_seconds = elapsed(t0);
-  if (opts.compile_only) {
-    for (size_t i = 0; i < n; ++i) {
-      ConfigOutcome& o = res.outcomes[i];
-      o.disposition = o.build.disposition;
-      if (o.disposition != Disposition::passed)
-        o.message = o.build.log;
-      else if (res.ranking.size() < static_cast<size_t>(std::max(opts.top_k, 1)))
-        res.ranking.push_back(i);
+  compile_seconds += elapsed(t0);
+  // 3. Resources: the backend's own check, then the rules against the device's limits.
+  const DeviceLimits limits = device_limits(device_);
+  for (size_t i : todo) {
+    ConfigOutcome& o = out[i];
+    if (stopped() && o.build.disposition == Disposition::not_run && o.build.log.empty()) {
+      cancel(o);
+      go[i] = 0;
+      continue;
     }
-    auto built =
-        std::count_if(res.outcomes.begin(), res.outcomes.end(),
-                      [](const ConfigOutcome& o) { return o.disposition == Disposition::passed; });
-    if (built > 0) {
-      res.disposition = Disposition::passed;
-      res.message =
-          fmt::format("compile only: {} of {} configurations built (nothing run)", built, n);
-    } else {
-      res.disposition = res.outcomes[0].disposition;
-      res.message = fmt::format("configuration {}: {}", config_text(res.outcomes[0].config),
-                                res.outcomes[0].build.log);
-    }
-    return res;
-  }
-
-  // 2. Validate every configuration that built.
-  t0 = std::chrono::steady_clock::now();
-  bool sanitized = false;
-  for (size_t i = 0; i < n && !stop(); ++i) {
-    ConfigOutcome& o = res.outcomes[i];
     if (o.build.disposition != Disposition::passed) {
       o.disposition = o.build.disposition;
+      o.stage = Stage::compile;
       o.message = o.build.log;
-    } else {
-      PlanResult check = backend.check_resources(o.build, device);
-      if (check.disposition != Disposition::passed) {
-        o.disposition = check.disposition;
-        o.message = check.message;
-      } else {
-        ValidationOptions vo = opts.validation;
-        // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
-        vo.sanitize = opts.validation.sanitize && !sanitized;
-        sanitized = sanitized || vo.sanitize;
-        o.validation = validator.validate(ctx, source, o.build, o.config, vo);
-        o.disposition = o.validation.disposition;
-        o.message = o.validation.message;
-      }
+      go[i] = 0;
+      continue;
     }
-    if (progress) progress("validate", i + 1, n);
+    PlanResult check = backend_.check_resources(o.build, device_);
+    std::string why =
+        check.disposition == Disposition::passed
+            ? resource_prune_reason(resource_usage(o.build.resources, o.launch), limits)
+            : check.message;
+    if (check.disposition != Disposition::passed || !why.empty()) {
+      o.disposition = check.disposition != Disposition::passed ? check.disposition
+                                                               : Disposition::invalid_config;
+      o.stage = Stage::resources;
+      o.message = why;
+      go[i] = 0;
+      continue;
+    }
+    // The plan resolved against the build: what this device cannot launch is ruled out here.
+    if (!opts_.tune_shapes.empty()) {
+      PlanResult plan =
+          backend_.plan(ctx_, source_, opts_.tune_shapes.front(), o.config, device_, o.build);
+      if (plan.disposition != Disposition::passed) {
+        o.disposition = plan.disposition;
+        o.stage = plan.disposition == Disposition::compile_failed ? Stage::compile : Stage::launch;
+        o.message = plan.message;
+        go[i] = 0;
+        continue;
+      }
+      o.launch = plan.plan;
+    }
+    if (opts_.compile_only) {
+      o.disposition = Disposition::passed;
+      o.stage = Stage::compile;
+      go[i] = 0;
+    }
   }
-  res.validate_seconds = elapsed(t0);
-
-  // 3. Time the survivors on the tuning shapes and rank them.
+  // 4. Validate.
   t0 = std::chrono::steady_clock::now();
-  std::vector<size_t> passing;
-  for (size_t i = 0; i < n; ++i)
-    if (res.outcomes[i].disposition == Disposition::passed) passing.push_back(i);
-  size_t timed = 0;
-  for (size_t i : passing) {
-    if (stop()) break;
-    ConfigOutcome& o = res.outcomes[i];
-    if (!opts.tune_shapes.empty()) {
-      MeasureOptions mo = opts.screening;
+  size_t checked = 0, to_check = static_cast<size_t>(std::count(go.begin(), go.end(), 1));
+  for (size_t i = 0; i < n; ++i) {
+    if (!go[i]) continue;
+    ConfigOutcome& o = out[i];
+    if (stopped()) {
+      cancel(o);
+      go[i] = 0;
+      continue;
+    }
+    auto v0 = std::chrono::steady_clock::now();
+    ValidationOptions vo = opts_.validation;
+    // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
+    vo.sanitize = opts_.validation.sanitize && !sanitized_;
+    sanitized_ = sanitized_ || vo.sanitize;
+    o.validation = validator_.validate(ctx_, source_, o.build, o.config, vo);
+    o.validate_seconds = elapsed(v0);
+    o.disposition = o.validation.disposition;
+    o.stage = Stage::validate;
+    o.message = o.validation.message;
+    if (o.disposition != Disposition::passed) go[i] = 0;
+    if (observer) observer->on_phase("validate", ++checked, to_check);
+  }
+  validate_seconds += elapsed(t0);
+  // 5. Time the survivors on the tuning shapes.
+  t0 = std::chrono::steady_clock::now();
+  size_t timed = 0, to_time = static_cast<size_t>(std::count(go.begin(), go.end(), 1));
+  for (size_t i = 0; i < n; ++i) {
+    if (!go[i]) continue;
+    ConfigOutcome& o = out[i];
+    if (stopped()) {
+      cancel(o);
+      continue;
+    }
+    auto m0 = std::chrono::steady_clock::now();
+    o.stage = Stage::time;
+    if (!opts_.tune_shapes.empty()) {
+      MeasureOptions mo = opts_.screening;
       mo.with_baseline = false;
-      o.measurements = measure(backend, device, runner, validator, ctx, source, o.build, o.config,
-                               opts.tune_shapes, mo);
+      o.measurements = measure(backend_, device_, runner_, validator_, ctx_, source_, o.build,
+                               o.config, opts_.tune_shapes, mo);
       double total = 0;
       for (const auto& m : o.measurements) {
         if (m.disposition != Disposition::passed) {
@@ -233,43 +209,149 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
           o.message = m.message;
           break;
         }
-        total += m.stats.median;
+        // On a CPU device the kernel shares the cores with every other process, and contention
+        // only ever adds time: the fastest sample ranks best. A GPU ranks by the median.
+        total += device_.is_cpu ? m.stats.min : m.stats.median;
       }
       o.score_ms = total;
-      if (opts.on_timed) opts.on_timed(o);
+      if (opts_.on_timed) opts_.on_timed(o);
     }
-    if (progress) progress("time", ++timed, passing.size());
+    o.time_seconds = elapsed(m0);
+    if (observer) observer->on_phase("time", ++timed, to_time);
   }
-  res.time_seconds = elapsed(t0);
-  for (size_t i : passing)
-    if (res.outcomes[i].disposition == Disposition::passed) res.ranking.push_back(i);
-  std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](size_t a, size_t b) {
-    return res.outcomes[a].score_ms < res.outcomes[b].score_ms;
-  });
-  if (res.ranking.size() > static_cast<size_t>(std::max(opts.top_k, 1)))
-    res.ranking.resize(static_cast<size_t>(std::max(opts.top_k, 1)));
+  time_seconds += elapsed(t0);
+  return out;
+}
+
+std::vector<ConfigOutcome> ReuseRunner::run(const std::vector<Config>& batch,
+                                            TuneObserver* observer) {
+  std::vector<ConfigOutcome> out(batch.size());
+  std::vector<Config> misses;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (const CacheEntry* e = known_.find(batch[i])) {
+      out[i] = outcome_of(*e);
+      ++reused;
+    } else {
+      misses.push_back(batch[i]);
+      where.push_back(i);
+    }
+  }
+  if (!misses.empty()) {
+    std::vector<ConfigOutcome> ran = inner_.run(misses, observer);
+    for (size_t k = 0; k < ran.size(); ++k) out[where[k]] = std::move(ran[k]);
+  }
+  return out;
+}
+
+TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
+                Validator& validator, const KernelContext& ctx, const SourceRegions& source,
+                const TuneOptions& opts, const std::vector<TuneObserver*>& observers) {
+  TuneResult res;
+  res.strategy = opts.strategy;
+  auto space = space_for(ctx, device, opts.overrides);
+  if (!space) {
+    res.disposition = Disposition::invalid_config;
+    res.message = space.error();
+    return res;
+  }
+  res.space.total = space->total();
+  res.space.invalid = space->pruned().size();
+  res.space.valid = space->size();
+  if (space->size() == 0) {
+    res.disposition = Disposition::invalid_config;
+    res.message = fmt::format("no tuning configuration satisfies tuning_valid ({} rejected)",
+                              res.space.invalid);
+    return res;
+  }
+  auto strategy = make_strategy(opts.strategy);
+  if (!strategy) {
+    res.disposition = Disposition::not_run;
+    res.message = strategy.error();
+    return res;
+  }
+  BackendRunner run(backend, device, runner, validator, ctx, source, opts);
+  TuningCache none;
+  ReuseRunner reuse(run, opts.reuse ? *opts.reuse : none);
+  SearchOptions so;
+  so.budget = opts.budget;
+  so.seed = opts.seed;
+  so.batch = opts.batch;
+  so.start = opts.start;
+  so.cancelled = opts.cancelled;
+  SearchResult sr = search(*space, **strategy, reuse, so, observers);
+  res.reused = reuse.reused;
+  res.outcomes = std::move(sr.outcomes);
+  res.limit = sr.limit;
+  res.stop = sr.stop;
+  res.space.sampled = res.outcomes.size() < space->size();
+  res.compile_seconds = run.compile_seconds;
+  res.validate_seconds = run.validate_seconds;
+  res.time_seconds = run.time_seconds;
+  const size_t n = res.outcomes.size();
+  const size_t top_k = static_cast<size_t>(std::max(opts.top_k, 1));
+  if (opts.compile_only) {
+    for (size_t i = 0; i < n && res.ranking.size() < top_k; ++i)
+      if (res.outcomes[i].disposition == Disposition::passed) res.ranking.push_back(i);
+  } else {
+    for (size_t i = 0; i < n; ++i)
+      if (res.outcomes[i].disposition == Disposition::passed) res.ranking.push_back(i);
+    std::stable_sort(res.ranking.begin(), res.ranking.end(), [&](size_t a, size_t b) {
+      return res.outcomes[a].score_ms < res.outcomes[b].score_ms;
+    });
+  }
+  const size_t passing = static_cast<size_t>(
+      std::count_if(res.outcomes.begin(), res.outcomes.end(),
+                    [](const ConfigOutcome& o) { return o.disposition == Disposition::passed; }));
+  if (res.ranking.size() > top_k) res.ranking.resize(top_k);
+  if (n == 0) {
+    res.disposition = Disposition::not_run;
+    res.message = fmt::format("the {} strategy evaluated no configuration", opts.strategy);
+    return res;
+  }
   if (!res.ranking.empty()) {
     res.disposition = Disposition::passed;
-    res.message = fmt::format("{} of {} configurations passed", passing.size(), n);
-  } else {
-    // The most informative failure: the first configuration's, or the most common one.
-    std::map<Disposition, size_t> counts;
-    for (const auto& o : res.outcomes) counts[o.disposition]++;
-    Disposition worst = res.outcomes[0].disposition;
-    size_t best = 0;
-    for (const auto& [d, c] : counts)
-      if (d != Disposition::invalid_config && c > best) {
-        best = c;
-        worst = d;
-      }
-    res.disposition = worst;
-    for (const auto& o : res.outcomes)
-      if (o.disposition == worst) {
-        res.message = o.message;
-        break;
-      }
+    res.message =
+        opts.compile_only
+            ? fmt::format("compile only: {} of {} configurations built (nothing run)", passing, n)
+            : fmt::format("{} of {} configurations passed", passing, n);
+    return res;
   }
+  // The most informative failure: the most common one that is not a pruning, else the first.
+  std::map<Disposition, size_t> counts;
+  for (const auto& o : res.outcomes) counts[o.disposition]++;
+  Disposition worst = res.outcomes[0].disposition;
+  size_t most = 0;
+  for (const auto& [d, c] : counts)
+    if (d != Disposition::invalid_config && c > most) {
+      most = c;
+      worst = d;
+    }
+  res.disposition = worst;
+  for (const auto& o : res.outcomes)
+    if (o.disposition == worst) {
+      res.message = opts.compile_only
+                        ? fmt::format("configuration {}: {}", config_text(o.config), o.message)
+                        : o.message;
+      break;
+    }
   return res;
+}
+
+void StatusObserver::on_start(const TuningSpace&, const std::string& strategy, size_t limit) {
+  strategy_ = strategy;
+  limit_ = limit;
+  evaluated_ = 0;
+}
+
+void StatusObserver::on_phase(std::string_view phase, size_t done, size_t total) {
+  sink_(fmt::format("  tuning ({}, {}/{} evaluated): {} {}/{}", strategy_, evaluated_, limit_,
+                    phase, done, total));
+}
+
+void StatusObserver::on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>&,
+                              double) {
+  evaluated_ += indices.size();
 }
 
 }  // namespace peak

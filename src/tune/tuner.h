@@ -1,49 +1,32 @@
 #pragma once
-// The tuning evaluator: enumerates the valid configurations of the tuning parameters (sampling
-// when the space exceeds the budget), compiles them in parallel, validates each, times the
-// survivors, and keeps the top-k for the next transformation.
+// The tuning evaluator: builds the space of the tuning parameters (pruning what the validity
+// expression rules out), searches it with a strategy (tune/strategy.h) in batches through the
+// real runner below (launch plan, parallel compile, resource pruning, validation, timing), and
+// keeps the top-k for the next transformation.
+#include <chrono>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "plan/plan_language.h"
+#include "tune/cache.h"
 #include "tune/measure.h"
+#include "tune/search.h"
+#include "tune/space.h"
+#include "tune/strategy.h"
 #include "validate/validate.h"
 
 namespace peak {
 
-struct SpaceOptions {
-  size_t budget = 64;  // at most this many configurations; random sample beyond
-  uint64_t seed = 0x7u;
-  std::vector<Config> must_include;                       // e.g. the parent's top configurations
-  std::map<std::string, std::vector<int64_t>> overrides;  // per-parameter value sets
-};
-
-struct Space {
-  std::vector<Config> configs;  // valid ones, in evaluation order
-  size_t total = 0;             // size of the full cartesian product
-  size_t invalid = 0;           // rejected by tuning_valid
-  bool sampled = false;
-};
-
-// Environment names available to tuning_valid: the tuning values and the device limits
-// max_threads, shared_memory, shared_memory_optin, subgroup_size, compute_units.
-expr::Env device_env(const DeviceFacts& d);
-Result<Space> enumerate_space(const KernelContext& ctx, const DeviceFacts& device,
-                              const SpaceOptions& opts);
-
-struct ConfigOutcome {
-  Config config;
-  BuildResult build;
-  Disposition disposition = Disposition::not_run;
-  std::string message;
-  ValidationOutcome validation;
-  std::vector<Measurement> measurements;  // screening on the tuning shape
-  double score_ms = 0;                    // median time on the tuning shape (lower is better)
-};
-
 struct TuneOptions {
-  SpaceOptions space;
+  std::string strategy = std::string(kDefaultStrategy);
+  Budget budget{64, 0, 0};
+  uint64_t seed = 0x7;
+  size_t batch = 8;           // configurations per batch (compiled in parallel)
+  std::vector<Config> start;  // evaluated first after the defaults: e.g. the parent's top-k
+  std::map<std::string, std::vector<int64_t>> overrides;  // per-parameter value sets
   int top_k = 8;
   int jobs = 0;                    // parallel compiles (0 = hardware threads)
   std::vector<Shape> tune_shapes;  // shapes timed to rank configurations
@@ -51,28 +34,95 @@ struct TuneOptions {
   MeasureOptions screening;  // short timing policy for ranking
   std::filesystem::path cache_dir;
   bool compile_only = false;  // stop after compiling: nothing is run (validator unused)
+  // Outcomes measured before for this very source, tuning shape and device (record.h,
+  // recorded_outcomes): configurations found there are not run again.
+  const TuningCache* reuse = nullptr;
   // Called (on the tuning thread) as soon as a configuration has been timed on the tuning
   // shapes, so that its measurements can be recorded while the search goes on.
   std::function<void(const ConfigOutcome&)> on_timed;
-  // Polled before each configuration's compile, validation and timing; when it returns true the
-  // remaining configurations are skipped (left not_run) and tune() returns early.
+  // Polled before each configuration's compile, validation and timing and before each batch;
+  // when it returns true the remaining configurations are skipped (left not_run) and the search
+  // ends ("cancelled").
   std::function<bool()> cancelled;
 };
 
 struct TuneResult {
   Disposition disposition = Disposition::not_run;  // passed when at least one config passed
   std::string message;
-  std::vector<ConfigOutcome> outcomes;
-  std::vector<size_t> ranking;  // indices into outcomes of passing configs, fastest first
-  Space space;
+  std::vector<ConfigOutcome> outcomes;  // in evaluation order
+  std::vector<size_t> ranking;          // indices into outcomes of passing configs, fastest first
+  struct {
+    size_t total = 0;    // the whole cartesian product
+    size_t invalid = 0;  // ruled out by tuning_valid
+    size_t valid = 0;
+    bool sampled = false;  // not every valid configuration was evaluated
+  } space;
+  std::string strategy;
+  size_t limit = 0;   // evaluations the budget allowed
+  std::string stop;   // why the search ended
+  size_t reused = 0;  // outcomes replayed from opts.reuse
   double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;
 };
 
-// progress(phase, done, total): phase is "compile", "validate" or "time".
-using TuneProgress = std::function<void(const std::string&, size_t, size_t)>;
+// The real runner: per batch, the launch plan of the tuning shape (a failed requirement prunes),
+// parallel compiles, the backend's resource check and the pruning rules (tune/prune.h), then
+// validation and timing of the survivors, one configuration at a time.
+class BackendRunner : public TuningRunner {
+ public:
+  BackendRunner(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
+                Validator& validator, const KernelContext& ctx, const SourceRegions& source,
+                const TuneOptions& opts);
+  std::vector<ConfigOutcome> run(const std::vector<Config>& batch, TuneObserver* observer) override;
+  double elapsed_seconds() const override;
+  double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;  // wall, summed over batches
+
+ private:
+  bool stopped() const;  // opts.cancelled says so
+  static void cancel(ConfigOutcome& o);
+  Backend& backend_;
+  const DeviceFacts& device_;
+  const RunnerOptions& runner_;
+  Validator& validator_;
+  const KernelContext& ctx_;
+  const SourceRegions& source_;
+  const TuneOptions& opts_;
+  std::string full_source_;
+  std::optional<ParsedPlan> parsed_plan_;  // the host region; nullopt when it does not parse
+  bool sanitized_ = false;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// Replays the outcomes a cache holds and runs the other configurations with `inner`: a search
+// interrupted earlier continues without measuring again what it had measured.
+class ReuseRunner : public TuningRunner {
+ public:
+  ReuseRunner(TuningRunner& inner, const TuningCache& known) : inner_(inner), known_(known) {}
+  std::vector<ConfigOutcome> run(const std::vector<Config>& batch, TuneObserver* observer) override;
+  double elapsed_seconds() const override { return inner_.elapsed_seconds(); }
+  size_t reused = 0;
+
+ private:
+  TuningRunner& inner_;
+  const TuningCache& known_;
+};
 
 TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
                 Validator& validator, const KernelContext& ctx, const SourceRegions& source,
-                const TuneOptions& opts, const TuneProgress& progress = {});
+                const TuneOptions& opts, const std::vector<TuneObserver*>& observers = {});
+
+// A status line per batch and phase: "tuning (auto, 16/65): compile 3/8".
+class StatusObserver : public TuneObserver {
+ public:
+  explicit StatusObserver(std::function<void(const std::string&)> sink) : sink_(std::move(sink)) {}
+  void on_start(const TuningSpace& space, const std::string& strategy, size_t limit) override;
+  void on_phase(std::string_view phase, size_t done, size_t total) override;
+  void on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>& outcomes,
+                double elapsed_seconds) override;
+
+ private:
+  std::function<void(const std::string&)> sink_;
+  std::string strategy_;
+  size_t limit_ = 0, evaluated_ = 0;
+};
 
 }  // namespace peak

@@ -1,0 +1,57 @@
+#pragma once
+// Tuning searches in the workspace store: an observer that records a search as it goes (the run,
+// the configurations the validity expression ruled out with why, then every evaluated one after
+// its batch, so an interrupted search keeps what it measured), and the export of a recorded
+// search as a tuning cache (tune/cache.h) for the simulation runner.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "store/store.h"
+#include "tune/cache.h"
+#include "tune/search.h"
+
+namespace peak {
+
+// What a recorded search belongs to, and the facts its cache needs.
+struct RecordTarget {
+  std::optional<int64_t> attempt_id, checkpoint_id;
+  std::string source_hash;
+  std::string kernel;     // the context's name
+  std::string shape;      // the tuning shape
+  Work work;              // its FLOPs and bytes
+  std::string toolchain;  // the backend's toolchain
+  DeviceFacts device;
+  nlohmann::json options = nlohmann::json::object();  // strategy options (budget, seed, ...)
+  int jobs = 1;                                       // parallel compiles
+};
+
+class StoreRecorder : public TuneObserver {
+ public:
+  StoreRecorder(Store& store, RecordTarget target);
+  void on_start(const TuningSpace& space, const std::string& strategy, size_t limit) override;
+  void on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>& outcomes,
+                double elapsed_seconds) override;
+  std::optional<int64_t> run_id() const { return run_id_; }
+  // The first store error, if any (recording never stops a search).
+  const std::string& error() const { return error_; }
+
+ private:
+  Store& store_;
+  RecordTarget target_;
+  std::optional<int64_t> run_id_;
+  int64_t position_ = 0;
+  std::string error_;
+};
+
+// The tuning cache of a recorded search.
+Result<TuningCache> cache_from_store(const Store& store, int64_t run_id);
+// Every outcome recorded for `source_hash` on the tuning shape `shape` and the device named
+// `device` (the latest where a configuration was evaluated more than once), as a cache.
+Result<TuningCache> recorded_outcomes(const Store& store, const std::string& source_hash,
+                                      const std::string& shape, const std::string& device);
+// The last search recorded for a checkpoint (by its evaluation, or by the attempt that made it).
+Result<int64_t> latest_tuning_run(const Store& store, int64_t checkpoint_id);
+
+}  // namespace peak

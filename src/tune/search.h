@@ -1,0 +1,111 @@
+#pragma once
+// The search loop: a strategy proposes configurations in batches, a runner evaluates each batch
+// (compile in parallel, prune, validate, time; or replay recorded outcomes), observers see every
+// outcome, and the loop enforces the budget. The configurations the search starts from (the
+// defaults, the parent's best) are evaluated first, whatever the strategy.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "tune/measure.h"
+#include "tune/space.h"
+#include "tune/strategy.h"
+#include "validate/validate.h"
+
+namespace peak {
+
+// Where the evaluation of a configuration ended. A configuration ruled out before timing is
+// invalid_config at stage validity (the space's expression), launch (the launch plan of the
+// tuning shape) or resources (the compiler's resource report against the device).
+enum class Stage { validity, launch, compile, resources, validate, time };
+std::string_view to_string(Stage s);
+std::optional<Stage> stage_from_string(std::string_view s);
+
+struct ConfigOutcome {
+  Config config;
+  BuildResult build;
+  Disposition disposition = Disposition::not_run;
+  Stage stage = Stage::compile;
+  std::string message;  // why it failed or was pruned
+  ValidationOutcome validation;
+  std::vector<Measurement> measurements;  // screening on the tuning shape
+  double score_ms = 0;  // time on the tuning shape (lower is better): the median of the
+                        // samples, their minimum on a CPU device (tune/tuner.cpp)
+  nlohmann::json launch = nlohmann::json::object();  // the launch plan of the tuning shape
+  double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;
+  bool pruned() const {
+    return disposition == Disposition::invalid_config &&
+           (stage == Stage::validity || stage == Stage::launch || stage == Stage::resources);
+  }
+};
+
+class TuneObserver;
+
+// Evaluates batches of configurations: a real runner (tune/tuner.h: the backend, the validator
+// and the timing module) or a simulation (tune/simulation.h: outcomes replayed from a cache).
+class TuningRunner {
+ public:
+  virtual ~TuningRunner() = default;
+  // One outcome per configuration, in order. `observer` (may be null) hears of progress.
+  virtual std::vector<ConfigOutcome> run(const std::vector<Config>& batch,
+                                         TuneObserver* observer) = 0;
+  // Seconds spent so far: the wall clock for a real runner, the simulated clock for a simulation.
+  virtual double elapsed_seconds() const = 0;
+};
+
+struct SearchResult;
+
+// Sees the search as it goes: progress lines, the store recorder, benchmarks.
+class TuneObserver {
+ public:
+  virtual ~TuneObserver() = default;
+  virtual void on_start(const TuningSpace& space, const std::string& strategy, size_t limit) {
+    (void)space, (void)strategy, (void)limit;
+  }
+  // Progress inside a batch: phase "compile", "validate" or "time".
+  virtual void on_phase(std::string_view phase, size_t done, size_t total) {
+    (void)phase, (void)done, (void)total;
+  }
+  // After each batch: the outcomes (with their indices into the space) and the runner's clock.
+  virtual void on_batch(const std::vector<size_t>& indices,
+                        const std::vector<ConfigOutcome>& outcomes, double elapsed_seconds) {
+    (void)indices, (void)outcomes, (void)elapsed_seconds;
+  }
+  // True to end the search after the current batch (a benchmark that reached its target).
+  virtual bool done() const { return false; }
+  virtual void on_finish(const SearchResult& result) { (void)result; }
+};
+
+// The message of a configuration left unevaluated because the search was cancelled; such outcomes
+// are dropped from the search (not told to the strategy, not recorded).
+inline constexpr std::string_view kCancelledOutcome = "cancelled before it was evaluated";
+
+struct SearchOptions {
+  Budget budget;
+  uint64_t seed = 0x7;
+  size_t batch = 8;           // configurations evaluated together (compiled in parallel)
+  std::vector<Config> start;  // evaluated first (after the defaults), e.g. the parent's best
+  // Polled before each batch and after it: when it returns true the search ends ("cancelled"),
+  // keeping the outcomes of the batch under way that were evaluated before it was cancelled.
+  std::function<bool()> cancelled;
+};
+
+struct SearchResult {
+  std::string strategy;
+  size_t limit = 0;                     // evaluations the budget allowed
+  std::vector<size_t> indices;          // into the space, in evaluation order
+  std::vector<ConfigOutcome> outcomes;  // same order
+  std::string stop;    // "space exhausted", "evaluation budget", "time budget", "strategy done",
+                       // "target reached", "cancelled"
+  double seconds = 0;  // the runner's clock at the end
+  // Indices into outcomes of the passing configurations, fastest first.
+  std::vector<size_t> ranking() const;
+};
+
+SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& runner,
+                    const SearchOptions& opts, const std::vector<TuneObserver*>& observers = {});
+
+}  // namespace peak
