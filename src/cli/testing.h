@@ -34,7 +34,7 @@ struct Out {
 };
 
 // A one-dimensional kernel: Y = 2 X.
-inline constexpr const char* kScaleToml = R"TOML(format = 1
+inline constexpr const char* kScaleToml = R"TOML(format = 2
 name = "scale"
 backend = "hlsl"
 precision = "fp32"
@@ -81,9 +81,8 @@ inline constexpr const char* kScaleSource = R"SRC([[vk::binding(0, 0)]] RWStruct
 void main(uint3 id : SV_DispatchThreadID) { if ((int)id.x < N) Y[id.x] = 2.0f * X[id.x]; }
 // peak:end device
 // peak:begin host
-dispatch_x = ceil_div(N, BLOCK)
-dispatch_y = 1
-dispatch_z = 1
+launch main
+  grid = (ceil_div(N, BLOCK))
 // peak:end host
 )SRC";
 

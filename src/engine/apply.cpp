@@ -502,10 +502,14 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
     auto eval_attempt = store_->add_attempt(er);
     std::optional<int64_t> eval_attempt_id;
     if (eval_attempt) eval_attempt_id = *eval_attempt;
-    EvalOptions first = eo;
-    // Tests inject a harness-side timeout here (the runner's task limit made tiny).
-    if (fault_active("eval.task-timeout")) first.task_timeout_s = 0.001;
-    Evaluation ev = evaluate(ctx2, new_source, first, eval_attempt_id);
+    // Tests inject a harness-side timeout here, in place of the first evaluation.
+    Evaluation ev;
+    if (fault_active("eval.task-timeout")) {
+      ev.disposition = Disposition::timeout;
+      ev.message = "a runner task did not finish within its deadline (injected: PEAK_FAULT)";
+    } else {
+      ev = evaluate(ctx2, new_source, eo, eval_attempt_id);
+    }
     auto cancelled_eval = [&] {
       er.error = kCancelledMessage;
       (void)store_->add_attempt(er);

@@ -472,10 +472,13 @@ struct Store::Impl {
   std::mutex blob_mu;      // serializes blob writes (their temporary names are per process)
   bool read_only = false;  // opened without write access
   std::unordered_map<std::string, sqlite3_stmt*> cache;
+  fs::path upgraded_copy;  // a read-only store of an older schema is read from an upgraded copy
 
   ~Impl() {
     for (auto& [sql, s] : cache) sqlite3_finalize(s);
     if (db) sqlite3_close_v2(db);
+    std::error_code ec;
+    if (!upgraded_copy.empty()) fs::remove_all(upgraded_copy, ec);
   }
 
   // An error for a failed SQLite call, worded for the user. Caller holds `mu`.
@@ -947,11 +950,30 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
           fmt::format("{} is not a peak store: {}", db_path.string(),
                       *n > 0 ? "it has tables but no peak schema version (user_version 0)"
                              : "the database is empty"));
-    return make_error(fmt::format(
-        "{} uses store schema {}, older than this peak's schema {}: open its workspace once with "
-        "a peak command that writes (which upgrades it), or read it with the peak version that "
-        "wrote it",
-        db_path.string(), *v, kStoreSchemaVersion));
+    // An older schema is read from a copy that this peak upgrades: the store itself (a
+    // committed results folder, another user's workspace) is left as it is.
+    auto tmp = make_temp_dir("peak-store-upgrade-");
+    if (!tmp) return make_error(tmp.error());
+    fs::copy_file(db_path, *tmp / "peak.db", ec);
+    if (!ec && fs::is_directory(peak_dir / "blobs", ec))
+      fs::copy(peak_dir / "blobs", *tmp / "blobs", fs::copy_options::recursive, ec);
+    if (ec) {
+      fs::remove_all(*tmp, ec);
+      return make_error(fmt::format("{} uses store schema {}; reading it needs an upgraded copy, "
+                                    "which could not be made: {}",
+                                    db_path.string(), *v, ec.message()));
+    }
+    auto copy = Store::open(*tmp, false);
+    if (!copy) {
+      fs::remove_all(*tmp, ec);
+      return make_error(fmt::format("{} uses store schema {}; upgrading a copy to schema {} "
+                                    "failed: {}",
+                                    db_path.string(), *v, kStoreSchemaVersion, copy.error()));
+    }
+    (*copy)->impl_->read_only = true;
+    (*copy)->impl_->upgraded_copy = *tmp;
+    (*copy)->dir_ = peak_dir;
+    return std::move(*copy);
   }
   return store;
 }

@@ -536,6 +536,12 @@ TEST(RealLibrary, SequencesNameExistingTransformations) {
                                          "offset",           "block-swizzle", "warp-tiling",
                                          "vectorize",        "fragment-prefetch"};
     if (std::string(file) == "cuda-fp32.toml") expected.push_back("launch-bounds");
+    // HIP's sequence is the start of the same one (the steps whose transformations have a HIP
+    // vocabulary table).
+    if (std::string(file) == "hip-fp32.toml") {
+      ASSERT_GE(steps.size(), 3u);
+      expected.resize(std::min(expected.size(), steps.size()));
+    }
     EXPECT_EQ(steps, expected) << file;
     EXPECT_EQ(seq->path.filename(), file);
     // Split-K is measured and set aside: the square bench shapes fill the GPU without it.
