@@ -954,14 +954,21 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
     // committed results folder, another user's workspace) is left as it is.
     auto tmp = make_temp_dir("peak-store-upgrade-");
     if (!tmp) return make_error(tmp.error());
-    fs::copy_file(db_path, *tmp / "peak.db", ec);
-    if (!ec && fs::is_directory(peak_dir / "blobs", ec))
-      fs::copy(peak_dir / "blobs", *tmp / "blobs", fs::copy_options::recursive, ec);
-    if (ec) {
+    std::error_code copy_ec, dir_ec;
+    fs::copy_file(db_path, *tmp / "peak.db", copy_ec);
+    if (!copy_ec) {
+      if (auto w = write_file_atomic(*tmp / "FORMAT",
+                                     fmt::format("{}{}\n", kFormatPrefix, kStoreLayoutVersion));
+          !w)
+        copy_ec = std::make_error_code(std::errc::io_error);
+    }
+    if (!copy_ec && !lone_file && fs::is_directory(peak_dir / "blobs", dir_ec))
+      fs::copy(peak_dir / "blobs", *tmp / "blobs", fs::copy_options::recursive, copy_ec);
+    if (copy_ec) {
       fs::remove_all(*tmp, ec);
       return make_error(fmt::format("{} uses store schema {}; reading it needs an upgraded copy, "
                                     "which could not be made: {}",
-                                    db_path.string(), *v, ec.message()));
+                                    db_path.string(), *v, copy_ec.message()));
     }
     auto copy = Store::open(*tmp, false);
     if (!copy) {
