@@ -32,6 +32,12 @@ class CliBeforeDevice : public Cli {
     fs::permissions(bin / "peak-runner",
                     fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     peak_binary_ = (bin / "peak").string();
+    // The wrapper writes its marker outside any scratch folder: the sandbox would refuse it.
+    ::setenv("PEAK_NO_SANDBOX", "1", 1);
+  }
+  void TearDown() override {
+    ::unsetenv("PEAK_NO_SANDBOX");
+    Cli::TearDown();
   }
   bool runner_started() { return fs::exists(marker_); }
   fs::path marker_;

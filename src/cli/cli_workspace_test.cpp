@@ -191,6 +191,11 @@ TEST_F(Cli, CheckoutFaultsLeaveStoreAndFilesConsistent) {
 TEST_F(Cli, ReadOnlyWorkspaceCanBeRead) {
   fs::path ws = scale_workspace("ws");
   std::error_code ec;
+  // The other user must reach the workspace: temporary folders are private to their owner.
+  fs::permissions(tmp_,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
   for (auto it = fs::recursive_directory_iterator(ws); it != fs::end(it); ++it)
     fs::permissions(it->path(),
                     fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,

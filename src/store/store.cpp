@@ -921,7 +921,9 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
   // reading it leaves no -wal/-shm files behind (e.g. in a committed results folder).
   fs::path wal = db_path;
   wal += "-wal";
-  bool immutable = lone_file && !fs::exists(wal, ec);
+  // So is a database in a folder this process cannot write (SQLite could not create its -shm).
+  bool immutable =
+      !fs::exists(wal, ec) && (lone_file || ::access(peak_dir.c_str(), W_OK) != 0);
   std::string uri = "file:";
   for (char c : fs::absolute(db_path, ec).string()) {
     if (c == '%' || c == '?' || c == '#')
