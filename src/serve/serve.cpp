@@ -29,6 +29,9 @@ ReportServer::ReportServer(ServeOptions opts)
   };
   impl_->server.Get(
       "/", [this, send](const httplib::Request&, httplib::Response& res) { send(res, page()); });
+  // Browsers ask for an icon on their own; the page has none (no content, not an error).
+  impl_->server.Get("/favicon.ico",
+                    [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   impl_->server.Get("/report.json", [this, send](const httplib::Request&, httplib::Response& res) {
     send(res, json());
   });
