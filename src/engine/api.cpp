@@ -172,19 +172,19 @@ Result<json> checkpoint_json(Workspace& ws, int64_t id) {
               {"kernel_toml", to_toml(files->first)}};
 }
 
-json prompt_json(const std::string& id, const std::string& path) {
-  if (id.empty()) return nullptr;
-  return {{"id", id}, {"path", path}};
+// The waiting prompt, set on `j` only when one waits (its schema is an object, never null).
+static void add_prompt(json& j, const std::string& id, const std::string& path) {
+  if (!id.empty()) j["prompt"] = {{"id", id}, {"path", path}};
 }
 
 json apply_json(const ApplyResult& r) {
   json j{{"disposition", std::string(to_string(r.disposition))},
          {"message", r.message},
          {"pending", r.pending},
-         {"prompt", prompt_json(r.prompt_id, r.prompt_path)},
          {"attempts", r.attempts},
          {"workflow", r.workflow_id},
          {"summary", r.summary}};
+  add_prompt(j, r.prompt_id, r.prompt_path);
   if (r.checkpoint) j["checkpoint"] = *r.checkpoint;
   if (r.stash) j["stash"] = *r.stash;
   if (r.cancelled) j["cancelled"] = true;
@@ -201,10 +201,10 @@ json run_json(const RunResult& r) {
   json j{{"disposition", std::string(to_string(r.disposition))},
          {"message", r.message},
          {"pending", r.pending},
-         {"prompt", prompt_json(r.prompt_id, r.prompt_path)},
          {"steps_done", r.steps_done},
          {"workflow", r.workflow_id},
          {"steps", steps}};
+  add_prompt(j, r.prompt_id, r.prompt_path);
   if (r.cancelled) j["cancelled"] = true;
   return j;
 }

@@ -42,7 +42,6 @@ json transformation_json(const Transformation& t);
 json sequence_json(const Sequence& s);
 json log_json(Workspace& ws);  // checkpoints, newest first, with refs, tags and a perf line
 Result<json> checkpoint_json(Workspace& ws, int64_t id);  // numbers, resources, source, toml
-json prompt_json(const std::string& id, const std::string& path);  // null when id is ""
 json apply_json(const ApplyResult& r);
 json run_json(const RunResult& r);
 

@@ -373,10 +373,7 @@ ToolResult t_apply(const json& a, ToolContext& ctx) {
   auto r = ws.apply(s_arg(a, "transformation"), *ao, 0, tuning);
   if (r.input_error || r.environment_error) return ToolResult::error(r.message);
   json j = api::apply_json(r);
-  if (r.pending)
-    j["prompt"] = pending_prompt(ws.root());
-  else
-    j.erase("prompt");  // the output schema has an object here, or nothing
+  if (r.pending) j["prompt"] = pending_prompt(ws.root());
   if (!ao->record_dir.empty()) j["recording"] = ao->record_dir.string();
   return ok(j, step_text(j));
 }
@@ -401,10 +398,7 @@ ToolResult t_run(const json& a, ToolContext& ctx) {
   if (r.input_error || r.environment_error) return ToolResult::error(r.message);
   if (ro.resume && r.workflow_id == 0) return ToolResult::error(r.message);
   json j = api::run_json(r);
-  if (r.pending)
-    j["prompt"] = pending_prompt(ws.root());
-  else
-    j.erase("prompt");  // the output schema has an object here, or nothing
+  if (r.pending) j["prompt"] = pending_prompt(ws.root());
   if (!ao->record_dir.empty()) j["recording"] = ao->record_dir.string();
   std::string text =
       r.pending ? step_text(j)
