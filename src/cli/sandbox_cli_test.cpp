@@ -64,9 +64,7 @@ TEST_F(SandboxCli, APlantedKeyLeaksIntoNoOutputStoreOrScratch) {
 // both queue behind it, say so and record the wait, then take turns and finish. (That their
 // numbers match the ones measured alone is checked on a GPU, sandbox_cli_gpu_test.cpp: this
 // machine may be busy with anything else, and the CPU device shares its cores.)
-// Disabled: the two tunes queue on each other but do not see the lock this test process holds
-// (util/device_lock_test.cpp covers the lock between processes); to be found and enabled again.
-TEST_F(SandboxCli, DISABLED_ConcurrentTunesQueueOnTheDeviceLock) {
+TEST_F(SandboxCli, ConcurrentTunesQueueOnTheDeviceLock) {
   Tunes t = concurrent_tunes("matmul-hlsl-fp32", {"--json", "tune", "--budget", "1"});
   for (const auto& [name, s] : t.together) {
     SCOPED_TRACE(name);

@@ -95,7 +95,8 @@ class PeakCli : public ::testing::Test {
     EXPECT_FALSE(key.empty()) << t.alone["a"].dump();
     if (key.empty()) return t;
     ::setenv("PEAK_LOCK_DIR", locks_.c_str(), 1);
-    auto holder = DeviceLock(key, "the device").acquire();
+    DeviceLock lock(key, "the device");  // holds the file (and with it the lock) while it lives
+    auto holder = lock.acquire();
     ::unsetenv("PEAK_LOCK_DIR");
     EXPECT_TRUE(holder) << holder.error();
     if (!holder) return t;
