@@ -309,6 +309,11 @@ std::vector<LlmCheck> check_endpoint(const std::string& driver, const std::strin
     req.timeout_s = timeout_s;
     LlmReply reply;
     classify_failure(r, driver, url, req, attempts, key_env, false, 0, reply);
+    if (r.timed_out)  // the check's own limit is fixed: --llm-deadline is for completions
+      reply.error = fmt::format(
+          "{}: no reply from {} within {} (the endpoint check's limit); the server accepts "
+          "connections but does not answer: check that it is up and not overloaded",
+          driver, display_url(url), format_seconds(timeout_s));
     if (r.status == 401 || r.status == 403) {
       out.push_back({"reachable", true, display_url(url)});
       out.push_back({"authenticated", false, reply.error});

@@ -203,7 +203,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
           double took = seconds_since(task_start);
           finish(static_cast<size_t>(inflight),
                  charged(Disposition::timeout,
-                         fmt::format("no result within {} s; the runner's process group was "
+                         fmt::format("no result within {}; the runner's process group was "
                                      "killed",
                                      format_seconds(limit)),
                          took));

@@ -156,6 +156,8 @@ double env_double(const char* name, double fallback) {
   return (end != v && d > 0) ? d : fallback;
 }
 
+constexpr int kFmaGroupSize = 256;  // threads per group of the FMA kernel (its numthreads)
+
 struct Buf {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -238,6 +240,23 @@ class VulkanDevice final : public Device {
                                                    size_t scratch);
   double timestamp_ms();
 
+  // The FP32 FMA kernel (measure_fp32_tflops, and the load that brings a GPU's clock back before
+  // a timed launch), built on first use; nullptr when it cannot be.
+  struct Fma {
+    std::unique_ptr<VulkanKernel> kernel;
+    Buf out;
+    uint32_t groups = 0;
+    uint64_t threads() const { return uint64_t{groups} * kFmaGroupSize; }
+  };
+  Fma* fma();
+  // Records one dispatch of the FMA kernel; its loop count is set in its uniform before submit.
+  void record_fma(VkCommandBuffer cmd, const Fma& f);
+  void set_fma_iters(const Fma& f, int32_t iters);
+  // A GPU left idle while the host prepares the next inputs drops to a low clock that a short
+  // launch does not lift. Before a timed launch, keeps the GPU busy until its SM clock (NVML) is
+  // back at the highest clock seen under load and steady; bounded in time.
+  void ramp_clock();
+
   VkInstance instance_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
   VkDevice dev_ = VK_NULL_HANDLE;
@@ -261,6 +280,10 @@ class VulkanDevice final : public Device {
   std::set<Buf*> buffers_;
   Buf scratch_;
   uint32_t flush_word_ = 0;
+  std::unique_ptr<Fma> fma_;
+  bool fma_failed_ = false;
+  double fma_iters_per_ms_ = 0;  // at the loaded clock, from the first timed FMA dispatch
+  double loaded_clock_mhz_ = 0;  // the highest SM clock seen right after a busy slice
 };
 
 VulkanKernel::~VulkanKernel() { owner_->destroy_kernel(*this); }
@@ -276,6 +299,10 @@ VulkanDevice::~VulkanDevice() {
   }
   buffers_.clear();
   destroy_buffer(scratch_);
+  if (fma_) {
+    destroy_buffer(fma_->out);
+    fma_.reset();
+  }
   if (queries_) vkDestroyQueryPool(dev_, queries_, nullptr);
   if (fence_) vkDestroyFence(dev_, fence_, nullptr);
   if (cmd_pool_) vkDestroyCommandPool(dev_, cmd_pool_, nullptr);
@@ -992,6 +1019,7 @@ LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
   }
 
   const bool stamps = timed && queries_ != VK_NULL_HANDLE;
+  if (timed) ramp_clock();
   double host_ms = 0;
   VkResult r = run(
       [&](VkCommandBuffer cmd) {
@@ -1062,7 +1090,6 @@ double VulkanDevice::clock_mhz() {
 
 constexpr int kFmaChains = 8;  // independent accumulators per thread
 constexpr int kFmaUnroll = 8;  // unrolled steps per loop iteration
-constexpr int kFmaGroupSize = 256;
 
 const char* kFmaShader = R"(
 [[vk::binding(0, 0)]] RWStructuredBuffer<float> Out;
@@ -1081,8 +1108,9 @@ void main(uint3 id : SV_DispatchThreadID) {
 }
 )";
 
-double VulkanDevice::measure_fp32_tflops() {
-  if (lost_) return 0;
+VulkanDevice::Fma* VulkanDevice::fma() {
+  if (fma_ || fma_failed_ || lost_) return fma_.get();
+  fma_failed_ = true;  // until it is built
   shaderc::Compiler compiler;
   shaderc::CompileOptions options;
   options.SetSourceLanguage(shaderc_source_language_hlsl);
@@ -1090,21 +1118,20 @@ double VulkanDevice::measure_fp32_tflops() {
   options.SetOptimizationLevel(shaderc_optimization_level_performance);
   auto result =
       compiler.CompileGlslToSpv(kFmaShader, shaderc_compute_shader, "fma.hlsl", "main", options);
-  if (result.GetCompilationStatus() != shaderc_compilation_status_success) return 0;
+  if (result.GetCompilationStatus() != shaderc_compilation_status_success) return nullptr;
   std::vector<uint32_t> words(result.cbegin(), result.cend());
   auto k = make_kernel(words, "main", 1, 0, 16);
-  if (!k) return 0;
-  VulkanKernel& kernel = **k;
-
+  if (!k) return nullptr;
+  auto f = std::make_unique<Fma>();
+  f->kernel = std::move(*k);
   const bool cpu = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
   // CPU devices: a few groups per core; GPUs: enough groups to fill any current device.
-  const uint32_t groups =
-      cpu ? std::clamp(4 * std::thread::hardware_concurrency(), 16u, 1024u) : 8192;
-  const uint64_t threads = uint64_t{groups} * kFmaGroupSize;
-  auto out = create_buffer(threads * sizeof(float), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, false);
-  if (!out) return 0;
-  Buf out_buf = *out;
-  VkDescriptorBufferInfo infos[2] = {{out_buf.buffer, 0, VK_WHOLE_SIZE},
+  f->groups = cpu ? std::clamp(4 * std::thread::hardware_concurrency(), 16u, 1024u) : 8192;
+  auto out = create_buffer(f->threads() * sizeof(float), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, false);
+  if (!out) return nullptr;
+  f->out = *out;
+  VulkanKernel& kernel = *f->kernel;
+  VkDescriptorBufferInfo infos[2] = {{f->out.buffer, 0, VK_WHOLE_SIZE},
                                      {kernel.uniform.buffer, 0, VK_WHOLE_SIZE}};
   VkWriteDescriptorSet writes[2];
   for (int i = 0; i < 2; ++i) {
@@ -1117,14 +1144,59 @@ double VulkanDevice::measure_fp32_tflops() {
     writes[i].pBufferInfo = &infos[i];
   }
   vkUpdateDescriptorSets(dev_, 2, writes, 0, nullptr);
+  fma_ = std::move(f);
+  fma_failed_ = false;
+  return fma_.get();
+}
 
+void VulkanDevice::set_fma_iters(const Fma& f, int32_t iters) {
+  struct {
+    int32_t iters;
+    float m, c, pad;
+  } params{iters, 0.9999f, 1e-6f, 0};
+  std::memcpy(f.kernel->uniform.mapped, &params, sizeof(params));
+}
+
+void VulkanDevice::record_fma(VkCommandBuffer cmd, const Fma& f) {
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f.kernel->pipeline);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f.kernel->layout, 0, 1,
+                          &f.kernel->set, 0, nullptr);
+  vkCmdDispatch(cmd, f.groups, 1, 1);
+}
+
+void VulkanDevice::ramp_clock() {
+  if (lost_ || props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU || !(clock_mhz() > 0)) return;
+  Fma* f = fma();
+  if (f == nullptr) return;
+  constexpr double kSliceMs = 5, kMaxRampS = 1.5;
+  auto t0 = std::chrono::steady_clock::now();
+  double previous = 0;
+  for (int slice = 0;; ++slice) {
+    const auto iters = static_cast<int32_t>(
+        fma_iters_per_ms_ > 0 ? std::clamp(fma_iters_per_ms_ * kSliceMs, 1.0, 1e7) : 256);
+    set_fma_iters(*f, iters);
+    double host_ms = 0;
+    if (run([&](VkCommandBuffer cmd) { record_fma(cmd, *f); }, &host_ms) != VK_SUCCESS) return;
+    const double clock = clock_mhz();
+    // Calibrated at the highest clock seen so far: slices stay short once the clock is up.
+    if (clock >= loaded_clock_mhz_ && host_ms > 0) fma_iters_per_ms_ = iters / host_ms;
+    loaded_clock_mhz_ = std::max(loaded_clock_mhz_, clock);
+    const bool steady = slice > 0 && clock <= previous * 1.01;
+    if (steady && clock >= 0.97 * loaded_clock_mhz_) return;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > kMaxRampS)
+      return;
+    previous = clock;
+  }
+}
+
+double VulkanDevice::measure_fp32_tflops() {
+  Fma* f = fma();
+  if (f == nullptr) return 0;
+  const bool cpu = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const uint64_t threads = f->threads();
   const bool stamps = queries_ != VK_NULL_HANDLE;
   auto time_once = [&](int32_t iters) -> double {
-    struct {
-      int32_t iters;
-      float m, c, pad;
-    } params{iters, 0.9999f, 1e-6f, 0};
-    std::memcpy(kernel.uniform.mapped, &params, sizeof(params));
+    set_fma_iters(*f, iters);
     double host_ms = 0;
     VkResult r = run(
         [&](VkCommandBuffer cmd) {
@@ -1133,10 +1205,7 @@ double VulkanDevice::measure_fp32_tflops() {
             vkCmdResetQueryPool(cmd, queries_, 0, 2);
             vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
           }
-          vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline);
-          vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout, 0, 1,
-                                  &kernel.set, 0, nullptr);
-          vkCmdDispatch(cmd, groups, 1, 1);
+          record_fma(cmd, *f);
           if (stamps) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
           full_barrier(cmd);
         },
@@ -1173,7 +1242,6 @@ double VulkanDevice::measure_fp32_tflops() {
     double fmas = static_cast<double>(threads) * iters * kFmaChains * kFmaUnroll;
     tflops = 2.0 * fmas / (best * 1e-3) / 1e12;
   }
-  if (!lost_) destroy_buffer(out_buf);
   return tflops;
 }
 
