@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
 # GPU-labelled tests and the seeds timed against cuBLAS. Usage: scripts/gpu/gpu-tests.sh [ARGS]
-# With ARGS (e.g. --gtest_filter='Corpus/*'), only the tests run, with ARGS passed to them.
+# With ARGS (e.g. --gtest_filter='Corpus/*'), only the CUDA backend's tests run, with ARGS passed
+# to them. With `all`, every GPU test binary runs (CUDA, HIP on NVIDIA, the CLI with its sandbox
+# and device lock), each with its log and JSON in $OUT.
 source "$(dirname "$0")/env.sh"
 set -o pipefail
+if [ "${1:-}" = all ]; then
+  status=0
+  for t in backend_cuda_gpu_tests backend_hip_gpu_tests cli_gpu_tests; do
+    start=$(date +%s)
+    "$BIN/$t" --gtest_output=json:"$OUT/$t.json" > "$OUT/$t.log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || status=$rc
+    echo "$t: rc=$rc in $(( $(date +%s) - start )) s; $(grep -E '^\[  (PASSED|FAILED)  \]' "$OUT/$t.log" | tr '\n' ' ')" | \
+      tee -a "$OUT/times.txt"
+  done
+  exit "$status"
+fi
 "$BIN/backend_cuda_gpu_tests" "$@" --gtest_output=json:"$OUT/gpu-tests.json" 2>&1 | tee "$OUT/gpu-tests.log" | \
   grep -E "^\[ +(OK|FAILED|PASSED|SKIPPED) |^\[ (observed|measured) \]|tests? from|Failure|^\s*(expected|got|disposition)" | \
   tail -150
