@@ -544,6 +544,27 @@ TEST_F(LlmHttp, CheckFindsTheModel) {
   EXPECT_EQ(s.kind(), ErrorKind::environment);
 }
 
+// A server that accepts the connection and never answers fails the check at the check's own
+// limit, and the message names that limit (not --llm-deadline, which is for completions).
+TEST_F(LlmHttp, CheckOfAServerThatNeverAnswersNamesTheChecksLimit) {
+  TestServer server([](httplib::Server& s, TestServer& t) {
+    s.Get(R"(/v1/models.*)", [&t](const httplib::Request&, httplib::Response& res) {
+      ++t.hits;
+      t.nap(30);
+      res.status = 500;
+    });
+  });
+  DriverOptions o = fast_options();
+  o.check_timeout_s = 0.3;
+  auto checks = driver("openai:m@" + server.url() + "/v1", o)->check();
+  ASSERT_FALSE(checks.empty());
+  EXPECT_EQ(checks[0].what, "reachable");
+  EXPECT_FALSE(checks[0].ok);
+  EXPECT_NE(checks[0].detail.find("(the endpoint check's limit)"), std::string::npos)
+      << checks[0].detail;
+  EXPECT_EQ(checks[0].detail.find("--llm-deadline"), std::string::npos) << checks[0].detail;
+}
+
 TEST_F(LlmHttp, CheckOfAServerWithoutModelListsOnlyChecksReachability) {
   TestServer server([](httplib::Server&, TestServer&) {});  // 404 for everything
   auto checks = driver("openai:m@" + server.url() + "/v1")->check();
