@@ -108,6 +108,29 @@ TEST_F(McpServerTest, ToolsHaveSchemasAndBadArgumentsAreToolErrors) {
             std::string::npos);
 }
 
+// The tuning strategy and its budget, as the CLI's --strategy and --strategy-budget.
+TEST_F(McpServerTest, EvaluationToolsTakeATuningStrategy) {
+  initialize();
+  json tools = request("tools/list")["result"]["tools"];
+  for (const char* name : {"evaluate", "apply", "run"}) {
+    auto t =
+        std::find_if(tools.begin(), tools.end(), [&](const json& x) { return x["name"] == name; });
+    ASSERT_NE(t, tools.end()) << name;
+    const json& props = (*t)["inputSchema"]["properties"];
+    ASSERT_TRUE(props.contains("strategy")) << name;
+    EXPECT_NE(
+        std::find(props["strategy"]["enum"].begin(), props["strategy"]["enum"].end(), "exhaustive"),
+        props["strategy"]["enum"].end())
+        << name;
+    EXPECT_TRUE(props.contains("strategy_budget")) << name;
+  }
+  json r = request("tools/call", {{"name", "evaluate"}, {"arguments", {{"strategy", "nope"}}}});
+  EXPECT_TRUE(r["result"]["isError"]);
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("strategy"),
+            std::string::npos)
+      << r.dump();
+}
+
 TEST(CheckArguments, TypesRequiredEnumsAndExtras) {
   json schema = {{"type", "object"},
                  {"properties",

@@ -12,6 +12,7 @@
 #include "engine/workspace.h"
 #include "mcp/sampling.h"
 #include "mcp/server.h"
+#include "tune/strategy.h"
 #include "util/fs.h"
 
 namespace peak::mcp {
@@ -54,6 +55,13 @@ json eval_props(json props) {
   props["budget"] = integer("tuning configurations at most");
   props["jobs"] = integer("parallel compiles (default: all cores)");
   props["no_baseline"] = boolean("do not time the vendor library");
+  json names = json::array();
+  for (const auto& n : strategy_names()) names.push_back(n);
+  props["strategy"] = {{"type", "string"},
+                       {"enum", names},
+                       {"description", "tuning strategy (default auto; docs/tuning.md)"}};
+  props["strategy_budget"] =
+      str("tuning budget: N evaluations, P% of the space, Ts seconds (e.g. \"24,15%,600s\")");
   props["tuning"] = {
       {"type", "object"},
       {"description", "override tuning values: {\"NAME\": [V1, V2, ...]}"},
@@ -158,18 +166,30 @@ Result<std::unique_ptr<Workspace>> open_workspace(McpServer& server, const json&
   return ws;
 }
 
-EvalChoices choices_from(const json& a, const ToolContext& ctx) {
-  EvalChoices c = api::eval_choices({s_arg(a, "device"), b_arg(a, "small"), b_arg(a, "full"),
-                                     i_arg(a, "budget"), i_arg(a, "jobs"),
-                                     b_arg(a, "no_baseline"), false, false, "", "", false});
+Result<EvalChoices> choices_from(const json& a, const ToolContext& ctx) {
+  api::EvalArgs args{s_arg(a, "device"),
+                     b_arg(a, "small"),
+                     b_arg(a, "full"),
+                     i_arg(a, "budget"),
+                     i_arg(a, "jobs"),
+                     b_arg(a, "no_baseline"),
+                     false,
+                     false,
+                     s_arg(a, "strategy"),
+                     s_arg(a, "strategy_budget"),
+                     false};
+  if (auto s = api::check_tuning(args); !s) return make_error(s.message());
+  EvalChoices c = api::eval_choices(args);
   c.cancelled = ctx.cancelled;
   if (a.contains("tuning"))
     for (const auto& [k, v] : a["tuning"].items()) c.tuning[k] = v.get<std::vector<int64_t>>();
   return c;
 }
 
-EvalOptions eval_from(Workspace& ws, const json& a, const ToolContext& ctx) {
-  return api::eval_options(ws, choices_from(a, ctx));
+Result<EvalOptions> eval_from(Workspace& ws, const json& a, const ToolContext& ctx) {
+  auto c = choices_from(a, ctx);
+  if (!c) return Error{c.error()};
+  return api::eval_options(ws, *c);
 }
 
 // The LLM settings of apply/run; an error when the spec is not allowed over MCP.
@@ -220,7 +240,9 @@ Result<ApplyOptions> apply_from(Workspace& ws, const json& a, ToolContext& ctx) 
   o.attempts = std::max(1, i_arg(a, "attempts", 3));
   o.extra_instructions = s_arg(a, "instructions");
   o.feedback = b_arg(a, "feedback", true);
-  o.eval = choices_from(a, ctx);
+  auto eval = choices_from(a, ctx);
+  if (!eval) return Error{eval.error()};
+  o.eval = std::move(*eval);
   return o;
 }
 
@@ -559,8 +581,10 @@ ToolResult t_evaluate(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   auto id = ws.resolve(s_arg(a, "ref", "HEAD"));
   if (!id) return ToolResult::error(id.error());
+  auto options = eval_from(ws, a, ctx);
+  if (!options) return ToolResult::error(options.error());
   ws.progress().set_listener(ctx.progress);
-  auto ev = ws.evaluate_checkpoint(*id, eval_from(ws, a, ctx), true);
+  auto ev = ws.evaluate_checkpoint(*id, *options, true);
   if (!ev) return ToolResult::error(ev.error());
   json j{{"checkpoint", *id},
          {"disposition", std::string(to_string(ev->disposition))},
@@ -701,10 +725,11 @@ std::vector<Tool> make_tools() {
        false, true, false, t_checkout});
   add({"branch", "Create a branch",
        "Create a branch at a checkpoint (default HEAD) and switch to it.",
-       object_schema(with_workspace({{"name", str("branch name")},
-                                     {"at", ref_prop},
-                                     {"force", boolean("stash local changes instead of refusing")}}),
-                     {"name"}),
+       object_schema(
+           with_workspace({{"name", str("branch name")},
+                           {"at", ref_prop},
+                           {"force", boolean("stash local changes instead of refusing")}}),
+           {"name"}),
        out_schema({{"branch", str("")}, {"checkpoint", {{"type", {"integer", "null"}}}}},
                   {"branch"}),
        false, true, false, t_branch});

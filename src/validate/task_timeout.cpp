@@ -47,8 +47,8 @@ TaskResult charged(const TaskResult& first, const TaskResult& retry, const TaskB
                 format_seconds(ran), ran / budget.reference_s, format_seconds(budget.reference_s))
           : fmt::format("it ran {} (no reference task measured on this device yet)",
                         format_seconds(ran));
-  r.message = fmt::format("{}; retried alone in a fresh runner: {}; {}. Deadline: {}", first.message,
-                          retry.message, ratio, format_seconds(budget.timeout_s));
+  r.message = fmt::format("{}; retried alone in a fresh runner: {}; {}. Deadline: {}",
+                          first.message, retry.message, ratio, format_seconds(budget.timeout_s));
   if (!budget.basis.empty()) r.message += fmt::format(" ({})", budget.basis);
   return r;
 }

@@ -984,13 +984,14 @@ LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
     if (st.op == PlanStep::Op::memset) {
       const bool is_array = st.target.kind == PlanBufferRef::Kind::array;
       const auto idx = static_cast<size_t>(st.target.index);
-      s.fill = static_cast<Buf*>(is_array ? buffers.arrays[idx].handle : buffers.scratch[idx].handle);
+      s.fill =
+          static_cast<Buf*>(is_array ? buffers.arrays[idx].handle : buffers.scratch[idx].handle);
       size_t bytes = 0;
       if (is_array) {
         auto it = task.sizes.find(job.arrays[idx].name);
-        bytes = it == task.sizes.end() ? 0
-                                       : static_cast<size_t>(it->second) *
-                                             dtype_size(job.arrays[idx].dtype);
+        bytes = it == task.sizes.end()
+                    ? 0
+                    : static_cast<size_t>(it->second) * dtype_size(job.arrays[idx].dtype);
       } else {
         bytes = static_cast<size_t>(plan.scratch[idx].bytes);
       }
@@ -1009,10 +1010,10 @@ LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
     for (int i = 0; i < 3; ++i) {
       int64_t v = st.grid[static_cast<size_t>(i)];
       if (v < 1 || v > static_cast<int64_t>(props_.limits.maxComputeWorkGroupCount[i]))
-        return fail(Disposition::invalid_config,
-                    fmt::format("launch `{}`: grid.{} = {} is outside 1..{} on {}", st.kernel,
-                                "xyz"[i], v, props_.limits.maxComputeWorkGroupCount[i],
-                                props_.deviceName));
+        return fail(
+            Disposition::invalid_config,
+            fmt::format("launch `{}`: grid.{} = {} is outside 1..{} on {}", st.kernel, "xyz"[i], v,
+                        props_.limits.maxComputeWorkGroupCount[i], props_.deviceName));
       s.groups[static_cast<size_t>(i)] = static_cast<uint32_t>(v);
     }
     steps.push_back(s);
@@ -1032,7 +1033,8 @@ LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
           const Step& s = steps[i];
           if (i > 0) full_barrier(cmd);  // each step sees what the previous ones wrote
           if (s.fill != nullptr) {
-            if (s.fill_bytes > 0) vkCmdFillBuffer(cmd, s.fill->buffer, 0, s.fill_bytes, s.fill_word);
+            if (s.fill_bytes > 0)
+              vkCmdFillBuffer(cmd, s.fill->buffer, 0, s.fill_bytes, s.fill_word);
             continue;
           }
           vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, s.kernel->pipeline);
@@ -1046,9 +1048,9 @@ LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
       &host_ms);
   out.host_ms = host_ms;
   if (r == VK_TIMEOUT)
-    return fail(Disposition::timeout,
-                fmt::format("the kernel did not finish within {} s (fence timeout)",
-                            fence_timeout_s_));
+    return fail(
+        Disposition::timeout,
+        fmt::format("the kernel did not finish within {} s (fence timeout)", fence_timeout_s_));
   if (r == VK_ERROR_DEVICE_LOST)
     return fail(Disposition::crashed,
                 "the Vulkan device was lost during the launch (VK_ERROR_DEVICE_LOST)");
