@@ -16,9 +16,13 @@ fi
 for s in "${stores[@]}"; do
   if [ -d "$s" ]; then
     out="$(dirname "$s")/report.html"
-  elif [ "$(basename "$s")" = peak.db ]; then  # a store folder (peak.db + blobs), as demo.sh keeps
-    out="${s%-store/peak.db}-report.html"
-    [ "$out" != "$s" ] || out="$(dirname "$s")/report.html"
+  elif [ "$(basename "$s")" = peak.db ]; then  # a store folder (peak.db + blobs)
+    d=$(dirname "$s")
+    case "$d" in
+      *-store) out="${d%-store}-report.html" ;;     # NAME-store/ (demo.sh): NAME-report.html
+      */store) out="$(dirname "$d")/report.html" ;;  # DIR/store/: DIR/report.html
+      *) out="$d/report.html" ;;
+    esac
   else
     base=${s%.db}
     out="${base%-peak}-report.html"
