@@ -102,16 +102,7 @@ std::filesystem::path find_runner(const std::string& name) {
   if (!ec && is_executable(self.parent_path() / name)) return self.parent_path() / name;
   if (is_executable(std::filesystem::path(PEAK_RUNNER_DIR) / name))
     return std::filesystem::path(PEAK_RUNNER_DIR) / name;
-  if (const char* path = std::getenv("PATH")) {
-    std::string_view rest(path);
-    while (!rest.empty()) {
-      size_t colon = rest.find(':');
-      std::string dir(rest.substr(0, colon));
-      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-      if (!dir.empty() && is_executable(std::filesystem::path(dir) / name))
-        return std::filesystem::path(dir) / name;
-    }
-  }
+  if (auto on_path = find_program(name); is_executable(on_path)) return on_path;
   return name;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -32,11 +33,17 @@ Status write_file(const fs::path& path, std::string_view content) {
   return Status::ok();
 }
 
+fs::path unique_temp_name(const fs::path& path) {
+  static std::atomic<uint64_t> counter{0};
+  fs::path tmp = path;
+  tmp += fmt::format(".tmp.{}.{}", ::getpid(), counter.fetch_add(1));
+  return tmp;
+}
+
 Status write_file_atomic(const fs::path& path, std::string_view content) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  fs::path tmp = path;
-  tmp += fmt::format(".tmp.{}", ::getpid());
+  const fs::path tmp = unique_temp_name(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::error(fmt::format("cannot write {}", tmp.string()));
   size_t off = 0;
@@ -44,6 +51,7 @@ Status write_file_atomic(const fs::path& path, std::string_view content) {
     ssize_t n = ::write(fd, content.data() + off, content.size() - off);
     if (n <= 0) {
       ::close(fd);
+      fs::remove(tmp, ec);
       return Status::error(fmt::format("write to {} failed (disk full?)", tmp.string()));
     }
     off += static_cast<size_t>(n);
@@ -51,9 +59,11 @@ Status write_file_atomic(const fs::path& path, std::string_view content) {
   ::fsync(fd);
   ::close(fd);
   fs::rename(tmp, path, ec);
-  if (ec)
+  if (ec) {
+    fs::remove(tmp, ec);
     return Status::error(
         fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
+  }
   return Status::ok();
 }
 

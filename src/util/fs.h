@@ -9,8 +9,11 @@ namespace peak {
 namespace fs = std::filesystem;
 
 Result<std::string> read_file(const fs::path& path);
-// Writes through a temporary file and rename, so readers never see a half-written file.
+// Writes through a temporary file and rename, so readers never see a half-written file (several
+// threads and processes may write the same path at once; the last rename wins).
 Status write_file_atomic(const fs::path& path, std::string_view content);
+// `path` + ".tmp.<pid>.<n>": a temporary name no other thread or process of this host uses.
+fs::path unique_temp_name(const fs::path& path);
 Status write_file(const fs::path& path, std::string_view content);
 // A new empty directory under the system temp dir (or `base` when given).
 Result<fs::path> make_temp_dir(std::string_view prefix, const fs::path& base = {});

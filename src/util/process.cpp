@@ -7,13 +7,54 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include <fmt/format.h>
+
+#include "util/fs.h"
 
 extern char** environ;
 
 namespace peak {
+
+namespace {
+bool executable_file(const std::filesystem::path& p) {
+  std::error_code ec;
+  return !p.empty() && std::filesystem::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+}
+}  // namespace
+
+std::filesystem::path find_tool(const ToolSearch& search) {
+  if (const char* e = std::getenv(search.override_env.c_str()); e && *e)
+    return executable_file(e) ? std::filesystem::path(e) : std::filesystem::path();
+  for (const auto& var : search.home_envs)
+    if (const char* h = std::getenv(var.c_str()); h && *h)
+      if (auto p = std::filesystem::path(h) / "bin" / search.name; executable_file(p)) return p;
+  for (const auto& p : search.defaults)
+    if (executable_file(p)) return p;
+  if (auto p = find_program(search.name); executable_file(p)) return p;
+  return {};
+}
+
+Result<std::string> tool_version_output(const std::filesystem::path& tool, std::string_view expect,
+                                        double timeout_s) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(tool.string()); it != cache.end()) return it->second;
+  ProcessOptions po;
+  po.argv = {tool.string(), "--version"};
+  po.timeout_s = timeout_s;
+  auto r = run_process(po);
+  if (!r) return make_error(fmt::format("cannot run {}: {}", tool.string(), r.error()));
+  if (!r->ok() || (!expect.empty() && r->out.find(expect) == std::string::npos))
+    return make_error(
+        fmt::format("{} --version failed ({}): {}", tool.string(), r->describe(), trim(r->err)));
+  cache[tool.string()] = r->out;
+  return r->out;
+}
 
 std::string ProcessResult::describe() const {
   if (timed_out) return fmt::format("timed out after {:.1f} s", seconds);

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/result.h"
@@ -38,6 +39,22 @@ struct ProcessResult {
 
 // Runs a program to completion (or its deadline). Fails only if it cannot be started.
 Result<ProcessResult> run_process(const ProcessOptions& opts);
+
+// Where a toolchain program (nvcc, hipcc, compute-sanitizer) is looked for, in order: the
+// variable `override_env` (when set, its value or nothing: a wrong path is not silently replaced),
+// bin/NAME under each variable of `home_envs`, the `defaults`, then NAME on $PATH.
+struct ToolSearch {
+  std::string name;
+  std::string override_env;
+  std::vector<std::string> home_envs;
+  std::vector<std::filesystem::path> defaults;
+};
+// The first executable file found; empty when none.
+std::filesystem::path find_tool(const ToolSearch& search);
+// The output of `TOOL --version`, run once per path in this process; an error when it cannot be
+// run, fails, or does not contain `expect` (when given).
+Result<std::string> tool_version_output(const std::filesystem::path& tool,
+                                        std::string_view expect = {}, double timeout_s = 60);
 
 // A running child whose stdout is read line by line (the runner protocol).
 class Subprocess {

@@ -180,14 +180,8 @@ SandboxSupport probe_support() {
       return s;
     }
     s.bwrap = e;
-  } else if (const char* path = std::getenv("PATH")) {
-    for (const auto& dir : split(path, ':')) {
-      fs::path p = fs::path(dir) / "bwrap";
-      if (::access(p.c_str(), X_OK) == 0) {
-        s.bwrap = p;
-        break;
-      }
-    }
+  } else {
+    s.bwrap = find_program("bwrap");
   }
   if (s.bwrap.empty()) {
     s.level = SandboxSupport::Level::partial;

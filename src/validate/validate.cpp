@@ -22,7 +22,7 @@ double default_tolerance(DType input, DType output, int64_t reduction) {
   double r = std::sqrt(static_cast<double>(std::max<int64_t>(reduction, 1)));
   double out_eps = output == DType::f16    ? 9.8e-4
                    : output == DType::bf16 ? 7.9e-3
-                   : (output == DType::i32 ? 0 : 1.2e-7);
+                                           : (output == DType::i32 ? 0 : 1.2e-7);
   if (input == DType::i32 && output == DType::i32) return 0;
   return c * r + 2 * out_eps;
 }
@@ -763,26 +763,10 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
 
 namespace {
 fs::path find_compute_sanitizer() {
-  std::error_code ec;
-  if (const char* e = std::getenv("PEAK_COMPUTE_SANITIZER"); e && *e) return e;
-  for (const char* home : {std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH")})
-    if (home && fs::exists(fs::path(home) / "bin/compute-sanitizer", ec))
-      return fs::path(home) / "bin/compute-sanitizer";
-  if (fs::exists("/usr/local/cuda/bin/compute-sanitizer", ec))
-    return "/usr/local/cuda/bin/compute-sanitizer";
-  if (const char* path = std::getenv("PATH")) {
-    std::string dirs = path;
-    size_t start = 0;
-    while (start <= dirs.size()) {
-      size_t colon = dirs.find(':', start);
-      fs::path d =
-          dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-      if (!d.empty() && fs::exists(d / "compute-sanitizer", ec)) return d / "compute-sanitizer";
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-  }
-  return {};
+  return find_tool({"compute-sanitizer",
+                    "PEAK_COMPUTE_SANITIZER",
+                    {"CUDA_HOME", "CUDA_PATH"},
+                    {"/usr/local/cuda/bin/compute-sanitizer"}});
 }
 }  // namespace
 

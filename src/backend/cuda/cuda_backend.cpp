@@ -5,13 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -30,23 +28,6 @@ constexpr double kCompileTimeoutS = 120;
 constexpr int64_t kStaticGlobalLimit = 64 * 1024;
 
 // Unique names for temporary files written by concurrent builds in one process.
-std::string unique_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}.{}", ::getpid(), counter.fetch_add(1));
-}
-
-Status write_unique_then_rename(const fs::path& path, std::string_view content) {
-  fs::path tmp = path;
-  tmp += ".tmp." + unique_suffix();
-  if (Status st = write_file(tmp, content); !st) return st;
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Status::error(fmt::format("cannot write {}: {}", path.string(), ec.message()));
-  }
-  return Status::ok();
-}
 
 // Number written just before `suffix` in `line` ("32 registers" -> 32), or -1.
 int64_t number_before(std::string_view line, std::string_view suffix) {
@@ -71,6 +52,8 @@ int64_t number_after(std::string_view line, std::string_view prefix) {
   return std::strtoll(std::string(line.substr(begin, end - begin)).c_str(), nullptr, 10);
 }
 
+}  // namespace
+
 std::string demangle(const std::string& mangled) {
   int status = 0;
   char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
@@ -79,8 +62,6 @@ std::string demangle(const std::string& mangled) {
   std::free(d);
   return out;
 }
-
-}  // namespace
 
 std::string short_kernel_name(const std::string& demangled) {
   std::string s = demangled;
@@ -104,7 +85,6 @@ std::string short_kernel_name(const std::string& demangled) {
   if (cut != std::string::npos) s = s.substr(cut + 1);
   return s.empty() ? demangled : s;
 }
-
 
 std::string_view default_prelude() {
   return "#include <cuda.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
@@ -137,40 +117,12 @@ std::string gencode_flag(std::string_view arch) {
 }
 
 std::vector<std::string> pinned_flags(std::string_view arch) {
-  return {"-O3",
-          "-std=c++17",
-          "-cubin",
-          "-lineinfo",
-          "-Xptxas",
-          "-v",
-          gencode_flag(arch),
-          "-ftz=false",
-          "-prec-div=true",
-          "-prec-sqrt=true"};
+  return {"-O3", "-std=c++17",       "-cubin",     "-lineinfo",      "-Xptxas",
+          "-v",  gencode_flag(arch), "-ftz=false", "-prec-div=true", "-prec-sqrt=true"};
 }
 
 fs::path find_nvcc() {
-  auto usable = [](const fs::path& p) {
-    std::error_code ec;
-    return !p.empty() && fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (const char* e = std::getenv("PEAK_NVCC"); e && *e)
-    return usable(e) ? fs::path(e) : fs::path();
-  if (const char* h = std::getenv("CUDA_HOME"); h && *h) {
-    fs::path p = fs::path(h) / "bin" / "nvcc";
-    if (usable(p)) return p;
-  }
-  if (usable("/usr/local/cuda/bin/nvcc")) return "/usr/local/cuda/bin/nvcc";
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream ss(path);
-    std::string dir;
-    while (std::getline(ss, dir, ':')) {
-      if (dir.empty()) continue;
-      fs::path p = fs::path(dir) / "nvcc";
-      if (usable(p)) return p;
-    }
-  }
-  return {};
+  return find_tool({"nvcc", "PEAK_NVCC", {"CUDA_HOME"}, {"/usr/local/cuda/bin/nvcc"}});
 }
 
 nlohmann::json parse_ptxas_resources(std::string_view log) {
@@ -323,7 +275,8 @@ std::optional<std::string> forbidden_device_symbol(std::string_view name) {
   if (starts_with(name, ".nv.") || starts_with(name, "__nv_")) return std::nullopt;
   if (starts_with(name, "cudaLaunchDevice") || starts_with(name, "cudaGetParameterBuffer") ||
       starts_with(name, "cudaCGGet") || starts_with(name, "cudaDevice"))
-    return std::string("device-side runtime calls (dynamic parallelism): launches belong in the plan");
+    return std::string(
+        "device-side runtime calls (dynamic parallelism): launches belong in the plan");
   return fmt::format("`{}` is not provided to candidate modules", name);
 }
 
@@ -370,7 +323,7 @@ PlanResult check_build_resources(const BuildResult& build, const DeviceFacts& de
 }
 
 PlanResult resolve_plan_for_build(LaunchPlan& plan, const BuildResult& build,
-                                const DeviceFacts& device) {
+                                  const DeviceFacts& device) {
   PlanResult pr;
   auto fail = [&](Disposition d, std::string m) {
     pr.disposition = d;
@@ -407,8 +360,8 @@ PlanResult resolve_plan_for_build(LaunchPlan& plan, const BuildResult& build,
       return fail(Disposition::invalid_config,
                   fmt::format("launch `{}` needs {} bytes of shared memory ({} static + {} "
                               "dynamic); {} allows at most {} per block",
-                              st.kernel, smem, k->value("shared_bytes", int64_t{0}), st.shared,
-                              dev, optin));
+                              st.kernel, smem, k->value("shared_bytes", int64_t{0}), st.shared, dev,
+                              optin));
     int64_t regs = k->value("registers", int64_t{0});
     if (regs > 0 && regs * threads > regs_per_block)
       return fail(Disposition::invalid_config,
@@ -422,9 +375,9 @@ PlanResult resolve_plan_for_build(LaunchPlan& plan, const BuildResult& build,
                               st.kernel, st.grid[0], st.grid[1], st.grid[2]));
     int64_t cluster = st.cluster[0] * st.cluster[1] * st.cluster[2];
     if (cluster > 1 && !hopper && !device.arch.empty())
-      return fail(Disposition::invalid_config,
-                  fmt::format("thread-block clusters need sm_90 or newer; {} is {}", dev,
-                              device.arch));
+      return fail(
+          Disposition::invalid_config,
+          fmt::format("thread-block clusters need sm_90 or newer; {} is {}", dev, device.arch));
     if (cluster > 8)
       return fail(Disposition::invalid_config,
                   fmt::format("launch `{}`: a cluster of {} blocks exceeds the portable limit "
@@ -439,24 +392,6 @@ PlanResult resolve_plan_for_build(LaunchPlan& plan, const BuildResult& build,
 namespace {
 
 using namespace cuda;
-
-// `nvcc --version` text, once per nvcc path.
-Result<std::string> nvcc_version_text(const fs::path& nvcc) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = cache.find(nvcc.string()); it != cache.end()) return it->second;
-  ProcessOptions po;
-  po.argv = {nvcc.string(), "--version"};
-  po.timeout_s = 30;
-  auto r = run_process(po);
-  if (!r) return make_error(fmt::format("cannot run {}: {}", nvcc.string(), r.error()));
-  if (!r->ok())
-    return make_error(
-        fmt::format("{} --version failed ({}): {}", nvcc.string(), r->describe(), trim(r->err)));
-  cache[nvcc.string()] = r->out;
-  return r->out;
-}
 
 // "Cuda compilation tools, release 13.0, V13.0.88" -> "13.0.88".
 std::string nvcc_version_number(const std::string& text) {
@@ -539,8 +474,9 @@ class CudaBackend final : public Backend {
         {"tensor cores", "wmma / mma.sync (fp16 inputs only; never TF32 in an fp32 kernel)"},
         {"asynchronous copy", "cp.async / cuda::memcpy_async"},
         {"invalid configuration", "a `require EXPR` line in the host region's launch plan"},
-        {"tensor memory accelerator", "a `tensor_map` of the launch plan, passed as a `const "
-                                      "__grid_constant__ CUtensorMap` kernel parameter"},
+        {"tensor memory accelerator",
+         "a `tensor_map` of the launch plan, passed as a `const "
+         "__grid_constant__ CUtensorMap` kernel parameter"},
     };
   }
 
@@ -552,7 +488,7 @@ class CudaBackend final : public Backend {
     if (nvcc.empty()) {
       out.emplace_back("nvcc", "not found");
     } else {
-      auto v = nvcc_version_text(nvcc);
+      auto v = tool_version_output(nvcc, {}, 30);
       out.emplace_back("nvcc", v ? nvcc_version_number(*v) : "unknown");
       out.emplace_back("nvcc_path", nvcc.string());
     }
@@ -592,10 +528,10 @@ class CudaBackend final : public Backend {
     int sm = arch_number(device.arch);
     if (sm >= 90) {
       f.push_back({"thread-block clusters", "up to 8 blocks per cluster (`cluster` in plans)"});
-      f.push_back({"tensor cores",
-                   fmt::format("{} (wgmma warpgroup MMA from shared memory, mma.sync; TMA "
-                               "tensor maps with mbarriers)",
-                               device.arch == "sm_90a" ? "Hopper, sm_90a" : "Hopper")});
+      f.push_back(
+          {"tensor cores", fmt::format("{} (wgmma warpgroup MMA from shared memory, mma.sync; TMA "
+                                       "tensor maps with mbarriers)",
+                                       device.arch == "sm_90a" ? "Hopper, sm_90a" : "Hopper")});
     } else if (sm >= 80) {
       f.push_back({"tensor cores", "Ampere (mma.sync, ldmatrix, cp.async)"});
     } else if (sm >= 70) {
@@ -643,7 +579,7 @@ class CudaBackend final : public Backend {
           "install the CUDA toolkit in /usr/local/cuda\n";
       return r;
     }
-    auto version = nvcc_version_text(nvcc);
+    auto version = tool_version_output(nvcc, {}, 30);
     if (!version) {
       r.log = version.error() + "\n";
       return r;
@@ -665,7 +601,7 @@ class CudaBackend final : public Backend {
         fs::path f = inc / rel;
         if (fs::exists(f, ec)) continue;
         fs::create_directories(f.parent_path(), ec);
-        if (auto st = write_unique_then_rename(f, text); !st) {
+        if (auto st = write_file_atomic(f, text); !st) {
           r.log = st.message() + "\n";
           return r;
         }
@@ -674,8 +610,8 @@ class CudaBackend final : public Backend {
     }
     std::vector<std::string> defines;
     for (const auto& [k, v] : req.defines) defines.push_back(fmt::format("-D{}={}", k, v));
-    std::string key = sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") +
-                                 '\0' + *version + '\0' + join(plan->kernels(), ","));
+    std::string key = sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") + '\0' +
+                                 *version + '\0' + join(plan->kernels(), ","));
 
     fs::path cubin = dir / (key + ".cubin");
     fs::path meta = dir / (key + ".json");
@@ -688,11 +624,11 @@ class CudaBackend final : public Backend {
       }
     }
 
-    if (auto st = write_unique_then_rename(cu, unit); !st) {
+    if (auto st = write_file_atomic(cu, unit); !st) {
       r.log = st.message() + "\n";
       return r;
     }
-    fs::path tmp = dir / (key + ".cubin.tmp." + unique_suffix());
+    fs::path tmp = unique_temp_name(dir / (key + ".cubin"));
     ProcessOptions po;
     po.argv.push_back(nvcc.string());
     po.argv.insert(po.argv.end(), flags.begin(), flags.end());
@@ -726,7 +662,7 @@ class CudaBackend final : public Backend {
     if (!proc->ok()) {
       fs::remove(tmp, ec);
       r.log += fmt::format("nvcc failed ({})\n", proc->describe());
-      (void)write_unique_then_rename(meta, to_meta(r).dump(2));
+      (void)write_file_atomic(meta, to_meta(r).dump(2));
       return r;
     }
     fs::rename(tmp, cubin, ec);
@@ -738,7 +674,7 @@ class CudaBackend final : public Backend {
     r.resources = parse_ptxas_resources(r.log);
     check_artifact(cubin, *plan, source_name, r);
     r.seconds = elapsed();
-    (void)write_unique_then_rename(meta, to_meta(r).dump(2));
+    (void)write_file_atomic(meta, to_meta(r).dump(2));
     return r;
   }
 
@@ -797,8 +733,8 @@ class CudaBackend final : public Backend {
       if (auto why = forbidden_device_symbol(u)) bad.push_back(fmt::format("{} ({})", u, *why));
     if (!bad.empty()) {
       r.disposition = Disposition::forbidden_api;
-      r.log += fmt::format("the device code needs what candidates may not use: {}\n",
-                           join(bad, "; "));
+      r.log +=
+          fmt::format("the device code needs what candidates may not use: {}\n", join(bad, "; "));
       return;
     }
     const nlohmann::json& ks = r.resources["kernels"];

@@ -67,13 +67,15 @@ nlohmann::json parse_ptxas_resources(std::string_view log);
 std::string normalize_diagnostics(std::string_view log);
 // "void gemm<128, 8>(float const*, int)" -> "gemm<128, 8>"; "mm(float*)" -> "mm".
 std::string short_kernel_name(const std::string& demangled);
+// The C++ name of a mangled symbol (the symbol itself when it does not demangle).
+std::string demangle(const std::string& mangled);
 
 // What an artifact holds, read from its ELF headers and symbol table.
 struct CubinInfo {
-  bool cuda = false;                     // ELF machine EM_CUDA (a device-code object)
-  int sm = 0;                            // 90 for sm_90/sm_90a (from e_flags)
-  std::vector<std::string> kernels;      // mangled names of the entry functions
-  std::vector<std::string> undefined;    // symbols the module needs from the driver
+  bool cuda = false;                   // ELF machine EM_CUDA (a device-code object)
+  int sm = 0;                          // 90 for sm_90/sm_90a (from e_flags)
+  std::vector<std::string> kernels;    // mangled names of the entry functions
+  std::vector<std::string> undefined;  // symbols the module needs from the driver
 };
 Result<CubinInfo> inspect_cubin(const std::filesystem::path& path);
 // Why an undefined symbol of a cubin is refused ("device-side allocation", ...), or nullopt when

@@ -1,18 +1,14 @@
 #include "backend/hip/hip_backend.h"
 
-#include <cxxabi.h>
 #include <elf.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <regex>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -28,33 +24,6 @@ namespace {
 constexpr double kCompileTimeoutS = 120;
 constexpr uint16_t kEmAmdgpu = 224;  // EM_AMDGPU
 
-std::string unique_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}.{}", ::getpid(), counter.fetch_add(1));
-}
-
-Status write_unique_then_rename(const fs::path& path, std::string_view content) {
-  fs::path tmp = path;
-  tmp += ".tmp." + unique_suffix();
-  if (Status st = write_file(tmp, content); !st) return st;
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Status::error(fmt::format("cannot write {}: {}", path.string(), ec.message()));
-  }
-  return Status::ok();
-}
-
-std::string demangle(const std::string& mangled) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || d == nullptr) return mangled;
-  std::string out = d;
-  std::free(d);
-  return out;
-}
-
 std::string blank_host(const SourceRegions& source) {
   SourceRegions r = source;
   std::string blank;
@@ -67,11 +36,16 @@ std::string blank_host(const SourceRegions& source) {
 // The AMDGPU machine numbers of e_flags (EF_AMDGPU_MACH) for the targets peak names.
 std::string amdgpu_target_name(uint32_t flags) {
   switch (flags & 0xffu) {
-    case 0x30: return "gfx908";
-    case 0x36: return "gfx1030";
-    case 0x3f: return "gfx90a";
-    case 0x4c: return "gfx942";
-    default: return fmt::format("amdgcn machine 0x{:x}", flags & 0xffu);
+    case 0x30:
+      return "gfx908";
+    case 0x36:
+      return "gfx1030";
+    case 0x3f:
+      return "gfx90a";
+    case 0x4c:
+      return "gfx942";
+    default:
+      return fmt::format("amdgcn machine 0x{:x}", flags & 0xffu);
   }
 }
 
@@ -119,26 +93,7 @@ std::vector<std::string> hipcc_flags(std::string_view target) {
 }
 
 fs::path find_hipcc() {
-  auto usable = [](const fs::path& p) {
-    std::error_code ec;
-    return !p.empty() && fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (const char* e = std::getenv("PEAK_HIPCC"); e && *e) return usable(e) ? fs::path(e) : fs::path();
-  if (const char* h = std::getenv("ROCM_PATH"); h && *h) {
-    fs::path p = fs::path(h) / "bin" / "hipcc";
-    if (usable(p)) return p;
-  }
-  if (usable("/opt/rocm/bin/hipcc")) return "/opt/rocm/bin/hipcc";
-  if (const char* path = std::getenv("PATH")) {
-    std::stringstream ss(path);
-    std::string dir;
-    while (std::getline(ss, dir, ':')) {
-      if (dir.empty()) continue;
-      fs::path p = fs::path(dir) / "hipcc";
-      if (usable(p)) return p;
-    }
-  }
-  return {};
+  return find_tool({"hipcc", "PEAK_HIPCC", {"ROCM_PATH"}, {"/opt/rocm/bin/hipcc"}});
 }
 
 std::string hipcc_version_number(std::string_view text) {
@@ -192,8 +147,8 @@ nlohmann::json parse_amd_resources(std::string_view log) {
   int64_t max_v = 0, max_s = 0, max_a = 0, max_lds = 0, max_scratch = 0, min_occ = -1;
   bool spills = false, any_agprs = false;
   for (const Kernel& k : kernels) {
-    std::string name = cuda::short_kernel_name(demangle(k.mangled));
-    if (ks.contains(name)) name = demangle(k.mangled);
+    std::string name = cuda::short_kernel_name(cuda::demangle(k.mangled));
+    if (ks.contains(name)) name = cuda::demangle(k.mangled);
     if (ks.contains(name)) name = k.mangled;
     nlohmann::json j = {{"mangled", k.mangled}};
     for (const auto& [key, v] : k.values) j[key] = v;
@@ -212,9 +167,12 @@ nlohmann::json parse_amd_resources(std::string_view log) {
       min_occ = min_occ < 0 ? get("occupancy") : std::min(min_occ, get("occupancy"));
     spills = spills || get("sgpr_spills") > 0 || get("vgpr_spills") > 0;
   }
-  nlohmann::json out = {{"kernels", ks},          {"max_vgprs", max_v},
-                        {"max_sgprs", max_s},     {"max_lds_bytes", max_lds},
-                        {"max_scratch_bytes", max_scratch}, {"spills", spills}};
+  nlohmann::json out = {{"kernels", ks},
+                        {"max_vgprs", max_v},
+                        {"max_sgprs", max_s},
+                        {"max_lds_bytes", max_lds},
+                        {"max_scratch_bytes", max_scratch},
+                        {"spills", spills}};
   if (any_agprs) out["max_agprs"] = max_a;
   if (min_occ >= 0) out["min_occupancy"] = min_occ;
   out["summary"] = describe_amd_resources(out);
@@ -227,8 +185,8 @@ std::string describe_amd_resources(const nlohmann::json& r) {
   parts.push_back(fmt::format("{} VGPRs", r.value("max_vgprs", int64_t{0})));
   if (r.contains("max_agprs")) parts.push_back(fmt::format("{} AGPRs", r.value("max_agprs", 0)));
   parts.push_back(fmt::format("{} SGPRs", r.value("max_sgprs", int64_t{0})));
-  parts.push_back(fmt::format(
-      "{:.1f} KiB LDS", static_cast<double>(r.value("max_lds_bytes", int64_t{0})) / 1024.0));
+  parts.push_back(fmt::format("{:.1f} KiB LDS",
+                              static_cast<double>(r.value("max_lds_bytes", int64_t{0})) / 1024.0));
   int64_t scratch = r.value("max_scratch_bytes", int64_t{0});
   parts.push_back(scratch > 0 ? fmt::format("{} B/lane scratch", scratch) : "no scratch");
   parts.push_back(r.value("spills", false) ? "SPILLS" : "no spills");
@@ -294,24 +252,6 @@ namespace {
 
 using namespace hip;
 
-// `hipcc --version` text, once per path.
-Result<std::string> hipcc_version_text(const fs::path& hipcc) {
-  static std::mutex mu;
-  static std::map<std::string, std::string> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = cache.find(hipcc.string()); it != cache.end()) return it->second;
-  ProcessOptions po;
-  po.argv = {hipcc.string(), "--version"};
-  po.timeout_s = 60;
-  auto r = run_process(po);
-  if (!r) return make_error(fmt::format("cannot run {}: {}", hipcc.string(), r.error()));
-  if (!r->ok() || r->out.find("HIP version") == std::string::npos)
-    return make_error(fmt::format("{} --version failed ({}): {}", hipcc.string(), r->describe(),
-                                  trim(r->err)));
-  cache[hipcc.string()] = r->out;
-  return r->out;
-}
-
 // One AMD target's build of a candidate.
 struct AmdBuild {
   Disposition disposition = Disposition::compile_failed;
@@ -322,8 +262,8 @@ struct AmdBuild {
 };
 
 nlohmann::json amd_to_json(const AmdBuild& b) {
-  return {{"format", 1},          {"target", b.target},       {"disposition", to_string(b.disposition)},
-          {"log", b.log},         {"command", b.command},     {"resources", b.resources}};
+  return {{"format", 1},  {"target", b.target},   {"disposition", to_string(b.disposition)},
+          {"log", b.log}, {"command", b.command}, {"resources", b.resources}};
 }
 
 class HipBackend final : public Backend {
@@ -347,8 +287,9 @@ class HipBackend final : public Backend {
         {"dynamic shared memory",
          "extern __shared__ (or HIP_DYNAMIC_SHARED; size given by `shared` in the plan)"},
         {"barrier", "__syncthreads()"},
-        {"warp", "wavefront: warpSize lanes (64 on gfx90a, 32 on gfx1030 and NVIDIA); never "
-                 "hard-code it"},
+        {"warp",
+         "wavefront: warpSize lanes (64 on gfx90a, 32 on gfx1030 and NVIDIA); never "
+         "hard-code it"},
         {"subgroup", "wavefront (warpSize lanes)"},
         {"lane index", "threadIdx.x % warpSize"},
         {"warp shuffle", "__shfl / __shfl_xor / __shfl_down (no mask argument)"},
@@ -381,7 +322,7 @@ class HipBackend final : public Backend {
     if (hipcc.empty()) {
       out.emplace_back("hipcc", "not found (AMD builds need it: scripts/setup-debian.sh)");
     } else {
-      auto v = hipcc_version_text(hipcc);
+      auto v = tool_version_output(hipcc, "HIP version");
       out.emplace_back("hipcc", v ? hipcc_version_number(*v).substr(6) : "unknown: " + v.error());
       out.emplace_back("hipcc_path", hipcc.string());
     }
@@ -462,7 +403,7 @@ class HipBackend final : public Backend {
     Disposition first_failure = Disposition::passed;
     std::vector<AmdBuild> amd;
     if (!hipcc.empty()) {
-      auto version = hipcc_version_text(hipcc);
+      auto version = tool_version_output(hipcc, "HIP version");
       if (!version) {
         r.log = version.error() + "\n";
         return r;
@@ -473,8 +414,7 @@ class HipBackend final : public Backend {
         AmdBuild b = build_amd(hipcc, *version, unit, req, target, *plan, source_name);
         all_cached = all_cached && b.cached;
         commands.push_back(b.command);
-        if (!b.log.empty())
-          log += fmt::format("== hipcc, AMD {} ==\n{}", target, b.log);
+        if (!b.log.empty()) log += fmt::format("== hipcc, AMD {} ==\n{}", target, b.log);
         targets[target] = b.resources;
         bool failed = b.disposition != Disposition::passed;
         if (failed && first_failure == Disposition::passed) first_failure = b.disposition;
@@ -556,8 +496,8 @@ class HipBackend final : public Backend {
     std::vector<std::string> flags = hipcc_flags(target);
     std::vector<std::string> defines;
     for (const auto& [k, v] : req.defines) defines.push_back(fmt::format("-D{}={}", k, v));
-    std::string key = sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") +
-                                 '\0' + version + '\0' + join(plan.kernels(), ","));
+    std::string key = sha256_hex(unit + '\0' + join(defines, " ") + '\0' + join(flags, " ") + '\0' +
+                                 version + '\0' + join(plan.kernels(), ","));
     fs::path dir =
         req.cache_dir.empty() ? fs::temp_directory_path() / "peak-hip-cache" : req.cache_dir;
     std::error_code ec;
@@ -583,11 +523,11 @@ class HipBackend final : public Backend {
         }
       }
     }
-    if (auto st = write_unique_then_rename(src, unit); !st) {
+    if (auto st = write_file_atomic(src, unit); !st) {
       b.log = st.message() + "\n";
       return b;
     }
-    fs::path tmp = dir / (key + "." + target + ".co.tmp." + unique_suffix());
+    fs::path tmp = unique_temp_name(dir / (key + "." + target + ".co"));
     ProcessOptions po;
     po.argv.push_back(hipcc.string());
     po.argv.insert(po.argv.end(), flags.begin(), flags.end());
@@ -598,7 +538,8 @@ class HipBackend final : public Backend {
     po.timeout_s = kCompileTimeoutS;
     po.cwd = dir;
     // Pinned flags: hipcc's environment additions are not honoured.
-    po.env = {{"HIPCC_COMPILE_FLAGS_APPEND", ""}, {"HIPCC_LINK_FLAGS_APPEND", ""},
+    po.env = {{"HIPCC_COMPILE_FLAGS_APPEND", ""},
+              {"HIPCC_LINK_FLAGS_APPEND", ""},
               {"HIPCC_VERBOSE", "0"}};
     std::vector<std::string> quoted;
     for (const auto& a : po.argv) quoted.push_back(shell_quote(a));
@@ -620,7 +561,7 @@ class HipBackend final : public Backend {
     if (!proc->ok()) {
       fs::remove(tmp, ec);
       b.log += fmt::format("hipcc failed for {} ({})\n", target, proc->describe());
-      (void)write_unique_then_rename(meta, amd_to_json(b).dump(2));
+      (void)write_file_atomic(meta, amd_to_json(b).dump(2));
       return b;
     }
     fs::rename(tmp, co, ec);
@@ -629,7 +570,7 @@ class HipBackend final : public Backend {
       return b;
     }
     check_code_object(co, plan, source_name, b);
-    (void)write_unique_then_rename(meta, amd_to_json(b).dump(2));
+    (void)write_file_atomic(meta, amd_to_json(b).dump(2));
     return b;
   }
 
@@ -665,7 +606,7 @@ class HipBackend final : public Backend {
       return;
     }
     std::map<std::string, std::string> by_short;
-    for (const auto& m : info->kernels) by_short[cuda::short_kernel_name(demangle(m))] = m;
+    for (const auto& m : info->kernels) by_short[cuda::short_kernel_name(cuda::demangle(m))] = m;
     std::vector<std::string> names;
     for (const auto& [n, m] : by_short) names.push_back(n);
     for (const std::string& k : plan.kernels()) {
