@@ -11,90 +11,18 @@
 
 #include <cstdlib>
 
+#include "engine/testing.h"
 #include "util/fs.h"
 
 namespace peak {
 namespace {
 
-const char* kToml = R"TOML(format = 2
-name = "scale"
-backend = "hlsl"
-precision = "fp32"
-source = "kernel.hlsl"
-reference = "seed"
-flops = "N"
-bytes = "8 * N"
-valid = "N > 0"
-
-[[arrays]]
-name = "X"
-dtype = "f32"
-size = "N"
-init = "uniform(-1, 1)"
-
-[[arrays]]
-name = "Y"
-dtype = "f32"
-size = "N"
-init = "zeros"
-output = true
-
-[[scalars]]
-name = "N"
-dtype = "i32"
-
-[shapes]
-bench = [{ N = 4096 }]
-validation = [{ N = 100 }]
-
-[[tuning]]
-name = "BLOCK"
-values = [32, 64]
-default = 64
-)TOML";
-
-const char* kSource = R"SRC([[vk::binding(0, 0)]] RWStructuredBuffer<float> X;
-[[vk::binding(1, 0)]] RWStructuredBuffer<float> Y;
-[[vk::binding(2, 0)]] cbuffer Scalars { int N; };
-// peak:begin macros
-// peak:end macros
-// peak:begin device
-[numthreads(BLOCK, 1, 1)]
-void main(uint3 id : SV_DispatchThreadID) { if ((int)id.x < N) Y[id.x] = 2.0f * X[id.x]; }
-// peak:end device
-// peak:begin host
-launch main
-  grid = (ceil_div(N, BLOCK))
-// peak:end host
-)SRC";
-
-// A transformation for the test kernel: one pass over the device region.
-const char* kAddTwice = R"MD(+++
-format = 1
-name = "add-twice"
-version = 1
-title = "Double by adding instead of multiplying"
-backends = ["hlsl"]
-+++
-The same result, another way.
-
-## Pass 1: device
-Compute 2 * x as x + x.
-)MD";
-
-// The device region a model would write for "add-twice" (exactly the seed's results).
-const char* kAddedDevice =
-    "[numthreads(BLOCK, 1, 1)]\n"
-    "void main(uint3 id : SV_DispatchThreadID) { if ((int)id.x < N) Y[id.x] = X[id.x] + X[id.x]; "
-    "}\n";
-
-std::string replace_region(const std::string& source, const std::string& region,
-                           const std::string& text) {
-  auto b = source.find("// peak:begin " + region + "\n");
-  auto e = source.find("// peak:end " + region);
-  size_t start = b + std::string("// peak:begin " + region + "\n").size();
-  return source.substr(0, start) + text + source.substr(e);
-}
+// The shared scale context (engine/testing.h).
+const char* const kToml = testing::kScaleToml;
+const char* const kSource = testing::kScaleSource;
+using testing::kAddedDevice;
+using testing::kAddTwice;
+using testing::replace_region;
 
 class WorkspaceTest : public ::testing::Test {
  protected:
@@ -675,9 +603,10 @@ TEST_F(WorkspaceTest, RunKeepsAStepAsideAndCapsTheBudget) {
                            comment_transformation(n, n == "note-b" ? "BLOCK == 64" : "")));
     ASSERT_TRUE(write_file(tmp_ / ("reply-" + n + ".md"), device_reply(n)));
   }
-  ASSERT_TRUE(write_file(tmp_ / "answer.sh",
-                         "case \"$PEAK_STEP\" in note-a*) cat " + (tmp_ / "reply-note-a.md").string() +
-                             ";; *) cat " + (tmp_ / "reply-note-b.md").string() + ";; esac\n"));
+  ASSERT_TRUE(
+      write_file(tmp_ / "answer.sh", "case \"$PEAK_STEP\" in note-a*) cat " +
+                                         (tmp_ / "reply-note-a.md").string() + ";; *) cat " +
+                                         (tmp_ / "reply-note-b.md").string() + ";; esac\n"));
   ::setenv("PEAK_LIBRARY", (tmp_ / "lib").c_str(), 1);
   auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws");
   ASSERT_TRUE(ws) << ws.error();
