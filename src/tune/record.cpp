@@ -30,6 +30,17 @@ void StoreRecorder::on_start(const TuningSpace& space, const std::string& strate
   sp["work"] = work_to_json(target_.work);
   sp["toolchain"] = target_.toolchain;
   sp["device"] = target_.device.to_json();
+  // The configurations the validity expression ruled out: how many, per false conjunct, and
+  // whether each has its own row.
+  const auto& pruned = space.pruned();
+  json reasons = json::object();
+  for (const auto& p : pruned) {
+    std::string conjunct = p.reason.substr(0, p.reason.rfind(" ("));
+    reasons[conjunct] = reasons.value(conjunct, int64_t{0}) + 1;
+  }
+  sp["validity_pruned"] = {{"count", pruned.size()},
+                           {"rows", pruned.size() <= kValidityRowLimit},
+                           {"by_reason", reasons}};
   run.space_json = sp.dump();
   auto id = store_.add_tuning_run(run);
   if (!id) {
@@ -37,8 +48,9 @@ void StoreRecorder::on_start(const TuningSpace& space, const std::string& strate
     return;
   }
   run_id_ = *id;
+  if (pruned.size() > kValidityRowLimit) return;
   std::vector<TuningConfigRecord> rows;
-  for (const auto& p : space.pruned()) {
+  for (const auto& p : pruned) {
     TuningConfigRecord r;
     r.run_id = *run_id_;
     r.position = -1;
@@ -143,6 +155,23 @@ Result<TuningCache> cache_from_store(const Store& store, int64_t run_id) {
     e.resources = parse_object(r.resources_json);
     e.launch = parse_object(r.launch_json);
     c.add(std::move(e));
+  }
+  // A large set of configurations ruled out by the validity expression has no rows: rebuilt
+  // from the space's definition and the device, with the same reasons.
+  const json vp = space.value("validity_pruned", json::object());
+  if (!vp.value("rows", true)) {
+    auto sp = c.space();
+    if (!sp)
+      return make_error(
+          fmt::format("tuning run {}: cannot rebuild its space: {}", run_id, sp.error()));
+    for (const auto& p : sp->pruned()) {
+      CacheEntry e;
+      e.config = p.config;
+      e.disposition = Disposition::invalid_config;
+      e.stage = Stage::validity;
+      e.reason = p.reason;
+      c.add(std::move(e));
+    }
   }
   return c;
 }

@@ -27,6 +27,13 @@ struct RecordTarget {
   int jobs = 1;                                       // parallel compiles
 };
 
+// Configurations the validity expression rules out are written as rows (position -1, with the
+// reason) up to this many per search; a larger set is summarized in the run's space (the count
+// per false conjunct) and rebuilt from the space's definition when the search is exported
+// (cache_from_store), so that a step whose space holds 100,000 invalid combinations does not add
+// 100,000 rows to the store.
+inline constexpr size_t kValidityRowLimit = 1024;
+
 class StoreRecorder : public TuneObserver {
  public:
   StoreRecorder(Store& store, RecordTarget target);

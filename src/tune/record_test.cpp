@@ -105,6 +105,45 @@ TEST_F(RecordTest, EveryConfigurationIsRecordedPrunedOnesWithWhy) {
   EXPECT_NE(none.error().find("peak tune"), std::string::npos);
 }
 
+// A space where the validity expression rules out more configurations than get rows: the store
+// keeps their count per false conjunct, and the exported search still holds every one of them,
+// with the same reason, rebuilt from the space's definition.
+TEST_F(RecordTest, ALargePrunedSetIsSummarizedAndRebuiltOnExport) {
+  std::vector<SpaceParam> params;
+  for (const char* n : {"A", "B", "C", "D", "E", "F"}) params.push_back({n, {1, 2, 4, 8}, 1});
+  TuningCache cache = testing::synthetic_cache(
+      params, [](const Config& c) { return 1.0 + static_cast<double>(c.at("A") * c.at("F")); },
+      "A * B * C <= 4 && D * E <= 8");
+  auto space = cache.space();
+  ASSERT_TRUE(space) << space.error();
+  ASSERT_GT(space->pruned().size(), kValidityRowLimit);
+  auto [result, run] = record(cache, "exhaustive", Budget{});
+  auto rows = store_->tuning_configs(run);
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->size(), space->size());  // the evaluated ones only
+  auto runs = store_->tuning_runs();
+  ASSERT_EQ(runs->size(), 1u);
+  auto sp = nlohmann::json::parse(runs->front().space_json);
+  const auto& vp = sp["validity_pruned"];
+  EXPECT_EQ(vp["count"], space->pruned().size());
+  EXPECT_EQ(vp["rows"], false);
+  int64_t by_reason = 0;
+  for (const auto& [conjunct, n] : vp["by_reason"].items()) {
+    EXPECT_EQ(conjunct.rfind("tuning_valid: `", 0), 0u) << conjunct;
+    by_reason += n.get<int64_t>();
+  }
+  EXPECT_EQ(by_reason, static_cast<int64_t>(space->pruned().size()));
+  auto back = cache_from_store(*store_, run);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->entries().size(), space->size() + space->pruned().size());
+  for (const auto& p : space->pruned()) {
+    const CacheEntry* b = back->find(p.config);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(b->stage, Stage::validity);
+    EXPECT_EQ(b->reason, p.reason);
+  }
+}
+
 TEST_F(RecordTest, AnExhaustiveSearchExportsTheCacheItReplayed) {
   TuningCache cache = testing::valley_cache();
   auto [result, run] = record(cache, "exhaustive", Budget{});
