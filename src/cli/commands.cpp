@@ -1375,9 +1375,13 @@ std::vector<Command> commands() {
          c->add_option("--device", o.device, "device selector");
          c->add_flag("--small", o.small, "small shapes (default on CPU devices)");
          c->add_flag("--full", o.full,
-                     "the bench shapes (default on GPUs) and the whole sequence where its "
-                     "recording exists (recordings/BACKEND-fp32-full)");
-         c->add_option("--budget", o.budget, "tuning configurations per step at most");
+                     "the whole sequence where its recording exists "
+                     "(recordings/BACKEND-fp32-full) at the bench shapes; without --full a GPU "
+                     "replays the first three steps, a CPU device the whole sequence at the "
+                     "small shapes");
+         c->add_option("--budget", o.budget,
+                       "tuning configurations per step at most (on a CPU device, where the "
+                       "whole sequence runs at the small shapes, 2 unless given)");
        },
        cmd_demo},
   };

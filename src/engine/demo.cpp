@@ -18,6 +18,10 @@ using json = nlohmann::json;
 
 namespace {
 
+// Tuning configurations per step of the demo on a CPU device: the fourteen steps of the whole
+// HLSL sequence then replay at the small shapes in a few minutes on two cores.
+constexpr int kCpuDemoBudget = 2;
+
 // The backend `auto` resolves to: CUDA when its runner finds a GPU, else HLSL (Vulkan).
 std::string choose_backend(const std::string& requested, const std::string& device,
                            std::string* why) {
@@ -42,16 +46,13 @@ int run_demo(const DemoOptions& opts) {
   std::string backend = choose_backend(opts.backend, opts.device, &why);
   if (!why.empty() && !opts.quiet) out.print(why);
   fs::path ctx_dir = data_path("examples") / fmt::format("matmul-{}-fp32", backend);
-  // --full replays the whole sequence where its recording exists; otherwise the short recording
-  // with the sequence of the first three steps that it covers.
+  // The short recording covers the first three steps, which the short sequence names; the full
+  // one (where it exists) the whole sequence.
   std::error_code ec;
   fs::path rec_dir = data_path("recordings") / fmt::format("{}-fp32", backend);
   fs::path seq_path = data_path("sequences") / fmt::format("{}-fp32-short.toml", backend);
-  if (fs::path all = data_path("recordings") / fmt::format("{}-fp32-full", backend);
-      opts.full && fs::exists(all, ec)) {
-    rec_dir = all;
-    seq_path = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
-  }
+  const fs::path full_rec = data_path("recordings") / fmt::format("{}-fp32-full", backend);
+  const fs::path full_seq = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
   for (const auto& p : {ctx_dir, seq_path, rec_dir})
     if (!fs::exists(p, ec)) {
       std::fprintf(stderr,
@@ -76,11 +77,6 @@ int run_demo(const DemoOptions& opts) {
     return 2;
   }
   (*ws)->progress().set_quiet(opts.quiet);
-  auto seq = load_sequence(seq_path);
-  if (!seq) {
-    std::fprintf(stderr, "peak demo: %s\n", seq.error().c_str());
-    return 2;
-  }
   auto dev = (*ws)->device(opts.device);
   if (!dev) {
     std::fprintf(
@@ -89,6 +85,21 @@ int run_demo(const DemoOptions& opts) {
         backend.c_str(), dev.error().c_str());
     return 4;
   }
+  // The whole sequence where its recording exists: with --full (the bench shapes), and on a CPU
+  // device (lavapipe), where it runs at the small shapes with a few tuning configurations per
+  // step unless --budget says otherwise. A GPU without --full replays the first three steps.
+  const bool cpu_demo = dev->is_cpu && !opts.full;
+  int budget = opts.budget;
+  if ((opts.full || cpu_demo) && fs::exists(full_rec, ec) && fs::exists(full_seq, ec)) {
+    rec_dir = full_rec;
+    seq_path = full_seq;
+    if (cpu_demo && budget <= 0) budget = kCpuDemoBudget;
+  }
+  auto seq = load_sequence(seq_path);
+  if (!seq) {
+    std::fprintf(stderr, "peak demo: %s\n", seq.error().c_str());
+    return 2;
+  }
   RunOptions ro;
   ro.apply.llm = "replay:" + rec_dir.string();
   ro.apply.driver.workspace = (*ws)->root();
@@ -96,11 +107,15 @@ int run_demo(const DemoOptions& opts) {
   if (opts.small) ro.apply.eval.small = true;
   if (opts.full) ro.apply.eval.small = false;
   // A budget N means N configurations at most (eval_options_for drops the space fraction).
-  if (opts.budget > 0) ro.apply.eval.budget = static_cast<size_t>(opts.budget);
+  if (budget > 0) ro.apply.eval.budget = static_cast<size_t>(budget);
   if (!opts.quiet) {
-    out.print(fmt::format("peak demo: {} on {} ({} backend), workspace {}", seq->name, dev->name,
-                          backend, (*ws)->root().string()));
+    out.print(fmt::format("peak demo: {} ({} steps) on {} ({} backend), workspace {}", seq->name,
+                          seq->steps.size(), dev->name, backend, (*ws)->root().string()));
     out.print(fmt::format("LLM replies replayed from {}", rec_dir.string()));
+    if (budget > 0)
+      out.print(fmt::format("at most {} tuning configuration{} per step{}", budget,
+                            budget == 1 ? "" : "s",
+                            opts.budget > 0 ? "" : " (a CPU device; --budget N for more)"));
   }
   auto rr = (*ws)->run(*seq, ro);
   if (rr.input_error || rr.environment_error) {
