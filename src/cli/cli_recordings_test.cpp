@@ -1,7 +1,7 @@
-// The recorded CUDA campaign on a machine without a GPU: every prompt that today's
-// transformations, sequence and prompt builder make for it must be the recorded one, and every
-// recorded reply must compile with nvcc for the recording's device (the H100, sm_90a). A change
-// that breaks the recording fails here, in CI, rather than on the GPU host.
+// The recorded campaigns on a machine without a GPU: every prompt that today's transformations,
+// sequence and prompt builder make for them must be the recorded one, and every recorded reply
+// must compile for the recording's device (CUDA: with nvcc for the H100, sm_90a; HLSL: to
+// SPIR-V). A change that breaks a recording fails here, in CI, rather than on the GPU host.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +47,46 @@ TEST_F(Cli, TheWholeCudaRecordingCompilesWithNvcc) {
       "transpose",     "thread-chunk", "pipelining", "register-staging",  "offset",
       "block-swizzle", "warp-tiling",  "vectorize",  "fragment-prefetch", "launch-bounds",
       "stream-k"};
+  EXPECT_EQ(kept, expected);
+  EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
+  EXPECT_TRUE(r["infrastructure_failures"].empty()) << r["infrastructure_failures"].dump();
+}
+
+// The whole recorded HLSL campaign (recordings/hlsl-fp32-full, which `peak demo` replays on a CPU
+// device) against today's library: every prompt that the transformations, the sequence and the
+// prompt builder make must be the recorded one, and every recorded reply must splice into its
+// region and compile to SPIR-V. A change that breaks the recording (a transformation's text or
+// tuning parameters, a region check, the prompt builder) fails here. Compiled only, one
+// configuration per step: nothing is timed, so a loaded machine gives the same result.
+TEST_F(Cli, TheWholeHlslRecordingAnswersEveryPromptAndCompiles) {
+  fs::path ws = workspace_with_device("whole", "");
+  std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32-full";
+  Out o = peak({"-q", "--json", "run", "hlsl-fp32", "--llm", rec, "--budget", "1", "--small",
+                "--compile-only"},
+               ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json j = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << o.out;
+  EXPECT_EQ(j["steps_done"], 14);
+  ASSERT_EQ(j["steps"].size(), 14u) << o.out;
+  for (const auto& s : j["steps"]) {
+    EXPECT_EQ(s["disposition"], "passed") << s.dump();
+    EXPECT_EQ(s["attempts"], 1) << s.dump();
+    EXPECT_NE(s["message"].get<std::string>().find("1 of 1 configurations built"),
+              std::string::npos)
+        << s.dump();
+  }
+  // The seed and the thirteen steps kept on the branch (split-k is applied, then set aside).
+  Out rep = peak({"report", "--format", "json"}, ws);
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  json r = json::parse(rep.out, nullptr, false);
+  ASSERT_TRUE(r.is_object()) << rep.out;
+  std::vector<std::string> kept;
+  for (const auto& s : r["steps"]) kept.push_back(s["transformation"].get<std::string>());
+  const std::vector<std::string> expected = {
+      "seed",          "refactor",     "tb-tiling",  "thread-tiling",    "thread-cache",
+      "transpose",     "thread-chunk", "pipelining", "register-staging", "offset",
+      "block-swizzle", "warp-tiling",  "vectorize",  "fragment-prefetch"};
   EXPECT_EQ(kept, expected);
   EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
   EXPECT_TRUE(r["infrastructure_failures"].empty()) << r["infrastructure_failures"].dump();

@@ -171,6 +171,47 @@ TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   EXPECT_NE(miss.err.find("Nothing was charged"), std::string::npos) << miss.err;
 }
 
+// `peak demo` on a CPU device replays the whole sequence where its recording exists, with two
+// tuning configurations per step, and the first three steps where it does not. Checked on a data
+// folder whose recordings hold no reply, so that the demo stops before the first step.
+TEST_F(Cli, DemoOnACpuDeviceChoosesTheWholeSequence) {
+  fs::path data = tmp_ / "data";
+  fs::create_directories(data);
+  for (const char* d : {"examples", "sequences", "transformations"})
+    fs::create_directory_symlink(fs::path(PEAK_SOURCE_DIR) / d, data / d);
+  for (const char* r : {"hlsl-fp32", "hlsl-fp32-full"}) {
+    fs::create_directories(data / "recordings" / r);
+    fs::copy_file(fs::path(PEAK_SOURCE_DIR) / "recordings" / r / "device.json",
+                  data / "recordings" / r / "device.json");
+  }
+  auto demo = [&](const std::string& name, std::vector<std::string> more = {}) {
+    std::vector<std::string> args = {"demo", "--backend", "hlsl", "--device", "llvmpipe", "--dir"};
+    args.push_back((tmp_ / name).string());
+    args.insert(args.end(), more.begin(), more.end());
+    return peak(args, {}, {{"PEAK_DATA_DIR", data.string()}});
+  };
+  Out whole = demo("whole");
+  EXPECT_EQ(whole.code, 4) << whole.out << whole.err;  // no recorded reply
+  EXPECT_NE(whole.out.find("peak demo: hlsl-fp32 (14 steps) on llvmpipe"), std::string::npos)
+      << whole.out;
+  EXPECT_NE(whole.out.find("recordings/hlsl-fp32-full"), std::string::npos) << whole.out;
+  EXPECT_NE(whole.out.find("at most 2 tuning configurations per step (a CPU device"),
+            std::string::npos)
+      << whole.out;
+  // --full: the bench shapes, and no budget of its own.
+  Out full = demo("full", {"--full"});
+  EXPECT_EQ(full.code, 4) << full.out << full.err;
+  EXPECT_NE(full.out.find("peak demo: hlsl-fp32 (14 steps) on llvmpipe"), std::string::npos)
+      << full.out;
+  EXPECT_EQ(full.out.find("tuning configurations per step"), std::string::npos) << full.out;
+  fs::remove_all(data / "recordings" / "hlsl-fp32-full");
+  Out three = demo("three");
+  EXPECT_EQ(three.code, 4) << three.out << three.err;
+  EXPECT_NE(three.out.find("peak demo: hlsl-fp32-short (3 steps) on llvmpipe"), std::string::npos)
+      << three.out;
+  EXPECT_EQ(three.out.find("tuning configurations per step"), std::string::npos) << three.out;
+}
+
 TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
   fs::path ws = workspace_with_device("manual", "");
   std::string dev = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/device.json";
