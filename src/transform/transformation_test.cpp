@@ -537,20 +537,35 @@ TEST(RealLibrary, SequencesNameExistingTransformations) {
                                          "split-k",          "pipelining",    "register-staging",
                                          "offset",           "block-swizzle", "warp-tiling",
                                          "vectorize",        "fragment-prefetch"};
-    if (std::string(file) == "cuda-fp32.toml") {
+    // HIP's sequence is CUDA's, step for step.
+    if (std::string(file) == "cuda-fp32.toml" || std::string(file) == "hip-fp32.toml") {
       expected.push_back("launch-bounds");
       expected.push_back("stream-k");
-    }
-    // HIP's sequence is the start of the same one (the steps whose transformations have a HIP
-    // vocabulary table).
-    if (std::string(file) == "hip-fp32.toml") {
-      ASSERT_GE(steps.size(), 3u);
-      expected.resize(std::min(expected.size(), steps.size()));
     }
     EXPECT_EQ(steps, expected) << file;
     EXPECT_EQ(seq->path.filename(), file);
     // Split-K is measured and set aside: the square bench shapes fill the GPU without it.
     for (const auto& s : seq->steps) EXPECT_EQ(s.keep, s.transformation != "split-k") << file;
+  }
+  // HIP's campaign is CUDA's: the same budgets, value sets, strategies and narrowed spaces.
+  auto cuda = load_sequence(std::string(PEAK_SOURCE_DIR) + "/sequences/cuda-fp32.toml");
+  auto hip = load_sequence(std::string(PEAK_SOURCE_DIR) + "/sequences/hip-fp32.toml");
+  ASSERT_TRUE(cuda.is_ok() && hip.is_ok());
+  EXPECT_EQ(hip->format, cuda->format);
+  EXPECT_EQ(hip->attempts, cuda->attempts);
+  EXPECT_EQ(hip->budget, cuda->budget);
+  EXPECT_EQ(hip->tuning, cuda->tuning);
+  ASSERT_EQ(hip->steps.size(), cuda->steps.size());
+  for (size_t i = 0; i < hip->steps.size(); ++i) {
+    const SequenceStep& h = hip->steps[i];
+    const SequenceStep& c = cuda->steps[i];
+    EXPECT_EQ(h.transformation, c.transformation) << i;
+    EXPECT_EQ(h.attempts, c.attempts) << c.transformation;
+    EXPECT_EQ(h.budget, c.budget) << c.transformation;
+    EXPECT_EQ(h.keep, c.keep) << c.transformation;
+    EXPECT_EQ(h.tuning, c.tuning) << c.transformation;
+    EXPECT_EQ(h.strategy, c.strategy) << c.transformation;
+    EXPECT_EQ(h.strategy_budget, c.strategy_budget) << c.transformation;
   }
 }
 
