@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "campaign/campaign.h"
 #include "engine/api.h"
 #include "engine/demo.h"
 #include "engine/paths.h"
@@ -90,6 +91,9 @@ struct Options {
   std::string store;  // report/serve --store PATH
   std::string host = "127.0.0.1";
   int port = 8765;
+  // campaign
+  std::string campaign_cmd;  // run, status, exec
+  std::string executor = "local";
   // mcp
   std::string mcp_http;
   std::string mcp_root;
@@ -1180,9 +1184,57 @@ int cmd_demo(Options& o) {
   return run_demo(d);
 }
 
-int cmd_mcp(Options& o) {
-  return mcp::run(o.workspace, o.mcp_root, o.mcp_http, o.mcp_token_env);
+// `peak campaign run|status|exec FILE`: the campaign library (campaign/campaign.h) does the work.
+int cmd_campaign(Options& o) {
+  const std::string& sub = o.campaign_cmd;
+  if (o.args.empty() || (sub == "exec") != (o.args.size() == 2) || o.args.size() > 2) {
+    err(sub == "exec" ? "usage: peak campaign exec FILE WORKFLOW"
+                      : fmt::format("usage: peak campaign {} FILE", sub));
+    return kUsage;
+  }
+  auto c = campaign::load_campaign(o.args[0]);
+  if (!c) return fail(c.status());
+  if (sub == "exec") {
+    auto r = campaign::exec_workflow(*c, o.args[1]);
+    if (!r) return fail(r.status());
+    if (o.json_out)
+      emit_json({{"workflow", o.args[1]},
+                 {"status", r->status},
+                 {"steps_done", r->steps_done},
+                 {"run", r->run},
+                 {"message", r->message}});
+    else if (!o.quiet || r->status != "passed")
+      std::fprintf(stderr, "peak: campaign workflow %s: %s: %s\n", o.args[1].c_str(),
+                   r->status.c_str(), r->message.c_str());
+    if (r->input_error) return kUsage;
+    if (r->status == "passed") return kOk;
+    if (r->status == "failed") return kStepFailed;
+    if (r->status == "waiting") return kWaiting;
+    return kEnvironment;
+  }
+  json summary;
+  if (sub == "run") {
+    campaign::RunOptions ro;
+    ro.executor = o.executor;
+    ro.jobs = o.jobs;
+    ro.peak_binary = fs::read_symlink("/proc/self/exe");
+    if (!o.quiet) ro.progress = [](const std::string& line) { err(line); };
+    auto r = campaign::run_campaign(*c, ro);
+    if (!r) return fail(r.status());
+    summary = std::move(*r);
+  } else {
+    summary = campaign::summarize(*c);
+  }
+  if (o.json_out)
+    emit_json(summary);
+  else
+    std::printf("%s", campaign::render_summary_text(summary).c_str());
+  if (sub == "status") return kOk;
+  int passed = summary["totals"].value("passed", 0);
+  return passed == static_cast<int>(summary["workflows"].size()) ? kOk : kStepFailed;
 }
+
+int cmd_mcp(Options& o) { return mcp::run(o.workspace, o.mcp_root, o.mcp_http, o.mcp_token_env); }
 
 struct Command {
   const char* name;
@@ -1344,6 +1396,42 @@ std::vector<Command> commands() {
          c->add_option("--store", o.store, "serve this store instead of the workspace");
        },
        cmd_serve},
+      {"campaign",
+       "a matrix of contexts x sequences x LLMs x devices, one workflow each, here or through "
+       "Slurm: `campaign run FILE`, `campaign status FILE`",
+       [](CLI::App* c, Options& o) {
+         c->require_subcommand(1);
+         c->footer("The campaign file and the executors: docs/scale-out.md");
+         CLI::App* run = c->add_subcommand(
+             "run",
+             "run every workflow of the campaign that has not ended (resuming unfinished ones) "
+             "and print the summary");
+         run->add_option("FILE", o.args, "the campaign file (TOML)")->required()->expected(1);
+         run->add_option("--executor", o.executor,
+                         "local: workflows as processes here; slurm: one batch job each "
+                         "(sbatch, followed through squeue, requeued when killed)")
+             ->capture_default_str()
+             ->check(CLI::IsMember({"local", "slurm"}));
+         run->add_option("--jobs,-j", o.jobs,
+                         "workflows at once (local, default 1), or jobs queued or running at "
+                         "once (slurm, default all)");
+         run->callback([&o] { o.campaign_cmd = "run"; });
+         CLI::App* status = c->add_subcommand(
+             "status",
+             "where every workflow stands, its result and its jobs (reads only; --json for the "
+             "summary with peak stats)");
+         status->add_option("FILE", o.args, "the campaign file (TOML)")->required()->expected(1);
+         status->callback([&o] { o.campaign_cmd = "status"; });
+         CLI::App* exec = c->add_subcommand(
+             "exec",
+             "run one workflow of the campaign here, starting or resuming it (what each job "
+             "and each local process runs)");
+         exec->add_option("FILE_WORKFLOW", o.args, "the campaign file and a workflow id")
+             ->required()
+             ->expected(2);
+         exec->callback([&o] { o.campaign_cmd = "exec"; });
+       },
+       cmd_campaign},
       {"mcp", "serve peak's tools to an AI agent (MCP over stdio, or Streamable HTTP)",
        [](CLI::App* c, Options& o) {
          c->add_option("--http", o.mcp_http,
