@@ -5,6 +5,8 @@
 # The CUDA toolkit (nvcc, cuBLAS) is not a Debian package: install it separately to get the CUDA
 # backend; without it peak builds with the HLSL (Vulkan) backend only. hipcc (ROCm 5.2) is: the HIP
 # backend builds every HIP candidate for AMD gfx90a and gfx1030 with it, on any machine.
+# slurm-wlm and munge: the campaign test starts its own Slurm on the loopback interface
+# (docs/scale-out.md); nothing is configured system-wide.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -15,6 +17,7 @@ packages=(
   libshaderc-dev glslang-dev glslang-tools spirv-tools
   binutils ccache
   libseccomp-dev bubblewrap stress-ng
+  slurm-wlm munge
   chromium chromium-driver fonts-dejavu-core
   hipcc
 )
