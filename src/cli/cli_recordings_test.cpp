@@ -24,7 +24,8 @@ TEST_F(Cli, TheWholeCudaRecordingCompilesWithNvcc) {
   fs::path ws = tmp_ / "cuda";
   Out init = peak({"init", root + "/examples/matmul-cuda-fp32", ws.string()});
   ASSERT_EQ(init.code, 0) << init.err;
-  // One configuration per step (the last steps' exhaustive searches too): compiled, not run.
+  // One configuration per step (--strategy-budget bounds the last steps' exhaustive searches too):
+  // compiled, not run.
   Out o =
       peak({"-q", "--json", "run", "cuda-fp32", "--llm",
             "replay:" + root + "/recordings/cuda-fp32-full", "--compile-only", "--prompt-device",

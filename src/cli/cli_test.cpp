@@ -22,9 +22,17 @@ using namespace peak::testing;
 TEST_F(Cli, HelpListsEverySubcommand) {
   Out o = peak({"--help"});
   EXPECT_EQ(o.code, 0);
-  for (const char* c : {"init", "transformations", "apply", "run", "respond", "validate", "tune",
-                        "log", "show", "diff", "checkout", "branch", "report", "doctor", "demo",
-                        "commit", "status", "stash", "tag", "export-space", "bench"})
+  for (const char* c : {"init",     "transformations",
+                        "apply",    "run",
+                        "respond",  "validate",
+                        "tune",     "log",
+                        "show",     "diff",
+                        "checkout", "branch",
+                        "report",   "doctor",
+                        "demo",     "commit",
+                        "status",   "stash",
+                        "tag",      "export-space",
+                        "bench"})
     EXPECT_NE(o.out.find(c), std::string::npos) << c;
   EXPECT_NE(o.out.find("Exit codes"), std::string::npos);
 }
@@ -280,9 +288,8 @@ TEST_F(Cli, KilledRunResumesWhereItStopped) {
   Out log = peak({"log"}, ws);
   EXPECT_NE(log.out.find("interrupted"), std::string::npos) << log.out;
   EXPECT_NE(log.out.find("peak run hlsl-fp32-short --resume"), std::string::npos) << log.out;
-  Out again = peak(
-      {"-q", "--json", "run", seq, "--llm", rec, "--budget", "2", "--small", "--resume"},
-      ws);
+  Out again =
+      peak({"-q", "--json", "run", seq, "--llm", rec, "--budget", "2", "--small", "--resume"}, ws);
   ASSERT_EQ(again.code, 0) << again.out << again.err;
   EXPECT_EQ(checkpoints(ws), 4u);
   json done = status(ws);
@@ -299,7 +306,7 @@ TEST_F(Cli, TuneWithAStrategyRecordsAndExportsTheSearch) {
   fs::path ws = workspace_with_device("tune", "");
   fs::path cache = tmp_ / "space.json";
   Out o = peak({"-q", "--json", "tune", "--small", "--strategy", "basin", "--strategy-budget", "4",
-                "--export-space", cache.string()},
+                "--tune", "BLOCK_X=8,16,32", "--export-space", cache.string()},
                ws);
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json s = json::parse(o.out, nullptr, false);
@@ -312,6 +319,9 @@ TEST_F(Cli, TuneWithAStrategyRecordsAndExportsTheSearch) {
   json c = json::parse(*read_file(cache), nullptr, false);
   ASSERT_TRUE(c.is_object());
   EXPECT_EQ(c["format"], "peak-tuning-cache");
+  // The command that reproduces the search, value sets included.
+  EXPECT_EQ(c["command"],
+            "peak tune 1 --strategy basin --strategy-budget 4 --tune BLOCK_X=8,16,32");
   EXPECT_EQ(c["run"]["strategy"], "basin");
   EXPECT_EQ(c["kernel"], "matmul-hlsl-fp32");
   EXPECT_EQ(c["shape"], "K=256 M=256 N=256");
@@ -356,6 +366,17 @@ TEST_F(Cli, ASequenceStepChoosesItsStrategy) {
   ASSERT_TRUE(j.is_object()) << show.out;
   EXPECT_EQ(j["summary"]["configs"]["strategy"], "random");
   EXPECT_EQ(j["summary"]["configs"]["evaluated"], 3);
+  // A --strategy-budget on the command line bounds the step whose own spec is larger.
+  fs::path ws2 = workspace_with_device("seq2", "");
+  Out again = peak({"-q", "run", (tmp_ / "one.toml").string(), "--llm", rec, "--small",
+                    "--strategy-budget", "1"},
+                   ws2);
+  ASSERT_EQ(again.code, 0) << again.out << again.err;
+  Out show3 = peak({"--json", "show", "2"}, ws2);
+  json j3 = json::parse(show3.out, nullptr, false);
+  ASSERT_TRUE(j3.is_object()) << show3.out;
+  EXPECT_EQ(j3["summary"]["configs"]["strategy"], "random");
+  EXPECT_EQ(j3["summary"]["configs"]["evaluated"], 1);
   ASSERT_TRUE(write_file(tmp_ / "bad.toml",
                          "format = 1\nname = \"x\"\n[[step]]\ntransformation = "
                          "\"refactor\"\nstrategy = \"simplex\"\n"));

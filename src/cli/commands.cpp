@@ -576,6 +576,10 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
     cache->command =
         fmt::format("peak tune {}{}{}", *id, o.strategy.empty() ? "" : " --strategy " + o.strategy,
                     o.strategy_budget.empty() ? "" : " --strategy-budget " + o.strategy_budget);
+    if (!o.tuning.empty()) {
+      cache->command += " --tune";
+      for (const auto& t : o.tuning) cache->command += " " + t;
+    }
     if (auto s = write_cache(o.export_space, *cache); !s)
       return fail(Status::error(s.message(), ErrorKind::environment));
     if (!o.quiet && !o.json_out)

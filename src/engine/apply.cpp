@@ -739,8 +739,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   ApplyResult r = apply_step(sc);
   r.stash = res.stash;
   if (standalone) {
-    std::string status = r.disposition == Disposition::passed     ? "passed"
-                         : r.pending                              ? "waiting"
+    std::string status = r.disposition == Disposition::passed                    ? "passed"
+                         : r.pending                                             ? "waiting"
                          : (r.environment_error || r.input_error || r.cancelled) ? "interrupted"
                                                                                  : "failed";
     (void)store_->update_workflow(workflow_id, status, state_text(sc.state));
@@ -866,9 +866,12 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
       step_opts.eval.budget = step_opts.eval.budget == 0
                                   ? static_cast<size_t>(budget)
                                   : std::min(step_opts.eval.budget, static_cast<size_t>(budget));
-    // A step's tuning strategy and its budget spec win over the command line's.
+    // A step's tuning strategy wins over the command line's; its budget spec wins over the
+    // budgets (the sequence's, the step's, `--budget`) but not over a `--strategy-budget` given
+    // on the command line, which bounds every step of the run.
     if (!st.strategy.empty()) step_opts.eval.strategy = st.strategy;
-    if (!st.strategy_budget.empty()) step_opts.eval.strategy_budget = st.strategy_budget;
+    if (!st.strategy_budget.empty() && ao0.eval.strategy_budget.empty())
+      step_opts.eval.strategy_budget = st.strategy_budget;
     sc.opts = &step_opts;
     sc.state = i == start ? step_state : json::object();
     sc.save = [&, i](const json& s) { (void)store_->update_workflow(wid, "running", state(i, s)); };
@@ -1001,7 +1004,7 @@ ApplyResult Workspace::commit(const std::string& message, const EvalChoices& cho
 }
 
 std::map<std::string, std::vector<int64_t>> Workspace::step_tuning(const Sequence& seq,
-                                                                  const SequenceStep& st) {
+                                                                   const SequenceStep& st) {
   std::map<std::string, std::vector<int64_t>> out = st.tuning;
   if (seq.tuning.empty()) return out;
   // The sequence's value sets apply to the parameters the step's context will have.
