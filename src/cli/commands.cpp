@@ -1462,7 +1462,7 @@ std::vector<Command> commands() {
        cmd_doctor},
       {"demo", "the whole loop on this machine with recorded LLM replies (no API key)",
        [](CLI::App* c, Options& o) {
-         c->add_option("--backend", o.backend, "cuda, hlsl or auto")->capture_default_str();
+         c->add_option("--backend", o.backend, "cuda, hip, hlsl or auto")->capture_default_str();
          c->add_option("--dir", o.dir, "workspace folder (default: a new temporary folder)");
          c->add_option("--device", o.device, "device selector");
          c->add_flag("--small", o.small, "small shapes (default on CPU devices)");

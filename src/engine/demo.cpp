@@ -53,7 +53,10 @@ int run_demo(const DemoOptions& opts) {
   fs::path seq_path = data_path("sequences") / fmt::format("{}-fp32-short.toml", backend);
   const fs::path full_rec = data_path("recordings") / fmt::format("{}-fp32-full", backend);
   const fs::path full_seq = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
-  for (const auto& p : {ctx_dir, seq_path, rec_dir})
+  const bool have_short = fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
+  const bool have_full = fs::exists(full_rec, ec) && fs::exists(full_seq, ec);
+  for (const auto& p : {ctx_dir, have_short || !have_full ? seq_path : full_seq,
+                        have_short || !have_full ? rec_dir : full_rec})
     if (!fs::exists(p, ec)) {
       std::fprintf(stderr,
                    "peak demo: %s is missing (set PEAK_DATA_DIR to the peak source folder)\n",
@@ -87,10 +90,11 @@ int run_demo(const DemoOptions& opts) {
   }
   // The whole sequence where its recording exists: with --full (the bench shapes), and on a CPU
   // device (lavapipe), where it runs at the small shapes with a few tuning configurations per
-  // step unless --budget says otherwise. A GPU without --full replays the first three steps.
+  // step unless --budget says otherwise. A GPU without --full replays the first three steps
+  // where their short recording exists (HIP has only the whole one).
   const bool cpu_demo = dev->is_cpu && !opts.full;
   int budget = opts.budget;
-  if ((opts.full || cpu_demo) && fs::exists(full_rec, ec) && fs::exists(full_seq, ec)) {
+  if ((opts.full || cpu_demo || !have_short) && have_full) {
     rec_dir = full_rec;
     seq_path = full_seq;
     if (cpu_demo && budget <= 0) budget = kCpuDemoBudget;
@@ -241,11 +245,10 @@ DoctorReport run_doctor(const std::string& device) {
   {
     const SandboxSupport& s = sandbox_support();
     bool full = s.level == SandboxSupport::Level::full && sandbox_enabled();
-    r.checks.push_back(
-        {"sandbox", full, sandbox_status(),
-         !sandbox_enabled() ? "drop --no-sandbox / PEAK_NO_SANDBOX"
-         : full             ? ""
-                            : "install bubblewrap and allow user namespaces (docs/sandbox.md)"});
+    r.checks.push_back({"sandbox", full, sandbox_status(),
+                        !sandbox_enabled() ? "drop --no-sandbox / PEAK_NO_SANDBOX"
+                        : full             ? ""
+                               : "install bubblewrap and allow user namespaces (docs/sandbox.md)"});
   }
   for (const std::string name : {"hlsl", "cuda", "hip"}) {
     auto b = make_backend(name);
@@ -267,9 +270,8 @@ DoctorReport run_doctor(const std::string& device) {
                                           "AMD builds); the CUDA toolkit runs HIP on NVIDIA"
                                         : "run scripts/setup-debian.sh (shaderc, Vulkan headers)"});
     r.checks.push_back({name + " runner", have_runner, have_runner ? runner.string() : "not built",
-                        nvidia
-                            ? "build peak where the CUDA toolkit is installed (peak-runner-cuda)"
-                            : "rebuild peak (peak-runner)"});
+                        nvidia ? "build peak where the CUDA toolkit is installed (peak-runner-cuda)"
+                               : "rebuild peak (peak-runner)"});
     if (!have_runner) continue;
     auto facts = (*b)->probe(device, false);
     if (facts) {
@@ -287,11 +289,10 @@ DoctorReport run_doctor(const std::string& device) {
       r.checks.push_back(
           {name + " device", false,
            split_lines(facts.error()).empty() ? "" : split_lines(facts.error()).front(),
-           nvidia
-               ? (name == "hip" ? "needs an NVIDIA GPU and driver (HIP kernels run on NVIDIA "
-                                  "through peak_hip_to_cuda.h; no AMD device is run)"
-                                : "needs an NVIDIA GPU and driver")
-               : "apt-get install mesa-vulkan-drivers libvulkan1 (lavapipe) or a GPU driver"});
+           nvidia ? (name == "hip" ? "needs an NVIDIA GPU and driver (HIP kernels run on NVIDIA "
+                                     "through peak_hip_to_cuda.h; no AMD device is run)"
+                                   : "needs an NVIDIA GPU and driver")
+                  : "apt-get install mesa-vulkan-drivers libvulkan1 (lavapipe) or a GPU driver"});
     }
   }
   return r;
