@@ -10,7 +10,7 @@
 namespace peak {
 
 struct DemoOptions {
-  std::string backend = "auto";  // cuda, hlsl or auto (CUDA when a CUDA GPU answers)
+  std::string backend = "auto";  // cuda, hip, hlsl or auto (CUDA when a CUDA GPU answers)
   std::string dir;               // workspace folder ("" = a new temporary folder)
   std::string device;
   bool small = false, full = false, quiet = false, json_out = false;
