@@ -77,6 +77,7 @@ TEST(Bench, TheDefaultStrategyMeetsItsGoalOnTheCommittedSpaces) {
   for (const auto& d : fs::directory_iterator(results, ec))
     if (fs::is_directory(d.path() / "spaces"))
       for (const auto& f : fs::directory_iterator(d.path() / "spaces")) {
+        if (f.path().extension() != ".json") continue;
         auto c = read_cache(f.path());
         ASSERT_TRUE(c) << c.error();
         caches.emplace_back(f.path().string(), std::move(*c));
