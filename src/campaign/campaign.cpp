@@ -13,6 +13,7 @@
 #include "transform/transformation.h"
 #include "util/fs.h"
 #include "util/sha256.h"
+#include "util/toml_names.h"
 
 namespace peak::campaign {
 
@@ -28,25 +29,6 @@ struct Src {
 };
 
 Error bad(std::string msg) { return make_error(std::move(msg), ErrorKind::input); }
-
-std::string type_name(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    default:
-      return "a date or time";
-  }
-}
 
 Status check_keys(const toml::table& t, const std::vector<std::string>& known, const Src& src,
                   const std::string& where) {
@@ -64,7 +46,8 @@ Result<std::string> get_string(const toml::table& t, const std::string& key, con
   const toml::node* n = t.get(key);
   if (!n) return std::string();
   if (!n->is_string())
-    return bad(fmt::format("{}: '{}' must be a string, found {}", src.at(*n), key, type_name(*n)));
+    return bad(
+        fmt::format("{}: '{}' must be a string, found {}", src.at(*n), key, toml_type_name(*n)));
   return std::string(n->as_string()->get());
 }
 
@@ -74,7 +57,7 @@ Result<int64_t> get_int(const toml::table& t, const std::string& key, const Src&
   if (!n) return dflt;
   if (!n->is_integer())
     return bad(
-        fmt::format("{}: '{}' must be an integer, found {}", src.at(*n), key, type_name(*n)));
+        fmt::format("{}: '{}' must be an integer, found {}", src.at(*n), key, toml_type_name(*n)));
   int64_t v = n->as_integer()->get();
   if (v < lo || v > hi)
     return bad(
@@ -92,7 +75,8 @@ Result<double> get_number(const toml::table& t, const std::string& key, const Sr
   else if (n->is_floating_point())
     v = n->as_floating_point()->get();
   else
-    return bad(fmt::format("{}: '{}' must be a number, found {}", src.at(*n), key, type_name(*n)));
+    return bad(
+        fmt::format("{}: '{}' must be a number, found {}", src.at(*n), key, toml_type_name(*n)));
   if (!(v >= lo))
     return bad(fmt::format("{}: '{}' must be at least {}, found {}", src.at(*n), key, lo, v));
   return v;
@@ -102,8 +86,8 @@ Result<std::optional<bool>> get_bool(const toml::table& t, const std::string& ke
   const toml::node* n = t.get(key);
   if (!n) return std::optional<bool>();
   if (!n->is_boolean())
-    return bad(
-        fmt::format("{}: '{}' must be true or false, found {}", src.at(*n), key, type_name(*n)));
+    return bad(fmt::format("{}: '{}' must be true or false, found {}", src.at(*n), key,
+                           toml_type_name(*n)));
   return std::optional<bool>(n->as_boolean()->get());
 }
 
@@ -126,7 +110,8 @@ Result<std::vector<std::pair<std::string, const toml::node*>>> get_strings(
   for (const toml::node& e : *arr) {
     if (!e.is_string() || e.as_string()->get().empty())
       return bad(fmt::format("{}: every entry of '{}' must be a non-empty string, found {}",
-                             src.at(e), key, e.is_string() ? "an empty string" : type_name(e)));
+                             src.at(e), key,
+                             e.is_string() ? "an empty string" : toml_type_name(e)));
     out.emplace_back(std::string(e.as_string()->get()), &e);
   }
   if (out.empty() && required)

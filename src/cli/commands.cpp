@@ -1022,8 +1022,7 @@ int cmd_stats(Options& o) {
 // `peak serve` is the peak-serve program beside peak (it links the HTTP server library, which
 // the peak binary itself does without).
 int cmd_serve(Options& o) {
-  fs::path self = fs::read_symlink("/proc/self/exe");
-  fs::path exe = self.parent_path() / "peak-serve";
+  fs::path exe = self_executable().parent_path() / "peak-serve";
   std::error_code ec;
   if (!fs::exists(exe, ec)) {
     err(fmt::format("{} is missing: build it (`ninja -C build peak-serve`) next to peak",
@@ -1221,7 +1220,7 @@ int cmd_campaign(Options& o) {
     campaign::RunOptions ro;
     ro.executor = o.executor;
     ro.jobs = o.jobs;
-    ro.peak_binary = fs::read_symlink("/proc/self/exe");
+    ro.peak_binary = self_executable();
     if (!o.quiet) ro.progress = [](const std::string& line) { err(line); };
     auto r = campaign::run_campaign(*c, ro);
     if (!r) return fail(r.status());

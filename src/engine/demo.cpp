@@ -1,6 +1,7 @@
 #include "engine/demo.h"
 
 #include <cstdio>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -55,8 +56,10 @@ int run_demo(const DemoOptions& opts) {
   const fs::path full_seq = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
   const bool have_short = fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
   const bool have_full = fs::exists(full_rec, ec) && fs::exists(full_seq, ec);
-  for (const auto& p : {ctx_dir, have_short || !have_full ? seq_path : full_seq,
-                        have_short || !have_full ? rec_dir : full_rec})
+  // Missing: the context, or both recordings (named by the short one's files).
+  std::vector<fs::path> needed = {ctx_dir};
+  if (!have_short && !have_full) needed.insert(needed.end(), {seq_path, rec_dir});
+  for (const auto& p : needed)
     if (!fs::exists(p, ec)) {
       std::fprintf(stderr,
                    "peak demo: %s is missing (set PEAK_DATA_DIR to the peak source folder)\n",

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "peak/version.h"
+#include "util/fs.h"
 
 namespace peak {
 
@@ -19,9 +20,8 @@ bool looks_like_data(const fs::path& p) {
 
 fs::path data_dir() {
   if (const char* env = std::getenv("PEAK_DATA_DIR"); env && *env) return fs::path(env);
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  fs::path exe = self_executable();
+  if (!exe.empty()) {
     fs::path d = exe.parent_path();
     for (const fs::path& c :
          {d.parent_path(), d.parent_path().parent_path(), d.parent_path() / "share" / "peak"})

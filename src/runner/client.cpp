@@ -97,9 +97,8 @@ std::string runner_missing_message(const std::string& name) {
 }
 
 std::filesystem::path find_runner(const std::string& name) {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec && is_executable(self.parent_path() / name)) return self.parent_path() / name;
+  auto self = self_executable();
+  if (!self.empty() && is_executable(self.parent_path() / name)) return self.parent_path() / name;
   if (is_executable(std::filesystem::path(PEAK_RUNNER_DIR) / name))
     return std::filesystem::path(PEAK_RUNNER_DIR) / name;
   if (auto on_path = find_program(name); is_executable(on_path)) return on_path;

@@ -10,6 +10,7 @@
 
 #include "expr/expr.h"
 #include "util/fs.h"
+#include "util/toml_names.h"
 
 namespace peak {
 
@@ -77,25 +78,6 @@ bool is_kebab(std::string_view s) {
   return true;
 }
 
-std::string type_name(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a number";
-    case toml::node_type::boolean:
-      return "a boolean";
-    default:
-      return "a date or time";
-  }
-}
-
 // Rejects keys outside `allowed` (typos would otherwise be silently ignored).
 Status check_keys(const toml::table& t, std::initializer_list<std::string_view> allowed,
                   const TomlSource& src, std::string_view what) {
@@ -120,7 +102,7 @@ Result<std::string> get_string(const toml::table& t, std::string_view key, const
   }
   if (!n->is_string())
     return make_error(
-        fmt::format("{}: '{}' must be a string, found {}", src.at(*n), key, type_name(*n)));
+        fmt::format("{}: '{}' must be a string, found {}", src.at(*n), key, toml_type_name(*n)));
   return std::string(n->as_string()->get());
 }
 
@@ -135,7 +117,7 @@ Result<int64_t> get_int(const toml::table& t, std::string_view key, const TomlSo
   }
   if (!n->is_integer())
     return make_error(
-        fmt::format("{}: '{}' must be an integer, found {}", src.at(*n), key, type_name(*n)));
+        fmt::format("{}: '{}' must be an integer, found {}", src.at(*n), key, toml_type_name(*n)));
   return n->as_integer()->get();
 }
 
@@ -144,14 +126,14 @@ Result<std::vector<int64_t>> get_int_list(const toml::node& n, std::string_view 
   const toml::array* arr = n.as_array();
   if (!arr)
     return make_error(fmt::format("{}: '{}' must be an array of integers, found {}", src.at(n), key,
-                                  type_name(n)));
+                                  toml_type_name(n)));
   if (arr->empty())
     return make_error(fmt::format("{}: '{}' is empty; give at least one value", src.at(n), key));
   std::vector<int64_t> out;
   for (const toml::node& e : *arr) {
     if (!e.is_integer())
-      return make_error(
-          fmt::format("{}: '{}' must hold integers only, found {}", src.at(e), key, type_name(e)));
+      return make_error(fmt::format("{}: '{}' must hold integers only, found {}", src.at(e), key,
+                                    toml_type_name(e)));
     int64_t v = e.as_integer()->get();
     if (std::find(out.begin(), out.end(), v) != out.end())
       return make_error(fmt::format("{}: value {} appears twice in '{}'", src.at(e), v, key));
@@ -191,11 +173,11 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 // ---- transformation front matter ----
 
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
-  RETURN_IF_ERROR(check_keys(t,
-                             {"format", "name", "version", "title", "backends", "tuning",
-                              "tuning_valid", "workspace", "valid", "translations", "devices",
-                              "helpers"},
-                             src, "the front matter"));
+  RETURN_IF_ERROR(
+      check_keys(t,
+                 {"format", "name", "version", "title", "backends", "tuning", "tuning_valid",
+                  "workspace", "valid", "translations", "devices", "helpers"},
+                 src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
 
@@ -223,12 +205,12 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
       return Status::error(
           fmt::format("{}: 'backends' must be an array of strings such as "
                       "[\"cuda\", \"hlsl\"], found {}",
-                      src.at(*b), type_name(*b)));
+                      src.at(*b), toml_type_name(*b)));
     for (const toml::node& e : *arr) {
       if (!e.is_string() || !is_known_backend(e.as_string()->get()))
         return Status::error(
             fmt::format("{}: unknown backend {}; expected one of: {}", src.at(e),
-                        e.is_string() ? "'" + e.as_string()->get() + "'" : type_name(e),
+                        e.is_string() ? "'" + e.as_string()->get() + "'" : toml_type_name(e),
                         known_backends_text()));
       tr.backends.push_back(e.as_string()->get());
     }
@@ -322,7 +304,8 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
       for (auto&& [phrase, spelling] : *bt) {
         if (!spelling.is_string())
           return Status::error(fmt::format("{}: translation of '{}' must be a string, found {}",
-                                           src.at(spelling), phrase.str(), type_name(spelling)));
+                                           src.at(spelling), phrase.str(),
+                                           toml_type_name(spelling)));
         dst[std::string(phrase.str())] = spelling.as_string()->get();
       }
     }
@@ -532,8 +515,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 namespace {
 // An expression as an operand of &&: parenthesized when it has operators that bind less tightly.
 std::string conjunct(const std::string& e) {
-  return e.find("||") != std::string::npos || e.find('?') != std::string::npos ? "(" + e + ")"
-                                                                                : e;
+  return e.find("||") != std::string::npos || e.find('?') != std::string::npos ? "(" + e + ")" : e;
 }
 }  // namespace
 
@@ -689,16 +671,16 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
   if (!parsed) return make_error(parsed.error());
   const toml::table& t = *parsed;
   Sequence seq;
-  RETURN_IF_ERROR(check_keys(
-      t, {"format", "name", "description", "attempts", "budget", "tuning", "step"}, src,
-      "a sequence"));
+  RETURN_IF_ERROR(
+      check_keys(t, {"format", "name", "description", "attempts", "budget", "tuning", "step"}, src,
+                 "a sequence"));
   RETURN_IF_ERROR(check_format(t, src, kSequenceFormatVersion, "sequence", &seq.format));
   // Keys that format 1 did not have are refused there, so that a file states what it needs.
   auto needs_format_2 = [&](const toml::table& tbl, std::string_view key) -> Status {
     const toml::node* n = tbl.get(key);
     if (!n || seq.format >= 2) return Status::ok();
-    return Status::error(fmt::format("{}: '{}' needs sequence format 2; write 'format = 2'",
-                                     src.at(*n), key));
+    return Status::error(
+        fmt::format("{}: '{}' needs sequence format 2; write 'format = 2'", src.at(*n), key));
   };
   auto get_budget = [&](const toml::table& tbl, int line, int* out) -> Status {
     RETURN_IF_ERROR(needs_format_2(tbl, "budget"));
@@ -759,11 +741,10 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
   for (const toml::node& e : *arr) {
     const toml::table& st = *e.as_table();
     const int line = src.line_of(e);
-    RETURN_IF_ERROR(check_keys(
-        st,
-        {"transformation", "attempts", "budget", "keep", "instructions", "tuning", "strategy",
-         "strategy_budget"},
-        src, "a [[step]]"));
+    RETURN_IF_ERROR(check_keys(st,
+                               {"transformation", "attempts", "budget", "keep", "instructions",
+                                "tuning", "strategy", "strategy_budget"},
+                               src, "a [[step]]"));
     SequenceStep step;
     auto tr = get_string(st, "transformation", src, line, true, "a [[step]]");
     if (!tr) return make_error(tr.error());
@@ -782,7 +763,7 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
     if (const toml::node* k = st.get("keep")) {
       if (!k->is_boolean())
         return make_error(fmt::format("{}: 'keep' must be true or false, found {}", src.at(*k),
-                                      type_name(*k)));
+                                      toml_type_name(*k)));
       step.keep = k->as_boolean()->get();
     }
     auto ins = get_string(st, "instructions", src, line, false, "a [[step]]");

@@ -96,7 +96,8 @@ json parse_object(const std::string& text) {
 double finite_or_zero(double v) { return std::isfinite(v) ? v : 0; }
 }  // namespace
 
-Result<TuningCache> cache_from_store(const Store& store, int64_t run_id) {
+Result<TuningCache> cache_from_store(const Store& store, int64_t run_id,
+                                     bool with_validity_pruned) {
   auto runs = store.tuning_runs();
   if (!runs) return Error{runs.error()};
   auto run = std::find_if(runs->begin(), runs->end(),
@@ -159,7 +160,7 @@ Result<TuningCache> cache_from_store(const Store& store, int64_t run_id) {
   // A large set of configurations ruled out by the validity expression has no rows: rebuilt
   // from the space's definition and the device, with the same reasons.
   const json vp = space.value("validity_pruned", json::object());
-  if (!vp.value("rows", true)) {
+  if (with_validity_pruned && !vp.value("rows", true)) {
     auto sp = c.space();
     if (!sp)
       return make_error(
@@ -187,7 +188,7 @@ Result<TuningCache> recorded_outcomes(const Store& store, const std::string& sou
     if (space.value("shape", "") != shape ||
         space.value("device", json::object()).value("name", "") != device)
       continue;
-    auto c = cache_from_store(store, r.id);
+    auto c = cache_from_store(store, r.id, false);
     if (!c) return Error{c.error()};
     for (const auto& e : c->entries())
       if (e.stage != Stage::validity) known.add(e);

@@ -52,8 +52,11 @@ class StoreRecorder : public TuneObserver {
   std::string error_;
 };
 
-// The tuning cache of a recorded search.
-Result<TuningCache> cache_from_store(const Store& store, int64_t run_id);
+// The tuning cache of a recorded search. `with_validity_pruned` false: without the configurations
+// the validity expression ruled out that have no rows (a caller that drops them anyway need not
+// rebuild the space).
+Result<TuningCache> cache_from_store(const Store& store, int64_t run_id,
+                                     bool with_validity_pruned = true);
 // Every outcome recorded for `source_hash` on the tuning shape `shape` and the device named
 // `device` (the latest where a configuration was evaluated more than once), as a cache.
 Result<TuningCache> recorded_outcomes(const Store& store, const std::string& source_hash,

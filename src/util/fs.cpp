@@ -67,6 +67,12 @@ Status write_file_atomic(const fs::path& path, std::string_view content) {
   return Status::ok();
 }
 
+fs::path self_executable() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : exe;
+}
+
 Result<fs::path> make_temp_dir(std::string_view prefix, const fs::path& base) {
   fs::path root = base.empty() ? fs::temp_directory_path() : base;
   std::error_code ec;

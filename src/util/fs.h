@@ -16,6 +16,8 @@ Status write_file_atomic(const fs::path& path, std::string_view content);
 fs::path unique_temp_name(const fs::path& path);
 Status write_file(const fs::path& path, std::string_view content);
 // A new empty directory under the system temp dir (or `base` when given).
+// The running program's own executable (/proc/self/exe); empty when it cannot be read.
+fs::path self_executable();
 Result<fs::path> make_temp_dir(std::string_view prefix, const fs::path& base = {});
 
 // Small string helpers used everywhere.
