@@ -200,8 +200,9 @@ Result<std::string> resolve_llm(const fs::path& base, const std::string& spec, c
 }
 
 Result<Device> parse_device(const toml::table& t, const Src& src, const toml::node& where) {
-  if (auto s = check_keys(t, {"name", "select", "gpus", "gres", "partition", "constraint"}, src,
-                          "a [[device]]");
+  if (auto s =
+          check_keys(t, {"name", "select", "devices", "gpus", "gres", "partition", "constraint"},
+                     src, "a [[device]]");
       !s)
     return Error{s.message(), ErrorKind::input};
   Device d;
@@ -210,10 +211,25 @@ Result<Device> parse_device(const toml::table& t, const Src& src, const toml::no
   auto select = get_string(t, "select", src);
   if (!select) return select.status();
   d.select = trim(*select);
-  d.name = slug(trim(*name).empty() ? (d.select.empty() ? "default" : d.select) : trim(*name));
+  auto devices = get_string(t, "devices", src);
+  if (!devices) return devices.status();
+  d.devices = trim(*devices);
+  int64_t default_gpus = is_cpu_selector(d.select) ? 0 : 1;
+  if (!d.devices.empty()) {
+    if (!d.select.empty())
+      return bad(
+          fmt::format("{}: select and devices exclude each other: select picks one device, "
+                      "devices several of one model",
+                      src.at(where)));
+    auto spec = parse_devices_spec(d.devices);
+    if (!spec) return bad(fmt::format("{}: devices: {}", src.at(where), spec.error()));
+    if (!spec->indices.empty()) default_gpus = static_cast<int64_t>(spec->indices.size());
+  }
+  const std::string& label = d.devices.empty() ? d.select : d.devices;
+  d.name = slug(trim(*name).empty() ? (label.empty() ? "default" : label) : trim(*name));
   if (d.name.empty())
     return bad(fmt::format("{}: the device needs a name (name = \"h100\")", src.at(where)));
-  auto gpus = get_int(t, "gpus", src, is_cpu_selector(d.select) ? 0 : 1, 0, 64);
+  auto gpus = get_int(t, "gpus", src, default_gpus, 0, 64);
   if (!gpus) return gpus.status();
   d.gpus = static_cast<int>(*gpus);
   for (auto [key, out] : {std::pair{"gres", &d.gres}, std::pair{"partition", &d.partition},
@@ -328,7 +344,7 @@ Result<Campaign> parse_campaign(std::string_view text, const fs::path& file) {
       c.devices.push_back(*d);
     }
   } else {
-    c.devices.push_back({"default", "", 0, "", "", ""});
+    c.devices.push_back({"default", "", 0, "", "", "", ""});
   }
   auto attempts = get_int(t, "attempts", src, 0, 1, 100);
   if (!attempts) return attempts.status();

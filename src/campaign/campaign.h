@@ -37,6 +37,9 @@ struct Device {
   int gpus = 0;        // GPUs a Slurm job asks for (--gres=gpu:N); 0 for CPU devices (lavapipe)
   std::string gres;    // an explicit --gres instead of gpu:N ("gpu:h100:1")
   std::string partition, constraint;  // Slurm, for this device only (win over [slurm])
+  // `--devices` instead of `select`: several GPUs of that machine, of one model ("all", "0,1", a
+  // name substring; engine/devices.h).
+  std::string devices;
 };
 
 // Evaluation settings of every workflow (as `peak run`'s evaluation options).

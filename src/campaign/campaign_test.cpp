@@ -175,6 +175,10 @@ TEST_F(CampaignTest, MistakesAreNamedWithTheirLine) {
        "'exclusive' is not an sbatch option"},
       {"format = 1\n" + base + "\n[[device]]\nname = \"a\"\ngpus = -1\n",
        "'gpus' must be between 0 and 64"},
+      {"format = 1\n" + base + "\n[[device]]\nselect = \"0\"\ndevices = \"0,1\"\n",
+       "select and devices exclude each other"},
+      {"format = 1\n" + base + "\n[[device]]\ndevices = \"0,,1\"\n",
+       "devices: --devices '0,,1': '' is not a device index"},
   };
   for (const auto& k : cases) {
     auto c = parse(k.text);
@@ -182,6 +186,39 @@ TEST_F(CampaignTest, MistakesAreNamedWithTheirLine) {
     EXPECT_EQ(c.error_kind(), ErrorKind::input);
     EXPECT_NE(c.error().find(k.expect), std::string::npos) << c.error();
   }
+}
+
+// A [[device]] with `devices`: several GPUs of the node for each workflow; a Slurm job asks
+// for as many GPUs as indices were given.
+TEST_F(CampaignTest, ADeviceMayNameSeveralGpusOfOneHost) {
+  auto c = parse(R"(
+format = 1
+name = "m"
+contexts = ["matmul-hlsl-fp32"]
+sequences = ["hlsl-fp32-short"]
+llms = ["replay:hlsl-fp32"]
+
+[[device]]
+devices = "0,1"
+
+[[device]]
+name = "h100s"
+devices = "all"
+gpus = 4
+)");
+  ASSERT_TRUE(c) << c.error();
+  auto ws = workflows(*c);
+  ASSERT_EQ(ws.size(), 2u);
+  EXPECT_EQ(ws[0].device.devices, "0,1");
+  EXPECT_EQ(ws[0].device.select, "");
+  EXPECT_EQ(ws[0].device.gpus, 2);
+  EXPECT_EQ(ws[1].device.name, "h100s");
+  EXPECT_EQ(ws[1].device.gpus, 4);
+  auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  EXPECT_TRUE(has(sbatch_options(*c, ws[0]), "--gres=gpu:2"));
+  EXPECT_TRUE(has(sbatch_options(*c, ws[1]), "--gres=gpu:4"));
 }
 
 TEST_F(CampaignTest, SlurmJobsAskForGpusOnlyOnGpuDevices) {

@@ -179,6 +179,7 @@ Result<ExecOutcome> exec_workflow(const Campaign& c, const std::string& id) {
   }
   api::EvalArgs e;
   e.device = w->device.select;
+  e.devices = w->device.devices;
   e.small = c.eval.small.value_or(false);
   e.full = c.eval.small.has_value() && !*c.eval.small;
   e.budget = c.eval.budget;

@@ -351,6 +351,30 @@ TEST_F(Cli, TuneWithAStrategyRecordsAndExportsTheSearch) {
   EXPECT_NE(m.err.find("budget '10x'"), std::string::npos) << m.err;
 }
 
+// A search resumed from the store in a workspace that lost its build cache (packed without
+// .peak/cache and unpacked elsewhere) reuses every measurement and still times the best
+// configuration: its build is made again instead of being looked for where it no longer is.
+TEST_F(Cli, AResumedSearchTimesTheBestConfigurationWithoutItsOldBuild) {
+  fs::path ws = workspace_with_device("reuse", "");
+  const std::vector<std::string> search = {"-q",         "--json", "tune", "--small", "--strategy",
+                                           "exhaustive", "--tune", "BLOCK_X=8,16"};
+  Out first = peak(search, ws);
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  std::error_code ec;
+  fs::remove_all(ws / ".peak" / "cache", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  std::vector<std::string> again = search;
+  again.push_back("--reuse-measurements");
+  Out o = peak(again, ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json s = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << o.out;
+  EXPECT_EQ(s["configs"]["evaluated"], 6);  // BLOCK_X 8, 16 x the three values of BLOCK_Y
+  EXPECT_EQ(s["configs"]["reused"], 6);
+  ASSERT_TRUE(s["bench"].is_array()) << o.out;
+  for (const auto& m : s["bench"]) EXPECT_EQ(m["disposition"], "passed") << m.dump();
+}
+
 // A sequence step names its strategy and budget.
 TEST_F(Cli, ASequenceStepChoosesItsStrategy) {
   fs::path ws = workspace_with_device("seq", "");
@@ -424,6 +448,33 @@ TEST_F(Cli, BenchTuningComparesStrategiesInSimulation) {
     EXPECT_EQ(def.code, 2);
     EXPECT_NE(def.err.find("no tuning caches under"), std::string::npos) << def.err;
   }
+}
+
+// --devices: malformed specs and --device beside it are usage errors saying what to write; on
+// this machine's one device, `all` is the one-device path and says which device it uses.
+TEST_F(Cli, DevicesOptionIsCheckedAndAllUsesThisMachinesDevice) {
+  fs::path ws = scale_workspace("devices");
+  struct Bad {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {{"validate", "--devices", "0,,1"}, "is not a device index"},
+           {{"tune", "--devices", "0,0"}, "device 0 is named twice"},
+           {{"validate", "--devices", "0,1", "--device", "0"}, "exclude each other"},
+           {{"tune", "--devices", "all", "--compile-only"}, "nothing runs with --compile-only"},
+       }) {
+    Out o = peak(b.args, ws);
+    EXPECT_EQ(o.code, 2) << b.args[2] << o.out << o.err;
+    EXPECT_NE(o.err.find(b.says), std::string::npos) << o.err;
+  }
+  Out o = peak({"--json", "tune", "--devices", "all", "--budget", "1"}, ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  EXPECT_NE(o.err.find("devices: 1 device: 0 ("), std::string::npos) << o.err;
+  json s = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << o.out;
+  EXPECT_EQ(s["configs"]["evaluated"], 1);
+  EXPECT_FALSE(s.contains("devices"));  // one device: the one-device summary
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ struct Options {
   bool no_feedback = false;
   bool wait = false;
   std::string device;
+  std::string devices;  // --devices: several GPUs of one host
   bool small = false;
   bool full = false;
   int budget = 0;
@@ -178,8 +179,21 @@ Result<EvalChoices> eval_choices(const Options& o) {
     return make_error("--budget and --jobs take positive numbers", ErrorKind::input);
   auto tuning = parse_tuning(o.tuning);
   if (!tuning) return tuning.status();
+  if (!o.device.empty() && !o.devices.empty())
+    return make_error(
+        "--device and --devices exclude each other: --device picks one device, --devices several "
+        "of one model (all, 0,1 or a name substring)",
+        ErrorKind::input);
+  if (!o.devices.empty() && o.compile_only)
+    return make_error(
+        "--devices and --compile-only exclude each other: nothing runs with "
+        "--compile-only",
+        ErrorKind::input);
+  if (!o.devices.empty())
+    if (auto d = parse_devices_spec(o.devices); !d) return Error{d.error(), d.error_kind()};
   EvalChoices c;
   c.device = o.device;
+  c.devices = o.devices;
   if (o.small) c.small = true;
   if (o.full) c.small = false;
   c.budget = static_cast<size_t>(o.budget);
@@ -275,6 +289,9 @@ void add_wait_option(CLI::App* c, Options& o, const char* also = "") {
 
 void add_eval_options(CLI::App* c, Options& o) {
   c->add_option("--device", o.device, "device index or name substring (default: the best one)");
+  c->add_option("--devices", o.devices,
+                "several GPUs of this host, of one model: all, indices (0,1) or a name substring; "
+                "the tuning search spreads over them, the final timing runs on the first");
   c->add_flag("--small", o.small, "time the context's small shapes (default on CPU devices)");
   c->add_flag("--full", o.full, "time the context's bench shapes even on a CPU device");
   c->add_option("--budget", o.budget, "tuning configurations at most");
@@ -1076,10 +1093,39 @@ int cmd_export_space(Options& o) {
   return kOk;
 }
 
+constexpr const char* kBenchUsage =
+    "usage: peak bench [CHECKPOINT]  (the shape suite of kernel.toml against the vendor library), "
+    "or peak bench tuning [CACHE.json ...]  (the tuning strategies in simulation)";
+
+// `peak bench [CHECKPOINT]`: the checkpoint's best configuration over the shape suite.
+int cmd_bench_suite(Options& o) {
+  if (o.args.size() > 1) {
+    err(fmt::format("{}; '{}' is one argument too many", kBenchUsage, o.args[1]));
+    return kUsage;
+  }
+  if (!o.strategies.empty()) {
+    err(fmt::format("--strategies belongs to `peak bench tuning`; {}", kBenchUsage));
+    return kUsage;
+  }
+  auto choices = eval_choices(o);
+  if (!choices) return fail(choices.status());
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  auto r = api::bench(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices);
+  if (!r) return fail(r.status());
+  std::string text = o.json_out ? suite_json(*r).dump(2) + "\n" : suite_text(*r);
+  if (int c = emit(o, text); c != kOk) return c;
+  bool any = std::any_of(r->rows.begin(), r->rows.end(),
+                         [](const SuiteRow& row) { return row.disposition == "passed"; });
+  return any ? kOk : kStepFailed;
+}
+
 int cmd_bench(Options& o) {
-  if (o.args.empty() || o.args[0] != "tuning") {
-    err("usage: peak bench tuning [CACHE.json ...]  (default: the committed spaces, "
-        "results/*/spaces/*.json)");
+  if (o.args.empty() || o.args[0] != "tuning") return cmd_bench_suite(o);
+  if (!o.device.empty() || o.small || o.full || o.no_baseline) {
+    err("--device, --small, --full and --no-baseline belong to `peak bench [CHECKPOINT]`, not to "
+        "`peak bench tuning`");
     return kUsage;
   }
   std::vector<std::string> files(o.args.begin() + 1, o.args.end());
@@ -1179,6 +1225,7 @@ int cmd_demo(Options& o) {
   d.backend = o.backend;
   d.dir = o.dir;
   d.device = o.device;
+  d.devices = o.devices;
   d.small = o.small;
   d.full = o.full;
   d.quiet = o.quiet;
@@ -1307,14 +1354,30 @@ std::vector<Command> commands() {
          c->add_option("--run", o.run, "a tuning run id instead of the checkpoint's last");
        },
        cmd_export_space},
-      {"bench", "benchmarks: `bench tuning [CACHE...]` compares the strategies in simulation",
+      {"bench",
+       "benchmarks: `bench [CHECKPOINT]` times a checkpoint (default HEAD) over the shape suite of "
+       "kernel.toml against the vendor library and records it; `bench tuning [CACHE...]` "
+       "compares the tuning strategies in simulation",
        [](CLI::App* c, Options& o) {
-         c->add_option("args", o.args, "tuning [CACHE.json ...]");
-         c->add_option("--strategies", o.strategies, "comma-separated (default: all)");
-         c->add_option("--seeds", o.seeds, "seeds per strategy and space")->capture_default_str();
-         c->add_option("--batch", o.batch, "configurations per batch")->capture_default_str();
-         c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: each cache's)");
-         c->add_option("-o,--output", o.output, "write the table to FILE");
+         c->add_option("args", o.args, "[CHECKPOINT] | tuning [CACHE.json ...]");
+         c->add_option("--device", o.device,
+                       "bench CHECKPOINT: device index or name substring (default: the best one)");
+         c->add_flag("--small", o.small,
+                     "bench CHECKPOINT: the suite's small variant (default on CPU devices)");
+         c->add_flag("--full", o.full, "bench CHECKPOINT: the full suite even on a CPU device");
+         c->add_flag("--no-baseline", o.no_baseline,
+                     "bench CHECKPOINT: do not time the vendor library (ratios of the peak)");
+         add_wait_option(c, o);
+         c->add_option("--strategies", o.strategies,
+                       "bench tuning: comma-separated (default: all)");
+         c->add_option("--seeds", o.seeds, "bench tuning: seeds per strategy and space")
+             ->capture_default_str();
+         c->add_option("--batch", o.batch, "bench tuning: configurations per batch")
+             ->capture_default_str();
+         c->add_option("--jobs,-j", o.jobs,
+                       "bench tuning: parallel compiles (default: each cache's)");
+         c->add_option("-o,--output", o.output,
+                       "write the table (or with --json the JSON) to FILE");
        },
        cmd_bench},
       {"commit", "checkpoint the working files after a manual edit (validated, tuned, timed)",
@@ -1464,6 +1527,9 @@ std::vector<Command> commands() {
          c->add_option("--backend", o.backend, "cuda, hip, hlsl or auto")->capture_default_str();
          c->add_option("--dir", o.dir, "workspace folder (default: a new temporary folder)");
          c->add_option("--device", o.device, "device selector");
+         c->add_option("--devices", o.devices,
+                       "several GPUs of this host, of one model: all, indices (0,1) or a name "
+                       "substring");
          c->add_flag("--small", o.small, "small shapes (default on CPU devices)");
          c->add_flag("--full", o.full,
                      "the whole sequence where its recording exists "

@@ -174,6 +174,34 @@ Result<Initializer> parse_initializer(std::string_view text) {
 
 // ---- Shapes ----
 
+std::string_view to_string(SuiteClass c) {
+  switch (c) {
+    case SuiteClass::square:
+      return "square";
+    case SuiteClass::irregular:
+      return "irregular";
+    case SuiteClass::large_k:
+      return "large-k";
+    case SuiteClass::small_k:
+      return "small-k";
+    case SuiteClass::small_m:
+      return "small-m";
+    case SuiteClass::wide:
+      return "wide";
+  }
+  return "?";
+}
+
+std::optional<SuiteClass> suite_class_from_string(std::string_view s) {
+  for (SuiteClass c : kAllSuiteClasses)
+    if (to_string(c) == s) return c;
+  return std::nullopt;
+}
+
+const std::vector<SuiteShape>& suite_for(const KernelContext& ctx, bool small) {
+  return small && !ctx.suite_small.empty() ? ctx.suite_small : ctx.suite;
+}
+
 std::string Shape::text() const {
   std::string s;
   for (const auto& [k, v] : values) {
@@ -332,6 +360,11 @@ class Loader {
   void load_arrays(const toml::table& root, KernelContext& ctx);
   void load_tuning(const toml::table& root, KernelContext& ctx);
   void load_shapes(const toml::table& root, KernelContext& ctx);
+  // Reads the values of every scalar from table `t` (skipping the keys in `skip`) and checks
+  // the shape: every scalar given, its sizes evaluate, `valid` holds. `what` names the list.
+  Shape read_shape(const KernelContext& ctx, const toml::table& t, const toml::node& el,
+                   std::string_view what, std::initializer_list<std::string_view> skip = {});
+  void load_suite(const toml::table& root, KernelContext& ctx);
   void check_names(const toml::table& root, const KernelContext& ctx);
 
   std::string file_;
@@ -347,14 +380,15 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
     throw ParseError{fmt::format("{}:{}:{}: {}", file_, e.source().begin.line,
                                  e.source().begin.column, e.description())};
   }
-  check_keys(root,
-             {"format", "name", "description", "backend", "family", "precision", "source",
-              "reference", "flops", "bytes", "valid", "reduction", "workspace", "rtol", "atol",
-              "tuning_valid", "arrays", "scalars", "shapes", "tuning", "entry"},
+  check_keys(root, {"format",    "name",      "description", "backend",      "family", "precision",
+                    "source",    "reference", "flops",       "bytes",        "valid",  "reduction",
+                    "workspace", "rtol",      "atol",        "tuning_valid", "arrays", "scalars",
+                    "shapes",    "suite",     "tuning",      "entry"},
              "at the top level of kernel.toml");
 
   KernelContext ctx;
   ctx.dir = dir;
+  ctx.format = kContextFormatOldest;  // a file without `format` is format 2
   if (const toml::node* f = root.get("format")) {
     int64_t v = as_int(*f, "'format'");
     if (v > kContextFormatVersion) {
@@ -364,11 +398,11 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
     if (v < 1)
       fail(*f, fmt::format("format {} is not a valid format version (use {})", v,
                            kContextFormatVersion));
-    if (v < kContextFormatVersion)
+    if (v < kContextFormatOldest)
       fail(*f, fmt::format("format {} kernel contexts held host code in the host region; format {} "
                            "holds a launch plan there (docs/launch-plan.md): rewrite the host "
                            "region as a plan and set format = {}",
-                           v, kContextFormatVersion, kContextFormatVersion));
+                           v, kContextFormatOldest, kContextFormatVersion));
     ctx.format = static_cast<int>(v);
   }
   ctx.name = req_string(root, "name", "(the kernel context's name)");
@@ -454,6 +488,7 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
   }
 
   load_shapes(root, ctx);
+  load_suite(root, ctx);
 
   if (ctx.reference == ReferenceKind::cpu) {
     if (Status s = check_cpu_reference(ctx); !s) {
@@ -643,33 +678,101 @@ void Loader::load_shapes(const toml::table& root, KernelContext& ctx) {
       if (!t)
         fail(el, fmt::format("every entry of shapes.{} must be a table like {{ M = 64 }}, not {}",
                              list.key, type_name(el)));
-      Shape shape;
-      for (auto&& [k, v] : *t) {
-        std::string key(k.str());
-        bool known = std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
-                                 [&](const ScalarSpec& s) { return s.name == key; });
-        if (!known)
-          fail(k.source(),
-               fmt::format(
-                   "shape in shapes.{} gives a value to '{}', which is not a declared scalar",
-                   list.key, key));
-        shape.values[key] = as_i32(v, fmt::format("scalar '{}'", key));
-      }
-      for (const auto& s : ctx.scalars) {
-        if (!shape.values.count(s.name)) {
-          fail(el, fmt::format("shape in shapes.{} gives no value to scalar '{}'; every shape must "
-                               "give a value to every scalar",
-                               list.key, s.name));
-        }
-      }
-      auto sizes = array_sizes(ctx, shape);
-      if (!sizes) fail(el, fmt::format("shape {}: {}", shape.text(), sizes.error()));
-      auto ok = shape_is_valid(ctx, shape);
-      if (!ok) fail(el, fmt::format("shape {}: {}", shape.text(), ok.error()));
-      if (!*ok) {
-        fail(el, fmt::format("shape {} does not satisfy valid = \"{}\"", shape.text(), ctx.valid));
-      }
-      list.out->push_back(std::move(shape));
+      list.out->push_back(read_shape(ctx, *t, el, fmt::format("shapes.{}", list.key)));
+    }
+  }
+}
+
+Shape Loader::read_shape(const KernelContext& ctx, const toml::table& t, const toml::node& el,
+                         std::string_view what, std::initializer_list<std::string_view> skip) {
+  Shape shape;
+  for (auto&& [k, v] : t) {
+    std::string key(k.str());
+    if (std::find(skip.begin(), skip.end(), key) != skip.end()) continue;
+    bool known = std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
+                             [&](const ScalarSpec& s) { return s.name == key; });
+    if (!known)
+      fail(k.source(),
+           fmt::format("shape in {} gives a value to '{}', which is not a declared scalar", what,
+                       key));
+    shape.values[key] = as_i32(v, fmt::format("scalar '{}'", key));
+  }
+  for (const auto& s : ctx.scalars) {
+    if (!shape.values.count(s.name)) {
+      fail(el, fmt::format("shape in {} gives no value to scalar '{}'; every shape must give a "
+                           "value to every scalar",
+                           what, s.name));
+    }
+  }
+  auto sizes = array_sizes(ctx, shape);
+  if (!sizes) fail(el, fmt::format("shape {}: {}", shape.text(), sizes.error()));
+  auto ok = shape_is_valid(ctx, shape);
+  if (!ok) fail(el, fmt::format("shape {}: {}", shape.text(), ok.error()));
+  if (!*ok) {
+    fail(el, fmt::format("shape {} does not satisfy valid = \"{}\"", shape.text(), ctx.valid));
+  }
+  return shape;
+}
+
+void Loader::load_suite(const toml::table& root, KernelContext& ctx) {
+  const toml::node* node = root.get("suite");
+  if (!node) return;
+  // A format-2 peak would call [suite] an unknown key; the format says what the file needs.
+  if (ctx.format < kContextFormatSuite)
+    fail(*node, fmt::format("[suite] needs kernel context format {}; write 'format = {}' at the "
+                            "top of kernel.toml",
+                            kContextFormatSuite, kContextFormatSuite));
+  const toml::table* suite = node->as_table();
+  if (!suite)
+    fail(*node, fmt::format("'suite' must be a table ([suite]), not {}", type_name(*node)));
+  check_keys(*suite, {"shapes", "small"}, "in [suite]");
+  for (const auto& s : ctx.scalars)
+    if (s.name == "name" || s.name == "class")
+      fail(*node, fmt::format("a suite entry uses the key '{}' for itself, so a context with a "
+                              "scalar named '{}' cannot have a suite; rename the scalar",
+                              s.name, s.name));
+  std::string classes;
+  for (SuiteClass c : kAllSuiteClasses)
+    classes += (classes.empty() ? "" : ", ") + std::string(to_string(c));
+  struct List {
+    std::string_view key;
+    std::vector<SuiteShape>* out;
+  } lists[] = {{"shapes", &ctx.suite}, {"small", &ctx.suite_small}};
+  for (auto& list : lists) {
+    const toml::node* n = suite->get(list.key);
+    if (!n) continue;
+    const toml::array* arr = n->as_array();
+    if (!arr)
+      fail(*n, fmt::format("suite.{} must be an array of tables like [{{ name = \"square-2048\", "
+                           "class = \"square\", M = 2048, N = 2048, K = 2048 }}]",
+                           list.key));
+    std::map<std::string, const toml::node*> seen;
+    for (const auto& el : *arr) {
+      const toml::table* t = el.as_table();
+      if (!t)
+        fail(el, fmt::format("every entry of suite.{} must be a table like {{ name = \"square\", "
+                             "class = \"square\", M = 64 }}, not {}",
+                             list.key, type_name(el)));
+      SuiteShape ss;
+      const std::string what = fmt::format("suite.{}", list.key);
+      ss.name = req_string(*t, "name", fmt::format("in an entry of {} (the shape's name)", what));
+      auto cls =
+          req_string(*t, "class", fmt::format("in entry '{}' of {} ({})", ss.name, what, classes));
+      auto c = suite_class_from_string(cls);
+      if (!c)
+        fail(*t->get("class"), fmt::format("unknown class '{}' of suite shape '{}' (the classes "
+                                           "are {})",
+                                           cls, ss.name, classes));
+      ss.cls = *c;
+      auto [it, fresh] = seen.emplace(ss.name, t->get("name"));
+      if (!fresh)
+        fail(*t->get("name"),
+             fmt::format("duplicate name '{}' in {} (first at line {}); every suite shape needs a "
+                         "name of its own",
+                         ss.name, what, it->second->source().begin.line));
+      ss.shape =
+          read_shape(ctx, *t, el, fmt::format("{} ('{}')", what, ss.name), {"name", "class"});
+      list.out->push_back(std::move(ss));
     }
   }
 }
@@ -768,7 +871,8 @@ std::string to_toml(const KernelContext& ctx) {
     if (always || !value.empty()) o << key << " = " << quote(value) << "\n";
   };
   o << "# peak kernel context (format documented in docs/kernel-context.md)\n";
-  o << "format = " << ctx.format << "\n";
+  const bool has_suite = !ctx.suite.empty() || !ctx.suite_small.empty();
+  o << "format = " << (has_suite ? std::max(ctx.format, kContextFormatSuite) : ctx.format) << "\n";
   kv("name", ctx.name, true);
   kv("description", ctx.description);
   kv("backend", ctx.backend, true);
@@ -825,6 +929,24 @@ std::string to_toml(const KernelContext& ctx) {
         for (const auto& [k, v] : shape.values) {
           if (!done.count(k)) parts.push_back(fmt::format("{} = {}", k, v));
         }
+        o << "  { " << join(parts, ", ") << " },\n";
+      }
+      o << "]\n";
+    }
+  }
+  if (has_suite) {
+    o << "\n[suite]\n";
+    const std::pair<std::string_view, const std::vector<SuiteShape>*> suites[] = {
+        {"shapes", &ctx.suite}, {"small", &ctx.suite_small}};
+    for (const auto& [key, list] : suites) {
+      if (list->empty()) continue;
+      o << key << " = [\n";
+      for (const auto& ss : *list) {
+        std::vector<std::string> parts = {fmt::format("name = {}", quote(ss.name)),
+                                          fmt::format("class = {}", quote(to_string(ss.cls)))};
+        for (const auto& s : ctx.scalars)
+          if (auto it = ss.shape.values.find(s.name); it != ss.shape.values.end())
+            parts.push_back(fmt::format("{} = {}", s.name, it->second));
         o << "  { " << join(parts, ", ") << " },\n";
       }
       o << "]\n";

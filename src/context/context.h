@@ -18,7 +18,11 @@
 
 namespace peak {
 
-inline constexpr int kContextFormatVersion = 2;
+// The newest kernel.toml format this peak reads and writes. Format 2 is still read (a file
+// without `format` is format 2); format 3 adds the shape suite ([suite]).
+inline constexpr int kContextFormatVersion = 3;
+inline constexpr int kContextFormatOldest = 2;
+inline constexpr int kContextFormatSuite = 3;  // the first format with [suite]
 
 enum class DType { f32, f16, bf16, i32 };
 std::string_view to_string(DType t);
@@ -65,6 +69,23 @@ struct Shape {
   bool operator==(const Shape&) const = default;
 };
 
+// The class of a suite shape: what it stresses. A fixed set, so that suites of different kernels
+// (and reports over many of them) group the same way.
+enum class SuiteClass { square, irregular, large_k, small_k, small_m, wide };
+inline constexpr SuiteClass kAllSuiteClasses[] = {SuiteClass::square,  SuiteClass::irregular,
+                                                  SuiteClass::large_k, SuiteClass::small_k,
+                                                  SuiteClass::small_m, SuiteClass::wide};
+std::string_view to_string(SuiteClass c);  // "square", "irregular", "large-k", ...
+std::optional<SuiteClass> suite_class_from_string(std::string_view s);
+
+// One named shape of the shape suite (`peak bench`).
+struct SuiteShape {
+  std::string name;  // unique within its list ("square-2048")
+  SuiteClass cls = SuiteClass::square;
+  Shape shape;
+  bool operator==(const SuiteShape&) const = default;
+};
+
 struct TuningParam {
   std::string name;
   std::vector<int64_t> values;
@@ -91,6 +112,10 @@ struct KernelContext {
   std::vector<Shape> validation_shapes;  // checked; shown to the LLM
   std::vector<Shape> hidden_shapes;      // checked; never shown to the LLM
   std::vector<Shape> small_shapes;       // used by `peak demo --small` and CPU-device runs
+  // The shape suite `peak bench` times against the vendor library; never shown to the LLM.
+  // `suite_small` is its variant for CPU devices (chosen as `small` is chosen over `bench`).
+  std::vector<SuiteShape> suite;
+  std::vector<SuiteShape> suite_small;
 
   std::vector<TuningParam> tuning;
   std::string tuning_valid;  // constraint over tuning params and device limits ("" = always)
@@ -130,6 +155,9 @@ Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape);
 // shapes give it. Shapes already declared and repeats are skipped, so fewer than `count` may come
 // back when the space is small.
 std::vector<Shape> sample_shapes(const KernelContext& ctx, int count, uint64_t seed);
+// The suite `peak bench` runs: the small variant when `small` and the context has one, else the
+// full suite (which may be empty: the context has no suite).
+const std::vector<SuiteShape>& suite_for(const KernelContext& ctx, bool small);
 // FLOPs of one run (0 when no expression is given).
 Result<double> shape_flops(const KernelContext& ctx, const Shape& shape);
 Result<double> shape_bytes(const KernelContext& ctx, const Shape& shape);

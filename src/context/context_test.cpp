@@ -1,6 +1,7 @@
 #include "context/context.h"
 
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -283,8 +284,8 @@ TEST(Context, SemanticErrorsHaveLocations) {
       {with("name = \"UNROLL\"", "name = \"M\""), "kernel.toml:61:8: ", "duplicate name 'M'"},
       {with("default = 16", "default = 12"),
        "kernel.toml:58:11: ", "default 12 of tuning parameter 'BLOCK' is not one of its values"},
-      {with("format = 2", "format = 3"),
-       "kernel.toml:1:10: ", "format 3 is newer than this peak supports"},
+      {with("format = 2", "format = 4"),
+       "kernel.toml:1:10: ", "format 4 is newer than this peak supports"},
       {with("format = 2", "format = 1"),
        "kernel.toml:1:10: ", "format 1 kernel contexts held host code in the host region"},
       {with("workspace = \"4 * M * N\"", "entry = \"main\""),
@@ -473,7 +474,117 @@ TEST(Context, DocumentedExampleParses) {
   EXPECT_EQ(c->name, "matmul-hlsl-fp32");
   EXPECT_EQ(c->reference, ReferenceKind::cpu);
   EXPECT_EQ(c->hidden_shapes.size(), 2u);
+  EXPECT_EQ(c->suite.size(), 2u);
+  EXPECT_EQ(c->suite_small.size(), 2u);
   EXPECT_EQ(sample_shapes(*c, 8, 1).size(), 8u);
+}
+
+// kMatmul in format 3 with a suite of two shapes and one small shape.
+std::string with_suite(std::string_view suite) {
+  std::string t(kMatmul);
+  t.replace(t.find("format = 2"), 10, "format = 3");
+  return t + "\n[suite]\n" + std::string(suite);
+}
+
+TEST(Context, ShapeSuiteParsesAndRoundTrips) {
+  auto c = parse_context(with_suite(R"(shapes = [
+  { name = "square-2048", class = "square", M = 2048, N = 2048, K = 2048 },
+  { name = "decode", class = "small-m", M = 16, N = 4096, K = 4096 },
+]
+small = [ { name = "square-64", class = "square", M = 64, N = 64, K = 64 } ]
+)"),
+                         "kernel.toml");
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  EXPECT_EQ(c->format, 3);
+  ASSERT_EQ(c->suite.size(), 2u);
+  EXPECT_EQ(c->suite[1].name, "decode");
+  EXPECT_EQ(c->suite[1].cls, SuiteClass::small_m);
+  EXPECT_EQ(c->suite[1].shape.values.at("M"), 16);
+  ASSERT_EQ(c->suite_small.size(), 1u);
+  EXPECT_EQ(&suite_for(*c, true), &c->suite_small);
+  EXPECT_EQ(&suite_for(*c, false), &c->suite);
+  // The suite is no declared shape: sampling and the shape lists are unchanged.
+  EXPECT_EQ(c->bench_shapes.size(), 1u);
+  std::string text = to_toml(*c);
+  auto again = parse_context(text, "kernel.toml");
+  ASSERT_TRUE(again.is_ok()) << again.error() << "\n" << text;
+  EXPECT_EQ(again->suite, c->suite);
+  EXPECT_EQ(again->suite_small, c->suite_small);
+  EXPECT_EQ(to_toml(*again), text);
+  // Every class has one spelling that reads back.
+  for (SuiteClass k : kAllSuiteClasses) EXPECT_EQ(suite_class_from_string(to_string(k)), k);
+  EXPECT_FALSE(suite_class_from_string("Square"));
+}
+
+TEST(Context, FormatTwoStillLoadsAndHasNoSuite) {
+  auto c = parse_context(kMatmul, "kernel.toml");
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  EXPECT_EQ(c->format, 2);
+  EXPECT_TRUE(c->suite.empty());
+  EXPECT_TRUE(suite_for(*c, true).empty());
+  EXPECT_NE(to_toml(*c).find("format = 2\n"), std::string::npos);
+  // Without `format` a file is format 2.
+  std::string t(kMatmul);
+  t.erase(0, t.find('\n') + 1);
+  auto d = parse_context(t, "kernel.toml");
+  ASSERT_TRUE(d.is_ok()) << d.error();
+  EXPECT_EQ(d->format, 2);
+}
+
+TEST(Context, ShapeSuiteErrors) {
+  struct Case {
+    std::string text, contains;
+  } cases[] = {
+      {std::string(kMatmul) + "\n[suite]\nshapes = []\n",
+       "[suite] needs kernel context format 3; write 'format = 3'"},
+      {with_suite("shapes = [ { name = \"a\", class = \"tall\", M = 1, N = 1, K = 1 } ]\n"),
+       "unknown class 'tall' of suite shape 'a' (the classes are square, irregular, large-k, "
+       "small-k, small-m, wide)"},
+      {with_suite("shapes = [ { name = \"a\", class = \"square\", M = 1, N = 1 } ]\n"),
+       "shape in suite.shapes ('a') gives no value to scalar 'K'"},
+      {with_suite("shapes = [ { name = \"a\", class = \"square\", M = 1, N = 1, K = 1 },\n"
+                  "  { name = \"a\", class = \"wide\", M = 2, N = 2, K = 2 } ]\n"),
+       "duplicate name 'a' in suite.shapes (first at line"},
+      {with_suite("shapes = [ { class = \"square\", M = 1, N = 1, K = 1 } ]\n"),
+       "missing required key 'name'"},
+      {with_suite("shapes = [ { name = \"a\", M = 1, N = 1, K = 1 } ]\n"),
+       "missing required key 'class'"},
+      {with_suite("shapes = [ { name = \"a\", class = \"square\", M = 1, N = 1, K = 1, Q = 2 } "
+                  "]\n"),
+       "'Q', which is not a declared scalar"},
+      {with_suite("shapes = [ { name = \"a\", class = \"square\", M = 0, N = 1, K = 1 } ]\n"),
+       "does not satisfy valid"},
+      {with_suite("shape = []\n"), "unknown key 'shape' in [suite]"},
+      {with_suite("shapes = { name = \"a\" }\n"), "suite.shapes must be an array of tables"},
+  };
+  for (const auto& c : cases) {
+    std::string e = parse_error_of(c.text);
+    EXPECT_EQ(e.rfind("kernel.toml:", 0), 0u) << e;
+    EXPECT_NE(e.find(c.contains), std::string::npos) << "expected '" << c.contains << "' in: " << e;
+  }
+  // The same names in the full and the small suite are allowed: they are separate lists.
+  EXPECT_TRUE(parse_context(
+      with_suite("shapes = [ { name = \"a\", class = \"square\", M = 8, N = 8, K = 8 } ]\n"
+                 "small = [ { name = \"a\", class = \"square\", M = 2, N = 2, K = 2 } ]\n"),
+      "kernel.toml"));
+}
+
+TEST(Context, ExamplesCarryTheShapeSuite) {
+  const char* const examples[] = {"matmul-cuda-fp32", "matmul-cuda-fp16", "matmul-cuda-bf16",
+                                  "matmul-hip-fp32",  "matmul-hip-fp16",  "matmul-hlsl-fp32"};
+  for (const char* e : examples) {
+    auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
+    ASSERT_TRUE(c.is_ok()) << c.error();
+    EXPECT_EQ(c->suite.size(), 8u) << e;
+    EXPECT_EQ(c->suite_small.size(), c->suite.size()) << e;
+    std::set<SuiteClass> classes, small_classes;
+    for (const auto& s : c->suite) classes.insert(s.cls);
+    for (const auto& s : c->suite_small) small_classes.insert(s.cls);
+    EXPECT_EQ(classes.size(), std::size(kAllSuiteClasses)) << e << ": every class";
+    EXPECT_EQ(classes, small_classes) << e;
+    // The small variant stays small: a CPU device runs each shape in well under a second.
+    for (const auto& s : c->suite_small) EXPECT_LE(*shape_flops(*c, s.shape), 1.2e8) << s.name;
+  }
 }
 
 TEST(Context, ShapesAsArraysOfTables) {

@@ -262,6 +262,18 @@ Status tag(Workspace& ws, const std::string& name, const std::string& ref) {
 }
 
 Status check_tuning(const EvalArgs& a) {
+  if (!a.device.empty() && !a.devices.empty())
+    return Status::error(
+        "device and devices exclude each other: device picks one device, devices several of "
+        "one model (all, 0,1 or a name substring)",
+        ErrorKind::input);
+  if (!a.devices.empty() && a.compile_only)
+    return Status::error(
+        "devices and compile_only exclude each other: nothing runs when "
+        "compiling only",
+        ErrorKind::input);
+  if (!a.devices.empty())
+    if (auto d = parse_devices_spec(a.devices); !d) return Status::error(d.error(), d.error_kind());
   if (!a.strategy.empty())
     if (auto s = make_strategy(a.strategy); !s) return Status::error(s.error());
   if (!a.strategy_budget.empty())
@@ -272,6 +284,7 @@ Status check_tuning(const EvalArgs& a) {
 EvalChoices eval_choices(const EvalArgs& a) {
   EvalChoices c;
   c.device = a.device;
+  c.devices = a.devices;
   if (a.small) c.small = true;
   if (a.full) c.small = false;
   if (a.budget > 0) c.budget = static_cast<size_t>(a.budget);
@@ -292,6 +305,12 @@ EvalOptions eval_options(Workspace& ws, const EvalChoices& c) {
 
 EvalOptions eval_options(Workspace& ws, const EvalArgs& a) {
   return eval_options(ws, eval_choices(a));
+}
+
+Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices) {
+  auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
+  if (!id) return id.status();
+  return ws.bench_suite(*id, choices);
 }
 
 }  // namespace peak::api

@@ -55,6 +55,12 @@ Result<std::string> render_report(Workspace& ws, const std::string& ref, const s
 Result<std::string> render_report_at(const std::filesystem::path& where, const std::string& ref,
                                      const std::string& format);
 
+// `peak bench [REF]`: the best configuration of `ref` ("" = HEAD) timed over its context's shape
+// suite with the vendor library in the same run (Workspace::bench_suite), recorded as an
+// evaluation of kind "suite". `choices` uses the device, --small / --full and --no-baseline.
+// suite_json (report/suite.h) is its JSON form; suite_text its table.
+Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices);
+
 // Tags `ref` (default HEAD) as `name`.
 Status tag(Workspace& ws, const std::string& name, const std::string& ref);
 
@@ -69,8 +75,12 @@ struct EvalArgs {
   // whether configurations measured before are reused.
   std::string strategy, strategy_budget;
   bool reuse_measurements = false;
+  // Several GPUs of one host: "all", indices ("0,1") or a name substring (engine/devices.h);
+  // excludes `device` (check_tuning says so).
+  std::string devices;
 };
-// The strategy names a known strategy and the budget spec is well formed; the error says why not.
+// The strategy names a known strategy, the budget spec is well formed, and `device` and
+// `devices` are not both given (`devices` well formed); the error says why not.
 Status check_tuning(const EvalArgs& a);
 // What the user asked (ApplyOptions::eval); the device decides the rest. `a` was checked by
 // check_tuning (a malformed budget spec is ignored).

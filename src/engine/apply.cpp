@@ -294,7 +294,9 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
   if (!be) return fail_kind(be.error_kind(), be.error());
   if (opts.eval.compile_only && opts.prompt_device)
     set_device(opts.eval.device, *opts.prompt_device);
-  auto probed = device(opts.eval.device);
+  auto selector = device_selector(opts.eval);  // with --devices, the first of them
+  if (!selector) return fail_kind(selector.error_kind(), selector.error());
+  auto probed = device(*selector);
   if (!probed) return fail_kind(ErrorKind::environment, probed.error());
   std::optional<DeviceFacts> prompt_device = opts.prompt_device;
   if (!prompt_device && starts_with(opts.llm, "replay:")) {

@@ -83,7 +83,15 @@ int run_demo(const DemoOptions& opts) {
     return 2;
   }
   (*ws)->progress().set_quiet(opts.quiet);
-  auto dev = (*ws)->device(opts.device);
+  EvalChoices wanted;
+  wanted.device = opts.device;
+  wanted.devices = opts.devices;
+  auto selector = (*ws)->device_selector(wanted);  // with --devices, the first of them
+  if (!selector && selector.error_kind() == ErrorKind::input) {
+    std::fprintf(stderr, "peak demo: %s\n", selector.error().c_str());
+    return 2;
+  }
+  auto dev = selector ? (*ws)->device(*selector) : Result<DeviceFacts>(Error{selector.error()});
   if (!dev) {
     std::fprintf(
         stderr,
@@ -111,6 +119,7 @@ int run_demo(const DemoOptions& opts) {
   ro.apply.llm = "replay:" + rec_dir.string();
   ro.apply.driver.workspace = (*ws)->root();
   ro.apply.eval.device = opts.device;
+  ro.apply.eval.devices = opts.devices;
   if (opts.small) ro.apply.eval.small = true;
   if (opts.full) ro.apply.eval.small = false;
   // A budget N means N configurations at most (eval_options_for drops the space fraction).

@@ -13,6 +13,7 @@ struct DemoOptions {
   std::string backend = "auto";  // cuda, hip, hlsl or auto (CUDA when a CUDA GPU answers)
   std::string dir;               // workspace folder ("" = a new temporary folder)
   std::string device;
+  std::string devices;  // several GPUs of one host (engine/devices.h); excludes `device`
   bool small = false, full = false, quiet = false, json_out = false;
   int budget = 0;
 };

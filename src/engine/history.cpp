@@ -327,6 +327,9 @@ Status Workspace::protect_changes(const std::map<std::string, std::string>& targ
   auto w = working_state();
   if (!w) return w.status();
   if (w->clean) return Status::ok();
+  // Nothing is lost when every working file is missing (a store copied into an empty folder):
+  // there is no content to keep, and a stash cannot record one.
+  if (w->files.empty()) return Status::ok();
   // Nothing is lost when the target holds exactly the working files.
   bool same = true;
   for (const auto& [path, text] : w->files) {

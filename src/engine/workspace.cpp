@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/evaluate_internal.h"
 #include "engine/paths.h"
 #include "expr/expr.h"
 #include "util/device_lock.h"
@@ -76,12 +77,14 @@ EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device) {
 json eval_options_json(const EvalOptions& o) {
   json overrides = json::object();
   for (const auto& [k, v] : o.tuning_overrides) overrides[k] = v;
-  return json{{"device", o.device},     {"small", o.small},
-              {"budget", o.budget},     {"top_k", o.top_k},
-              {"seeds", o.seeds},       {"baseline", o.baseline},
-              {"tuning", overrides},    {"compile_only", o.compile_only},
-              {"sanitize", o.sanitize}, {"task_timeout_s", o.task_timeout_s},
-              {"standard", o.standard}};
+  json j{{"device", o.device},     {"small", o.small},
+         {"budget", o.budget},     {"top_k", o.top_k},
+         {"seeds", o.seeds},       {"baseline", o.baseline},
+         {"tuning", overrides},    {"compile_only", o.compile_only},
+         {"sanitize", o.sanitize}, {"task_timeout_s", o.task_timeout_s},
+         {"standard", o.standard}};
+  if (!o.devices.empty()) j["devices"] = o.devices;
+  return j;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,7 +393,47 @@ Result<DeviceFacts> Workspace::device(const std::string& selector) {
   return *d;
 }
 
+Result<DeviceSelection> Workspace::devices(const std::string& spec) {
+  if (auto it = selections_.find(spec); it != selections_.end()) return it->second;
+  auto sel = select_devices(spec, [this](const std::string& s) { return device(s); });
+  if (!sel) return sel;
+  progress_.print("devices: " + sel->text());
+  selections_[spec] = *sel;
+  return *sel;
+}
+
+namespace {
+Status check_device_choices(const EvalChoices& c) {
+  if (!c.device.empty() && !c.devices.empty())
+    return Status::error(
+        "--device and --devices exclude each other: --device picks one device, --devices "
+        "several of one model (all, 0,1 or a name substring)",
+        ErrorKind::input);
+  return Status::ok();
+}
+}  // namespace
+
+Result<std::string> Workspace::device_selector(const EvalChoices& choices) {
+  if (Status st = check_device_choices(choices); !st) return Error{st.message(), st.kind()};
+  if (choices.devices.empty() || choices.compile_only) return choices.device;
+  auto sel = devices(choices.devices);
+  if (!sel) return Error{sel.error(), sel.error_kind()};
+  return sel->devices.front().selector;
+}
+
 Result<EvalOptions> Workspace::eval_options(const EvalChoices& choices) {
+  if (Status st = check_device_choices(choices); !st) return Error{st.message(), st.kind()};
+  if (!choices.devices.empty() && !choices.compile_only) {
+    // The first device decides the defaults (all are of one model) and makes the final timing.
+    auto sel = devices(choices.devices);
+    if (!sel) return Error{sel.error(), sel.error_kind()};
+    EvalChoices first = choices;
+    first.device = sel->devices.front().selector;
+    EvalOptions e = eval_options_for(first, sel->devices.front().facts.is_cpu);
+    if (sel->devices.size() > 1)
+      for (const auto& d : sel->devices) e.devices.push_back(d.selector);
+    return e;
+  }
   if (choices.compile_only) {
     // Nothing runs: the device need not be here (its facts may come from --prompt-device).
     if (auto it = devices_.find(choices.device); it != devices_.end())
@@ -405,13 +448,8 @@ Result<EvalOptions> Workspace::eval_options(const EvalChoices& choices) {
 // ---------------------------------------------------------------------------------------------
 // Evaluation
 
-namespace {
-
-struct PeakInfo {
-  double tflops = 0;  // for % of peak
-  std::string source;
-  double limit = 0;  // for faster_than_peak
-};
+// Shared with the suite benchmark (engine/evaluate_internal.h).
+namespace detail {
 
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   PeakInfo p;
@@ -490,7 +528,12 @@ json measurement_json(const Measurement& m) {
   return j;
 }
 
-}  // namespace
+}  // namespace detail
+using detail::device_lock_for;
+using detail::lock_json;
+using detail::measurement_json;
+using detail::peak_for;
+using detail::PeakInfo;
 
 Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& source,
                                const EvalOptions& opts, std::optional<int64_t> attempt_id,
@@ -538,7 +581,14 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.top_k = opts.top_k;
   to.jobs = opts.jobs;
   to.cache_dir = cache;
-  StatusObserver status([&](const std::string& line) { progress_.status(line); });
+  // Several devices of one host (--devices): the search spreads over them; `dev`, the first,
+  // makes the final timing. Nothing runs with --compile-only: it compiles for the first.
+  const std::vector<std::string> lane_selectors = opts.devices.size() > 1 && !opts.compile_only
+                                                      ? opts.devices
+                                                      : std::vector<std::string>{opts.device};
+  const bool several = lane_selectors.size() > 1;
+  StatusObserver status([&](const std::string& line) { progress_.status(line); },
+                        lane_selectors.size());
   RecordTarget target;
   target.attempt_id = attempt_id;
   target.checkpoint_id = checkpoint_id;
@@ -568,19 +618,58 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     ev.summary["message"] = ev.message;
     return ev;
   }
-  RunnerOptions ro;
-  ro.executable = be.runner();
-  ro.task_timeout_s = opts.task_timeout_s;
-  ro.device_lock = device_lock_for(*dev);
-  ro.device_lock->set_wait_notice([this](const std::string& m) { progress_.status(m, true); });
+  // One runner, lock and validator per device. The lock of each device used is held while its
+  // runners run (one timer per device, docs/sandbox.md).
+  std::vector<DeviceFacts> lane_facts;
+  std::vector<json> lane_json;  // the device as each measurement records it
+  for (const auto& sel : lane_selectors) {
+    auto f = sel == opts.device ? dev : device(sel);
+    if (!f) return fail(Disposition::not_run, f.error());
+    if (f->name != dev->name)
+      return fail(Disposition::not_run,
+                  fmt::format("devices {} ({}) and {} ({}) are of different models: their times "
+                              "do not rank against each other; pick devices of one model",
+                              lane_selectors.front(), dev->name, sel, f->name));
+    lane_facts.push_back(*f);
+    json dj = ev.summary["device"];
+    if (several) {
+      dj["selector"] = sel;
+      if (auto pci = f->extra.find("pci_bus_id"); pci != f->extra.end())
+        dj["pci_bus_id"] = pci->second;
+    }
+    lane_json.push_back(dj);
+  }
+  std::vector<RunnerOptions> lane_runners(lane_selectors.size());
   struct NoticeScope {  // the lock outlives this workspace: it must not call back into it
-    std::shared_ptr<DeviceLock> lock;
-    ~NoticeScope() { lock->set_wait_notice({}); }
-  } notice_scope{ro.device_lock};
-  const DeviceLockStats lock_before = ro.device_lock->stats();
+    std::vector<std::shared_ptr<DeviceLock>> locks;
+    ~NoticeScope() {
+      for (auto& l : locks) l->set_wait_notice({});
+    }
+  } notice_scope;
+  std::vector<DeviceLockStats> locks_before;
+  for (size_t i = 0; i < lane_selectors.size(); ++i) {
+    RunnerOptions& r = lane_runners[i];
+    r.executable = be.runner();
+    r.task_timeout_s = opts.task_timeout_s;
+    r.device = several ? runner_selector(lane_facts[i], lane_selectors[i]) : opts.device;
+    r.device_lock = device_lock_for(lane_facts[i]);
+    r.device_lock->set_wait_notice([this](const std::string& m) { progress_.status(m, true); });
+    notice_scope.locks.push_back(r.device_lock);
+    locks_before.push_back(r.device_lock->stats());
+  }
+  const RunnerOptions& ro = lane_runners.front();
   auto record_lock = [&] {
     ev.summary["device_lock"] =
-        lock_json(*ro.device_lock, ro.device_lock->stats().since(lock_before));
+        lock_json(*ro.device_lock, ro.device_lock->stats().since(locks_before.front()));
+    if (!several) return;
+    json all = json::array();
+    for (size_t i = 0; i < lane_runners.size(); ++i) {
+      json l = lock_json(*lane_runners[i].device_lock,
+                         lane_runners[i].device_lock->stats().since(locks_before[i]));
+      l["selector"] = lane_selectors[i];
+      all.push_back(l);
+    }
+    ev.summary["device_locks"] = all;
   };
   ReferenceSource ref;
   ref.cache_dir = cache;
@@ -604,7 +693,18 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     ref.seed_config = dc;
     ref.seed_source = *seed_regions;
   }
-  Validator validator(be, *dev, ro, ref);
+  std::vector<std::unique_ptr<Validator>> validators;
+  std::vector<DeviceLane> lanes;
+  for (size_t i = 0; i < lane_selectors.size(); ++i) {
+    validators.push_back(std::make_unique<Validator>(be, lane_facts[i], lane_runners[i], ref));
+    lanes.push_back(DeviceLane{&lane_facts[i], &lane_runners[i], validators.back().get()});
+  }
+  Validator& validator = *validators.front();
+  if (several) {
+    json all = json::array();
+    for (const auto& dj : lane_json) all.push_back(dj);
+    ev.summary["devices"] = all;
+  }
 
   // Deadlines from what the reference kernels took per task on this device (the seed, the parent
   // and this kernel's own last evaluation), so that a slow machine is not taken for a hung kernel.
@@ -663,8 +763,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
   // reports see the distribution of the search, and `peak serve` its progress.
-  const json screening_device = ev.summary["device"];
-  to.on_timed = [&](const ConfigOutcome& o) {
+  to.on_timed = [&](const ConfigOutcome& o) {  // on the thread of the device that timed it
     for (const auto& m : o.measurements) {
       MeasurementRecord mr;
       mr.attempt_id = attempt_id;
@@ -677,7 +776,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
       mr.spread = m.stats.rel_spread;
       mr.gflops = m.gflops;
       mr.disposition = std::string(to_string(m.disposition));
-      json dj = screening_device;
+      json dj = lane_json.at(o.device);
       dj["clock_mhz_before"] = m.clock_mhz_before;
       dj["clock_mhz_after"] = m.clock_mhz_after;
       mr.device_json = dj.dump();
@@ -686,7 +785,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   };
   to.cancelled = opts.cancelled;
   StoreRecorder recorder(*store_, target);
-  auto tr = tune(be, *dev, ro, validator, ctx, *regions, to, {&status, &recorder});
+  auto tr = tune(be, lanes, ctx, *regions, to, {&status, &recorder});
   progress_.clear();
   record_lock();
   for (const auto& o : tr.outcomes) {
@@ -778,8 +877,23 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   mo.timeout_basis = bench_budget.basis;
   mo.peak_tflops = peak.limit;
   progress_.status(
-      fmt::format("  timing {} on {} shape(s)", config_text(best.config), bench.size()), true);
-  auto ms = measure(be, *dev, ro, validator, ctx, *regions, best.build, best.config, bench, mo);
+      fmt::format("  timing {} on {} shape(s){}", config_text(best.config), bench.size(),
+                  several ? fmt::format(" on device {} (the first of {})", lane_selectors.front(),
+                                        lane_selectors.size())
+                          : ""),
+      true);
+  // A configuration whose outcome was reused (--reuse-measurements) was not built by this
+  // process, and its build may be gone (a workspace packed without .peak/cache and unpacked
+  // elsewhere): build it again; the compiler cache makes this free when the build is still there.
+  BuildResult best_build = best.build;
+  if (std::error_code ec; best_build.artifact.empty() || !fs::exists(best_build.artifact, ec)) {
+    best_build = be.build(BuildRequest{&ctx, source, best.config, *dev, cache});
+    if (best_build.disposition != Disposition::passed)
+      return fail(best_build.disposition,
+                  fmt::format("the best configuration ({}) does not build again:\n{}",
+                              config_text(best.config), best_build.log));
+  }
+  auto ms = measure(be, *dev, ro, validator, ctx, *regions, best_build, best.config, bench, mo);
   progress_.clear();
   record_lock();
   for (const auto& m : ms)
@@ -788,7 +902,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   ev.summary["phases"]["bench_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json mj = json::array();
-  json device_json = ev.summary["device"];
+  const json& device_json = lane_json.front();  // the final timing's device
   for (auto& m : ms) {
     if (peak.tflops > 0) m.pct_of_peak = 100.0 * m.gflops / (peak.tflops * 1e3);
     mj.push_back(measurement_json(m));

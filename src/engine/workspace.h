@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "context/context.h"
+#include "engine/devices.h"
 #include "llm/llm.h"
 #include "report/report.h"
 #include "store/store.h"
@@ -35,6 +36,10 @@ inline constexpr const char* kCancelledMessage = "cancelled";
 // How candidates are evaluated (validated, tuned, timed).
 struct EvalOptions {
   std::string device;  // device selector ("" = best)
+  // Several devices of one host (--devices, engine/devices.h): their selectors, `device` first.
+  // The tuning search validates and times on all of them; the final timing of the best
+  // configuration and of the vendor baseline runs on `device` alone. Empty: `device` alone.
+  std::vector<std::string> devices;
   bool small = false;  // time the context's small shapes instead of its bench shapes
   size_t budget = 48;  // tuning configurations at most (or budget_fraction of the space)
   // The tuning search (docs/tuning.md): the strategy ("" = the default) and the rest of its
@@ -71,6 +76,9 @@ EvalOptions default_eval_options(bool cpu_device);
 // shapes and a smaller budget). Resolved by Workspace::eval_options once the device is known.
 struct EvalChoices {
   std::string device;         // device selector ("" = best)
+  // --devices: "all", indices ("0,1") or a name substring (engine/devices.h); "" = `device`
+  // alone. The two exclude each other.
+  std::string devices;
   std::optional<bool> small;  // --small / --full; unset: the device's default
   size_t budget = 0;          // 0: the device's default
   int jobs = 0;               // 0: all cores
@@ -237,6 +245,11 @@ class Workspace {
   void set_device(const std::string& selector, const DeviceFacts& facts) {
     devices_[selector] = facts;
   }
+  // The devices a --devices spec names (probed once per spec; engine/devices.h). The first
+  // resolution prints which devices are used and which were left out.
+  Result<DeviceSelection> devices(const std::string& spec);
+  // The selector of the device these choices evaluate on: `device`, or the first of `devices`.
+  Result<std::string> device_selector(const EvalChoices& choices);
   // The evaluation options for these choices on the chosen device (probes it).
   Result<EvalOptions> eval_options(const EvalChoices& choices);
 
@@ -244,6 +257,14 @@ class Workspace {
   Evaluation evaluate(const KernelContext& ctx, const std::string& source, const EvalOptions& opts,
                       std::optional<int64_t> attempt_id = {},
                       std::optional<int64_t> checkpoint_id = {});
+  // `peak bench`: the checkpoint's best configuration (its result's; the kernel's default values
+  // when it has no result) timed at every shape of its context's shape suite (the small variant
+  // when the choices or the device ask for small shapes), the vendor library timed in the same
+  // runner task; nothing is validated beyond the checks of the timed launches. Recorded as an
+  // evaluation of kind "suite", which is never the checkpoint's result. A shape that cannot be
+  // timed is a row with its disposition. A context without a suite is an input error that says
+  // how to add one.
+  Result<SuiteResult> bench_suite(int64_t id, const EvalChoices& choices);
   // The checkpoint's result when it has one and `force` is false; else evaluates it and adds
   // the evaluation to its history (never replacing an earlier one). `kind` names why
   // ("validate", "tune", "parent", ...).
@@ -341,6 +362,7 @@ class Workspace {
   std::unique_ptr<Backend> backend_;
   std::string backend_name_;
   std::map<std::string, DeviceFacts> devices_;
+  std::map<std::string, DeviceSelection> selections_;  // --devices spec -> devices
   Progress progress_;
   OpenOptions open_;
   std::unique_ptr<WorkspaceLock> lock_;

@@ -320,6 +320,86 @@ TEST_F(WorkspaceTest, CommitRefusesNothingAndBadFilesAreInputErrors) {
   EXPECT_EQ(ws->store().checkpoints()->size(), 1u);
 }
 
+// --devices over two devices of one model: this machine's device (lavapipe where there is no
+// GPU) under selectors 0 and 1, its probed facts given for both (as for a device probed
+// elsewhere); the runners reach it through the index its probe reported. Every screening
+// measurement names the device it ran on; the final timing is on device 0 alone.
+TEST_F(WorkspaceTest, SeveralDevicesShareTheSearchAndTheFirstMakesTheFinalTiming) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  auto probed = ws->device("");
+  ASSERT_TRUE(probed) << probed.error();
+  ws->set_device("0", *probed);
+  ws->set_device("1", *probed);
+  EvalChoices c;
+  c.devices = "0,1";
+  c.budget = 2;
+  auto eo = ws->eval_options(c);
+  ASSERT_TRUE(eo) << eo.error();
+  EXPECT_EQ(eo->device, "0");
+  EXPECT_EQ(eo->devices, (std::vector<std::string>{"0", "1"}));
+  EXPECT_TRUE(eo->standard);
+  EXPECT_EQ(eval_options_json(*eo)["devices"], json::array({"0", "1"}));
+  auto ev = ws->evaluate_checkpoint(1, *eo, true, "tune");
+  ASSERT_TRUE(ev) << ev.error();
+  ASSERT_EQ(ev->disposition, Disposition::passed) << ev->message;
+  ASSERT_EQ(ev->summary["devices"].size(), 2u) << ev->summary.dump(2);
+  EXPECT_EQ(ev->summary["devices"][1]["selector"], "1");
+  EXPECT_EQ(ev->summary["device_locks"].size(), 2u);
+  EXPECT_EQ(ev->summary["configs"]["evaluated"], 2);
+  auto ms = ws->store().measurements(1);
+  ASSERT_TRUE(ms) << ms.error();
+  size_t screening = 0, final_timing = 0;
+  for (const auto& m : *ms) {
+    json d = json::parse(m.device_json);
+    ASSERT_TRUE(d.contains("selector")) << m.device_json;
+    if (m.what == "screening") {
+      ++screening;
+      EXPECT_TRUE(d["selector"] == "0" || d["selector"] == "1") << m.device_json;
+    } else {
+      ++final_timing;
+      EXPECT_EQ(d["selector"], "0") << m.what;
+    }
+    EXPECT_EQ(d["name"], probed->name);
+  }
+  EXPECT_EQ(screening, 2u);
+  EXPECT_GE(final_timing, 1u);
+}
+
+TEST_F(WorkspaceTest, DevicesOfDifferentModelsAndBothDeviceOptionsAreRefused) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  DeviceFacts a, b;
+  a.name = "Fake GPU A";
+  b.name = "Fake GPU B";
+  ws->set_device("0", a);
+  ws->set_device("1", b);
+  ws->set_device("2", a);
+  EvalChoices mixed;
+  mixed.devices = "0,1";
+  auto r = ws->eval_options(mixed);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error_kind(), ErrorKind::input);
+  EXPECT_NE(r.error().find("different models (Fake GPU A on device 0; Fake GPU B on device 1)"),
+            std::string::npos)
+      << r.error();
+  EvalChoices both;
+  both.device = "0";
+  both.devices = "0,2";
+  auto e = ws->eval_options(both);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error_kind(), ErrorKind::input);
+  EXPECT_NE(e.error().find("--device and --devices exclude each other"), std::string::npos);
+  // One device named by --devices is the one-device path.
+  EvalChoices one;
+  one.devices = "2";
+  auto o = ws->eval_options(one);
+  ASSERT_TRUE(o) << o.error();
+  EXPECT_EQ(o->device, "2");
+  EXPECT_TRUE(o->devices.empty());
+  EXPECT_FALSE(eval_options_json(*o).contains("devices"));
+}
+
 // A checkpoint keeps every evaluation; its result is the best one under the default options,
 // and log (summary), show (evaluations) and report agree on it.
 TEST_F(WorkspaceTest, EvaluationsAccumulateAndTheResultFollowsOneRule) {
@@ -358,6 +438,36 @@ TEST_F(WorkspaceTest, EvaluationsAccumulateAndTheResultFollowsOneRule) {
   // Not re-evaluated when a result exists and nothing is forced.
   ASSERT_TRUE(ws->evaluate_checkpoint(1, *eo, false));
   EXPECT_EQ(ws->evaluations(1).size(), 3u);
+}
+
+// A store copied into an empty folder (a committed result, say) has no working files: checking
+// out HEAD or another checkpoint writes them, with or without --force, and stashes nothing.
+TEST_F(WorkspaceTest, CheckoutWritesTheFilesOfAStoreCopiedWithoutThem) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  const int64_t second = commit_edit(*ws);
+  ASSERT_GT(second, 1);
+  std::error_code ec;
+  fs::remove(tmp_ / "ws" / "kernel.hlsl", ec);
+  fs::remove(tmp_ / "ws" / "kernel.toml", ec);
+  SwitchOptions force;
+  force.force = true;
+  force.detach = true;
+  auto r = ws->checkout("1", force);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_FALSE(r->stash);
+  EXPECT_TRUE(fs::exists(tmp_ / "ws" / "kernel.hlsl"));
+  EXPECT_TRUE(fs::exists(tmp_ / "ws" / "kernel.toml"));
+  fs::remove(tmp_ / "ws" / "kernel.hlsl", ec);
+  fs::remove(tmp_ / "ws" / "kernel.toml", ec);
+  auto h = ws->checkout("HEAD", SwitchOptions{});
+  ASSERT_TRUE(h) << h.error();
+  auto restored = read_file(tmp_ / "ws" / "kernel.hlsl");
+  ASSERT_TRUE(restored) << restored.error();
+  EXPECT_EQ(*restored, kSource);
+  auto stashes = ws->stash_list();
+  ASSERT_TRUE(stashes) << stashes.error();
+  EXPECT_TRUE(stashes->empty());
 }
 
 TEST_F(WorkspaceTest, ASecondWriterIsRefusedWithTheFirstsName) {
@@ -669,6 +779,83 @@ TEST_F(WorkspaceTest, SequenceTuningAppliesWhereTheParameterExists) {
   auto summary = json::parse(c->summary_json);
   EXPECT_EQ(summary["configs"]["evaluated"], 1);
   EXPECT_EQ(summary["best"]["config"]["BLOCK"], 32);
+}
+
+// `peak bench` on a CPU device: the small suite, from the working kernel.toml when the
+// checkpoint's has none; a shape the kernel does not accept is a row with its disposition; the
+// benchmark is stored as an evaluation of kind "suite" that is never the result, and the report
+// shows it. No number depends on timing: only which rows have numbers.
+TEST_F(WorkspaceTest, BenchTimesTheShapeSuiteAndStoresIt) {
+  // The seed accepts multiples of 4 only, and its kernel.toml has no suite.
+  std::string toml = kToml;
+  toml.replace(toml.find("valid = \"N > 0\""), 15, "valid = \"N > 0 && N % 4 == 0\"");
+  ASSERT_TRUE(write_file(tmp_ / "ctx" / "kernel.toml", toml));
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  EvalChoices c;
+  auto none = ws->bench_suite(1, c);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error_kind(), ErrorKind::input);
+  EXPECT_NE(none.error().find("has no shape suite: add a [suite] table"), std::string::npos)
+      << none.error();
+
+  // The working kernel.toml gets a suite (format 3); one of its shapes is not a multiple of 4.
+  std::string with_suite = kToml;
+  with_suite.replace(with_suite.find("format = 2"), 10, "format = 3");
+  with_suite +=
+      "\n[suite]\n"
+      "shapes = [ { name = \"big\", class = \"square\", N = 1048576 } ]\n"
+      "small = [ { name = \"even\", class = \"square\", N = 4096 },\n"
+      "          { name = \"odd\", class = \"irregular\", N = 4099 },\n"
+      "          { name = \"wide\", class = \"wide\", N = 65536 } ]\n";
+  ASSERT_TRUE(write_file(tmp_ / "ws" / "kernel.toml", with_suite));
+  auto r = ws->bench_suite(1, c);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_TRUE(r->small);  // a CPU device takes the small variant
+  EXPECT_TRUE(r->default_config);
+  EXPECT_EQ(r->config, "BLOCK=64");
+  EXPECT_EQ(r->baseline, "");  // HLSL has no vendor library: ratios of the peak
+  EXPECT_EQ(r->dims_names, "N");
+  ASSERT_EQ(r->rows.size(), 3u);
+  EXPECT_EQ(r->rows[0].name, "even");
+  EXPECT_EQ(r->rows[0].dims, "4096");
+  EXPECT_EQ(r->rows[0].disposition, "passed") << r->rows[0].message;
+  EXPECT_GT(r->rows[0].gflops, 0);
+  EXPECT_FALSE(r->rows[0].samples_ms.empty());
+  EXPECT_EQ(r->rows[1].disposition, "not_run");
+  EXPECT_NE(r->rows[1].message.find("does not accept this shape"), std::string::npos);
+  EXPECT_EQ(r->rows[1].ratio, 0);
+  EXPECT_EQ(r->rows[2].disposition, "passed") << r->rows[2].message;
+  if (r->peak_tflops > 0) {
+    EXPECT_EQ(r->rated, 2);
+    EXPECT_NEAR(r->geomean, geometric_mean({r->rows[0].ratio, r->rows[2].ratio}), 1e-12);
+    EXPECT_NEAR(r->rows[0].ratio, r->rows[0].gflops / (r->peak_tflops * 1e3), 1e-12);
+  }
+  EXPECT_GT(r->evaluation, 0);
+
+  // Stored with the checkpoint, never its result; the report shows the newest one.
+  auto all = ws->evaluations(1);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].record.kind, "suite");
+  EXPECT_FALSE(all[0].is_result);
+  EXPECT_EQ(all[0].summary["suite"]["rows"].size(), 3u);
+  EXPECT_EQ(all[0].summary["measurements"][0]["samples_ms"].size(), r->rows[0].samples_ms.size());
+  EXPECT_FALSE(ws->summary(*ws->store().checkpoint(1)).contains("suite"));
+  auto report = ws->report(1, "t");
+  ASSERT_TRUE(report) << report.error();
+  ASSERT_TRUE(report->steps[0].suite);
+  EXPECT_EQ(report->steps[0].suite->evaluation, r->evaluation);
+  EXPECT_NE(render_text(*report).find("shape suite (peak bench)"), std::string::npos);
+  // A later evaluation is still the result; the suite does not count.
+  EvalChoices one;
+  one.budget = 1;
+  auto eo = ws->eval_options(one);
+  ASSERT_TRUE(eo);
+  ASSERT_TRUE(ws->evaluate_checkpoint(1, *eo, false));
+  auto after = ws->evaluations(1);
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_TRUE(after[1].is_result);
+  EXPECT_FALSE(after[0].is_result);
 }
 
 TEST(CarriedConfigs, NewParametersAroundTheParentsBest) {

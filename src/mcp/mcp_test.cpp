@@ -131,6 +131,24 @@ TEST_F(McpServerTest, EvaluationToolsTakeATuningStrategy) {
       << r.dump();
 }
 
+// `peak bench` as a tool: the shape suite of a checkpoint, with the CLI's options.
+TEST_F(McpServerTest, BenchToolTimesTheShapeSuite) {
+  initialize();
+  json tools = request("tools/list")["result"]["tools"];
+  auto t =
+      std::find_if(tools.begin(), tools.end(), [](const json& x) { return x["name"] == "bench"; });
+  ASSERT_NE(t, tools.end());
+  for (const char* p : {"ref", "device", "small", "full", "no_baseline", "workspace"})
+    EXPECT_TRUE((*t)["inputSchema"]["properties"].contains(p)) << p;
+  EXPECT_EQ((*t)["outputSchema"]["required"], json({"checkpoint", "rows", "geomean"}));
+  // Arguments are checked against the schema before the tool runs.
+  json r = request("tools/call", {{"name", "bench"}, {"arguments", {{"small", "yes"}}}});
+  EXPECT_TRUE(r["result"]["isError"]) << r.dump();
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("bench: "),
+            std::string::npos)
+      << r.dump();
+}
+
 TEST(CheckArguments, TypesRequiredEnumsAndExtras) {
   json schema = {{"type", "object"},
                  {"properties",

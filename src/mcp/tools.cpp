@@ -50,6 +50,10 @@ json with_workspace(json props) {
 
 json eval_props(json props) {
   props["device"] = str("device index or name substring (default: the best one)");
+  props["devices"] =
+      str("several GPUs of this host, of one model, instead of device: \"all\", indices "
+          "(\"0,1\") or a name substring; the tuning search spreads over them, the final timing "
+          "runs on the first");
   props["small"] = boolean("time the context's small shapes (the default on CPU devices)");
   props["full"] = boolean("time the context's bench shapes even on a CPU device");
   props["budget"] = integer("tuning configurations at most");
@@ -177,7 +181,8 @@ Result<EvalChoices> choices_from(const json& a, const ToolContext& ctx) {
                      false,
                      s_arg(a, "strategy"),
                      s_arg(a, "strategy_budget"),
-                     false};
+                     false,
+                     s_arg(a, "devices")};
   if (auto s = api::check_tuning(args); !s) return make_error(s.message());
   EvalChoices c = api::eval_choices(args);
   c.cancelled = ctx.cancelled;
@@ -594,6 +599,22 @@ ToolResult t_evaluate(const json& a, ToolContext& ctx) {
   return ok(j, step_text(j));
 }
 
+ToolResult t_bench(const json& a, ToolContext& ctx) {
+  OPEN_WS(ws, a, ctx);
+  api::EvalArgs args;
+  args.device = s_arg(a, "device");
+  args.small = b_arg(a, "small");
+  args.full = b_arg(a, "full");
+  args.no_baseline = b_arg(a, "no_baseline");
+  if (args.small && args.full) return ToolResult::error("small and full exclude each other");
+  EvalChoices c = api::eval_choices(args);
+  c.cancelled = ctx.cancelled;
+  ws.progress().set_listener(ctx.progress);
+  auto r = api::bench(ws, s_arg(a, "ref", "HEAD"), c);
+  if (!r) return ToolResult::error(r.error());
+  return ok(suite_json(*r), suite_text(*r));
+}
+
 ToolResult t_report(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   std::string format = s_arg(a, "format", "markdown");
@@ -748,6 +769,25 @@ std::vector<Tool> make_tools() {
                    {"summary", {{"type", "object"}}}},
                   {"checkpoint", "disposition"}),
        true, false, false, t_evaluate});
+  add({"bench", "Time a checkpoint over the shape suite",
+       "Time a checkpoint's best configuration (default HEAD) at every shape of the shape suite in "
+       "kernel.toml (square, irregular, large-k, small-k, small-m, wide), the vendor library timed "
+       "in the same run (without one: % of the peak); returns per shape GFLOP/s, the vendor's "
+       "and their ratio, and the geometric mean of the ratios; recorded with the checkpoint (the "
+       "report shows it). A shape that cannot run is a row with its disposition. Sends progress, "
+       "can be cancelled.",
+       object_schema(with_workspace(
+           {{"ref", ref_prop},
+            {"device", str("device index or name substring (default: the best one)")},
+            {"small", boolean("the suite's small variant (the default on CPU devices)")},
+            {"full", boolean("the full suite even on a CPU device")},
+            {"no_baseline", boolean("do not time the vendor library (ratios of the peak)")}})),
+       out_schema({{"checkpoint", integer("")},
+                   {"rows", {{"type", "array"}}},
+                   {"geomean", {{"type", "number"}}},
+                   {"baseline", str("the vendor library; empty: ratios of the peak")}},
+                  {"checkpoint", "rows", "geomean"}),
+       true, false, false, t_bench});
   json formats = api::report_formats();
   add({"report", "Report",
        "Performance along the history from the seed to a checkpoint, with every attempt.",

@@ -556,6 +556,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
     step.message = cp.message;
     step.branch = cp.branch;
     step.created_at = cp.created_at;
+    step.suite = latest_suite(store, cp.id);  // `peak bench`, kept apart from the result
     // kernel.toml of the checkpoint: the kernel's name and source file.
     std::optional<KernelContext> ctx;
     std::string source;

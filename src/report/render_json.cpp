@@ -121,6 +121,7 @@ json render_json(const Report& r) {
                              {"clock_mhz_before", b.clock_mhz_before},
                              {"clock_mhz_after", b.clock_mhz_after},
                              {"throttled", b.throttled}});
+    if (s.suite) sj["suite"] = suite_json(*s.suite);  // only where `peak bench` ran
     sj["configs"] = configs_json(s.configs);
     sj["attempt_rows"] = json::array();
     for (const auto& a : s.attempt_rows)

@@ -92,6 +92,10 @@ std::string render_text(const Report& r) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     o << line << "\n";
   }
+  for (const auto& s : r.steps)
+    if (s.suite)
+      o << fmt::format("\nshape suite (peak bench) of {} {}: ", step_label(s), s.transformation)
+        << suite_text(*s.suite);
   bool any_resources = false;
   for (const auto& s : r.steps) any_resources |= !s.resources.empty();
   if (any_resources) {
@@ -169,6 +173,15 @@ std::string render_markdown(const Report& r) {
                        num(b.gflops), num(b.pct_of_baseline), num(b.pct_of_peak),
                        num(b.speedup_vs_seed, "{:.2f}"), num(b.speedup_vs_parent, "{:.2f}"),
                        pct(b.spread));
+  }
+  bool any_suite = false;
+  for (const auto& s : r.steps) any_suite |= s.suite.has_value();
+  if (any_suite) {
+    o << "\n## Shape suite (`peak bench`)\n";
+    for (const auto& s : r.steps)
+      if (s.suite)
+        o << fmt::format("\n### {} {}\n\n", step_label(s), s.transformation)
+          << suite_markdown(*s.suite);
   }
   bool any_resources = false;
   for (const auto& s : r.steps) any_resources |= !s.resources.empty();

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/suite.h"
 #include "store/store.h"
 #include "util/result.h"
 
@@ -105,6 +106,7 @@ struct StepRow {
   std::string source_file;
   std::string diff;       // unified diff against the parent (source and kernel.toml)
   std::string diff_note;  // why there is none
+  std::optional<SuiteResult> suite;  // the newest shape-suite benchmark (`peak bench`)
 };
 
 struct FailureRow {

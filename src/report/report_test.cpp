@@ -303,3 +303,151 @@ TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
 
 }  // namespace
 }  // namespace peak
+
+namespace peak {
+namespace {
+
+// A suite benchmark against a vendor library: ratios are GFLOP/s over the vendor's, the
+// geometric mean covers the rows that have one, and a failed shape is a row, not an error.
+SuiteResult vendor_suite() {
+  SuiteResult s;
+  s.checkpoint = 2;
+  s.device = "Test GPU";
+  s.config = "BLOCK_X=16 BLOCK_Y=16";
+  s.baseline = "cublas";
+  s.peak_tflops = 60;
+  auto row = [](const char* name, const char* cls, const char* dims, const char* disposition,
+                double gflops, double vendor) {
+    SuiteRow r;
+    r.name = name;
+    r.cls = cls;
+    r.dims = dims;
+    r.disposition = disposition;
+    r.gflops = gflops;
+    r.baseline_gflops = vendor;
+    r.samples_ms = {1.0, 1.1};
+    return r;
+  };
+  s.rows = {row("square-2048", "square", "2048x2048x2048", "passed", 500, 1000),
+            row("small-k-32", "small-k", "16384x16384x32", "passed", 800, 400),
+            row("odd", "irregular", "8205x5921x2949", "passed", 300, 0),  // vendor not timed
+            row("large-k", "large-k", "256x256x131072", "crashed", 0, 0)};
+  s.rows[3].message = "out of memory\nsecond line";
+  finish_suite(s);
+  return s;
+}
+
+TEST(Suite, RatiosAndGeometricMean) {
+  SuiteResult s = vendor_suite();
+  EXPECT_DOUBLE_EQ(s.rows[0].ratio, 0.5);
+  EXPECT_DOUBLE_EQ(s.rows[1].ratio, 2.0);
+  EXPECT_EQ(s.rows[2].ratio, 0);
+  EXPECT_EQ(s.rows[3].ratio, 0);
+  EXPECT_EQ(s.rated, 2);
+  EXPECT_NEAR(s.geomean, 1.0, 1e-12);  // sqrt(0.5 * 2)
+  EXPECT_NEAR(geometric_mean({1, 4, 16}), 4.0, 1e-12);
+  EXPECT_EQ(geometric_mean({}), 0);
+  EXPECT_EQ(geometric_mean({2, 0}), 0);
+  // Without a vendor library the ratios are of the peak.
+  SuiteResult p = s;
+  p.baseline = "";
+  finish_suite(p);
+  EXPECT_DOUBLE_EQ(p.rows[0].ratio, 500.0 / 60000.0);
+  EXPECT_DOUBLE_EQ(p.rows[2].ratio, 300.0 / 60000.0);
+  EXPECT_EQ(p.rated, 3);
+  EXPECT_EQ(suite_ratio_basis(p), "of peak");
+  // The JSON form reads back to the same numbers.
+  SuiteResult back = suite_from_json(suite_json(s));
+  EXPECT_EQ(back.rows.size(), 4u);
+  EXPECT_DOUBLE_EQ(back.geomean, s.geomean);
+  EXPECT_EQ(back.rows[3].message, s.rows[3].message);
+  EXPECT_EQ(back.rows[1].samples_ms, s.rows[1].samples_ms);
+  // The table: every shape with its class and dims, the failure as a disposition.
+  std::string t = suite_text(s);
+  EXPECT_NE(t.find("small-k-32"), std::string::npos) << t;
+  EXPECT_NE(t.find("16384x16384x32"), std::string::npos) << t;
+  EXPECT_NE(t.find("cublas GFLOP/s"), std::string::npos) << t;
+  EXPECT_NE(t.find("crashed: out of memory"), std::string::npos) << t;
+  EXPECT_EQ(t.find("second line"), std::string::npos) << t;
+  EXPECT_NE(t.find("geometric mean of the ratios of cublas: 1.000 (100.0%) over 2 of 4 shapes"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(suite_markdown(s).find("| small-k-32 | small-k | 16384x16384x32 | 800.0 | 400.0 | "
+                                   "2.000 | passed |"),
+            std::string::npos)
+      << suite_markdown(s);
+}
+
+// A suite benchmark stored as an evaluation of a checkpoint is shown by every report format
+// and never becomes the checkpoint's result.
+TEST_F(ReportTest, SuiteBenchIsShownAndIsNeverTheResult) {
+  testing::write_campaign(tmp_ / "ws");
+  Report before = report_of(tmp_ / "ws");
+  ASSERT_GE(before.steps.size(), 2u);
+  {
+    auto st = Store::open(tmp_ / "ws" / ".peak", false);
+    ASSERT_TRUE(st.is_ok()) << st.error();
+    SuiteResult s = vendor_suite();
+    json summary{
+        {"format", 1}, {"kind", "suite"}, {"disposition", "passed"}, {"suite", suite_json(s)}};
+    auto blob = (*st)->put_blob(summary.dump());
+    ASSERT_TRUE(blob.is_ok());
+    EvaluationRecord e;
+    e.checkpoint_id = 2;
+    e.kind = kSuiteKind;
+    e.options_json = "{}";
+    e.standard = false;
+    e.disposition = "passed";
+    e.gflops = 1e9;  // even a number above every other is not the result
+    e.shape = "K=2048 M=2048 N=2048";
+    e.summary_blob = *blob;
+    ASSERT_TRUE((*st)->add_evaluation(e).is_ok());
+    auto ev = (*st)->evaluations(2);
+    ASSERT_TRUE(ev.is_ok());
+    auto result = result_evaluation(*ev);
+    EXPECT_TRUE(!result || (*ev)[*result].kind != kSuiteKind);
+    // A checkpoint with nothing but a suite benchmark has no evaluation as its result.
+    EXPECT_FALSE(result_evaluation({e}));
+  }
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_EQ(r.steps.size(), before.steps.size());
+  const StepRow* step = nullptr;
+  for (const auto& s : r.steps)
+    if (s.checkpoint == 2) step = &s;
+  ASSERT_TRUE(step);
+  ASSERT_TRUE(step->suite);
+  EXPECT_EQ(step->suite->rows.size(), 4u);
+  EXPECT_NEAR(step->suite->geomean, 1.0, 1e-12);
+  EXPECT_GT(step->suite->evaluation, 0);
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    if (r.steps[i].checkpoint != 2) {
+      EXPECT_FALSE(r.steps[i].suite);
+    }
+    ASSERT_EQ(r.steps[i].bench.size(), before.steps[i].bench.size());
+    for (size_t b = 0; b < r.steps[i].bench.size(); ++b)
+      EXPECT_EQ(r.steps[i].bench[b].gflops, before.steps[i].bench[b].gflops);
+  }
+  std::string text = render_text(r);
+  EXPECT_NE(text.find("shape suite (peak bench) of 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("geometric mean of the ratios of cublas: 1.000"), std::string::npos) << text;
+  std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## Shape suite (`peak bench`)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| square-2048 | square | 2048x2048x2048 |"), std::string::npos) << md;
+  json j = render_json(r);
+  bool found = false;
+  for (const auto& s : j["steps"])
+    if (s.contains("suite")) {
+      found = true;
+      EXPECT_EQ(s["checkpoint"], 2);
+      EXPECT_EQ(s["suite"]["rows"].size(), 4u);
+      EXPECT_NEAR(s["suite"]["geomean"].get<double>(), 1.0, 1e-12);
+    }
+  EXPECT_TRUE(found);
+  auto html = render_html(r);
+  if (html) {
+    EXPECT_NE(html->find("\"peak-suite\""), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace peak

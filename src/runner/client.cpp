@@ -134,6 +134,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
   while (ndone < n) {
     RunnerJob sub = job;
     sub.mode = "run";
+    if (sub.device.empty()) sub.device = opts.device;
     sub.tasks.clear();
     for (size_t i = 0; i < n; ++i)
       if (!done[i]) sub.tasks.push_back(job.tasks[i]);

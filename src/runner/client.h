@@ -15,6 +15,9 @@ namespace peak {
 
 struct RunnerOptions {
   std::filesystem::path executable;  // peak-runner / peak-runner-cuda
+  // The device every job runs on (RunnerJob::device: an index or a name substring; "" = the
+  // best), unless the job names one itself.
+  std::string device;
   double task_timeout_s = 60;        // a task (check + timing) that reports nothing for this long
   double start_timeout_s = 120;      // first output of a new runner (device start-up)
   std::map<std::string, std::string> env;

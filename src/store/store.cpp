@@ -1820,6 +1820,7 @@ std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& ev)
     std::optional<size_t> best;
     for (size_t i = 0; i < ev.size(); ++i) {
       const auto& e = ev[i];
+      if (e.kind == kSuiteKind) continue;
       if (e.disposition != "passed" || (standard_only && !e.standard)) continue;
       double g = std::isfinite(e.gflops) ? e.gflops : -1;
       double b = best && std::isfinite(ev[*best].gflops) ? ev[*best].gflops : -1;
@@ -1827,7 +1828,10 @@ std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& ev)
     }
     if (best) return best;
   }
-  return ev.size() - 1;
+  // The latest; a shape-suite benchmark times other shapes and is never the result.
+  for (size_t i = ev.size(); i-- > 0;)
+    if (ev[i].kind != kSuiteKind) return i;
+  return std::nullopt;
 }
 
 // ---- tuning runs and their configurations ----

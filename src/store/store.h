@@ -269,9 +269,14 @@ class Store {
 
 std::string utc_now_iso8601();
 
+// The kind of a shape-suite benchmark's evaluation (`peak bench`): it times the suite, not the
+// bench shapes, so it is never a checkpoint's result.
+inline constexpr const char* kSuiteKind = "suite";
+
 // Which of a checkpoint's evaluations (oldest first) is its result: the highest GFLOP/s at the
 // first bench shape among those that passed under the default options; failing that, among
-// those that passed under any options; failing that, the latest (docs/store.md, "Results").
+// those that passed under any options; failing that, the latest. Suite benchmarks never are
+// (docs/store.md, "Results"); nothing when there is no other evaluation.
 std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& evaluations);
 
 }  // namespace peak

@@ -167,6 +167,36 @@ TEST(Prompt, HiddenAndSmallShapesNeverAppear) {
   EXPECT_EQ(p.user.find("777"), std::string::npos);
 }
 
+// The shape suite (`peak bench`) is measurement, not specification: no prompt shows its shapes,
+// names or classes, whichever pass, and the example shapes stay the bench and validation ones.
+TEST(Prompt, ShapeSuiteNeverAppears) {
+  Fixture f;
+  auto suite_shape = [](const char* name, SuiteClass c, int64_t m, int64_t n, int64_t k) {
+    return SuiteShape{name, c, Shape{{{"M", m}, {"N", n}, {"K", k}}}};
+  };
+  f.ctx.suite = {suite_shape("square-2048", SuiteClass::square, 2048, 2048, 2048),
+                 suite_shape("odd-8205-5921-2949", SuiteClass::irregular, 8205, 5921, 2949),
+                 suite_shape("llm-4096-11008-4096", SuiteClass::wide, 4096, 11008, 4096),
+                 suite_shape("large-k-128k", SuiteClass::large_k, 256, 256, 131072),
+                 suite_shape("decode-m16", SuiteClass::small_m, 16, 4096, 4096)};
+  f.ctx.suite_small = {suite_shape("odd-257-185-93", SuiteClass::irregular, 257, 185, 93)};
+  Fixture plain;
+  for (int pass = 1; pass <= 3; ++pass) {
+    PromptInput in = f.input();
+    in.pass_index = pass;
+    Prompt p = build_prompt(in);
+    PromptInput without = plain.input();
+    without.pass_index = pass;
+    EXPECT_EQ(p.user, build_prompt(without).user) << "pass " << pass;
+    EXPECT_EQ(p.system, build_prompt(without).system) << "pass " << pass;
+    for (const char* word :
+         {"8205", "5921", "2949", "11008", "131072", "odd-257", "suite", "decode-m16", "large-k"}) {
+      EXPECT_EQ(p.user.find(word), std::string::npos) << word;
+      EXPECT_EQ(p.system.find(word), std::string::npos) << word;
+    }
+  }
+}
+
 TEST(Prompt, SectionsInOrder) {
   Fixture f;
   Prompt p = build_prompt(f.input());

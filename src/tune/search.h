@@ -36,6 +36,9 @@ struct ConfigOutcome {
                         // samples, their minimum on a CPU device (tune/tuner.cpp)
   nlohmann::json launch = nlohmann::json::object();  // the launch plan of the tuning shape
   double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;
+  // The device that validated and timed it: an index into the runner's devices (tune/tuner.h,
+  // DeviceLane), 0 with one device. Its measurements were taken there.
+  size_t device = 0;
   bool pruned() const {
     return disposition == Disposition::invalid_config &&
            (stage == Stage::validity || stage == Stage::launch || stage == Stage::resources);

@@ -25,10 +25,14 @@ BackendRunner::BackendRunner(Backend& backend, const DeviceFacts& device,
                              const RunnerOptions& runner, Validator& validator,
                              const KernelContext& ctx, const SourceRegions& source,
                              const TuneOptions& opts)
+    : BackendRunner(backend, {DeviceLane{&device, &runner, &validator}}, ctx, source, opts) {}
+
+BackendRunner::BackendRunner(Backend& backend, std::vector<DeviceLane> lanes,
+                             const KernelContext& ctx, const SourceRegions& source,
+                             const TuneOptions& opts)
     : backend_(backend),
-      device_(device),
-      runner_(runner),
-      validator_(validator),
+      lanes_(std::move(lanes)),
+      device_(*lanes_.at(0).device),
       ctx_(ctx),
       source_(source),
       opts_(opts),
@@ -41,6 +45,32 @@ BackendRunner::BackendRunner(Backend& backend, const DeviceFacts& device,
         return std::move(*p);
       }()),
       t0_(std::chrono::steady_clock::now()) {}
+
+ValidationOutcome BackendRunner::validate_on(size_t lane, const ConfigOutcome& o,
+                                             const ValidationOptions& vo) {
+  return lanes_[lane].validator->validate(ctx_, source_, o.build, o.config, vo);
+}
+
+std::vector<Measurement> BackendRunner::time_on(size_t lane, const ConfigOutcome& o,
+                                                const MeasureOptions& mo) {
+  const DeviceLane& d = lanes_[lane];
+  return measure(backend_, *d.device, *d.runner, *d.validator, ctx_, source_, o.build, o.config,
+                 opts_.tune_shapes, mo);
+}
+
+void BackendRunner::spread(size_t count, const std::function<void(size_t, size_t)>& f) {
+  if (lanes_.size() <= 1 || count <= 1) {
+    for (size_t k = 0; k < count; ++k) f(0, k);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (size_t lane = 0; lane < std::min(lanes_.size(), count); ++lane)
+    threads.emplace_back([&, lane] {
+      for (size_t k = next.fetch_add(1); k < count; k = next.fetch_add(1)) f(lane, k);
+    });
+  for (auto& t : threads) t.join();
+}
 
 double BackendRunner::elapsed_seconds() const { return elapsed(t0_); }
 
@@ -160,48 +190,59 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
       go[i] = 0;
     }
   }
-  // 4. Validate.
+  // 4. Validate, on every device at once when there are several. The outcome of each
+  //    configuration is written by the one thread that took it; what the threads share (the
+  //    observer, the counts, on_timed) is taken under `mu`.
   t0 = std::chrono::steady_clock::now();
-  size_t checked = 0, to_check = static_cast<size_t>(std::count(go.begin(), go.end(), 1));
-  for (size_t i = 0; i < n; ++i) {
-    if (!go[i]) continue;
+  std::vector<size_t> to_check;
+  for (size_t i = 0; i < n; ++i)
+    if (go[i]) to_check.push_back(i);
+  size_t checked = 0;
+  // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
+  const bool sanitize_first = opts_.validation.sanitize && !sanitized_ && !to_check.empty();
+  spread(to_check.size(), [&](size_t lane, size_t k) {
+    const size_t i = to_check[k];
     ConfigOutcome& o = out[i];
     if (stopped()) {
       cancel(o);
       go[i] = 0;
-      continue;
+      return;
     }
     auto v0 = std::chrono::steady_clock::now();
     ValidationOptions vo = opts_.validation;
-    // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
-    vo.sanitize = opts_.validation.sanitize && !sanitized_;
-    sanitized_ = sanitized_ || vo.sanitize;
-    o.validation = validator_.validate(ctx_, source_, o.build, o.config, vo);
+    vo.sanitize = sanitize_first && k == 0;
+    o.validation = validate_on(lane, o, vo);
     o.validate_seconds = elapsed(v0);
     o.disposition = o.validation.disposition;
     o.stage = Stage::validate;
     o.message = o.validation.message;
+    o.device = lane;
     if (o.disposition != Disposition::passed) go[i] = 0;
-    if (observer) observer->on_phase("validate", ++checked, to_check);
-  }
+    std::lock_guard<std::mutex> lock(mu);
+    ++checked;
+    if (observer) observer->on_phase("validate", checked, to_check.size());
+  });
+  sanitized_ = sanitized_ || sanitize_first;
   validate_seconds += elapsed(t0);
-  // 5. Time the survivors on the tuning shapes.
+  // 5. Time the survivors on the tuning shapes, each on the device that takes it.
   t0 = std::chrono::steady_clock::now();
-  size_t timed = 0, to_time = static_cast<size_t>(std::count(go.begin(), go.end(), 1));
-  for (size_t i = 0; i < n; ++i) {
-    if (!go[i]) continue;
-    ConfigOutcome& o = out[i];
+  std::vector<size_t> to_time;
+  for (size_t i = 0; i < n; ++i)
+    if (go[i]) to_time.push_back(i);
+  size_t timed = 0;
+  spread(to_time.size(), [&](size_t lane, size_t k) {
+    ConfigOutcome& o = out[to_time[k]];
     if (stopped()) {
       cancel(o);
-      continue;
+      return;
     }
     auto m0 = std::chrono::steady_clock::now();
     o.stage = Stage::time;
+    o.device = lane;
     if (!opts_.tune_shapes.empty()) {
       MeasureOptions mo = opts_.screening;
       mo.with_baseline = false;
-      o.measurements = measure(backend_, device_, runner_, validator_, ctx_, source_, o.build,
-                               o.config, opts_.tune_shapes, mo);
+      o.measurements = time_on(lane, o, mo);
       double total = 0;
       for (const auto& m : o.measurements) {
         if (m.disposition != Disposition::passed) {
@@ -214,11 +255,16 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
         total += device_.is_cpu ? m.stats.min : m.stats.median;
       }
       o.score_ms = total;
-      if (opts_.on_timed) opts_.on_timed(o);
+      if (opts_.on_timed) {
+        std::lock_guard<std::mutex> lock(mu);
+        opts_.on_timed(o);
+      }
     }
     o.time_seconds = elapsed(m0);
-    if (observer) observer->on_phase("time", ++timed, to_time);
-  }
+    std::lock_guard<std::mutex> lock(mu);
+    ++timed;
+    if (observer) observer->on_phase("time", timed, to_time.size());
+  });
   time_seconds += elapsed(t0);
   return out;
 }
@@ -247,7 +293,18 @@ std::vector<ConfigOutcome> ReuseRunner::run(const std::vector<Config>& batch,
 TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
                 Validator& validator, const KernelContext& ctx, const SourceRegions& source,
                 const TuneOptions& opts, const std::vector<TuneObserver*>& observers) {
+  return tune(backend, {DeviceLane{&device, &runner, &validator}}, ctx, source, opts, observers);
+}
+
+TuneResult tune(Backend& backend, const std::vector<DeviceLane>& lanes, const KernelContext& ctx,
+                const SourceRegions& source, const TuneOptions& opts,
+                const std::vector<TuneObserver*>& observers) {
   TuneResult res;
+  if (lanes.empty() || !lanes.front().device) {
+    res.message = "internal: tune() was given no device";
+    return res;
+  }
+  const DeviceFacts& device = *lanes.front().device;
   res.strategy = opts.strategy;
   auto space = space_for(ctx, device, opts.overrides);
   if (!space) {
@@ -270,7 +327,7 @@ TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions
     res.message = strategy.error();
     return res;
   }
-  BackendRunner run(backend, device, runner, validator, ctx, source, opts);
+  BackendRunner run(backend, lanes, ctx, source, opts);
   TuningCache none;
   ReuseRunner reuse(run, opts.reuse ? *opts.reuse : none);
   SearchOptions so;
@@ -345,8 +402,8 @@ void StatusObserver::on_start(const TuningSpace&, const std::string& strategy, s
 }
 
 void StatusObserver::on_phase(std::string_view phase, size_t done, size_t total) {
-  sink_(fmt::format("  tuning ({}, {}/{} evaluated): {} {}/{}", strategy_, evaluated_, limit_,
-                    phase, done, total));
+  sink_(fmt::format("  tuning ({}, {}/{} evaluated{}): {} {}/{}", strategy_, evaluated_, limit_,
+                    devices_ > 1 ? fmt::format(", {} devices", devices_) : "", phase, done, total));
 }
 
 void StatusObserver::on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>&,

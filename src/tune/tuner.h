@@ -64,25 +64,49 @@ struct TuneResult {
   double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;
 };
 
+// One device that validates and times configurations: its facts, the runner options that reach
+// it (its selector and its lock) and a validator of its own. Several lanes spread the search over
+// the GPUs of one host, all of one model (engine/devices.h): the compiles stay one shared pool,
+// and the device facts of the first lane decide pruning.
+struct DeviceLane {
+  const DeviceFacts* device = nullptr;
+  const RunnerOptions* runner = nullptr;
+  Validator* validator = nullptr;
+};
+
 // The real runner: per batch, the launch plan of the tuning shape (a failed requirement prunes),
 // parallel compiles, the backend's resource check and the pruning rules (tune/prune.h), then
-// validation and timing of the survivors, one configuration at a time.
+// validation and timing of the survivors: one configuration at a time on one device; with
+// several, each device takes the next configuration as soon as it is free (one thread per
+// device), validating every survivor before any is timed, as on one.
 class BackendRunner : public TuningRunner {
  public:
   BackendRunner(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
                 Validator& validator, const KernelContext& ctx, const SourceRegions& source,
                 const TuneOptions& opts);
+  BackendRunner(Backend& backend, std::vector<DeviceLane> lanes, const KernelContext& ctx,
+                const SourceRegions& source, const TuneOptions& opts);
   std::vector<ConfigOutcome> run(const std::vector<Config>& batch, TuneObserver* observer) override;
   double elapsed_seconds() const override;
   double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;  // wall, summed over batches
 
+ protected:
+  // Validation and screening of one built configuration on device `lane` (called on that
+  // device's thread; tests replace them).
+  virtual ValidationOutcome validate_on(size_t lane, const ConfigOutcome& o,
+                                        const ValidationOptions& vo);
+  virtual std::vector<Measurement> time_on(size_t lane, const ConfigOutcome& o,
+                                           const MeasureOptions& mo);
+
  private:
   bool stopped() const;  // opts.cancelled says so
   static void cancel(ConfigOutcome& o);
+  // f(lane, k) for every k below `count`, each device taking the next k when it is free; with
+  // one device, in order on this thread.
+  void spread(size_t count, const std::function<void(size_t lane, size_t k)>& f);
   Backend& backend_;
-  const DeviceFacts& device_;
-  const RunnerOptions& runner_;
-  Validator& validator_;
+  std::vector<DeviceLane> lanes_;
+  const DeviceFacts& device_;  // the first lane's
   const KernelContext& ctx_;
   const SourceRegions& source_;
   const TuneOptions& opts_;
@@ -109,11 +133,19 @@ class ReuseRunner : public TuningRunner {
 TuneResult tune(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
                 Validator& validator, const KernelContext& ctx, const SourceRegions& source,
                 const TuneOptions& opts, const std::vector<TuneObserver*>& observers = {});
+// The same search spread over several devices of one model (DeviceLane; at least one). Each
+// outcome names the device that validated and timed it (ConfigOutcome::device).
+TuneResult tune(Backend& backend, const std::vector<DeviceLane>& lanes, const KernelContext& ctx,
+                const SourceRegions& source, const TuneOptions& opts,
+                const std::vector<TuneObserver*>& observers = {});
 
-// A status line per batch and phase: "tuning (auto, 16/65): compile 3/8".
+// A status line per batch and phase: "tuning (auto, 16/65 evaluated): compile 3/8", with
+// ", 2 devices" after "evaluated" when several devices share the search.
 class StatusObserver : public TuneObserver {
  public:
-  explicit StatusObserver(std::function<void(const std::string&)> sink) : sink_(std::move(sink)) {}
+  // `devices`: how many devices validate and time (said in the line when more than one).
+  explicit StatusObserver(std::function<void(const std::string&)> sink, size_t devices = 1)
+      : sink_(std::move(sink)), devices_(devices) {}
   void on_start(const TuningSpace& space, const std::string& strategy, size_t limit) override;
   void on_phase(std::string_view phase, size_t done, size_t total) override;
   void on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>& outcomes,
@@ -121,6 +153,7 @@ class StatusObserver : public TuneObserver {
 
  private:
   std::function<void(const std::string&)> sink_;
+  size_t devices_ = 1;
   std::string strategy_;
   size_t limit_ = 0, evaluated_ = 0;
 };

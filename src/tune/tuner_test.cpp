@@ -1,7 +1,10 @@
-// The real runner's pruning and compile path, with a fake backend (compile only: nothing runs).
+// The real runner's pruning and compile path, with a fake backend (compile only: nothing runs),
+// and its spread of validation and timing over several devices, with both faked per device.
 #include "tune/tuner.h"
 
+#include <condition_variable>
 #include <mutex>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -131,6 +134,175 @@ TEST(Tuner, ReportsTheCommonestFailureAndUnknownStrategies) {
   r = tune(be, dev, RunnerOptions{}, unused, ctx, src, o);
   EXPECT_EQ(r.disposition, Disposition::invalid_config);
   EXPECT_EQ(r.message, "no tuning configuration satisfies tuning_valid (2 rejected)");
+}
+
+// Validation and timing faked per device: every call records the device it ran on. Y = 2 fails
+// validation; X = 2 fails timing; the others take X + Y ms. When `rendezvous` is set, each
+// phase's calls wait until every device has made one, so that the spread over the devices shows
+// whatever the load of the machine (the wait ends at once when it has happened).
+class FakeDevicesRunner : public BackendRunner {
+ public:
+  using BackendRunner::BackendRunner;
+  size_t devices = 2;
+  bool rendezvous = true;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<size_t> validating, timing;
+  std::vector<std::pair<Config, size_t>> validated, timed;  // in call order
+
+ protected:
+  void meet(std::set<size_t>& seen, size_t lane) {
+    std::unique_lock<std::mutex> lock(mu);
+    seen.insert(lane);
+    cv.notify_all();
+    if (rendezvous)  // a generous bound: a bug fails the test instead of hanging it
+      cv.wait_for(lock, std::chrono::seconds(120), [&] { return seen.size() >= devices; });
+  }
+  ValidationOutcome validate_on(size_t lane, const ConfigOutcome& o,
+                                const ValidationOptions&) override {
+    meet(validating, lane);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      validated.emplace_back(o.config, lane);
+    }
+    ValidationOutcome v;
+    v.disposition = o.config.at("Y") == 2 ? Disposition::incorrect : Disposition::passed;
+    v.message = v.disposition == Disposition::passed ? "ok" : "outputs differ";
+    return v;
+  }
+  std::vector<Measurement> time_on(size_t lane, const ConfigOutcome& o,
+                                   const MeasureOptions&) override {
+    meet(timing, lane);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      timed.emplace_back(o.config, lane);
+    }
+    Measurement m;
+    m.config = o.config;
+    m.disposition = o.config.at("X") == 2 ? Disposition::crashed : Disposition::passed;
+    m.message = m.disposition == Disposition::passed ? "" : "lost the device";
+    m.stats.median = static_cast<double>(o.config.at("X") + o.config.at("Y"));
+    m.stats.min = m.stats.median;
+    return {m};
+  }
+};
+
+struct PhaseCounts : TuneObserver {
+  std::map<std::string, std::pair<size_t, size_t>> last;  // phase -> (done, total)
+  void on_phase(std::string_view phase, size_t done, size_t total) override {
+    last[std::string(phase)] = {done, total};
+  }
+};
+
+SourceRegions plain_plan() {
+  SourceRegions s;
+  s.host = "launch k\n  grid = (X, Y)\n  block = (1)\n";
+  return s;
+}
+
+std::vector<Config> xy_batch() {
+  std::vector<Config> batch;
+  for (int64_t x : {1, 2, 4, 8})
+    for (int64_t y : {1, 2}) batch.push_back(Config{{"X", x}, {"Y", y}});
+  return batch;
+}
+
+TEST(Tuner, SpreadsValidationAndTimingOverTheDevicesAndKeepsTheOutcomesInOrder) {
+  KernelContext ctx;
+  ctx.name = "fake";
+  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
+  DeviceFacts d0, d1;
+  d0.name = d1.name = "Fake GPU";
+  d0.max_threads_per_group = d1.max_threads_per_group = 64;
+  d0.extra["device_index"] = "0";
+  d1.extra["device_index"] = "1";
+  FakeBackend be;
+  RunnerOptions r0, r1;
+  r0.device = "0";
+  r1.device = "1";
+  Validator v0(be, d0, r0, ReferenceSource{}), v1(be, d1, r1, ReferenceSource{});
+  TuneOptions o;
+  o.jobs = 2;
+  o.tune_shapes = {Shape{{{"N", 64}}}};
+  size_t on_timed = 0;
+  std::set<size_t> on_timed_devices;
+  o.on_timed = [&](const ConfigOutcome& c) {  // called under the runner's lock
+    ++on_timed;
+    on_timed_devices.insert(c.device);
+  };
+  SourceRegions src = plain_plan();
+  FakeDevicesRunner run(be, {DeviceLane{&d0, &r0, &v0}, DeviceLane{&d1, &r1, &v1}}, ctx, src, o);
+  PhaseCounts phases;
+  const std::vector<Config> batch = xy_batch();
+  auto out = run.run(batch, &phases);
+  ASSERT_EQ(out.size(), batch.size());
+  // One outcome per configuration, in the batch's order, as with one device.
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(out[i].config, batch[i]);
+    const int64_t x = batch[i].at("X"), y = batch[i].at("Y");
+    if (y == 2) {
+      EXPECT_EQ(out[i].disposition, Disposition::incorrect);
+      EXPECT_EQ(out[i].stage, Stage::validate);
+      EXPECT_TRUE(out[i].measurements.empty());
+    } else if (x == 2) {
+      EXPECT_EQ(out[i].disposition, Disposition::crashed);
+      EXPECT_EQ(out[i].message, "lost the device");
+    } else {
+      EXPECT_EQ(out[i].disposition, Disposition::passed) << out[i].message;
+      EXPECT_EQ(out[i].stage, Stage::time);
+      EXPECT_EQ(out[i].score_ms, static_cast<double>(x + y));
+      ASSERT_EQ(out[i].measurements.size(), 1u);
+    }
+    EXPECT_LT(out[i].device, 2u);
+  }
+  // Both devices validated and timed; each outcome names the device that timed it.
+  std::set<size_t> validated_on, timed_on;
+  for (const auto& [c, lane] : run.validated) validated_on.insert(lane);
+  for (const auto& [c, lane] : run.timed) timed_on.insert(lane);
+  EXPECT_EQ(validated_on, (std::set<size_t>{0, 1}));
+  EXPECT_EQ(timed_on, (std::set<size_t>{0, 1}));
+  EXPECT_EQ(run.validated.size(), 8u);  // each configuration once
+  ASSERT_EQ(run.timed.size(), 4u);
+  for (const auto& [c, lane] : run.timed) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& x) { return x.config == c; });
+    ASSERT_NE(it, out.end());
+    EXPECT_EQ(it->device, lane) << config_text(c);
+  }
+  EXPECT_EQ(on_timed, 4u);
+  EXPECT_EQ(on_timed_devices, (std::set<size_t>{0, 1}));
+  EXPECT_EQ(phases.last["validate"], (std::pair<size_t, size_t>{8, 8}));
+  EXPECT_EQ(phases.last["time"], (std::pair<size_t, size_t>{4, 4}));
+}
+
+TEST(Tuner, OneDeviceValidatesThenTimesInTheBatchsOrder) {
+  KernelContext ctx;
+  ctx.name = "fake";
+  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
+  DeviceFacts dev;
+  dev.max_threads_per_group = 64;
+  FakeBackend be;
+  Validator v(be, dev, RunnerOptions{}, ReferenceSource{});
+  TuneOptions o;
+  o.jobs = 2;
+  o.tune_shapes = {Shape{{{"N", 64}}}};
+  SourceRegions src = plain_plan();
+  RunnerOptions ro;
+  FakeDevicesRunner run(be, dev, ro, v, ctx, src, o);
+  run.devices = 1;
+  const std::vector<Config> batch = xy_batch();
+  auto out = run.run(batch, nullptr);
+  ASSERT_EQ(run.validated.size(), batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(run.validated[i].first, batch[i]);
+    EXPECT_EQ(run.validated[i].second, 0u);
+    EXPECT_EQ(out[i].device, 0u);
+  }
+  std::vector<Config> expected_timed;
+  for (const auto& c : batch)
+    if (c.at("Y") != 2) expected_timed.push_back(c);
+  ASSERT_EQ(run.timed.size(), expected_timed.size());
+  for (size_t i = 0; i < expected_timed.size(); ++i)
+    EXPECT_EQ(run.timed[i].first, expected_timed[i]);
 }
 
 }  // namespace

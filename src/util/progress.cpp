@@ -28,6 +28,7 @@ Progress::Progress(FILE* out) : out_(out) { tty_ = ::isatty(::fileno(out)) != 0;
 Progress::~Progress() { clear(); }
 
 void Progress::status(const std::string& line, bool force) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!mirror_.empty() && line != mirror_status_) {
     mirror_status_ = line;
     write_mirror();
@@ -54,6 +55,11 @@ void Progress::status(const std::string& line, bool force) {
 }
 
 void Progress::clear() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  clear_locked();
+}
+
+void Progress::clear_locked() {
   if (tty_ && last_len_ > 0) {
     std::fprintf(out_, "\r%*s\r", static_cast<int>(last_len_), "");
     std::fflush(out_);
@@ -62,6 +68,7 @@ void Progress::clear() {
 }
 
 void Progress::print(const std::string& line) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!mirror_.empty()) {
     mirror_line_ = line;
     mirror_status_.clear();
@@ -69,7 +76,7 @@ void Progress::print(const std::string& line) {
   }
   if (listener_) listener_(line);
   if (quiet_) return;
-  clear();
+  clear_locked();
   std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);
 }

@@ -1,10 +1,12 @@
 #pragma once
 // The status line for long work: overprinted in place on a terminal, plain lines otherwise
-// (rate-limited so logs stay readable). Writes to stderr; --quiet silences it.
+// (rate-limited so logs stay readable). Writes to stderr; --quiet silences it. Thread-safe: the
+// devices of a tuning search spread over several GPUs report from their own threads.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 
 namespace peak {
@@ -39,6 +41,8 @@ class Progress {
   std::string last_plain_;
   std::chrono::steady_clock::time_point last_plain_time_{};
   void write_mirror();
+  void clear_locked();
+  std::recursive_mutex mu_;  // a listener may print
   std::filesystem::path mirror_;
   std::string mirror_line_, mirror_status_;
 };

@@ -797,7 +797,9 @@ SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job
                "--log-file",
                log.string(),
                runner.executable.string()};
-    po.stdin_data = job.to_json().dump();
+    RunnerJob on_device = job;
+    if (on_device.device.empty()) on_device.device = runner.device;
+    po.stdin_data = on_device.to_json().dump();
     po.env = runner.env;
     po.timeout_s = timeout_s;
     // The runner's sandbox, but compute-sanitizer starts the runner as its child and writes a log.

@@ -99,8 +99,9 @@
         el('strong', { text: 'Partial report: ' }), el('ul', {}, r.notes.map((n) => el('li', { text: n })))));
     if (r.live && r.live.running) app.appendChild(renderLive(r.live));
 
-    const nav = el('nav', {}, ['performance', 'speedup', 'tuning', 'costs', 'steps', 'provenance']
-      .map((id) => el('a', { href: `#${id}`, text: id })));
+    const suited = steps.filter((s) => s.suite && (s.suite.rows || []).length);
+    const nav = el('nav', {}, ['performance', 'speedup', 'tuning', 'costs', ...(suited.length ? ['suite'] : []),
+      'steps', 'provenance'].map((id) => el('a', { href: `#${id}`, text: id })));
     app.appendChild(nav);
 
     // Performance along the sequence, per bench shape.
@@ -246,6 +247,26 @@
           fmt(s.costs.validate_s, 2), fmt(s.costs.tune_s, 2), fmt(s.costs.bench_s, 2), fmt(s.costs.gpu_s, 3)])));
     }
     app.appendChild(co);
+
+    // The shape suite (`peak bench`): the newest benchmark of each checkpoint that has one.
+    if (suited.length) {
+      const su = section('suite', 'Shape suite (peak bench)');
+      for (const s of suited) {
+        const b = s.suite;
+        const basis = b.baseline ? `of ${b.baseline}` : 'of peak';
+        su.appendChild(el('h3', { text: `${stepLabel(s)} · ${b.config || 'no tuning parameters'}` +
+          `${b.default_config ? ' (default values: never tuned)' : ''} · ${b.device || ''}` +
+          `${b.small ? ' · small suite' : ''}${b.created_at ? ' · ' + b.created_at : ''}` }));
+        su.appendChild(table(['shape', 'class', b.dims_names || 'MxNxK', 'GFLOP/s',
+          b.baseline ? `${b.baseline} GFLOP/s` : 'vendor GFLOP/s', `ratio ${basis}`, 'disposition'],
+          b.rows.map((x) => [x.name, x.class, x.dims, fmt(x.gflops), fmt(x.baseline_gflops), fmt(x.ratio, 3),
+            x.disposition === 'passed' ? badge('passed') : el('span', {}, badge(x.disposition), ' ', x.message || '')])));
+        su.appendChild(el('p', { class: 'sub', text: b.rated
+          ? `geometric mean of the ratios ${basis}: ${fmt(b.geomean, 3)} (${fmt(100 * b.geomean)}%) over ${b.rated} of ${b.rows.length} shapes`
+          : `geometric mean: - (no shape has a ratio ${basis})` }));
+      }
+      app.appendChild(su);
+    }
 
     // Steps: attempts, configurations, resources, diff.
     const st = section('steps', 'Steps');

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Times a checkpoint of a committed store over its context's shape suite (`peak bench`), cuBLAS
+# (or hipBLAS) in the same run. The store folder (peak.db or peak.db.xz, blobs, FORMAT) is copied
+# into a fresh workspace, the checkpoint's files are checked out, and the example context's
+# kernel.toml (which carries the suite) replaces the working one when the checkpoint's has none.
+# Writes $OUT/NAME-suite.json (every raw sample), NAME-suite.txt (progress) and NAME-report.md
+# (the suite's table and geometric mean with the checkpoint's steps).
+# Usage: scripts/gpu/bench-suite.sh STORE_DIR CHECKPOINT CONTEXT [peak bench options]
+#   e.g. scripts/gpu/bench-suite.sh results/h100/cuda-fp32-whole/store 17 matmul-cuda-fp32
+#   NAME=label (default: CONTEXT-CHECKPOINT)
+source "$(dirname "$0")/env.sh"
+store=${1:?usage: bench-suite.sh STORE_DIR CHECKPOINT CONTEXT [options]}
+ref=${2:?checkpoint}
+ctx=${3:?context}
+shift 3
+name=${NAME:-$ctx-$ref}
+ws=$(mktemp -d)/ws
+mkdir -p "$ws/.peak"
+cp -r "$store/FORMAT" "$store/blobs" "$ws/.peak/"
+if [ -f "$store/peak.db" ]; then
+  cp "$store/peak.db" "$ws/.peak/peak.db"
+else
+  python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
+    "$store/peak.db.xz" "$ws/.peak/peak.db"
+fi
+cd "$ws" || exit 4
+# The store's HEAD moves to the checkpoint; `checkout HEAD` then writes its files (a copied store
+# comes without them).
+"$BIN/peak" -q checkout --force --detach "$ref" && "$BIN/peak" -q checkout --force HEAD || exit 4
+grep -q '^\[suite\]' kernel.toml || cp "$ROOT/examples/$ctx/kernel.toml" kernel.toml
+set -o pipefail
+start=$(date +%s)
+"$BIN/peak" --json bench "$ref" --full "$@" -o "$OUT/$name-suite.json" 2>&1 | tee "$OUT/$name-suite.txt"
+rc=$?
+echo "peak bench exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/$name-suite.txt"
+"$BIN/peak" report --format markdown -o "$OUT/$name-report.md" >/dev/null 2>&1
+exit $rc

@@ -1,0 +1,54 @@
+#pragma once
+// Several GPUs of one host (`--devices`, docs/scale-out.md): which devices a spec names. The
+// tuning search of a step spreads over them (tune/tuner.h, DeviceLane); the final timing of the
+// best configurations and of the vendor baseline runs on the first alone, so that every number a
+// checkpoint keeps comes from one device. Devices of different models are never mixed: their
+// times do not rank against each other.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runner/protocol.h"
+#include "util/result.h"
+
+namespace peak {
+
+// A parsed --devices spec: "all", device indices ("0,1"), or a name substring ("H100": every
+// device whose name holds it, letter case ignored).
+struct DevicesSpec {
+  bool all = false;
+  std::vector<int> indices;
+  std::string name;
+};
+// Input errors say what to write.
+Result<DevicesSpec> parse_devices_spec(const std::string& spec);
+
+struct SelectedDevice {
+  std::string selector;  // the index it was probed by ("0")
+  DeviceFacts facts;
+};
+
+struct DeviceSelection {
+  std::vector<SelectedDevice> devices;  // at least one; the first makes the final timing
+  // Devices found but not used ("2: llvmpipe (another model)"), for `all`.
+  std::vector<std::string> left_out;
+  // "2 devices: 0 NVIDIA H100 80GB HBM3, 1 NVIDIA H100 80GB HBM3 (final timing on 0)"
+  std::string text() const;
+};
+
+// Probes one device by selector ("" = the best, "3" = index 3).
+using DeviceProbe = std::function<Result<DeviceFacts>(const std::string& selector)>;
+
+// The most devices `all` or a name looks for (indices are probed from 0 until one is missing).
+inline constexpr int kMaxDevices = 64;
+
+// The devices `spec` names on this host. Indices: each must exist, and all must be of one model
+// (an input error names them otherwise). `all`: the devices of the best device's model, the
+// others left out and named. A name: the devices whose name holds it, all of one model.
+Result<DeviceSelection> select_devices(const std::string& spec, const DeviceProbe& probe);
+
+// The selector a runner needs to reach a probed device: the index the probe reported (Vulkan's
+// device_index, CUDA's cuda_device_index), else `selector`.
+std::string runner_selector(const DeviceFacts& facts, const std::string& selector);
+
+}  // namespace peak

@@ -1,0 +1,140 @@
+// --devices: parsing, and the selection over a fake host's devices (a probe answering from a
+// table, as a runner would).
+#include "engine/devices.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+namespace peak {
+namespace {
+
+DeviceFacts gpu(const std::string& name, const std::string& index) {
+  DeviceFacts f;
+  f.backend = "cuda";
+  f.name = name;
+  f.extra["cuda_device_index"] = index;
+  return f;
+}
+
+// Three devices: two H100s and an A100 in between; "" is the best (device 0). Counts the probes.
+struct FakeHost {
+  std::map<std::string, DeviceFacts> devices = {{"", gpu("NVIDIA H100 80GB HBM3", "0")},
+                                                {"0", gpu("NVIDIA H100 80GB HBM3", "0")},
+                                                {"1", gpu("NVIDIA A100-SXM4-80GB", "1")},
+                                                {"2", gpu("NVIDIA H100 80GB HBM3", "2")}};
+  std::vector<std::string> probed;
+  DeviceProbe probe() {
+    return [this](const std::string& s) -> Result<DeviceFacts> {
+      probed.push_back(s);
+      auto it = devices.find(s);
+      if (it == devices.end()) return make_error(fmt::format("CUDA device {} does not exist", s));
+      return it->second;
+    };
+  }
+};
+
+std::vector<std::string> selectors(const DeviceSelection& s) {
+  std::vector<std::string> out;
+  for (const auto& d : s.devices) out.push_back(d.selector);
+  return out;
+}
+
+TEST(Devices, ParsesAllIndicesAndNames) {
+  auto a = parse_devices_spec(" ALL ");
+  ASSERT_TRUE(a) << a.error();
+  EXPECT_TRUE(a->all);
+  auto i = parse_devices_spec("0, 2");
+  ASSERT_TRUE(i) << i.error();
+  EXPECT_EQ(i->indices, (std::vector<int>{0, 2}));
+  auto one = parse_devices_spec("3");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->indices, std::vector<int>{3});
+  auto n = parse_devices_spec("H100");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->name, "H100");
+  EXPECT_TRUE(n->indices.empty());
+}
+
+TEST(Devices, RefusesMalformedSpecsSayingWhatToWrite) {
+  for (const char* bad : {"", "  ", "0,,1", "0,H100", "1,", "-1,2", "0,0"}) {
+    auto r = parse_devices_spec(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error_kind(), ErrorKind::input) << bad;
+  }
+  EXPECT_NE(parse_devices_spec("0,H100").error().find("'H100' is not a device index; write all, "
+                                                      "device indices (0,1) or one name substring"),
+            std::string::npos)
+      << parse_devices_spec("0,H100").error();
+  EXPECT_NE(parse_devices_spec("0,0").error().find("device 0 is named twice"), std::string::npos);
+  EXPECT_NE(parse_devices_spec("").error().find("--devices needs a value"), std::string::npos);
+}
+
+TEST(Devices, IndicesOfOneModelAreUsedInTheirOrder) {
+  FakeHost host;
+  auto s = select_devices("2,0", host.probe());
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(selectors(*s), (std::vector<std::string>{"2", "0"}));  // the final timing on 2
+  EXPECT_TRUE(s->left_out.empty());
+  EXPECT_EQ(
+      s->text(),
+      "2 devices: 2 (NVIDIA H100 80GB HBM3), 0 (NVIDIA H100 80GB HBM3); the final timing on 2");
+  EXPECT_EQ(host.probed, (std::vector<std::string>{"2", "0"}));  // nothing else probed
+}
+
+TEST(Devices, DevicesOfDifferentModelsAreRefusedAndNamed) {
+  FakeHost host;
+  auto s = select_devices("0,1", host.probe());
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error_kind(), ErrorKind::input);
+  EXPECT_NE(s.error().find("different models"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("NVIDIA A100-SXM4-80GB on device 1"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("NVIDIA H100 80GB HBM3 on device 0"), std::string::npos) << s.error();
+  // A name that matches both models is refused the same way.
+  auto n = select_devices("nvidia", host.probe());
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().find("on devices 0, 2"), std::string::npos) << n.error();
+}
+
+TEST(Devices, AllKeepsTheBestDevicesModelAndSaysWhatWasLeftOut) {
+  FakeHost host;
+  auto s = select_devices("all", host.probe());
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(selectors(*s), (std::vector<std::string>{"0", "2"}));
+  EXPECT_EQ(s->left_out, std::vector<std::string>{"1 (NVIDIA A100-SXM4-80GB), another model"});
+  EXPECT_NE(s->text().find("left out: 1 (NVIDIA A100-SXM4-80GB), another model"), std::string::npos)
+      << s->text();
+}
+
+TEST(Devices, ANameSubstringSelectsEveryDeviceThatHoldsIt) {
+  FakeHost host;
+  auto s = select_devices("h100", host.probe());
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(selectors(*s), (std::vector<std::string>{"0", "2"}));
+  auto none = select_devices("MI300", host.probe());
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error_kind(), ErrorKind::input);
+  EXPECT_NE(none.error().find("no device's name holds 'MI300'; the devices are: 0 (NVIDIA H100"),
+            std::string::npos)
+      << none.error();
+}
+
+TEST(Devices, AMissingIndexIsAnEnvironmentErrorNamingIt) {
+  FakeHost host;
+  auto s = select_devices("0,7", host.probe());
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error_kind(), ErrorKind::environment);
+  EXPECT_NE(s.error().find("device 7: CUDA device 7 does not exist"), std::string::npos)
+      << s.error();
+}
+
+TEST(Devices, TheRunnerIsPointedAtTheIndexTheProbeReported) {
+  EXPECT_EQ(runner_selector(gpu("X", "3"), "H100"), "3");
+  DeviceFacts vk;
+  vk.extra["device_index"] = "1";
+  EXPECT_EQ(runner_selector(vk, "1"), "1");
+  EXPECT_EQ(runner_selector(DeviceFacts{}, "2"), "2");
+}
+
+}  // namespace
+}  // namespace peak
