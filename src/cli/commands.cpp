@@ -90,6 +90,7 @@ struct Options {
   bool no_sandbox = false;
   std::string html;   // report --html FILE
   std::string store;  // report/serve --store PATH
+  std::string cross_reference;  // report --cross-reference PATH
   std::string host = "127.0.0.1";
   int port = 8765;
   // campaign
@@ -982,10 +983,14 @@ int cmd_report(Options& o) {
     o.output = o.html;
   }
   fs::path where = o.store.empty() ? fs::path(o.workspace) : fs::path(o.store);
-  auto text = api::render_report_at(where, o.args.empty() ? "" : o.args[0], fmt_name);
+  auto text =
+      api::render_report_at(where, o.args.empty() ? "" : o.args[0], fmt_name, o.cross_reference);
   if (!text) {
     err(text.error());
-    return text.error().find("unknown report format") != std::string::npos ? kUsage : kEnvironment;
+    return text.error().find("unknown report format") != std::string::npos ||
+                   text.error_kind() == ErrorKind::input
+               ? kUsage
+               : kEnvironment;
   }
   return emit(o, *text);
 }
@@ -1443,6 +1448,10 @@ std::vector<Command> commands() {
          c->add_option("--store", o.store,
                        "read this store instead of the workspace: a workspace, its .peak folder "
                        "or a peak.db file");
+         c->add_option("--cross-reference", o.cross_reference,
+                       "another store (workspace, .peak folder or peak.db) whose vendor-library "
+                       "rates on the same GPU model are shown beside the peak (e.g. a CUDA "
+                       "campaign's cuBLAS for an HLSL report)");
        },
        cmd_report},
       {"stats", "campaign analytics over stores: success, errors, performance, costs",

@@ -238,7 +238,8 @@ Result<std::string> render_report(Workspace& ws, const std::string& ref,
 }
 
 Result<std::string> render_report_at(const std::filesystem::path& where, const std::string& ref,
-                                     const std::string& format) {
+                                     const std::string& format,
+                                     const std::filesystem::path& cross_reference) {
   auto store = open_store_for_reading(where);
   if (!store) return Error{store.error()};
   ReportOptions ro;
@@ -250,6 +251,14 @@ Result<std::string> render_report_at(const std::filesystem::path& where, const s
   auto rep = build_report(**store, ro);
   if (!rep) return Error{rep.error()};
   if ((*store)->dir().filename() == ".peak") rep->source = (*store)->dir().parent_path().string();
+  if (!cross_reference.empty()) {
+    auto other_store = open_store_for_reading(cross_reference);
+    if (!other_store) return Error{other_store.error()};
+    auto other = build_report(**other_store);
+    if (!other) return Error{other.error()};
+    other->source = cross_reference.string();
+    if (auto st = add_cross_reference(*rep, *other); !st) return Error{st.message(), st.kind()};
+  }
   return render(*rep, format);
 }
 

@@ -52,8 +52,11 @@ const std::vector<std::string>& report_formats();
 Result<std::string> render_report(Workspace& ws, const std::string& ref, const std::string& format);
 // The same from a workspace folder, a .peak folder or a peak.db file, opened for reading only
 // (a store another process is writing gives a partial report that says so); `ref` "" = HEAD.
+// `cross_reference` (optional): another store whose vendor-library rates on the same GPU model
+// are shown beside the documented peak (add_cross_reference, report/report.h).
 Result<std::string> render_report_at(const std::filesystem::path& where, const std::string& ref,
-                                     const std::string& format);
+                                     const std::string& format,
+                                     const std::filesystem::path& cross_reference = {});
 
 // `peak bench [REF]`: the best configuration of `ref` ("" = HEAD) timed over its context's shape
 // suite with the vendor library in the same run (Workspace::bench_suite), recorded as an

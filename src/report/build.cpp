@@ -543,6 +543,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
   };
 
   std::string kernel_name;
+  std::string kernel_precision;
   std::set<std::string> peak_versions;
   std::vector<std::pair<double, double>> clocks;
   for (size_t ci = 0; ci < chain.size(); ++ci) {
@@ -569,6 +570,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
     }
     if (ctx) {
       kernel_name = ctx->name;
+      kernel_precision = ctx->precision;
       step.source_file = ctx->source_file;
     }
 
@@ -831,6 +833,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
   r.kernel = !opts.title.empty()    ? opts.title
              : !kernel_name.empty() ? kernel_name
                                     : fs::path(r.source).stem().string();
+  r.precision = kernel_precision;
 
   // What the reader should know.
   bool any_numbers = std::any_of(r.steps.begin(), r.steps.end(),
@@ -851,6 +854,60 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
           r.live.workflow, r.live.kind));
   }
   return r;
+}
+
+Status add_cross_reference(Report& r, const Report& other) {
+  std::set<std::string> shapes;
+  for (const auto& s : r.steps)
+    for (const auto& b : s.bench) shapes.insert(b.shape);
+  const std::string& device = r.provenance.device;
+  if (device.empty() || shapes.empty())
+    return Status::error(fmt::format("{} has no timed bench shape to compare", r.source),
+                         ErrorKind::input);
+  if (other.provenance.device != device)
+    return Status::error(
+        fmt::format("{} was measured on {}, not on {}: a cross-reference must come from the same "
+                    "GPU model",
+                    other.source, other.provenance.device.empty() ? "no device" : other.provenance.device,
+                    device),
+        ErrorKind::input);
+  if (!r.precision.empty() && !other.precision.empty() && other.precision != r.precision)
+    return Status::error(fmt::format("{} is a {} kernel ({}), this one is {}: a cross-reference "
+                                     "must be of the same precision",
+                                     other.source, other.precision, other.kernel, r.precision),
+                         ErrorKind::input);
+  // The newest checkpoint first: its vendor rate at each shape.
+  std::vector<const StepRow*> steps;
+  for (const auto& s : other.steps) steps.push_back(&s);
+  std::stable_sort(steps.begin(), steps.end(), [](const StepRow* a, const StepRow* b) {
+    return a->created_at > b->created_at;
+  });
+  std::vector<CrossReference> found;
+  for (const auto& shape : shapes) {
+    for (const StepRow* s : steps) {
+      auto it = std::find_if(s->bench.begin(), s->bench.end(), [&](const BenchRow& b) {
+        return b.shape == shape && !b.baseline.empty() && b.baseline_gflops > 0;
+      });
+      if (it == s->bench.end()) continue;
+      CrossReference c;
+      c.source = other.source;
+      c.kernel = other.kernel;
+      c.baseline = it->baseline;
+      c.shape = shape;
+      c.gflops = it->baseline_gflops;
+      c.checkpoint = s->checkpoint;
+      c.measured_at = s->created_at;
+      found.push_back(std::move(c));
+      break;
+    }
+  }
+  if (found.empty())
+    return Status::error(fmt::format("{} holds no vendor-library measurement at {}", other.source,
+                                     join(std::vector<std::string>(shapes.begin(), shapes.end()),
+                                          ", ")),
+                         ErrorKind::input);
+  r.cross_reference = std::move(found);
+  return Status::ok();
 }
 
 }  // namespace peak

@@ -47,6 +47,18 @@ json render_json(const Report& r) {
   j["peak_source"] = p.peak_source;
   j["measured_fp32_tflops"] = p.measured_fp32_tflops;
   j["notes"] = r.notes;
+  if (!r.cross_reference.empty()) {
+    json cr = json::array();
+    for (const auto& c : r.cross_reference)
+      cr.push_back({{"source", c.source},
+                    {"kernel", c.kernel},
+                    {"baseline", c.baseline},
+                    {"shape", c.shape},
+                    {"gflops", c.gflops},
+                    {"checkpoint", c.checkpoint},
+                    {"measured_at", c.measured_at}});
+    j["cross_reference"] = cr;
+  }
   json prov = {{"device", p.device},
                {"backend", p.backend},
                {"driver", p.driver},

@@ -10,6 +10,28 @@ namespace peak {
 
 namespace {
 
+// The cross-reference in one line: the vendor library's rate on the same GPU at each bench shape,
+// where it comes from, and the tip's rate as a share of it.
+std::string cross_reference_line(const Report& r) {
+  if (r.cross_reference.empty()) return "";
+  const StepRow* tip = nullptr;
+  for (const auto& s : r.steps)
+    if (s.checkpoint == r.tip) tip = &s;
+  const CrossReference& first = r.cross_reference.front();
+  std::string out = fmt::format("{} on the same GPU, from {} ({} checkpoint {}, {}):",
+                                first.baseline, first.source, first.kernel, first.checkpoint,
+                                first.measured_at.substr(0, 10));
+  for (size_t i = 0; i < r.cross_reference.size(); ++i) {
+    const CrossReference& c = r.cross_reference[i];
+    out += fmt::format("{} {:.1f} GFLOP/s at {}", i ? ";" : "", c.gflops, c.shape);
+    if (tip)
+      for (const auto& b : tip->bench)
+        if (b.shape == c.shape && b.gflops > 0 && c.gflops > 0)
+          out += fmt::format(" (the tip: {:.1f}%)", 100.0 * b.gflops / c.gflops);
+  }
+  return out;
+}
+
 std::string num(double v, const char* f = "{:.1f}") {
   return v > 0 ? fmt::format(fmt::runtime(f), v) : "-";
 }
@@ -57,6 +79,7 @@ std::string render_text(const Report& r) {
     o << fmt::format("peak:   {:.3g} TFLOP/s ({})\n", p.peak_tflops, p.peak_source);
   if (p.measured_fp32_tflops > 0)
     o << fmt::format("measured FP32 FMA throughput: {:.3g} TFLOP/s\n", p.measured_fp32_tflops);
+  if (!r.cross_reference.empty()) o << "cross-reference: " << cross_reference_line(r) << "\n";
   for (const auto& n : r.notes) o << "note: " << n << "\n";
   o << "\n";
   // One row per (step, shape); columns sized to their content.
@@ -159,6 +182,7 @@ std::string render_markdown(const Report& r) {
                      p.peak_source);
   if (p.measured_fp32_tflops > 0)
     o << fmt::format("- Measured FP32 FMA throughput: {:.3g} TFLOP/s\n", p.measured_fp32_tflops);
+  if (!r.cross_reference.empty()) o << "- Cross-reference: " << cross_reference_line(r) << "\n";
   for (const auto& n : r.notes) o << "- Note: " << n << "\n";
   o << "\n| checkpoint | step | disposition | best configuration | shape | GFLOP/s | % of vendor | "
        "% of peak | speedup vs seed | vs parent | spread |\n";

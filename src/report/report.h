@@ -159,15 +159,31 @@ struct LiveState {
   std::vector<ConfigRow> configs;
 };
 
+// A vendor library's rate on the same GPU model, measured by another store's campaign and shown
+// beside the documented peak (`peak report --cross-reference STORE`): an HLSL kernel on an NVIDIA
+// GPU has no vendor baseline of its own, but cuBLAS SGEMM timed by a CUDA campaign of the same
+// precision on the same GPU model says what that GPU reaches.
+struct CrossReference {
+  std::string source;    // the other store
+  std::string kernel;    // its kernel context
+  std::string baseline;  // the vendor library ("cublas")
+  std::string shape;
+  double gflops = 0;     // the baseline's median rate
+  int64_t checkpoint = 0;
+  std::string measured_at;  // the checkpoint's evaluation time
+};
+
 struct Report {
   std::string source;  // the store or workspace read
   std::string kernel;
+  std::string precision;  // of the tip's kernel context ("fp32"), "" when unknown
   int64_t tip = 0;
   Provenance provenance;
   std::vector<std::string> notes;  // what is missing or partial, for the reader
   std::vector<StepRow> steps;      // seed first; failed steps after their parent
   std::vector<FailureRow> failures;
   LiveState live;
+  std::vector<CrossReference> cross_reference;  // add_cross_reference()
 };
 
 struct ReportOptions {
@@ -180,6 +196,11 @@ struct ReportOptions {
 // Builds the report of the history from the seed to the tip. Missing pieces (no blobs, a
 // summary that cannot be read, a run in progress) give a partial report with notes, not errors.
 Result<Report> build_report(const Store& store, const ReportOptions& opts = {});
+
+// Adds to `r` the newest vendor-baseline rate that `other` measured at each of r's bench shapes on
+// r's GPU model (same device name) for a kernel of r's precision. Fails when `other` has none, with
+// what it holds instead.
+Status add_cross_reference(Report& r, const Report& other);
 
 // A build's compiler resources in words, as reports show them ("40 registers, 8.0 KiB shared,
 // no spills"); the reports of further compile targets (HIP: "gfx90a (compiled, not run): ...")

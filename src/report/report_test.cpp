@@ -205,6 +205,48 @@ TEST_F(ReportTest, CommittedStoresReport) {
   EXPECT_GT(s.total.total(), 0);
 }
 
+// An HLSL report on the H100 shows cuBLAS SGEMM of the same GPU, measured by the HIP campaign
+// committed beside it (hipBLAS mapped to cuBLAS), as a cross-reference; stores of another GPU
+// model or precision, or without a vendor baseline, are refused with what is wrong.
+TEST_F(ReportTest, ACrossReferenceComesFromAStoreOfTheSameGpuAndPrecision) {
+  const fs::path results = fs::path(PEAK_SOURCE_DIR) / "results" / "h100";
+  Report hlsl = report_of(results / "hlsl-fp32-large-tiles" / "store" / "peak.db");
+  Report hip = report_of(results / "hip-fp32-whole" / "store" / "peak.db");
+  ASSERT_FALSE(hlsl.steps.empty());
+  ASSERT_FALSE(hip.steps.empty());
+  EXPECT_EQ(hlsl.precision, "fp32");
+  Report r = hlsl;
+  ASSERT_TRUE(add_cross_reference(r, hip).is_ok());
+  ASSERT_EQ(r.cross_reference.size(), 2u);  // the two bench shapes
+  for (const auto& c : r.cross_reference) {
+    EXPECT_EQ(c.baseline, "cublas");
+    EXPECT_GT(c.gflops, 0);
+    EXPECT_EQ(c.checkpoint, hip.tip) << "the newest checkpoint's measurement";
+  }
+  EXPECT_NE(render_markdown(r).find("- Cross-reference: cublas on the same GPU"), std::string::npos);
+  EXPECT_NE(render_text(r).find("(the tip: "), std::string::npos);
+  json j = render_json(r);
+  ASSERT_TRUE(j.contains("cross_reference"));
+  EXPECT_EQ(j["cross_reference"].size(), 2u);
+  EXPECT_FALSE(render_json(hlsl).contains("cross_reference"));
+
+  Report other_gpu = hip;
+  other_gpu.provenance.device = "Another GPU";
+  Report a = hlsl;
+  Status st = add_cross_reference(a, other_gpu);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("same GPU model"), std::string::npos) << st.message();
+  Report other_precision = hip;
+  other_precision.precision = "fp16";
+  st = add_cross_reference(a, other_precision);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("same precision"), std::string::npos) << st.message();
+  st = add_cross_reference(a, hlsl);  // HLSL has no vendor library
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("no vendor-library measurement"), std::string::npos) << st.message();
+  EXPECT_TRUE(a.cross_reference.empty());
+}
+
 TEST_F(ReportTest, HtmlIsOnePageWithNothingToFetch) {
   testing::write_campaign(tmp_ / "ws");
   auto html = render_html(report_of(tmp_ / "ws"));
