@@ -549,6 +549,80 @@ TEST_F(CampaignTest, AWorkflowKilledMidStepResumesWithNothingLostOrRepeated) {
   ::unsetenv("PEAK_LOCK_DIR");
 }
 
+// `kill` of `peak campaign run` (SIGTERM to it alone, as a scheduler or a user's kill sends it)
+// ends the workflow processes it started too: each marks its workflow interrupted and ends,
+// instead of running on without the process that follows them.
+TEST_F(CampaignTest, TerminatingTheCampaignEndsItsWorkflowProcesses) {
+  auto c = parse(scale_campaign());
+  ASSERT_TRUE(c) << c.error();
+  auto w = workflows(*c)[0];
+  ASSERT_TRUE(ensure_workspace(w));
+  // The seed is evaluated first, then the test holds the CPU device: the workflow's step stops at
+  // its candidate's evaluation, after the model's reply is recorded, until the signal comes. No
+  // timing is involved.
+  ProcessOptions validate;
+  validate.argv = {(fs::path(PEAK_BINARY_DIR) / "peak").string(),
+                   "-q",
+                   "-C",
+                   w.workspace.string(),
+                   "validate",
+                   "--small",
+                   "--budget",
+                   "1",
+                   "--no-baseline"};
+  auto v = run_process(validate);
+  ASSERT_TRUE(v && v->ok()) << (v ? v->err : v.error());
+  auto locks = make_temp_dir("locks-", tmp_);
+  ASSERT_TRUE(locks);
+  ::setenv("PEAK_LOCK_DIR", locks->c_str(), 1);
+  DeviceLock device("cpu", "the CPU");
+  auto held = std::make_optional(device.acquire());
+  ASSERT_TRUE(*held);
+
+  Subprocess p;
+  ProcessOptions po;
+  po.argv = {(fs::path(PEAK_BINARY_DIR) / "peak").string(), "campaign", "run", c->file.string()};
+  ASSERT_TRUE(p.start(po));
+  // The workflow's process, once its step has the model's reply and waits for the device.
+  auto replied = [&] {
+    auto s = Store::open_read_only(w.workspace / ".peak");
+    if (!s) return false;
+    auto a = (*s)->attempts();
+    if (!a) return false;
+    for (const auto& r : *a)
+      if (r.pass_index == 1 && r.disposition == "passed") return true;
+    return false;
+  };
+  int child = 0;
+  for (int i = 0; i < 6000 && child == 0; ++i) {  // 10 minutes at most: a deadline, never a pace
+    const json rec = load_state(*c)["workflows"].value(w.id, json::object());
+    if (rec.contains("pid") && replied()) child = rec["pid"].get<int>();
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_GT(child, 0) << logs(*c);
+  ::kill(p.pid(), SIGTERM);
+  auto ended = p.wait(60);
+  EXPECT_EQ(ended.term_signal, SIGTERM);
+  // Ended: no such process, or a zombie its new parent has not reaped yet.
+  auto ended_process = [](int pid) {
+    if (::kill(pid, 0) != 0) return true;
+    auto stat = read_file(fs::path("/proc") / std::to_string(pid) / "stat");
+    if (!stat) return true;
+    const auto close = stat->rfind(')');
+    return close != std::string::npos && close + 2 < stat->size() && (*stat)[close + 2] == 'Z';
+  };
+  bool gone = false;
+  for (int i = 0; i < 600 && !gone; ++i) {  // one minute at most
+    gone = ended_process(child);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "the workflow process " << child << " runs on after its campaign ended";
+  if (!gone) ::kill(child, SIGKILL);
+  held.reset();
+  EXPECT_EQ(read_state(w).status, "interrupted") << logs(*c);
+  ::unsetenv("PEAK_LOCK_DIR");
+}
+
 }  // namespace
 }  // namespace peak::campaign
 

@@ -16,6 +16,7 @@
 
 #include "campaign/campaign.h"
 #include "campaign/slurm.h"
+#include "engine/interrupt.h"
 #include "report/report.h"
 #include "report/stats.h"
 #include "store/store.h"
@@ -77,6 +78,7 @@ Status run_local(const Campaign& c, const std::vector<Workflow>& todo, const Run
       rec["started_at"] = utc_now_iso8601();
       (void)save_state(c, state);
       running[*pid] = &w;
+      forward_interrupts_to(*pid);  // `kill` of this process ends its workflows too
       say(fmt::format("{}: started (pid {}; log {})", w.id, *pid, w.log.string()));
     }
     bool reaped = false;
@@ -88,6 +90,7 @@ Status run_local(const Campaign& c, const std::vector<Workflow>& todo, const Run
         continue;
       }
       const Workflow& w = *it->second;
+      stop_forwarding_to(it->first);
       json& rec = state["workflows"][w.id];
       std::string how = r < 0                 ? "lost"
                         : WIFEXITED(status)   ? fmt::format("exit status {}", WEXITSTATUS(status))

@@ -9,8 +9,10 @@
 
 #include "backend/backend.h"
 #include "context/context.h"
+#include "engine/workspace.h"
 #include "tune/measure.h"
 #include "util/device_lock.h"
+#include "validate/task_timeout.h"
 
 namespace peak::detail {
 
@@ -25,5 +27,9 @@ PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev);
 std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev);
 // One final-timing measurement as the evaluation summary records it (raw samples included).
 nlohmann::json measurement_json(const Measurement& m);
+// The options of a final timing: the evaluation's timing policy and baseline, the deadline of a
+// bench task (`budget`), and the peak above which a result is rejected.
+MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
+                                    const PeakInfo& peak);
 
 }  // namespace peak::detail

@@ -4,8 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <mutex>
+#include <set>
 #include <thread>
 
+#include "engine/interrupt.h"
 #include "engine/workspace.h"
 
 namespace peak {
@@ -15,6 +18,8 @@ void interrupt_workspaces();  // workspace.cpp
 namespace {
 
 int g_pipe[2] = {-1, -1};
+std::mutex g_children_mu;
+std::set<pid_t> g_children;  // forward_interrupts_to()
 
 // Async-signal-safe: hands the signal number to the watcher thread.
 void on_signal(int sig) {
@@ -33,6 +38,10 @@ void install_interrupt_handler() {
     while (::read(g_pipe[0], &c, 1) != 1) {
     }
     int sig = c;
+    {
+      std::lock_guard<std::mutex> lock(g_children_mu);
+      for (pid_t child : g_children) ::kill(child, sig);
+    }
     interrupt_workspaces();
     // Ends the process the way the signal would have (exit status 128 + sig for a shell).
     ::signal(sig, SIG_DFL);
@@ -42,6 +51,16 @@ void install_interrupt_handler() {
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+}
+
+void forward_interrupts_to(pid_t child) {
+  std::lock_guard<std::mutex> lock(g_children_mu);
+  g_children.insert(child);
+}
+
+void stop_forwarding_to(pid_t child) {
+  std::lock_guard<std::mutex> lock(g_children_mu);
+  g_children.erase(child);
 }
 
 }  // namespace peak

@@ -175,13 +175,7 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
     }
   const TaskBudget budget = task_budget(TaskKind::bench, dev->is_cpu, refs, opts.task_timeout_s * 4,
                                         timing_allowance(opts.policy, opts.baseline));
-  MeasureOptions mo;
-  mo.policy = opts.policy;
-  mo.with_baseline = opts.baseline;
-  mo.task_timeout_s = budget.timeout_s;
-  mo.reference_task_s = budget.reference_s;
-  mo.timeout_basis = budget.basis;
-  mo.peak_tflops = peak.limit;
+  MeasureOptions mo = detail::final_timing_options(opts, budget, peak);
 
   json rows = json::array();
   auto t0 = std::chrono::steady_clock::now();

@@ -528,8 +528,21 @@ json measurement_json(const Measurement& m) {
   return j;
 }
 
+MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
+                                    const PeakInfo& peak) {
+  MeasureOptions mo;
+  mo.policy = opts.policy;
+  mo.with_baseline = opts.baseline;
+  mo.task_timeout_s = budget.timeout_s;
+  mo.reference_task_s = budget.reference_s;
+  mo.timeout_basis = budget.basis;
+  mo.peak_tflops = peak.limit;
+  return mo;
+}
+
 }  // namespace detail
 using detail::device_lock_for;
+using detail::final_timing_options;
 using detail::lock_json;
 using detail::measurement_json;
 using detail::peak_for;
@@ -869,13 +882,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                                  {"report", o.validation.sanitizer}};
   // Final timing of the best configuration on every bench shape, against the baseline.
   auto t0 = std::chrono::steady_clock::now();
-  MeasureOptions mo;
-  mo.policy = opts.policy;
-  mo.with_baseline = opts.baseline;
-  mo.task_timeout_s = bench_budget.timeout_s;
-  mo.reference_task_s = bench_budget.reference_s;
-  mo.timeout_basis = bench_budget.basis;
-  mo.peak_tflops = peak.limit;
+  const MeasureOptions mo = final_timing_options(opts, bench_budget, peak);
   progress_.status(
       fmt::format("  timing {} on {} shape(s){}", config_text(best.config), bench.size(),
                   several ? fmt::format(" on device {} (the first of {})", lane_selectors.front(),

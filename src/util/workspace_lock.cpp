@@ -126,6 +126,13 @@ Liveness liveness(const ProcessIdentity& p) {
   if (p.pid <= 0) return Liveness::dead;
   if (p.host != host_name()) return Liveness::unknown;
   if (::kill(p.pid, 0) != 0 && errno == ESRCH) return Liveness::dead;
+  // A zombie has ended (its locks are released, it runs nothing); only its parent has not
+  // collected it yet, which for an orphan can take its new parent a while.
+  if (auto stat = read_file(fmt::format("/proc/{}/stat", p.pid))) {
+    auto close = stat->rfind(')');
+    if (close != std::string::npos && close + 2 < stat->size() && (*stat)[close + 2] == 'Z')
+      return Liveness::dead;
+  }
   // The pid exists; it is the same process only if it started when the record says.
   if (!p.start.empty()) {
     std::string now = process_start(p.pid);

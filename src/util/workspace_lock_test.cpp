@@ -112,5 +112,26 @@ TEST(ProcessIdentityTest, LivenessTellsPidReuseAndOtherHosts) {
   EXPECT_EQ(liveness(ProcessIdentity{}), Liveness::dead);
 }
 
+// A process that has ended but is not collected yet (a zombie) is dead: it holds nothing.
+TEST(ProcessIdentityTest, AZombieIsDead) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  // The child has exited once /proc says so; it stays a zombie until waitpid below.
+  bool zombie = false;
+  for (int i = 0; i < 600 && !zombie; ++i) {  // one minute at most: a deadline, never a pace
+    auto stat = read_file("/proc/" + std::to_string(child) + "/stat");
+    zombie = stat && stat->find(") Z ") != std::string::npos;
+    if (!zombie) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(zombie);
+  ProcessIdentity p;
+  p.pid = child;
+  p.host = this_process().host;
+  EXPECT_EQ(liveness(p), Liveness::dead);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+}
+
 }  // namespace
 }  // namespace peak
