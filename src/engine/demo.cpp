@@ -122,8 +122,13 @@ int run_demo(const DemoOptions& opts) {
   ro.apply.eval.devices = opts.devices;
   if (opts.small) ro.apply.eval.small = true;
   if (opts.full) ro.apply.eval.small = false;
-  // A budget N means N configurations at most (eval_options_for drops the space fraction).
-  if (budget > 0) ro.apply.eval.budget = static_cast<size_t>(budget);
+  // A budget N means N configurations at most (eval_options_for drops the space fraction), in
+  // every step: as the strategy budget too, it also caps the steps whose sequence asks for their
+  // whole space (a CPU demo's last step would otherwise search all of it at lavapipe's pace).
+  if (budget > 0) {
+    ro.apply.eval.budget = static_cast<size_t>(budget);
+    ro.apply.eval.strategy_budget = std::to_string(budget);
+  }
   if (!opts.quiet) {
     out.print(fmt::format("peak demo: {} ({} steps) on {} ({} backend), workspace {}", seq->name,
                           seq->steps.size(), dev->name, backend, (*ws)->root().string()));
