@@ -27,6 +27,12 @@ PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev);
 std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev);
 // One final-timing measurement as the evaluation summary records it (raw samples included).
 nlohmann::json measurement_json(const Measurement& m);
+// The reference the validator compares with: for a context whose reference is the seed, the seed
+// checkpoint's kernel built with its default configuration; else none is needed. The error says
+// what is missing (no seed, or a seed that does not build).
+Result<ReferenceSource> reference_source(Workspace& ws, const KernelContext& ctx, Backend& be,
+                                         const DeviceFacts& dev,
+                                         const std::filesystem::path& cache);
 // The options of a final timing: the evaluation's timing policy and baseline, the deadline of a
 // bench task (`budget`), and the peak above which a result is rejected.
 MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,

@@ -140,27 +140,9 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
     std::shared_ptr<DeviceLock> lock;
     ~NoticeScope() { lock->set_wait_notice({}); }
   } notice_scope{ro.device_lock};
-  ReferenceSource ref;
-  ref.cache_dir = cache;
-  if (ctx.reference == ReferenceKind::seed) {
-    auto seed_id = store_->find_tag("seed");
-    if (!seed_id || !*seed_id)
-      return make_error("no seed checkpoint to use as reference", ErrorKind::environment);
-    auto seed_files = checkpoint_files(**seed_id);
-    if (!seed_files) return seed_files.status();
-    auto seed_regions = split_regions(seed_files->second, seed_files->first.source_file);
-    if (!seed_regions) return make_error(seed_regions.error(), ErrorKind::input);
-    Config dc;
-    for (const auto& p : seed_files->first.tuning) dc[p.name] = p.default_value;
-    auto sb = be.build(BuildRequest{&seed_files->first, seed_files->second, dc, *dev, cache});
-    if (sb.disposition != Disposition::passed)
-      return make_error("the seed kernel (the reference) does not build:\n" + sb.log,
-                        ErrorKind::failed);
-    ref.seed_build = sb;
-    ref.seed_config = dc;
-    ref.seed_source = *seed_regions;
-  }
-  Validator validator(be, *dev, ro, ref);
+  auto ref = detail::reference_source(*this, ctx, be, *dev, cache);
+  if (!ref) return make_error(ref.error(), ErrorKind::environment);
+  Validator validator(be, *dev, ro, *ref);
 
   // Deadlines from what the final timings of the seed and this checkpoint took here.
   std::vector<std::pair<std::string, TaskSeconds>> refs;

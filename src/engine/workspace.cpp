@@ -528,6 +528,29 @@ json measurement_json(const Measurement& m) {
   return j;
 }
 
+Result<ReferenceSource> reference_source(Workspace& ws, const KernelContext& ctx, Backend& be,
+                                         const DeviceFacts& dev, const fs::path& cache) {
+  ReferenceSource ref;
+  ref.cache_dir = cache;
+  if (ctx.reference != ReferenceKind::seed) return ref;
+  // The seed kernel (root checkpoint) with its default configuration is the reference.
+  auto seed_id = ws.store().find_tag("seed");
+  if (!seed_id || !*seed_id) return make_error("no seed checkpoint to use as reference");
+  auto seed_files = ws.checkpoint_files(**seed_id);
+  if (!seed_files) return Error{seed_files.error()};
+  auto seed_regions = split_regions(seed_files->second, seed_files->first.source_file);
+  if (!seed_regions) return Error{seed_regions.error()};
+  Config dc;
+  for (const auto& p : seed_files->first.tuning) dc[p.name] = p.default_value;
+  auto sb = be.build(BuildRequest{&seed_files->first, seed_files->second, dc, dev, cache});
+  if (sb.disposition != Disposition::passed)
+    return make_error("the seed kernel (the reference) does not build:\n" + sb.log);
+  ref.seed_build = sb;
+  ref.seed_config = dc;
+  ref.seed_source = *seed_regions;
+  return ref;
+}
+
 MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
                                     const PeakInfo& peak) {
   MeasureOptions mo;
@@ -543,6 +566,7 @@ MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& b
 }  // namespace detail
 using detail::device_lock_for;
 using detail::final_timing_options;
+using detail::reference_source;
 using detail::lock_json;
 using detail::measurement_json;
 using detail::peak_for;
@@ -684,28 +708,9 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     }
     ev.summary["device_locks"] = all;
   };
-  ReferenceSource ref;
-  ref.cache_dir = cache;
-  if (ctx.reference == ReferenceKind::seed) {
-    // The seed kernel (root checkpoint) with its default configuration is the reference.
-    auto seed_id = store_->find_tag("seed");
-    if (!seed_id || !*seed_id)
-      return fail(Disposition::not_run, "no seed checkpoint to use as reference");
-    auto seed_files = checkpoint_files(**seed_id);
-    if (!seed_files) return fail(Disposition::not_run, seed_files.error());
-    auto seed_regions = split_regions(seed_files->second, seed_files->first.source_file);
-    if (!seed_regions) return fail(Disposition::not_run, seed_regions.error());
-    Config dc;
-    for (const auto& p : seed_files->first.tuning) dc[p.name] = p.default_value;
-    BuildRequest req{&seed_files->first, seed_files->second, dc, *dev, cache};
-    auto sb = be.build(req);
-    if (sb.disposition != Disposition::passed)
-      return fail(Disposition::not_run,
-                  "the seed kernel (the reference) does not build:\n" + sb.log);
-    ref.seed_build = sb;
-    ref.seed_config = dc;
-    ref.seed_source = *seed_regions;
-  }
+  auto ref_or = reference_source(*this, ctx, be, *dev, cache);
+  if (!ref_or) return fail(Disposition::not_run, ref_or.error());
+  const ReferenceSource ref = std::move(*ref_or);
   std::vector<std::unique_ptr<Validator>> validators;
   std::vector<DeviceLane> lanes;
   for (size_t i = 0; i < lane_selectors.size(); ++i) {
