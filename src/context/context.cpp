@@ -380,10 +380,10 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
     throw ParseError{fmt::format("{}:{}:{}: {}", file_, e.source().begin.line,
                                  e.source().begin.column, e.description())};
   }
-  check_keys(root, {"format",    "name",      "description", "backend",      "family", "precision",
-                    "source",    "reference", "flops",       "bytes",        "valid",  "reduction",
-                    "workspace", "rtol",      "atol",        "tuning_valid", "arrays", "scalars",
-                    "shapes",    "suite",     "tuning",      "entry"},
+  check_keys(root, {"format",    "name",      "description", "backend",      "family",  "precision",
+                    "source",    "reference", "flops",       "bytes",        "valid",   "reduction",
+                    "workspace", "rtol",      "atol",        "tuning_valid", "arrays",  "scalars",
+                    "shapes",    "suite",     "tuning",      "entry",        "supports"},
              "at the top level of kernel.toml");
 
   KernelContext ctx;
@@ -422,8 +422,9 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
                      ctx.source_file));
   }
   if (const toml::node* e = root.get("entry"))
-    fail(*e, "'entry' is gone since format 2: the launch plan in the host region names the kernels "
-             "it launches (docs/launch-plan.md); remove the key");
+    fail(*e,
+         "'entry' is gone since format 2: the launch plan in the host region names the kernels "
+         "it launches (docs/launch-plan.md); remove the key");
 
   load_scalars(root, ctx);
   load_arrays(root, ctx);
@@ -437,11 +438,9 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
   struct ShapeExpr {
     std::string_view key;
     std::string* field;
-  } shape_exprs[] = {{"flops", &ctx.flops},
-                     {"bytes", &ctx.bytes},
-                     {"valid", &ctx.valid},
-                     {"reduction", &ctx.reduction},
-                     {"workspace", &ctx.workspace}};
+  } shape_exprs[] = {{"flops", &ctx.flops},         {"bytes", &ctx.bytes},
+                     {"valid", &ctx.valid},         {"supports", &ctx.supports},
+                     {"reduction", &ctx.reduction}, {"workspace", &ctx.workspace}};
   for (auto& se : shape_exprs) {
     const toml::node* n = root.get(se.key);
     if (!n) continue;
@@ -449,6 +448,9 @@ KernelContext Loader::load(std::string_view text, const std::filesystem::path& d
     check_identifiers(*n, e, se.key, shape_names, "the scalars and <array>.size");
     *se.field = e.text();
   }
+  if (const toml::node* n = root.get("supports"); n && ctx.format < kContextFormatSupports)
+    fail(*n, fmt::format("'supports' needs format = {} (this file is format {})",
+                         kContextFormatSupports, ctx.format));
   if (const toml::node* n = root.get("tuning_valid")) {
     // Identifiers here include device limits known only at tuning time; only the syntax is checked.
     ctx.tuning_valid = expression(*n, "tuning_valid").text();
@@ -706,7 +708,7 @@ Shape Loader::read_shape(const KernelContext& ctx, const toml::table& t, const t
   }
   auto sizes = array_sizes(ctx, shape);
   if (!sizes) fail(el, fmt::format("shape {}: {}", shape.text(), sizes.error()));
-  auto ok = shape_is_valid(ctx, shape);
+  auto ok = shape_in_problem(ctx, shape);
   if (!ok) fail(el, fmt::format("shape {}: {}", shape.text(), ok.error()));
   if (!*ok) {
     fail(el, fmt::format("shape {} does not satisfy valid = \"{}\"", shape.text(), ctx.valid));
@@ -872,7 +874,9 @@ std::string to_toml(const KernelContext& ctx) {
   };
   o << "# peak kernel context (format documented in docs/kernel-context.md)\n";
   const bool has_suite = !ctx.suite.empty() || !ctx.suite_small.empty();
-  o << "format = " << (has_suite ? std::max(ctx.format, kContextFormatSuite) : ctx.format) << "\n";
+  int format = has_suite ? std::max(ctx.format, kContextFormatSuite) : ctx.format;
+  if (!ctx.supports.empty()) format = std::max(format, kContextFormatSupports);
+  o << "format = " << format << "\n";
   kv("name", ctx.name, true);
   kv("description", ctx.description);
   kv("backend", ctx.backend, true);
@@ -883,6 +887,7 @@ std::string to_toml(const KernelContext& ctx) {
   kv("flops", ctx.flops);
   kv("bytes", ctx.bytes);
   kv("valid", ctx.valid);
+  kv("supports", ctx.supports);
   kv("reduction", ctx.reduction);
   kv("workspace", ctx.workspace);
   if (ctx.rtol != 0) o << "rtol = " << toml_float(ctx.rtol) << "\n";
@@ -995,12 +1000,22 @@ Result<std::map<std::string, int64_t>> array_sizes(const KernelContext& ctx, con
   return out;
 }
 
-Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape) {
+Result<bool> shape_in_problem(const KernelContext& ctx, const Shape& shape) {
   auto env = shape_env(ctx, shape);
   if (!env) return Error{env.error()};
   if (ctx.valid.empty()) return true;
   auto v = expr::evaluate(ctx.valid, *env);
   if (!v) return make_error(fmt::format("valid = \"{}\": {}", ctx.valid, v.error()));
+  return *v != 0;
+}
+
+Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape) {
+  auto in = shape_in_problem(ctx, shape);
+  if (!in || !*in || ctx.supports.empty()) return in;
+  auto env = shape_env(ctx, shape);
+  if (!env) return Error{env.error()};
+  auto v = expr::evaluate(ctx.supports, *env);
+  if (!v) return make_error(fmt::format("supports = \"{}\": {}", ctx.supports, v.error()));
   return *v != 0;
 }
 

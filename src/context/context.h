@@ -20,9 +20,10 @@ namespace peak {
 
 // The newest kernel.toml format this peak reads and writes. Format 2 is still read (a file
 // without `format` is format 2); format 3 adds the shape suite ([suite]).
-inline constexpr int kContextFormatVersion = 3;
+inline constexpr int kContextFormatVersion = 4;
 inline constexpr int kContextFormatOldest = 2;
-inline constexpr int kContextFormatSuite = 3;  // the first format with [suite]
+inline constexpr int kContextFormatSuite = 3;     // the first format with [suite]
+inline constexpr int kContextFormatSupports = 4;  // the first format with `supports`
 
 enum class DType { f32, f16, bf16, i32 };
 std::string_view to_string(DType t);
@@ -107,6 +108,10 @@ struct KernelContext {
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
   std::string valid;  // validity of a shape, e.g. "M > 0 && N > 0 && K > 0"
+  // The shapes the kernel supports, narrowed by transformations that need aligned shapes ("" =
+  // every valid shape), e.g. "K % 8 == 0 && N % 8 == 0" for 16-byte TMA strides. The listed
+  // shapes need only satisfy `valid`; those outside `supports` are not run for this kernel.
+  std::string supports;
 
   std::vector<Shape> bench_shapes;       // timed; shown to the LLM
   std::vector<Shape> validation_shapes;  // checked; shown to the LLM
@@ -148,7 +153,11 @@ Result<expr::Env> shape_env(const KernelContext& ctx, const Shape& shape);
 // Element count of each array for a shape (evaluates the size expressions).
 Result<std::map<std::string, int64_t>> array_sizes(const KernelContext& ctx, const Shape& shape);
 // True when the shape satisfies `valid`.
+// Whether the kernel runs this shape: `valid` and `supports` both hold.
 Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape);
+// Whether the shape belongs to the problem at all (`valid` alone): what the listed shapes of
+// kernel.toml must satisfy.
+Result<bool> shape_in_problem(const KernelContext& ctx, const Shape& shape);
 // `count` extra shapes drawn deterministically (from `seed`) from the scalars' values/ranges,
 // each satisfying `valid`; used as additional hidden validation shapes. Empty when the scalars
 // declare neither values nor ranges. A scalar with neither draws from the values the declared

@@ -284,8 +284,8 @@ TEST(Context, SemanticErrorsHaveLocations) {
       {with("name = \"UNROLL\"", "name = \"M\""), "kernel.toml:61:8: ", "duplicate name 'M'"},
       {with("default = 16", "default = 12"),
        "kernel.toml:58:11: ", "default 12 of tuning parameter 'BLOCK' is not one of its values"},
-      {with("format = 2", "format = 4"),
-       "kernel.toml:1:10: ", "format 4 is newer than this peak supports"},
+      {with("format = 2", "format = 5"),
+       "kernel.toml:1:10: ", "format 5 is newer than this peak supports"},
       {with("format = 2", "format = 1"),
        "kernel.toml:1:10: ", "format 1 kernel contexts held host code in the host region"},
       {with("workspace = \"4 * M * N\"", "entry = \"main\""),
@@ -514,6 +514,36 @@ small = [ { name = "square-64", class = "square", M = 64, N = 64, K = 64 } ]
   // Every class has one spelling that reads back.
   for (SuiteClass k : kAllSuiteClasses) EXPECT_EQ(suite_class_from_string(to_string(k)), k);
   EXPECT_FALSE(suite_class_from_string("Square"));
+}
+
+// `supports` (format 4): the shapes a transformed kernel supports. The listed shapes need only
+// belong to the problem (`valid`); those outside `supports` are not run.
+TEST(Context, SupportsNarrowsTheShapesRunWithoutRejectingListedShapes) {
+  std::string t(kMatmul);
+  t.replace(t.find("format = 2"), 10, "format = 4");
+  t.insert(t.find("\n[[arrays]]"), "\nsupports = \"K % 8 == 0\"\n");
+  auto c = parse_context(t, "kernel.toml");  // the hidden shape has K = 7
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  EXPECT_EQ(c->supports, "K % 8 == 0");
+  Shape odd{{{"M", 65}, {"N", 33}, {"K", 7}}};
+  Shape even{{{"M", 65}, {"N", 33}, {"K", 8}}};
+  EXPECT_TRUE(*shape_in_problem(*c, odd));
+  EXPECT_FALSE(*shape_is_valid(*c, odd));
+  EXPECT_TRUE(*shape_is_valid(*c, even));
+  std::string text = to_toml(*c);
+  EXPECT_NE(text.find("format = 4\n"), std::string::npos);
+  auto again = parse_context(text, "kernel.toml");
+  ASSERT_TRUE(again.is_ok()) << again.error() << "\n" << text;
+  EXPECT_EQ(again->supports, "K % 8 == 0");
+  // A context that gains `supports` is written as format 4; an older format refuses the key.
+  KernelContext old = *c;
+  old.format = 2;
+  EXPECT_NE(to_toml(old).find("format = 4\n"), std::string::npos);
+  std::string three = t;
+  three.replace(three.find("format = 4"), 10, "format = 3");
+  auto bad = parse_context(three, "kernel.toml");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.error().find("'supports' needs format = 4"), std::string::npos) << bad.error();
 }
 
 TEST(Context, FormatTwoStillLoadsAndHasNoSuite) {

@@ -91,9 +91,11 @@ json transformation_json(const Transformation& t) {
   for (const auto& p : t.passes) regions.push_back(std::string(to_string(p.region)));
   json tuning = json::array();
   for (const auto& p : t.tuning) tuning.push_back(p.name);
-  return {{"name", t.name},         {"version", t.version},      {"title", t.title},
-          {"backends", t.backends}, {"passes", t.passes.size()}, {"regions", regions},
-          {"tuning", tuning},       {"path", t.path.string()}};
+  json j = {{"name", t.name},         {"version", t.version},      {"title", t.title},
+            {"backends", t.backends}, {"passes", t.passes.size()}, {"regions", regions},
+            {"tuning", tuning},       {"path", t.path.string()}};
+  if (!t.required_arch.empty()) j["requires"] = t.required_arch;
+  return j;
 }
 
 json sequence_json(const Sequence& s) {

@@ -288,6 +288,9 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
     return fail_kind(ErrorKind::input,
                      fmt::format("transformation {} does not support backend {} (it supports: {})",
                                  T.name, ctx.backend, join(T.backends, ", ")));
+  // `requires` names a CUDA architecture: on another backend it is refused before any probing.
+  if (auto why = requirement_problem(T, ctx.backend, "", ""); !why.empty())
+    return fail_kind(ErrorKind::input, why);
 
   // The device: this machine's (probed), shown in prompts unless a campaign's facts are given.
   auto be = backend();
@@ -308,6 +311,10 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
     }
   }
   DeviceFacts dev = prompt_device ? *prompt_device : *probed;
+  // A transformation for a newer architecture than the device's (the facts the prompts show: the
+  // probed device, --prompt-device or a replayed recording's) stops here, before any prompt.
+  if (auto why = requirement_problem(T, ctx.backend, dev.name, dev.arch); !why.empty())
+    return fail_kind(ErrorKind::input, why);
   if (!opts.record_dir.empty() && !fs::exists(opts.record_dir / "device.json"))
     (void)write_file(opts.record_dir / "device.json", dev.to_json().dump(2) + "\n");
   auto base_eval = eval_options(opts.eval);
@@ -336,7 +343,16 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
       if (auto it = eo.tuning_overrides.find(p.name); it != eo.tuning_overrides.end())
         fresh.back().values = it->second;
     }
-  eo.must_include = carried_configs(top_configs(parent_eval->summary, ctx2), fresh, eo.budget);
+  // A parameter this transformation retires keeps its one value, and no override widens it again.
+  std::vector<Config> top = top_configs(parent_eval->summary, ctx2);
+  for (const auto& name : T.retires) {
+    auto p = std::find_if(ctx2.tuning.begin(), ctx2.tuning.end(),
+                          [&](const TuningParam& q) { return q.name == name; });
+    if (p == ctx2.tuning.end()) continue;
+    eo.tuning_overrides.erase(name);
+    for (auto& c : top) c[name] = p->default_value;
+  }
+  eo.must_include = carried_configs(top, fresh, eo.budget);
 
   auto regions0 = split_regions(files->second, ctx.source_file);
   if (!regions0) return fail_kind(ErrorKind::input, regions0.error());
@@ -414,6 +430,7 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
       in.backend_translation = (*be)->translation_table();
       in.device_facts = facts;
       in.device_name = dev.name;
+      in.device_arch = dev.arch;
       in.plan_reference = plan_text;
       in.extra_instructions = opts.extra_instructions;
       in.feedback = opts.feedback ? feedback : "";

@@ -175,7 +175,11 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
     if (!valid || !*valid) {
       row.disposition = std::string(to_string(Disposition::not_run));
       row.message =
-          valid ? fmt::format("the kernel does not accept this shape (valid = \"{}\")", ctx.valid)
+          valid ? (ctx.supports.empty()
+                       ? fmt::format("the kernel does not accept this shape (valid = \"{}\")",
+                                     ctx.valid)
+                       : fmt::format("the kernel does not support this shape (it supports {})",
+                                     ctx.supports))
                 : valid.error();
       r.rows.push_back(row);
       rows.push_back({{"suite", ss.name},

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 
+#include "backend/cuda/cuda_backend.h"
 #include "engine/testing.h"
 #include "util/fs.h"
 
@@ -856,6 +857,136 @@ TEST_F(WorkspaceTest, BenchTimesTheShapeSuiteAndStoresIt) {
   ASSERT_EQ(after.size(), 2u);
   EXPECT_TRUE(after[1].is_result);
   EXPECT_FALSE(after[0].is_result);
+}
+
+// A transformation that `requires` an architecture: refused before any prompt on a device that
+// lacks it (the facts of --prompt-device, as a compile-only recording run uses) and on a backend
+// other than cuda; applied, with the requirement in its prompt, on a device that has it.
+const char* const kCudaToml = R"TOML(format = 2
+name = "scale-cuda"
+backend = "cuda"
+precision = "fp32"
+source = "kernel.cu"
+reference = "seed"
+flops = "N"
+bytes = "8 * N"
+valid = "N > 0"
+
+[[arrays]]
+name = "X"
+dtype = "f32"
+size = "N"
+init = "uniform(-1, 1)"
+
+[[arrays]]
+name = "Y"
+dtype = "f32"
+size = "N"
+init = "zeros"
+output = true
+
+[[scalars]]
+name = "N"
+dtype = "i32"
+
+[shapes]
+bench = [{ N = 4096 }]
+validation = [{ N = 100 }]
+
+[[tuning]]
+name = "BLOCK"
+values = [64]
+default = 64
+)TOML";
+
+const char* const kCudaSource = R"SRC(// peak:begin macros
+// peak:end macros
+// peak:begin device
+__global__ void scale(const float* X, float* Y, int N) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < N) Y[i] = 2.0f * X[i];
+}
+// peak:end device
+// peak:begin host
+launch scale
+  grid = (ceil_div(N, BLOCK))
+  block = (BLOCK)
+  args = (X, Y, N)
+// peak:end host
+)SRC";
+
+const char* const kNeedsHopper = R"MD(+++
+format = 1
+name = "needs-hopper"
+title = "Something only Hopper has"
+requires = "sm_90a"
++++
+Use the warpgroup MMA.
+
+## Pass 1: device
+Rewrite the loop with wgmma.
+)MD";
+
+DeviceFacts cuda_device(const std::string& name, const std::string& arch) {
+  DeviceFacts d;
+  d.backend = "cuda";
+  d.name = name;
+  d.arch = arch;
+  d.compute_units = 84;
+  d.subgroup_size = 32;
+  d.shared_memory_per_group = 48 * 1024;
+  d.shared_memory_per_group_optin = 99 * 1024;
+  d.max_threads_per_group = 1024;
+  return d;
+}
+
+TEST_F(WorkspaceTest, RequiresRefusesADeviceWithoutTheArchitectureBeforeAnyPrompt) {
+  ASSERT_TRUE(write_file(tmp_ / "lib" / "needs-hopper.md", kNeedsHopper));
+  // On the HLSL backend: refused whatever the device.
+  {
+    auto ws = init();
+    ASSERT_TRUE(ws);
+    ApplyOptions o = llm_options("never asked");
+    ApplyResult r = ws->apply("needs-hopper", o);
+    EXPECT_TRUE(r.input_error) << r.message;
+    EXPECT_NE(r.message.find("applies only to kernels of the cuda backend; this kernel's backend "
+                             "is hlsl"),
+              std::string::npos)
+        << r.message;
+    EXPECT_EQ(llm_calls(), 0u);
+  }
+  ASSERT_TRUE(write_file(tmp_ / "cuda" / "kernel.toml", kCudaToml));
+  ASSERT_TRUE(write_file(tmp_ / "cuda" / "kernel.cu", kCudaSource));
+  auto w = Workspace::init(tmp_ / "cuda", tmp_ / "ws-cuda");
+  ASSERT_TRUE(w) << w.error();
+  auto& ws = *w;
+  ws->progress().set_quiet(true);
+  ApplyOptions o;
+  o.llm = "manual";
+  o.driver.workspace = ws->root();
+  o.eval.budget = 1;
+  o.eval.compile_only = true;
+  o.prompt_device = cuda_device("NVIDIA RTX A6000", "sm_86");
+  ApplyResult refused = ws->apply("needs-hopper", o);
+  EXPECT_TRUE(refused.input_error) << refused.message;
+  EXPECT_FALSE(refused.pending);
+  EXPECT_NE(refused.message.find("transformation needs-hopper requires sm_90a (a Hopper GPU"),
+            std::string::npos)
+      << refused.message;
+  EXPECT_NE(refused.message.find("the device is NVIDIA RTX A6000 (sm_86): choose another "
+                                 "sequence or run on a device that has it"),
+            std::string::npos)
+      << refused.message;
+  EXPECT_FALSE(fs::exists(ws->root() / ".peak" / "manual" / "0001.prompt.md"))
+      << "no prompt was written";
+
+  if (cuda::find_nvcc().empty()) GTEST_SKIP() << "no nvcc: the accepted case needs a build";
+  o.prompt_device = cuda_device("NVIDIA H100 80GB HBM3", "sm_90a");
+  ApplyResult accepted = ws->apply("needs-hopper", o);
+  ASSERT_TRUE(accepted.pending) << accepted.message;
+  auto prompt = read_file(accepted.prompt_path);
+  ASSERT_TRUE(prompt) << prompt.error();
+  EXPECT_NE(prompt->find("Requires: sm_90a (this device: sm_90a)\n"), std::string::npos) << *prompt;
 }
 
 TEST(CarriedConfigs, NewParametersAroundTheParentsBest) {

@@ -124,6 +124,48 @@ std::string describe_resources(const json& r) {
 
 std::string resources_text(const json& resources) { return describe_resources(resources); }
 
+std::string instruction_mix_text(const json& resources) {
+  if (!resources.is_object() || !resources.contains("sass") || !resources["sass"].is_object())
+    return "";
+  const json& sass = resources["sass"];
+  if (!sass.contains("kernels") || !sass["kernels"].is_object()) return "";
+  std::map<std::string, int64_t> opcodes;
+  int64_t total = 0;
+  size_t kernels = 0;
+  for (const auto& [name, k] : sass["kernels"].items()) {
+    if (!k.is_object()) continue;
+    ++kernels;
+    if (k.contains("instructions") && k["instructions"].is_number_integer())
+      total += k["instructions"].get<int64_t>();
+    if (k.contains("opcodes") && k["opcodes"].is_object())
+      for (const auto& [op, n] : k["opcodes"].items())
+        if (n.is_number_integer()) opcodes[op] += n.get<int64_t>();
+  }
+  if (kernels == 0) return "";
+  auto count = [&](const std::string& op) {
+    auto it = opcodes.find(op);
+    return it == opcodes.end() ? int64_t{0} : it->second;
+  };
+  std::vector<std::string> parts;
+  // Tensor cores: Hopper's warpgroup MMA and the warp-level MMA always, the others when used
+  // (IMMA, QGMMA, then any other *MMA: IGMMA, DMMA, Blackwell's UTC*MMA, ...).
+  std::vector<std::string> mma = {"HGMMA", "HMMA"};
+  for (const char* op : {"IMMA", "QGMMA"})
+    if (count(op) > 0) mma.push_back(op);
+  for (const auto& [op, n] : opcodes)
+    if (n > 0 && op.size() > 3 && op.compare(op.size() - 3, 3, "MMA") == 0 &&
+        std::find(mma.begin(), mma.end(), op) == mma.end())
+      mma.push_back(op);
+  for (const auto& op : mma) parts.push_back(fmt::format("{} {}", op, count(op)));
+  for (const char* op : {"FFMA", "LDS", "LDG", "STS", "STG", "BAR"})
+    parts.push_back(fmt::format("{} {}", op, count(op)));
+  std::string out = "SASS: ";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  out += fmt::format(" of {} instructions", total);
+  if (kernels > 1) out += fmt::format(" in {} kernels", kernels);
+  return out;
+}
+
 json checkpoint_summary(const Store& store, const CheckpointRecord& c, std::string* note) {
   json s = parse_object(c.summary_json);
   // The result among the checkpoint's evaluations (store/store.h, result_evaluation).
@@ -544,6 +586,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
 
   std::string kernel_name;
   std::string kernel_precision;
+  std::string kernel_supports;  // of the newest checkpoint read
   std::set<std::string> peak_versions;
   std::vector<std::pair<double, double>> clocks;
   for (size_t ci = 0; ci < chain.size(); ++ci) {
@@ -571,6 +614,7 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
     if (ctx) {
       kernel_name = ctx->name;
       kernel_precision = ctx->precision;
+      kernel_supports = ctx->supports;
       step.source_file = ctx->source_file;
     }
 
@@ -640,6 +684,8 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
           s["best"].value("config_text", config_words(s["best"].value("config", json::object())));
       step.resources_raw = s["best"].value("resources", json::object());
       step.resources = describe_resources(step.resources_raw);
+      step.instruction_mix = instruction_mix_text(step.resources_raw);
+      if (!step.instruction_mix.empty()) step.sass = step.resources_raw["sass"];
     }
     if (s.contains("peak_version")) peak_versions.insert(s.value("peak_version", ""));
     // Facts of the device and toolchain: the first summary that has them.
@@ -842,6 +888,11 @@ Result<Report> build_report(const Store& store, const ReportOptions& opts) {
     r.notes.push_back(
         "no checkpoint has been evaluated yet: `peak tune`, `peak apply` or `peak run` measures "
         "them");
+  if (!kernel_supports.empty())
+    r.notes.push_back(fmt::format(
+        "the kernel supports the shapes with {} (its transformations narrowed the problem's "
+        "shapes); it is validated and timed on those only",
+        kernel_supports));
   if (r.live.running) {
     if (r.live.process_gone)
       r.notes.push_back(fmt::format(

@@ -106,6 +106,11 @@ json render_json(const Report& r) {
             {"diff", s.diff},
             {"diff_note", s.diff_note}};
     sj["parent"] = s.parent ? json(*s.parent) : json();
+    // Only a step whose best build has an instruction mix (CUDA, cuobjdump found) has these.
+    if (!s.instruction_mix.empty()) {
+      sj["instruction_mix"] = s.instruction_mix;
+      sj["sass"] = s.sass;
+    }
     sj["bench"] = json::array();
     for (const auto& b : s.bench)
       sj["bench"].push_back({{"shape", b.shape},

@@ -127,6 +127,15 @@ std::string render_text(const Report& r) {
       if (!s.resources.empty())
         o << fmt::format("  {:>4}  {:<14} {}\n", step_label(s), s.transformation, s.resources);
   }
+  bool any_mix = false;
+  for (const auto& s : r.steps) any_mix |= !s.instruction_mix.empty();
+  if (any_mix) {
+    o << "\ninstruction mix of the best configuration:\n";
+    for (const auto& s : r.steps)
+      if (!s.instruction_mix.empty())
+        o << fmt::format("  {:>4}  {:<14} {}\n", step_label(s), s.transformation,
+                         s.instruction_mix);
+  }
   bool any_search = false;
   for (const auto& s : r.steps) any_search |= !s.config_dispositions.empty();
   if (any_search) {
@@ -215,6 +224,15 @@ std::string render_markdown(const Report& r) {
     for (const auto& s : r.steps)
       if (!s.resources.empty())
         o << fmt::format("| {} | {} | {} |\n", step_label(s), s.transformation, s.resources);
+  }
+  bool any_mix = false;
+  for (const auto& s : r.steps) any_mix |= !s.instruction_mix.empty();
+  if (any_mix) {
+    o << "\n## Instruction mix of the best configuration\n\n| checkpoint | step | instruction "
+         "mix |\n|---|---|---|\n";
+    for (const auto& s : r.steps)
+      if (!s.instruction_mix.empty())
+        o << fmt::format("| {} | {} | {} |\n", step_label(s), s.transformation, s.instruction_mix);
   }
   bool any_search = false;
   for (const auto& s : r.steps) any_search |= !s.config_dispositions.empty();

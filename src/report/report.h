@@ -96,6 +96,10 @@ struct StepRow {
   std::string best_config;
   std::string resources;                            // of the best configuration, in words
   nlohmann::json resources_raw = nlohmann::json();  // as the compiler reported them
+  // The SASS instruction mix of the best configuration's CUDA build ("SASS: HGMMA 48, ...";
+  // instruction_mix_text) and the whole of it (resources["sass"]); empty / null when not recorded.
+  std::string instruction_mix;
+  nlohmann::json sass = nlohmann::json();
   std::vector<BenchRow> bench;
   std::vector<ConfigRow> configs;
   std::map<std::string, int> config_dispositions;  // per disposition, over the whole search
@@ -206,6 +210,12 @@ Status add_cross_reference(Report& r, const Report& other);
 // no spills"); the reports of further compile targets (HIP: "gfx90a (compiled, not run): ...")
 // follow the run target's.
 std::string resources_text(const nlohmann::json& resources);
+// The instruction mix of a CUDA build (resources["sass"], docs/backend-cuda.md) in words, summed
+// over its kernels: the tensor-core instructions first (HGMMA and HMMA always; IMMA, QGMMA and
+// any other *MMA when present), then FFMA, LDS, LDG, STS, STG, BAR and the total:
+// "SASS: HGMMA 48, HMMA 0, FFMA 12, LDS 0, LDG 0, STS 0, STG 0, BAR 0 of 2113 instructions".
+// "" when the build has none.
+std::string instruction_mix_text(const nlohmann::json& resources);
 
 // The evaluation summary of a checkpoint, its result: the evaluation that result_evaluation
 // (store/store.h) picks among those recorded for it; else a re-evaluation stored under meta

@@ -343,6 +343,89 @@ TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
   EXPECT_EQ(resources_text(json{{"targets", {{"gfx90a", {{"summary", 3}}}}}}), "");
 }
 
+// The SASS instruction mix of the best configuration (CUDA builds with cuobjdump): in words in
+// every format, whole in the JSON, absent where the build has none.
+TEST_F(ReportTest, ShowsTheInstructionMixOfTheBestConfiguration) {
+  json sass = {
+      {"format", 1},
+      {"kernels",
+       {{"matmul",
+         {{"mangled", "_Z6matmulPKfS0_Pfiii"},
+          {"instructions", 2000},
+          {"opcodes",
+           {{"HGMMA", 48}, {"FFMA", 12}, {"LDG", 4}, {"STG", 2}, {"BAR", 3}, {"NOP", 40}}}}},
+        {"reduce",
+         {{"mangled", "_Z6reducePfi"},
+          {"instructions", 113},
+          {"opcodes", {{"FFMA", 1}, {"QGMMA", 2}, {"UTCHMMA", 1}}}}}}}};
+  json resources = {
+      {"max_registers", 90}, {"max_shared_bytes", 0}, {"spills", false}, {"sass", sass}};
+  const std::string mix =
+      "SASS: HGMMA 48, HMMA 0, QGMMA 2, UTCHMMA 1, FFMA 13, LDS 0, LDG 4, STS 0, STG 2, BAR 3 of "
+      "2113 instructions in 2 kernels";
+  EXPECT_EQ(instruction_mix_text(resources), mix);
+  EXPECT_EQ(resources_text(resources), "90 registers, 0.0 KiB shared, no spills");
+  EXPECT_EQ(instruction_mix_text(json{{"max_registers", 1}}), "");
+  json one = json::parse(
+      R"({"sass": {"format": 1, "kernels": {"k": {"instructions": 20, "opcodes": {"FFMA": 12}}}}})");
+  EXPECT_EQ(instruction_mix_text(one),
+            "SASS: HGMMA 0, HMMA 0, FFMA 12, LDS 0, LDG 0, STS 0, STG 0, BAR 0 of 20 instructions");
+
+  {  // A seed whose best build has the mix, and a step whose build has none.
+    auto opened = Store::open(tmp_ / "ws" / ".peak", true);
+    ASSERT_TRUE(opened.is_ok()) << opened.error();
+    Store& st = **opened;
+    CheckpointRecord seed;
+    seed.branch = "main";
+    seed.message = "seed";
+    seed.context_blob = *st.put_blob(testing::detail::kernel_toml());
+    seed.source_blob = *st.put_blob("// peak:begin device\nfloat x;\n// peak:end device\n");
+    json s1 = testing::detail::summary("BLOCK_X=16 BLOCK_Y=16", 90, 2.0, 16.0, 1.0, 1.0);
+    s1["best"]["resources"] = resources;
+    seed.summary_json = s1.dump();
+    auto c1 = st.add_checkpoint(seed);
+    ASSERT_TRUE(c1.is_ok()) << c1.error();
+    CheckpointRecord next = seed;
+    next.parent = *c1;
+    next.transformation = "tb-tiling";
+    next.message = "apply tb-tiling";
+    next.summary_json =
+        testing::detail::summary("BLOCK_X=16 BLOCK_Y=16", 32, 1.0, 32.0, 2.0, 2.0).dump();
+    auto c2 = st.add_checkpoint(next);
+    ASSERT_TRUE(c2.is_ok()) << c2.error();
+    ASSERT_TRUE(st.set_ref("main", *c2).is_ok());
+  }
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[0].instruction_mix, mix);
+  EXPECT_EQ(r.steps[1].instruction_mix, "");
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("\ninstruction mix of the best configuration:\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(mix + "\n"), std::string::npos) << text;
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## Instruction mix of the best configuration\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| " + mix + " |\n"), std::string::npos) << md;
+  json j = render_json(r);
+  EXPECT_EQ(j["steps"][0]["instruction_mix"], mix);
+  EXPECT_EQ(j["steps"][0]["sass"], sass);  // the whole map
+  EXPECT_FALSE(j["steps"][1].contains("instruction_mix"));
+  EXPECT_FALSE(j["steps"][1].contains("sass"));
+  // The page shows it under the step, with a table of each kernel's opcodes.
+  auto html = render_html(r);
+  ASSERT_TRUE(html.is_ok()) << html.error();
+  fs::path page = tmp_ / "report.html";
+  ASSERT_TRUE(write_file(page, *html).is_ok());
+  json checked = check_page(
+      page.string(),
+      {"--charts", "1", "--expect-text", "Instruction mix of the best configuration: " + mix,
+       "--expect-text", "HGMMA 48, NOP 40, FFMA 12, LDG 4, BAR 3, STG 2"});
+  EXPECT_EQ(checked["ok"], true) << checked.dump(1);
+  // Without any mix, no section at all.
+  r.steps[0].instruction_mix.clear();
+  EXPECT_EQ(render_text(r).find("instruction mix"), std::string::npos);
+  EXPECT_EQ(render_markdown(r).find("Instruction mix"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace peak
 

@@ -176,6 +176,9 @@ Prompt build_prompt(const PromptInput& in) {
 
   std::string u;
   u += fmt::format("# Transformation: {} ({} v{})\n\n", tr.title, tr.name, tr.version);
+  if (!tr.required_arch.empty())
+    u += fmt::format("Requires: {} (this device: {})\n\n", tr.required_arch,
+                     in.device_arch.empty() ? "unknown" : in.device_arch);
   if (!tr.description.empty()) u += tr.description + "\n\n";
 
   u += fmt::format("## This pass ({} of {}): edit the {} region\n\n", in.pass_index, total, region);
@@ -239,6 +242,9 @@ Prompt build_prompt(const PromptInput& in) {
     for (const auto& s : ctx.scalars) u += fmt::format("  - {}: {}\n", s.name, to_string(s.dtype));
   }
   u += fmt::format("- Validity expression: {}\n", ctx.valid.empty() ? "(none)" : ctx.valid);
+  if (!ctx.supports.empty())
+    u += fmt::format("- Shapes this kernel supports (narrowed by earlier transformations): {}\n",
+                     ctx.supports);
   {
     std::set<std::string> hidden;
     for (const auto& s : ctx.hidden_shapes) hidden.insert(s.text());

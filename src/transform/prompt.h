@@ -28,6 +28,9 @@ struct PromptInput {
   // Device facts shown to the model: name, subgroup size, shared memory per group, ...
   std::vector<std::pair<std::string, std::string>> device_facts;
   std::string device_name;           // selects device_notes
+  // The device's architecture ("sm_90a"; "" = unknown), shown beside the transformation's
+  // `requires` (a transformation without one shows nothing, so its prompts do not change).
+  std::string device_arch;
   // The launch-plan language of the host region, as taught for this backend
   // (plan_reference() in plan/plan_language.h); shown in full for host passes, summarized for
   // the others.

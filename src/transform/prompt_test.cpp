@@ -245,6 +245,31 @@ TEST(Prompt, OptionalSectionsAreOmitted) {
   EXPECT_NE(p.user.find("## Kernel context"), std::string::npos);
 }
 
+// `requires` adds one line under the title, with the device's architecture; a transformation
+// without it renders exactly as before (its recordings keep their keys).
+TEST(Prompt, RequiresLineOnlyWhenTheTransformationHasOne) {
+  Fixture f;
+  PromptInput in = f.input();
+  const Prompt before = build_prompt(in);
+  in.device_arch = "sm_90a";
+  const Prompt without = build_prompt(in);
+  EXPECT_EQ(without.user, before.user);
+  EXPECT_EQ(without.key(), before.key());
+  EXPECT_EQ(without.user.find("Requires:"), std::string::npos);
+
+  f.tr.required_arch = "sm_90a";
+  const Prompt with = build_prompt(in);
+  EXPECT_NE(with.user.find("# Transformation: Thread-block tiling through shared memory "
+                           "(tb-tiling v3)\n\nRequires: sm_90a (this device: sm_90a)\n\nStage "
+                           "tiles of A and B"),
+            std::string::npos)
+      << with.user;
+  EXPECT_NE(with.key(), before.key());
+  in.device_arch = "";
+  EXPECT_NE(build_prompt(in).user.find("Requires: sm_90a (this device: unknown)\n"),
+            std::string::npos);
+}
+
 TEST(Prompt, HostPassesTeachTheWholePlanOthersSummarizeIt) {
   Fixture f;
   PromptInput in = f.input();

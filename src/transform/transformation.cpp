@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <regex>
 #include <set>
 #include <system_error>
 
@@ -173,11 +174,11 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 // ---- transformation front matter ----
 
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
-  RETURN_IF_ERROR(
-      check_keys(t,
-                 {"format", "name", "version", "title", "backends", "tuning", "tuning_valid",
-                  "workspace", "valid", "translations", "devices", "helpers"},
-                 src, "the front matter"));
+  RETURN_IF_ERROR(check_keys(
+      t,
+      {"format", "name", "version", "title", "backends", "tuning", "tuning_valid", "workspace",
+       "valid", "requires", "retires", "translations", "devices", "helpers"},
+      src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
 
@@ -241,6 +242,35 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
       return Status::error(fmt::format("{}: cannot parse valid = \"{}\": {}",
                                        src.at(*t.get("valid")), *v, e.error()));
     tr.valid = *v;
+  }
+
+  if (t.get("requires")) {
+    auto req = get_string(t, "requires", src, top, false, "the front matter");
+    if (!req) return req.status();
+    static const std::regex re("sm_[0-9]{2,3}a?");
+    if (!std::regex_match(*req, re))
+      return Status::error(fmt::format(
+          "{}: requires = \"{}\" is not a device architecture; expected a CUDA architecture "
+          "such as \"sm_80\" (compute capability 8.0 or newer) or \"sm_90a\" (with the "
+          "architecture-specific features of 9.0)",
+          src.at(*t.get("requires")), *req));
+    tr.required_arch = *req;
+  }
+
+  if (const toml::node* r = t.get("retires")) {
+    const toml::array* arr = r->as_array();
+    if (!arr)
+      return Status::error(fmt::format(
+          "{}: 'retires' must be an array of tuning parameter names such as [\"BLOCK_X\"]",
+          src.at(*r)));
+    for (const toml::node& e : *arr) {
+      if (!e.is_string() || !is_identifier(e.as_string()->get()))
+        return Status::error(fmt::format(
+            "{}: 'retires' must list tuning parameter names (preprocessor identifiers such as "
+            "BLOCK_X)",
+            src.at(e)));
+      tr.retires.push_back(e.as_string()->get());
+    }
   }
 
   if (const toml::node* tn = t.get("tuning")) {
@@ -528,15 +558,97 @@ KernelContext transformed_context(const Transformation& t, const KernelContext& 
   if (!t.workspace.empty() && out.workspace.find(t.workspace) == std::string::npos)
     out.workspace = out.workspace.empty() ? t.workspace
                                           : fmt::format("max({}, {})", out.workspace, t.workspace);
-  // A transformation that needs aligned shapes narrows what the kernel supports.
-  if (!t.valid.empty() && out.valid.find(t.valid) == std::string::npos)
-    out.valid = out.valid.empty() ? t.valid : fmt::format("({}) && ({})", out.valid, t.valid);
+  // A transformation that needs aligned shapes narrows what the kernel supports (the problem's
+  // `valid` stays: the listed shapes still belong to it).
+  if (!t.valid.empty() && out.supports.find(t.valid) == std::string::npos)
+    out.supports =
+        out.supports.empty() ? t.valid : fmt::format("({}) && ({})", out.supports, t.valid);
   if (!t.tuning_valid.empty() && out.tuning_valid.find(t.tuning_valid) == std::string::npos)
     out.tuning_valid =
         out.tuning_valid.empty()
             ? t.tuning_valid
             : fmt::format("{} && {}", conjunct(out.tuning_valid), conjunct(t.tuning_valid));
+  // A retired parameter keeps one value: the kernel no longer reads it.
+  for (const auto& name : t.retires)
+    for (auto& p : out.tuning)
+      if (p.name == name) p.values = {p.default_value};
   return out;
+}
+
+namespace {
+// A CUDA architecture: "sm_90a" -> {90, 'a'}.
+struct CudaArch {
+  int number = 0;   // 10 * major + minor
+  char suffix = 0;  // 'a' (architecture-specific features), 0 = none
+};
+
+std::optional<CudaArch> parse_cuda_arch(std::string_view arch) {
+  static const std::regex re("sm_([0-9]{2,3})([a-z]?)");
+  std::match_results<std::string_view::const_iterator> m;
+  if (!std::regex_match(arch.begin(), arch.end(), m, re)) return std::nullopt;
+  CudaArch a;
+  a.number = std::stoi(m[1].str());
+  a.suffix = m[2].length() ? m[2].str()[0] : 0;
+  return a;
+}
+
+std::string compute_capability(int number) {
+  return fmt::format("{}.{}", number / 10, number % 10);
+}
+
+std::string gpu_generation(int number) {
+  if (number >= 100) return "Blackwell";
+  if (number >= 90) return "Hopper";
+  if (number == 89) return "Ada";
+  if (number >= 80) return "Ampere";
+  if (number == 75) return "Turing";
+  if (number >= 70) return "Volta";
+  return "";
+}
+
+// "sm_90a" -> "a Hopper GPU, compute capability 9.0, with its architecture-specific instructions
+// such as wgmma"; "sm_80" -> "compute capability 8.0 or newer".
+std::string describe_requirement(const CudaArch& a) {
+  if (a.suffix != 'a')
+    return fmt::format("compute capability {} or newer", compute_capability(a.number));
+  const std::string gen = gpu_generation(a.number);
+  std::string examples;
+  if (a.number == 90) examples = " such as wgmma and setmaxnreg";
+  if (a.number >= 100 && a.number < 120) examples = " such as tcgen05";
+  return fmt::format("{}compute capability {}, with its architecture-specific instructions{}",
+                     gen.empty() ? "" : "a " + gen + " GPU, ", compute_capability(a.number),
+                     examples);
+}
+}  // namespace
+
+bool arch_meets(std::string_view device_arch, std::string_view required) {
+  if (required.empty()) return true;
+  auto need = parse_cuda_arch(required);
+  auto have = parse_cuda_arch(device_arch);
+  if (!need || !have) return false;
+  // Architecture-specific features (sm_90a) belong to that architecture alone: a newer one does
+  // not have them (Blackwell has no wgmma).
+  if (need->suffix == 'a') return have->suffix == 'a' && have->number == need->number;
+  return have->number >= need->number;
+}
+
+std::string requirement_problem(const Transformation& t, std::string_view backend,
+                                std::string_view device_name, std::string_view device_arch) {
+  if (t.required_arch.empty()) return "";
+  auto need = parse_cuda_arch(t.required_arch);
+  const std::string what =
+      need ? fmt::format("{} ({})", t.required_arch, describe_requirement(*need)) : t.required_arch;
+  if (backend != "cuda")
+    return fmt::format(
+        "transformation {} requires {}, a CUDA device architecture, so it applies only to kernels "
+        "of the cuda backend; this kernel's backend is {}: choose another sequence or a CUDA "
+        "kernel context",
+        t.name, what, backend);
+  if (device_arch.empty() || arch_meets(device_arch, t.required_arch)) return "";
+  return fmt::format(
+      "transformation {} requires {}; the device is {} ({}): choose another sequence or run on a "
+      "device that has it",
+      t.name, what, device_name.empty() ? "unnamed" : device_name, device_arch);
 }
 
 bool Transformation::supports(std::string_view backend) const {

@@ -11,6 +11,7 @@
 //   version = 1
 //   title = "Thread-block tiling through shared memory"
 //   backends = ["hlsl", "cuda", "hip"]
+//   requires = "sm_90a"    # optional: the minimum device architecture (CUDA only)
 //   [[tuning]]
 //   name = "TILE_K"
 //   values = [8, 16, 32]
@@ -80,6 +81,14 @@ struct Transformation {
   // the context's validity expression, e.g. "K % 8 == 0 && N % 8 == 0" for 16-byte TMA strides.
   // Validation then checks hidden shapes that satisfy it, and the report states it.
   std::string valid;
+  // The minimum device architecture (`requires` in the front matter; "" = any device): a CUDA
+  // architecture "sm_XY" (compute capability X.Y or newer) or "sm_XYa" (the architecture-specific
+  // features of exactly X.Y, such as Hopper's wgmma on sm_90a). Only the cuda backend applies it.
+  std::string required_arch;
+  // Tuning parameters the transformed kernel no longer uses (`retires`): a transformation that
+  // replaces what they shaped (a warp layout by a warpgroup one) keeps them at one value, their
+  // default, so that the search does not spend configurations on them.
+  std::vector<std::string> retires;
   // Backend -> (phrase -> backend spelling), merged with the backend's own table in prompts.
   std::map<std::string, std::map<std::string, std::string>> translations;
   // Device-name substring -> extra instruction text added when the device name contains it.
@@ -92,9 +101,20 @@ struct Transformation {
 
 // The context after `t`: its tuning parameters join the context's (a name already there keeps
 // the context's value set), its tuning_valid joins with &&, its valid narrows the shapes the
-// kernel supports, and the workspace becomes the larger of the two. The source is the caller's
+// kernel supports, the workspace becomes the larger of the two, and the parameters it retires keep
+// only their default value. The source is the caller's
 // business.
 KernelContext transformed_context(const Transformation& t, const KernelContext& ctx);
+
+// Whether a device of architecture `device_arch` ("sm_90a") meets `required` ("sm_80": compute
+// capability 8.0 or newer; "sm_90a": 9.0 with its architecture-specific features, which newer
+// architectures do not have). An unreadable device architecture meets nothing but "".
+bool arch_meets(std::string_view device_arch, std::string_view required);
+// Why `t` cannot be applied to a kernel of `backend` on the device (`device_name`, `device_arch`):
+// its `requires` names an architecture the device lacks, or a backend other than cuda. "" when it
+// can, and when the device's architecture is unknown (empty).
+std::string requirement_problem(const Transformation& t, std::string_view backend,
+                                std::string_view device_name, std::string_view device_arch);
 
 Result<Transformation> parse_transformation(std::string_view text, std::string_view filename);
 Result<Transformation> load_transformation(const std::filesystem::path& path);

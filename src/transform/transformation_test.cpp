@@ -4,6 +4,7 @@
 #include <cctype>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "util/fs.h"
@@ -137,6 +138,38 @@ TEST(Transformation, TransformedContextJoinsTuningConstraintAndWorkspace) {
   EXPECT_EQ(again.tuning.size(), 2u);
 }
 
+TEST(Transformation, RetiredParametersKeepTheirDefault) {
+  auto t = parse_transformation(
+      "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\nretires = [\"BLOCK_X\", \"GONE\"]\n"
+      "+++\n## Pass 1: macros\nDo it.\n",
+      "x.md");
+  ASSERT_TRUE(t.is_ok()) << t.error();
+  EXPECT_EQ(t->retires, (std::vector<std::string>{"BLOCK_X", "GONE"}));
+  KernelContext ctx;
+  ctx.tuning = {{"BLOCK_X", {8, 16, 32}, 16}, {"BLOCK_Y", {8, 16}, 8}};
+  KernelContext out = transformed_context(*t, ctx);
+  EXPECT_EQ(out.tuning[0].values, (std::vector<int64_t>{16}));  // its default, alone
+  EXPECT_EQ(out.tuning[1].values, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(out.tuning.size(), 2u);  // a name the context lacks is ignored
+
+  // `valid` of a transformation narrows the shapes the kernel supports, not the problem's.
+  Transformation tma;
+  tma.valid = "K % 8 == 0";
+  ctx.valid = "K > 0";
+  KernelContext narrowed = transformed_context(tma, ctx);
+  EXPECT_EQ(narrowed.valid, "K > 0");
+  EXPECT_EQ(narrowed.supports, "K % 8 == 0");
+  EXPECT_EQ(transformed_context(tma, narrowed).supports, "K % 8 == 0");  // not repeated
+
+  auto bad = parse_transformation(
+      "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\nretires = [\"not a name\"]\n"
+      "+++\n## Pass 1: macros\nDo it.\n",
+      "x.md");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.error().find("'retires' must list tuning parameter names"), std::string::npos)
+      << bad.error();
+}
+
 TEST(Transformation, EmptyBackendsMeansAll) {
   auto r = parse_transformation(
       "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\n+++\n## Pass 1: device\nDo.\n", "x.md");
@@ -155,14 +188,74 @@ TEST(Transformation, CrlfFilesParse) {
   EXPECT_EQ(r->passes.size(), 3u);
 }
 
+std::string front(const std::string& extra, const std::string& body = "## Pass 1: device\nDo.\n") {
+  return "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\n" + extra + "+++\n" + body;
+}
+
+TEST(Transformation, RequiresNamesACudaArchitecture) {
+  for (const char* arch : {"sm_80", "sm_90", "sm_90a", "sm_100a"}) {
+    auto r = parse_transformation(front(fmt::format("requires = \"{}\"\n", arch)), "x.md");
+    ASSERT_TRUE(r.is_ok()) << r.error();
+    EXPECT_EQ(r->required_arch, arch);
+  }
+  auto none = parse_transformation(front(""), "x.md");
+  ASSERT_TRUE(none.is_ok()) << none.error();
+  EXPECT_EQ(none->required_arch, "");
+  for (const char* bad : {"sm90", "sm_9", "sm_90b", "gfx90a", "SM_90", "sm_90a "}) {
+    auto r = parse_transformation(front(fmt::format("requires = \"{}\"\n", bad)), "x.md");
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_NE(
+        r.error().find(fmt::format("x.md:5: requires = \"{}\" is not a device architecture", bad)),
+        std::string::npos)
+        << r.error();
+  }
+  auto number = parse_transformation(front("requires = 90\n"), "x.md");
+  ASSERT_FALSE(number.is_ok());
+  EXPECT_NE(number.error().find("x.md:5: 'requires' must be a string"), std::string::npos)
+      << number.error();
+}
+
+TEST(Transformation, ArchMeetsTheRequirement) {
+  EXPECT_TRUE(arch_meets("sm_90a", "sm_90"));
+  EXPECT_TRUE(arch_meets("sm_90a", "sm_90a"));
+  EXPECT_TRUE(arch_meets("sm_90", "sm_90"));
+  EXPECT_FALSE(arch_meets("sm_90", "sm_90a"));
+  EXPECT_TRUE(arch_meets("sm_90a", "sm_80"));
+  EXPECT_TRUE(arch_meets("sm_100", "sm_90"));
+  EXPECT_FALSE(arch_meets("sm_86", "sm_90"));
+  EXPECT_FALSE(arch_meets("sm_86", "sm_90a"));
+  EXPECT_FALSE(arch_meets("sm_100a", "sm_90a"));  // no wgmma on Blackwell
+  EXPECT_TRUE(arch_meets("sm_100a", "sm_100a"));
+  EXPECT_TRUE(arch_meets("", ""));
+  EXPECT_FALSE(arch_meets("gfx90a", "sm_80"));
+}
+
+TEST(Transformation, RequirementProblemNamesTheDeviceAndTheWayOut) {
+  Transformation t;
+  t.name = "wgmma";
+  EXPECT_EQ(requirement_problem(t, "hlsl", "llvmpipe", ""), "");  // no `requires`
+  t.required_arch = "sm_90a";
+  EXPECT_EQ(requirement_problem(t, "cuda", "NVIDIA H100 80GB HBM3", "sm_90a"), "");
+  EXPECT_EQ(requirement_problem(t, "cuda", "NVIDIA RTX A6000", ""), "");  // unknown: not refused
+  EXPECT_EQ(requirement_problem(t, "cuda", "NVIDIA RTX A6000", "sm_86"),
+            "transformation wgmma requires sm_90a (a Hopper GPU, compute capability 9.0, with its "
+            "architecture-specific instructions such as wgmma and setmaxnreg); the device is "
+            "NVIDIA RTX A6000 (sm_86): choose another sequence or run on a device that has it");
+  std::string hip = requirement_problem(t, "hip", "NVIDIA H100 80GB HBM3", "sm_90a");
+  EXPECT_NE(hip.find("applies only to kernels of the cuda backend; this kernel's backend is hip"),
+            std::string::npos)
+      << hip;
+  t.required_arch = "sm_80";
+  EXPECT_NE(requirement_problem(t, "cuda", "Tesla V100", "sm_70")
+                .find("requires sm_80 (compute capability 8.0 or newer); the device is Tesla "
+                      "V100 (sm_70)"),
+            std::string::npos);
+}
+
 struct BadCase {
   std::string text;
   std::string expected;  // a substring of the error
 };
-
-std::string front(const std::string& extra, const std::string& body = "## Pass 1: device\nDo.\n") {
-  return "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\n" + extra + "+++\n" + body;
-}
 
 TEST(Transformation, ErrorsNameFileLineAndWhatWasExpected) {
   const std::vector<BadCase> cases = {
@@ -176,6 +269,8 @@ TEST(Transformation, ErrorsNameFileLineAndWhatWasExpected) {
       {"+++\nformat = 1\ntitle = \"X\"\n+++\n", "x.md:1: missing key 'name'"},
       {"+++\nformat = 1\nname = \"Tb_Tiling\"\ntitle = \"X\"\n+++\n",
        "x.md:3: name 'Tb_Tiling' must be kebab-case"},
+      {front("requires = \"sm90a\"\n"),
+       "x.md:5: requires = \"sm90a\" is not a device architecture; expected a CUDA architecture"},
       {front("backends = [\"metal\"]\n"),
        "x.md:5: unknown backend 'metal'; expected one of: cuda, hip, hlsl"},
       {front("[[tuning]]\nname = \"T\"\nvalues = [1, 2]\ndefault = 3\n"),
@@ -461,7 +556,18 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"fragment-prefetch", {d}},
       {"launch-bounds", {d}},
       {"stream-k", {m, d, h}},
+      // The tensor-core path (CUDA): sm_80 fragments, then Hopper's TMA, wgmma and setmaxnreg.
+      {"tensor-core", {m, d, h}},
+      {"tensor-tiling", {m, d}},
+      {"tensor-pipelining", {m, d}},
+      {"tma-loads", {m, d, h}},
+      {"wgmma", {m, d, h}},
+      {"warp-specialization", {m, d}},
+      {"persistent", {m, d, h}},
   };
+  const std::set<std::string> cuda_only = {"tensor-core", "tensor-tiling", "tensor-pipelining",
+                                           "tma-loads",   "wgmma",         "warp-specialization",
+                                           "persistent"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
@@ -471,6 +577,11 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
     EXPECT_EQ(got, regions) << name;
     EXPECT_FALSE(t->description.empty()) << name;
     for (const char* backend : {"cuda", "hip", "hlsl"}) {
+      if (cuda_only.count(name) && std::string(backend) != "cuda") {
+        EXPECT_FALSE(t->supports(backend)) << name << " " << backend;
+        EXPECT_FALSE(t->required_arch.empty()) << name << " names the architecture it needs";
+        continue;
+      }
       // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks,
       // which Vulkan does not promise to run; every other step is written for all three.
       if ((name == "launch-bounds" || name == "stream-k") && std::string(backend) == "hlsl") {

@@ -352,8 +352,19 @@
           else flat.push([`${prefix}${k}`, String(v)]);
         }
       };
-      walk(s.resources_raw, '');
+      // The instruction mix has a table of its own below.
+      walk(Object.fromEntries(Object.entries(s.resources_raw).filter(([k]) => k !== 'sass')), '');
       d.appendChild(table(['resource', 'value'], flat, 'grid resources'));
+    }
+    if (s.instruction_mix) {
+      d.appendChild(el('h4', { text: `Instruction mix of the best configuration: ${s.instruction_mix}` }));
+      const rows = [];
+      for (const [kernel, k] of Object.entries((s.sass && s.sass.kernels) || {})) {
+        const ops = Object.entries(k.opcodes || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+        rows.push([el('span', { class: 'mono', text: kernel }), k.instructions,
+          ops.map(([op, n]) => `${op} ${n}`).join(', ')]);
+      }
+      d.appendChild(table(['kernel', 'instructions', 'opcodes (most frequent first)'], rows, 'grid sass'));
     }
     d.appendChild(el('h4', { text: 'Diff against the parent' }));
     if (s.diff) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,10 @@ namespace cuda {
 namespace {
 
 constexpr double kCompileTimeoutS = 120;
+// cuobjdump reads one cubin: seconds even for the largest kernels.
+constexpr double kDisassembleTimeoutS = 60;
+// Version of the "sass" object of a build's resources.
+constexpr int kSassMixFormat = 1;
 // Static __device__ data a module may hold (constant tables, printf format strings).
 constexpr int64_t kStaticGlobalLimit = 64 * 1024;
 
@@ -203,6 +208,95 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
   out["spills"] = spills;
   out["global_bytes"] = global_bytes;
   return out;
+}
+
+nlohmann::json parse_sass_mix(std::string_view sass) {
+  nlohmann::json out = nlohmann::json::object();
+  nlohmann::json* fn = nullptr;
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r'; };
+  for (const std::string& raw : split_lines(sass)) {
+    std::string_view line = raw;
+    if (size_t p = line.find("Function : "); p != std::string_view::npos) {
+      std::string name = trim(line.substr(p + std::strlen("Function : ")));
+      fn = &out[name];
+      *fn = {{"instructions", 0}, {"opcodes", nlohmann::json::object()}};
+      continue;
+    }
+    // An instruction: "/*0090*/   @!P0 BRA 0x120 ;   /* 0x... */" (its address, then the text).
+    size_t i = 0;
+    while (i < line.size() && is_space(line[i])) ++i;
+    if (fn == nullptr || line.substr(i, 2) != "/*") continue;
+    size_t close = line.find("*/", i + 2);
+    if (close == std::string_view::npos || close == i + 2) continue;
+    std::string_view address = line.substr(i + 2, close - i - 2);
+    if (!std::all_of(address.begin(), address.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
+      continue;  // "/* 0x000fe4... */": the encoding, not an instruction
+    std::string_view text = line.substr(close + 2);
+    if (size_t c = text.find("/*"); c != std::string_view::npos) text = text.substr(0, c);
+    std::vector<std::string_view> words;
+    for (size_t b = 0; b < text.size();) {
+      while (b < text.size() && (is_space(text[b]) || text[b] == '{')) ++b;
+      size_t e = b;
+      while (e < text.size() && !is_space(text[e])) ++e;
+      if (e > b) words.push_back(text.substr(b, e - b));
+      b = e;
+    }
+    size_t w = 0;
+    if (w < words.size() && words[w].front() == '@') ++w;  // the predicate: @P0, @!PT
+    if (w >= words.size()) continue;
+    std::string_view word = words[w];
+    size_t end = 0;
+    while (end < word.size() &&
+           (std::isalnum(static_cast<unsigned char>(word[end])) || word[end] == '_'))
+      ++end;
+    std::string opcode(word.substr(0, end));  // "HGMMA.64x128x16.F32" -> HGMMA, "NOP;" -> NOP
+    if (opcode.empty() || !std::isupper(static_cast<unsigned char>(opcode[0]))) continue;
+    (*fn)["instructions"] = (*fn)["instructions"].get<int64_t>() + 1;
+    nlohmann::json& count = (*fn)["opcodes"][opcode];
+    count = count.is_number() ? count.get<int64_t>() + 1 : int64_t{1};
+  }
+  return out;
+}
+
+fs::path find_cuobjdump() {
+  if (const char* e = std::getenv("PEAK_CUOBJDUMP"); e && *e)
+    return ::access(e, X_OK) == 0 ? fs::path(e) : fs::path();
+  fs::path nvcc = find_nvcc();
+  if (nvcc.empty()) return {};
+  fs::path p = nvcc.parent_path() / "cuobjdump";
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0 ? p : fs::path();
+}
+
+std::optional<nlohmann::json> cubin_sass_mix(const fs::path& cubin,
+                                             const nlohmann::json& resources) {
+  fs::path tool = find_cuobjdump();
+  if (tool.empty()) return std::nullopt;
+  ProcessOptions po;
+  po.argv = {tool.string(), "-sass", cubin.string()};
+  po.timeout_s = kDisassembleTimeoutS;
+  po.cwd = cubin.parent_path();
+  po.sandbox = SandboxPolicy::compiler({cubin.parent_path()}, {tool});
+  auto proc = run_process(po);
+  if (!proc || !proc->ok()) return std::nullopt;
+  nlohmann::json functions = parse_sass_mix(proc->out);
+  // The names of the resources' kernels (ptxas's report), by mangled name.
+  std::map<std::string, std::string> names;
+  if (resources.contains("kernels") && resources["kernels"].is_object())
+    for (const auto& [name, k] : resources["kernels"].items())
+      if (k.is_object()) names[k.value("mangled", "")] = name;
+  nlohmann::json kernels = nlohmann::json::object();
+  int64_t total = 0;
+  for (const auto& [mangled, f] : functions.items()) {
+    std::string name = names.count(mangled) ? names[mangled] : short_kernel_name(demangle(mangled));
+    if (kernels.contains(name)) name = mangled;
+    kernels[name] = {
+        {"mangled", mangled}, {"instructions", f["instructions"]}, {"opcodes", f["opcodes"]}};
+    total += f["instructions"].get<int64_t>();
+  }
+  if (total == 0) return std::nullopt;
+  return nlohmann::json{{"format", kSassMixFormat}, {"kernels", kernels}};
 }
 
 std::string normalize_diagnostics(std::string_view log) {
@@ -619,6 +713,17 @@ class CudaBackend final : public Backend {
     if (fs::exists(meta, ec)) {
       if (auto cached = from_meta(meta, cubin)) {
         cached->cached = true;
+        // A build cached before peak recorded instruction mixes gets its mix now, once.
+        if (cached->disposition == Disposition::passed && !cached->resources.contains("sass"))
+          if (auto mix = cubin_sass_mix(cubin, cached->resources)) {
+            cached->resources["sass"] = *mix;
+            auto text = read_file(meta);
+            auto j = text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+            if (j.is_object()) {
+              j["resources"] = cached->resources;
+              (void)write_file_atomic(meta, j.dump(2));
+            }
+          }
         cached->seconds = elapsed();
         return *cached;
       }
@@ -673,6 +778,9 @@ class CudaBackend final : public Backend {
     r.artifact = cubin;
     r.resources = parse_ptxas_resources(r.log);
     check_artifact(cubin, *plan, source_name, r);
+    // The instruction mix of a build that passed (absent when cuobjdump is not there or fails).
+    if (r.disposition == Disposition::passed)
+      if (auto mix = cubin_sass_mix(cubin, r.resources)) r.resources["sass"] = *mix;
     r.seconds = elapsed();
     (void)write_file_atomic(meta, to_meta(r).dump(2));
     return r;

@@ -63,6 +63,21 @@ std::filesystem::path find_nvcc();
 // "spill_stores", "spill_loads", "stack_frame", "barriers", "mangled"}}, "max_registers",
 // "max_shared_bytes", "spills"}.
 nlohmann::json parse_ptxas_resources(std::string_view log);
+// The instruction mix of `cuobjdump -sass` output: for each function (its "Function : NAME"
+// header, the mangled name), the number of instructions and of each opcode, the first word of an
+// instruction without its predicate and modifiers ("@!P0 BRA 0x120" -> BRA,
+// "HGMMA.64x128x16.F32 ..." -> HGMMA): {NAME: {"instructions": N, "opcodes": {"BRA": n, ...}}}.
+nlohmann::json parse_sass_mix(std::string_view sass);
+// cuobjdump: $PEAK_CUOBJDUMP (when set, it or nothing), else the cuobjdump beside find_nvcc(), so
+// that the disassembler is the compiler's. Empty when none is found.
+std::filesystem::path find_cuobjdump();
+// The instruction mix of a cubin as a build's resources keep it ("sass"): {"format": 1,
+// "kernels": {NAME: {"mangled", "instructions", "opcodes"}}}, kernels named as in
+// resources["kernels"] (functions that are no entry kernel by their short demangled name).
+// `cuobjdump -sass` runs sandboxed like nvcc (scratch: the cubin's folder) with a deadline;
+// nullopt when cuobjdump is missing, fails or prints no instruction.
+std::optional<nlohmann::json> cubin_sass_mix(const std::filesystem::path& cubin,
+                                             const nlohmann::json& resources);
 // "kernel.cu(12): error" -> "kernel.cu:12: error" (file:line, as every other peak message).
 std::string normalize_diagnostics(std::string_view log);
 // "void gemm<128, 8>(float const*, int)" -> "gemm<128, 8>"; "mm(float*)" -> "mm".

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "backend/cuda/corpus_testing.h"
@@ -296,6 +297,99 @@ TEST(CudaResources, EmptyLogGivesEmptyResources) {
   EXPECT_TRUE(r["kernels"].empty());
   EXPECT_EQ(r["max_registers"], 0);
   EXPECT_EQ(r["spills"], false);
+}
+
+// ---- The instruction mix (cuobjdump -sass) ----
+
+// What `cuobjdump -sass` prints for a cubin of two kernels (shortened; the layout of CUDA 12 and
+// 13: a "Function :" header, then one line per instruction with its address and its encoding,
+// and a second line with the rest of the encoding).
+constexpr const char* kSass = R"SASS(
+Fatbin elf code:
+================
+arch = sm_90a
+code version = [1,8]
+host = linux
+compile_size = 64bit
+
+	code for sm_90a
+		Function : _Z6matmulPKfS0_Pfiii
+	.headerflags	@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                            /* 0x00000a00ff017b82 */
+                                                                                      /* 0x000fe40000000800 */
+        /*0010*/                   S2R R0, SR_TID.X ;                                 /* 0x0000000000007919 */
+                                                                                      /* 0x000e220000002100 */
+        /*0020*/                   LDG.E.128 R4, desc[UR4][R2.64] ;                   /* 0x0000000402047981 */
+                                                                                      /* 0x000ea8000c1e1d00 */
+        /*0030*/                   STS.128 [R0], R4 ;                                 /* 0x0000000400007388 */
+                                                                                      /* 0x0041e80000000c00 */
+        /*0040*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;                      /* 0x0000000000007b1d */
+                                                                                      /* 0x000fec0000010000 */
+        /*0050*/                   LDS.64 R8, [R0+0x10] ;                             /* 0x0000100000087984 */
+                                                                                      /* 0x000e240000000a00 */
+        /*0060*/                   FFMA R10, R8, R9, R10 ;                            /* 0x000000090a0a7223 */
+                                                                                      /* 0x001fe2000000000a */
+        /*0070*/               @P0 FFMA R11, R8, R9, R11 ;                            /* 0x00000009080b0223 */
+                                                                                      /* 0x000fe2000000000b */
+        /*0080*/                   WARPGROUP.ARRIVE ;                                 /* 0x00000000000079c7 */
+                                                                                      /* 0x000fe20000000000 */
+        /*0090*/                   HGMMA.64x128x16.F32 R24, gdesc[UR4], RZ, !UPT ;    /* 0x00e00000041879f0 */
+                                                                                      /* 0x000fe2000bf00018 */
+        /*00a0*/              @!P0 BRA 0x120 ;                                        /* 0x0000000000008947 */
+                                                                                      /* 0x000fea0003800000 */
+        /*00b0*/                   STG.E desc[UR4][R2.64], R10 ;                      /* 0x0000000a02007986 */
+                                                                                      /* 0x000fe2000c101904 */
+        /*00c0*/                   EXIT ;                                             /* 0x000000000000794d */
+                                                                                      /* 0x000fea0003800000 */
+.L_x_0:
+        /*00d0*/                   BRA `(.L_x_0);                                     /* 0xfffffffc00fc7947 */
+                                                                                      /* 0x000fc0000383ffff */
+        /*00e0*/                   NOP;                                               /* 0x0000000000007918 */
+                                                                                      /* 0x000fc00000000000 */
+		..........
+
+
+		Function : _Z6reducePfi
+	.headerflags	@"EF_CUDA_TEXMODE_UNIFIED EF_CUDA_64BIT_ADDRESS EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                            /* 0x00000a00ff017b82 */
+                                                                                      /* 0x000fe40000000800 */
+        /*0010*/              @!PT SHFL.IDX PT, RZ, RZ, RZ, RZ ;                      /* 0x000000fffffff389 */
+                                                                                      /* 0x000fe200000e00ff */
+        /*0020*/                   EXIT ;                                             /* 0x000000000000794d */
+                                                                                      /* 0x000fea0003800000 */
+		..........
+)SASS";
+
+TEST(CudaSass, CountsOpcodesPerFunctionWithoutPredicatesAndModifiers) {
+  auto mix = parse_sass_mix(kSass);
+  ASSERT_EQ(mix.size(), 2u) << mix.dump(2);
+  const auto& m = mix["_Z6matmulPKfS0_Pfiii"];
+  EXPECT_EQ(m["instructions"], 15);
+  const nlohmann::json expected = {
+      {"LDC", 1},       {"S2R", 1},   {"LDG", 1}, {"STS", 1}, {"BAR", 1},  {"LDS", 1}, {"FFMA", 2},
+      {"WARPGROUP", 1}, {"HGMMA", 1}, {"BRA", 2}, {"STG", 1}, {"EXIT", 1}, {"NOP", 1}};
+  EXPECT_EQ(m["opcodes"], expected) << m.dump(2);
+  const auto& r = mix["_Z6reducePfi"];
+  EXPECT_EQ(r["instructions"], 3);
+  EXPECT_EQ(r["opcodes"], (nlohmann::json{{"LDC", 1}, {"SHFL", 1}, {"EXIT", 1}}));
+  EXPECT_TRUE(parse_sass_mix("").empty());
+  EXPECT_TRUE(parse_sass_mix("        /*0000*/  FFMA R1, R2, R3, R4 ;\n").empty())
+      << "an instruction outside any function is not counted";
+}
+
+TEST(CudaSass, CuobjdumpFromEnvironmentElseBesideNvcc) {
+  const char* old = std::getenv("PEAK_CUOBJDUMP");
+  std::string saved = old ? old : "";
+  ::setenv("PEAK_CUOBJDUMP", "/bin/true", 1);
+  EXPECT_EQ(find_cuobjdump(), fs::path("/bin/true"));
+  ::setenv("PEAK_CUOBJDUMP", "/nonexistent/cuobjdump", 1);
+  EXPECT_TRUE(find_cuobjdump().empty());  // a wrong explicit choice is not silently replaced
+  ::unsetenv("PEAK_CUOBJDUMP");
+  fs::path found = find_cuobjdump();
+  if (!found.empty()) {
+    EXPECT_EQ(found.parent_path(), find_nvcc().parent_path());
+  }
+  if (old) ::setenv("PEAK_CUOBJDUMP", saved.c_str(), 1);
 }
 
 TEST(CudaDiagnostics, FileLineStyle) {
@@ -712,6 +806,112 @@ TEST(CudaBuild, DeviceSideLaunchIsACompileFailure) {
   EXPECT_EQ(r.disposition, Disposition::compile_failed) << r.log;
   EXPECT_TRUE(contains(r.log, "separate compilation")) << r.log;
   EXPECT_TRUE(contains(r.log, "kernel.cu:")) << r.log;
+}
+
+// Sets an environment variable for one scope (restores the previous value).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) saved_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (saved_)
+      ::setenv(name_, saved_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
+// The mix reaches the build's resources through the sandboxed cuobjdump (a stand-in printing
+// kSass here, so that the data path is checked on machines whose toolkit has no cuobjdump), is
+// absent when cuobjdump is missing or fails, and is added to a build cached without one.
+TEST(CudaBuild, InstructionMixIsRecordedWithTheResources) {
+  REQUIRE_NVCC();
+  auto dir = make_temp_dir("peak-cuobjdump-");
+  ASSERT_TRUE(dir) << dir.error();
+  fs::path tool = *dir / "bin" / "cuobjdump";
+  ASSERT_TRUE(write_file(tool, std::string("#!/bin/sh\n[ \"$1\" = -sass ] && [ -f \"$2\" ] || "
+                                           "exit 3\ncat <<'EOF'\n") +
+                                   kSass + "EOF\n"));
+  fs::permissions(tool, fs::perms::owner_all);
+  fs::path failing = *dir / "bin" / "failing";
+  ASSERT_TRUE(write_file(failing, "#!/bin/sh\necho 'cuobjdump fatal' >&2\nexit 1\n"));
+  fs::permissions(failing, fs::perms::owner_all);
+  auto b = make_cuda_backend();
+  // A source no other test builds: its first build is not cached.
+  const std::string src =
+      matmul_source(std::string("// the instruction-mix test\n") + kNaiveDevice, kNaivePlan);
+  const Config config = {{"BLOCK_X", 16}, {"BLOCK_Y", 16}};
+  {
+    ScopedEnv env("PEAK_CUOBJDUMP", "/nonexistent/cuobjdump");
+    BuildResult none = build(*b, fp32_context(), src, config);
+    ASSERT_EQ(none.disposition, Disposition::passed) << none.log;
+    EXPECT_FALSE(none.cached);
+    EXPECT_FALSE(none.resources.contains("sass")) << none.resources.dump(2);
+  }
+  {
+    ScopedEnv env("PEAK_CUOBJDUMP", failing.string());
+    BuildResult failed = build(*b, fp32_context(), src, config);
+    ASSERT_EQ(failed.disposition, Disposition::passed) << failed.log;
+    EXPECT_TRUE(failed.cached);
+    EXPECT_FALSE(failed.resources.contains("sass"));
+  }
+  ScopedEnv env("PEAK_CUOBJDUMP", tool.string());
+  BuildResult r = build(*b, fp32_context(), src, config);
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.log;
+  EXPECT_TRUE(r.cached);  // cached before the mix was recorded: it is added now
+  ASSERT_TRUE(r.resources.contains("sass")) << r.resources.dump(2);
+  const auto& sass = r.resources["sass"];
+  EXPECT_EQ(sass["format"], 1);
+  // Named as ptxas's kernels are; a function that is no kernel of the report by its short name.
+  ASSERT_TRUE(sass["kernels"].contains("matmul")) << sass.dump(2);
+  EXPECT_EQ(sass["kernels"]["matmul"]["mangled"], "_Z6matmulPKfS0_Pfiii");
+  EXPECT_EQ(sass["kernels"]["matmul"]["instructions"], 15);
+  EXPECT_EQ(sass["kernels"]["matmul"]["opcodes"]["HGMMA"], 1);
+  EXPECT_EQ(sass["kernels"]["reduce"]["instructions"], 3);
+  EXPECT_TRUE(r.resources["kernels"].contains("matmul"));  // ptxas's report is unchanged
+  // The cache entry now holds it: a later build reads it without running cuobjdump.
+  auto meta = read_file(fs::path(r.artifact).replace_extension(".json"));
+  ASSERT_TRUE(meta) << meta.error();
+  EXPECT_EQ(nlohmann::json::parse(*meta)["resources"]["sass"], sass);
+  ScopedEnv gone("PEAK_CUOBJDUMP", "/nonexistent/cuobjdump");
+  BuildResult again = build(*b, fp32_context(), src, config);
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(again.resources, r.resources);
+  fs::remove_all(*dir);
+}
+
+// The real disassembler on a real cubin: a kernel of fmaf calls has FFMA instructions.
+TEST(CudaBuild, InstructionMixOfARealCubinCountsFfma) {
+  REQUIRE_NVCC();
+  if (find_cuobjdump().empty())
+    GTEST_SKIP() << "no cuobjdump beside nvcc (" << find_nvcc() << ") and no PEAK_CUOBJDUMP";
+  auto b = make_cuda_backend();
+  const std::string device =
+      "// the FFMA instruction-mix test\n"
+      "__global__ void matmul(const float* A, const float* B, float* C, int M, int N, int K) {\n"
+      "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+      "  if (row >= M || col >= N) return;\n"
+      "  float acc = 0.0f;\n"
+      "  for (int k = 0; k < K; ++k) acc = fmaf(A[row * K + k], B[k * N + col], acc);\n"
+      "  C[row * N + col] = acc;\n"
+      "}\n";
+  BuildResult r = build(*b, fp32_context(), matmul_source(device, kNaivePlan),
+                        {{"BLOCK_X", 16}, {"BLOCK_Y", 16}});
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.log;
+  ASSERT_TRUE(r.resources.contains("sass")) << "cuobjdump " << find_cuobjdump() << " gave no mix";
+  const auto& k = r.resources["sass"]["kernels"]["matmul"];
+  EXPECT_EQ(k["mangled"], "_Z6matmulPKfS0_Pfiii");
+  ASSERT_TRUE(k["opcodes"].contains("FFMA")) << k.dump(2);
+  EXPECT_GT(k["opcodes"]["FFMA"].get<int64_t>(), 0);
+  EXPECT_GT(k["instructions"].get<int64_t>(), k["opcodes"]["FFMA"].get<int64_t>());
+  EXPECT_TRUE(k["opcodes"].contains("EXIT")) << k.dump(2);
 }
 
 TEST(CudaBuild, MissingNvccIsACompileFailureWithAHint) {
