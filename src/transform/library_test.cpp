@@ -68,6 +68,7 @@ std::string render_all_passes(const Transformation& t, const std::string& backen
     in.backend = backend;
     in.device_facts = {{"name", "NVIDIA H100 80GB HBM3"}, {"subgroup (warp) size", "32"}};
     in.device_name = "NVIDIA H100 80GB HBM3";
+    in.device_arch = "sm_90a";  // shown only by transformations with `requires`
     in.plan_reference = "The host region is a launch plan (reference text for the tests).\n";
     Prompt p = build_prompt(in);
     out += fmt_pass_header(pass.index) + p.user;  // the system prompt has goldens of its own

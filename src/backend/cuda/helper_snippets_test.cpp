@@ -1,0 +1,143 @@
+// The helper snippets of the shipped CUDA transformations (transformations/matmul/*.md, their
+// [[helpers]]) without a GPU: every helper has a test kernel (helper_snippets_testing.h), and
+// each test kernel, with the snippets inserted exactly as shipped, compiles with nvcc for an H100
+// (sm_90a) and plans for its shapes there (launch bounds, shared memory, registers, tensor maps).
+// A snippet that no longer compiles fails here, in CI; helper_snippets_gpu_test.cpp runs the same
+// kernels through peak's validation on a GPU. Skipped where nvcc is missing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "backend/cuda/corpus_testing.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/helper_snippets_testing.h"
+#include "util/fs.h"
+
+namespace peak {
+namespace {
+
+using testing::HelperCase;
+
+const fs::path& snippet_cache_dir() {
+  static fs::path dir = [] {
+    auto d = make_temp_dir("peak-cuda-snippet-test-");
+    return d ? *d : fs::temp_directory_path() / "peak-cuda-snippet-test";
+  }();
+  return dir;
+}
+
+class SnippetCacheCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(snippet_cache_dir(), ec);
+  }
+};
+[[maybe_unused]] auto* const g_snippet_cleanup =
+    ::testing::AddGlobalTestEnvironment(new SnippetCacheCleanup);
+
+// The facts an H100 SXM reports (peak-runner-cuda's probe).
+DeviceFacts h100_facts() {
+  DeviceFacts d;
+  d.backend = "cuda";
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.vendor = "NVIDIA";
+  d.arch = "sm_90a";
+  d.compute_units = 132;
+  d.subgroup_size = 32;
+  d.shared_memory_per_group = 49152;
+  d.shared_memory_per_group_optin = 232448;
+  d.max_threads_per_group = 1024;
+  d.l2_bytes = 52428800;
+  d.extra["registers_per_block"] = "65536";
+  return d;
+}
+
+// Every CUDA helper of the matmul transformations is used by a case: a new helper needs a test
+// kernel here before it ships.
+TEST(HelperSnippetTest, EveryCudaHelperOfTheMatmulLibraryHasATestKernel) {
+  std::set<std::pair<std::string, std::string>> tested;
+  for (const HelperCase& c : testing::helper_cases())
+    for (const auto& use : c.helpers) tested.insert({use.file, use.helper});
+  int helpers = 0;
+  for (const auto& entry : fs::directory_iterator(testing::kMatmulTransformationsDir)) {
+    if (entry.path().extension() != ".md") continue;
+    auto t = load_transformation(entry.path());
+    ASSERT_TRUE(t) << t.error();
+    for (const HelperSnippet& h : t->helpers) {
+      if (!h.backend.empty() && h.backend != "cuda") continue;
+      ++helpers;
+      EXPECT_TRUE(tested.count({entry.path().stem().string(), h.name}))
+          << entry.path().filename().string() << ": helper " << h.name
+          << " has no test kernel in src/backend/cuda/helper_snippets_testing.h";
+    }
+  }
+  EXPECT_GE(helpers, 6);
+  // And every case names a helper that exists.
+  for (const auto& [file, helper] : tested) {
+    auto h = testing::shipped_helper({file, helper});
+    EXPECT_TRUE(h) << h.error();
+  }
+}
+
+// The test kernels hold the snippets byte for byte, after the marker peak writes.
+TEST(HelperSnippetTest, TestKernelsHoldTheShippedSnippets) {
+  for (const HelperCase& c : testing::helper_cases()) {
+    auto src = testing::helper_case_source(c);
+    ASSERT_TRUE(src) << c.name << ": " << src.error();
+    auto regions = split_regions(*src, "kernel.cu");
+    ASSERT_TRUE(regions) << c.name << ": " << regions.error();
+    for (const auto& use : c.helpers) {
+      auto h = testing::shipped_helper(use);
+      ASSERT_TRUE(h) << h.error();
+      EXPECT_NE(regions->device.find("// peak helper: " + use.helper + "\n" + h->code),
+                std::string::npos)
+          << c.name << ": " << use.helper;
+    }
+    EXPECT_FALSE(c.shapes.empty()) << c.name;
+  }
+}
+
+class HelperSnippetBuild : public ::testing::TestWithParam<HelperCase> {};
+
+// Compiles with the backend's own build (nvcc in the compiler sandbox, the pinned flags, the
+// artifact checks) for sm_90a, then plans every shape of the case for an H100.
+TEST_P(HelperSnippetBuild, CompilesAndPlansForAnH100) {
+  if (cuda::find_nvcc().empty())
+    GTEST_SKIP() << "nvcc not found (PEAK_NVCC, CUDA_HOME, /usr/local/cuda, PATH)";
+  const HelperCase& c = GetParam();
+  auto ctx = load_context(fs::path(PEAK_SOURCE_DIR) / "examples" / c.context);
+  ASSERT_TRUE(ctx) << ctx.error();
+  auto src = testing::helper_case_source(c);
+  ASSERT_TRUE(src) << src.error();
+  auto regions = split_regions(*src, "kernel.cu");
+  ASSERT_TRUE(regions) << regions.error();
+  auto backend = make_cuda_backend();
+  const DeviceFacts device = h100_facts();
+  const Config config = testing::default_tuning(*ctx);
+  BuildRequest req;
+  req.context = &*ctx;
+  req.source = *src;
+  req.defines = config;
+  req.device = device;
+  req.cache_dir = snippet_cache_dir();
+  BuildResult b = backend->build(req);
+  ASSERT_EQ(b.disposition, Disposition::passed) << b.log << "\n" << *src;
+  ASSERT_TRUE(b.resources["kernels"].contains("matmul")) << b.resources.dump(2);
+  EXPECT_EQ(b.resources["spills"], false) << b.log;
+  PlanResult res = backend->check_resources(b, device);
+  EXPECT_EQ(res.disposition, Disposition::passed) << res.message;
+  for (const Shape& s : c.shapes) {
+    auto valid = shape_is_valid(*ctx, s);
+    ASSERT_TRUE(valid && *valid) << s.text();
+    PlanResult p = backend->plan(*ctx, *regions, s, config, device, b);
+    EXPECT_EQ(p.disposition, Disposition::passed) << s.text() << ": " << p.message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Snippets, HelperSnippetBuild, ::testing::ValuesIn(testing::helper_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace peak
