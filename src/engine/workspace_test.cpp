@@ -862,42 +862,17 @@ TEST_F(WorkspaceTest, BenchTimesTheShapeSuiteAndStoresIt) {
 // A transformation that `requires` an architecture: refused before any prompt on a device that
 // lacks it (the facts of --prompt-device, as a compile-only recording run uses) and on a backend
 // other than cuda; applied, with the requirement in its prompt, on a device that has it.
-const char* const kCudaToml = R"TOML(format = 2
-name = "scale-cuda"
-backend = "cuda"
-precision = "fp32"
-source = "kernel.cu"
-reference = "seed"
-flops = "N"
-bytes = "8 * N"
-valid = "N > 0"
-
-[[arrays]]
-name = "X"
-dtype = "f32"
-size = "N"
-init = "uniform(-1, 1)"
-
-[[arrays]]
-name = "Y"
-dtype = "f32"
-size = "N"
-init = "zeros"
-output = true
-
-[[scalars]]
-name = "N"
-dtype = "i32"
-
-[shapes]
-bench = [{ N = 4096 }]
-validation = [{ N = 100 }]
-
-[[tuning]]
-name = "BLOCK"
-values = [64]
-default = 64
-)TOML";
+// testing::kScaleToml as a CUDA context (the one BLOCK value of its kernel).
+std::string cuda_scale_toml() {
+  std::string t = testing::kScaleToml;
+  auto swap = [&](const std::string& from, const std::string& to) {
+    t.replace(t.find(from), from.size(), to);
+  };
+  swap("name = \"scale\"\nbackend = \"hlsl\"", "name = \"scale-cuda\"\nbackend = \"cuda\"");
+  swap("kernel.hlsl", "kernel.cu");
+  swap("values = [32, 64]", "values = [64]");
+  return t;
+}
 
 const char* const kCudaSource = R"SRC(// peak:begin macros
 // peak:end macros
@@ -955,7 +930,7 @@ TEST_F(WorkspaceTest, RequiresRefusesADeviceWithoutTheArchitectureBeforeAnyPromp
         << r.message;
     EXPECT_EQ(llm_calls(), 0u);
   }
-  ASSERT_TRUE(write_file(tmp_ / "cuda" / "kernel.toml", kCudaToml));
+  ASSERT_TRUE(write_file(tmp_ / "cuda" / "kernel.toml", cuda_scale_toml()));
   ASSERT_TRUE(write_file(tmp_ / "cuda" / "kernel.cu", kCudaSource));
   auto w = Workspace::init(tmp_ / "cuda", tmp_ / "ws-cuda");
   ASSERT_TRUE(w) << w.error();

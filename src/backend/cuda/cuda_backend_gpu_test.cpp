@@ -15,6 +15,7 @@
 
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gpu_testing.h"
 #include "tune/measure.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
@@ -27,38 +28,8 @@ using testing::CorpusCase;
 
 const fs::path kSource = PEAK_SOURCE_DIR;
 
-struct Gpu {
-  std::unique_ptr<Backend> backend;
-  DeviceFacts facts;
-  std::string error;
-  fs::path cache;
-};
-
-Gpu& gpu() {
-  static Gpu g = [] {
-    Gpu g;
-    g.backend = make_cuda_backend();
-    auto facts = g.backend->probe("", false);
-    if (!facts) {
-      g.error = "probe failed: " + facts.error();
-    } else {
-      g.facts = *facts;
-    }
-    auto dir = make_temp_dir("peak-cuda-gpu-test-");
-    g.cache = dir ? *dir : fs::temp_directory_path() / "peak-cuda-gpu-test";
-    return g;
-  }();
-  return g;
-}
-
-class CacheCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(gpu().cache, ec);
-  }
-};
-[[maybe_unused]] auto* const g_cleanup = ::testing::AddGlobalTestEnvironment(new CacheCleanup);
+using Gpu = testing::CudaGpu;
+Gpu& gpu() { return testing::cuda_gpu(); }
 
 KernelContext load(const std::string& name) {
   auto c = load_context(kSource / "examples" / name);

@@ -13,6 +13,7 @@
 
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/gpu_testing.h"
 #include "backend/cuda/helper_snippets_testing.h"
 #include "transform/transformation.h"
 #include "util/fs.h"
@@ -23,39 +24,8 @@ namespace {
 
 using testing::HelperCase;
 
-struct SnippetGpu {
-  std::unique_ptr<Backend> backend;
-  DeviceFacts facts;
-  std::string error;
-  fs::path cache;
-};
-
-SnippetGpu& gpu() {
-  static SnippetGpu g = [] {
-    SnippetGpu g;
-    g.backend = make_cuda_backend();
-    auto facts = g.backend->probe("", false);
-    if (!facts) {
-      g.error = "probe failed: " + facts.error();
-    } else {
-      g.facts = *facts;
-    }
-    auto dir = make_temp_dir("peak-cuda-snippet-gpu-test-");
-    g.cache = dir ? *dir : fs::temp_directory_path() / "peak-cuda-snippet-gpu-test";
-    return g;
-  }();
-  return g;
-}
-
-class SnippetCacheCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(gpu().cache, ec);
-  }
-};
-[[maybe_unused]] auto* const g_snippet_cleanup =
-    ::testing::AddGlobalTestEnvironment(new SnippetCacheCleanup);
+using SnippetGpu = testing::CudaGpu;
+SnippetGpu& gpu() { return testing::cuda_gpu(); }
 
 RunnerOptions runner_options() {
   RunnerOptions o;
