@@ -1000,23 +1000,28 @@ Result<std::map<std::string, int64_t>> array_sizes(const KernelContext& ctx, con
   return out;
 }
 
+namespace {
+// `expr` (kernel.toml's `key`) holds for the shape's environment; an empty expression holds.
+Result<bool> holds(const std::string& expr, std::string_view key, const expr::Env& env) {
+  if (expr.empty()) return true;
+  auto v = expr::evaluate(expr, env);
+  if (!v) return make_error(fmt::format("{} = \"{}\": {}", key, expr, v.error()));
+  return *v != 0;
+}
+}  // namespace
+
 Result<bool> shape_in_problem(const KernelContext& ctx, const Shape& shape) {
   auto env = shape_env(ctx, shape);
   if (!env) return Error{env.error()};
-  if (ctx.valid.empty()) return true;
-  auto v = expr::evaluate(ctx.valid, *env);
-  if (!v) return make_error(fmt::format("valid = \"{}\": {}", ctx.valid, v.error()));
-  return *v != 0;
+  return holds(ctx.valid, "valid", *env);
 }
 
 Result<bool> shape_is_valid(const KernelContext& ctx, const Shape& shape) {
-  auto in = shape_in_problem(ctx, shape);
-  if (!in || !*in || ctx.supports.empty()) return in;
   auto env = shape_env(ctx, shape);
   if (!env) return Error{env.error()};
-  auto v = expr::evaluate(ctx.supports, *env);
-  if (!v) return make_error(fmt::format("supports = \"{}\": {}", ctx.supports, v.error()));
-  return *v != 0;
+  auto in = holds(ctx.valid, "valid", *env);
+  if (!in || !*in) return in;
+  return holds(ctx.supports, "supports", *env);
 }
 
 namespace {

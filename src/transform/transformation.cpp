@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
 #include <set>
 #include <system_error>
 
@@ -10,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "expr/expr.h"
+#include "util/cuda_arch.h"
 #include "util/fs.h"
 #include "util/toml_names.h"
 
@@ -247,8 +247,8 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
   if (t.get("requires")) {
     auto req = get_string(t, "requires", src, top, false, "the front matter");
     if (!req) return req.status();
-    static const std::regex re("sm_[0-9]{2,3}a?");
-    if (!std::regex_match(*req, re))
+    auto arch = parse_cuda_arch(*req);
+    if (!arch || (arch->suffix != 0 && arch->suffix != 'a'))
       return Status::error(fmt::format(
           "{}: requires = \"{}\" is not a device architecture; expected a CUDA architecture "
           "such as \"sm_80\" (compute capability 8.0 or newer) or \"sm_90a\" (with the "
@@ -576,22 +576,6 @@ KernelContext transformed_context(const Transformation& t, const KernelContext& 
 }
 
 namespace {
-// A CUDA architecture: "sm_90a" -> {90, 'a'}.
-struct CudaArch {
-  int number = 0;   // 10 * major + minor
-  char suffix = 0;  // 'a' (architecture-specific features), 0 = none
-};
-
-std::optional<CudaArch> parse_cuda_arch(std::string_view arch) {
-  static const std::regex re("sm_([0-9]{2,3})([a-z]?)");
-  std::match_results<std::string_view::const_iterator> m;
-  if (!std::regex_match(arch.begin(), arch.end(), m, re)) return std::nullopt;
-  CudaArch a;
-  a.number = std::stoi(m[1].str());
-  a.suffix = m[2].length() ? m[2].str()[0] : 0;
-  return a;
-}
-
 std::string compute_capability(int number) {
   return fmt::format("{}.{}", number / 10, number % 10);
 }

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "util/cuda_arch.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sha256.h"
@@ -374,14 +375,6 @@ std::optional<std::string> forbidden_device_symbol(std::string_view name) {
   return fmt::format("`{}` is not provided to candidate modules", name);
 }
 
-namespace {
-int cuda_arch_number(const std::string& arch) {
-  int n = 0;
-  for (char c : arch)
-    if (c >= '0' && c <= '9') n = n * 10 + (c - '0');
-  return n;
-}
-}  // namespace
 
 // Static shared memory and registers per thread are known after the build; the block size
 // and dynamic shared memory come from the plan (resolve_plan checks them per launch).
@@ -619,7 +612,7 @@ class CudaBackend final : public Backend {
   std::vector<std::pair<std::string, std::string>> prompt_facts(
       const DeviceFacts& device) const override {
     auto f = Backend::prompt_facts(device);
-    int sm = arch_number(device.arch);
+    int sm = cuda_arch_number(device.arch);
     if (sm >= 90) {
       f.push_back({"thread-block clusters", "up to 8 blocks per cluster (`cluster` in plans)"});
       f.push_back(
@@ -814,13 +807,6 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  static int arch_number(const std::string& arch) {
-    int n = 0;
-    for (char c : arch)
-      if (c >= '0' && c <= '9') n = n * 10 + (c - '0');
-    return n;
-  }
-
   // An artifact passes when it is a cubin, holds every kernel the plan launches and needs
   // nothing from the driver that candidates may not use.
   static void check_artifact(const fs::path& cubin, const ParsedPlan& plan,

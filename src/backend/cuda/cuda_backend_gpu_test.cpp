@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/gpu_testing.h"
 #include "tune/measure.h"
+#include "util/cuda_arch.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "validate/validate.h"
@@ -43,12 +44,6 @@ KernelContext corpus_context() {
   return c ? *c : KernelContext{};
 }
 
-int arch_number(const std::string& arch) {
-  int n = 0;
-  for (char c : arch)
-    if (c >= '0' && c <= '9') n = n * 10 + (c - '0');
-  return n;
-}
 
 struct Built {
   BuildResult build;
@@ -326,7 +321,7 @@ class CudaGpuCorpus : public CudaGpuTest, public ::testing::WithParamInterface<C
 TEST_P(CudaGpuCorpus, GateGivesTheExpectedDispositionAndTheNextKernelPasses) {
   const CorpusCase& c = GetParam();
   ASSERT_FALSE(c.expect.empty()) << c.file << ": " << join(c.problems, "; ");
-  if (c.needs_sm > arch_number(gpu().facts.arch))
+  if (c.needs_sm > cuda_arch_number(gpu().facts.arch))
     GTEST_SKIP() << c.file << " needs sm_" << c.needs_sm << "; this device is " << gpu().facts.arch;
   KernelContext ctx = corpus_context();
   Config config = testing::default_tuning(ctx);
@@ -386,7 +381,7 @@ class CudaGpuPassing : public CudaGpuTest, public ::testing::WithParamInterface<
 TEST_P(CudaGpuPassing, ValidatesAndTimesAgainstCublas) {
   const CorpusCase& c = GetParam();
   ASSERT_TRUE(c.problems.empty()) << c.file << ": " << join(c.problems, "; ");
-  if (c.needs_sm > arch_number(gpu().facts.arch))
+  if (c.needs_sm > cuda_arch_number(gpu().facts.arch))
     GTEST_SKIP() << c.file << " needs sm_" << c.needs_sm << "; this device is " << gpu().facts.arch;
   KernelContext ctx = corpus_context();
   Config config = testing::default_tuning(ctx);
@@ -434,7 +429,7 @@ TEST_F(CudaGpuTest, FreshInputsLeaveHonestRatesUnchanged) {
        kSource / "examples" / "matmul-cuda-fp32" / "kernel.cu"},
       {"correct_tiled.cu", corpus_context(), testing::kCudaCorpusDir / "correct_tiled.cu"}};
   for (const auto& c : testing::corpus_cases(testing::kCudaPassingDir))
-    if (c.needs_sm <= arch_number(gpu().facts.arch))
+    if (c.needs_sm <= cuda_arch_number(gpu().facts.arch))
       kernels.push_back({"passing/" + c.file, corpus_context(), c.path});
   for (const Kernel& k : kernels) {
     Config config = testing::default_tuning(k.ctx);
