@@ -53,6 +53,39 @@ std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
   return out;
 }
 
+// The reply of a workflow's last recorded attempt when that attempt is the one about to be made
+// (same pass, attempt number and prompt) and its outcome never reached the step's saved state:
+// the process stopped in between. Infrastructure failures are asked again, as they always are.
+std::optional<LlmReply> unsaved_reply(const Store& store, int64_t workflow_id, int pass,
+                                      int attempt, const std::string& prompt_key) {
+  auto done = store.attempts(workflow_id);
+  if (!done || done->empty()) return std::nullopt;
+  const AttemptRecord& last = done->back();
+  if (last.pass_index != pass || last.attempt != attempt || last.prompt_key != prompt_key ||
+      last.infrastructure)
+    return std::nullopt;
+  LlmReply r;
+  r.driver = last.driver;
+  r.model = last.model;
+  r.producer = last.producer;
+  r.prompt_tokens = last.prompt_tokens;
+  r.completion_tokens = last.completion_tokens;
+  r.latency_s = last.latency_s;
+  if (!last.reply_blob.empty()) {
+    auto text = store.get_blob(last.reply_blob);
+    if (!text) return std::nullopt;
+    r.text = *text;
+  }
+  if (last.disposition == to_string(Disposition::llm_error)) {
+    r.status = LlmStatus::failed;
+    r.error = last.error;
+  } else {
+    if (r.text.empty()) return std::nullopt;
+    r.status = LlmStatus::ok;
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<Config> carried_configs(const std::vector<Config>& top,
@@ -448,10 +481,20 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
                 return a.prompt_key == req.key && !a.infrastructure;
               }));
       req.step_label = fmt::format("{} pass {}/{} ({})", T.name, pass, passes, to_string(P.region));
-      progress_.status(fmt::format("{}: asking the LLM ({}, attempt {})", req.step_label,
-                                   sc.driver->describe(), attempt_no),
-                       true);
-      LlmReply reply = sc.driver->complete(req);
+      // A reply recorded just before the process stopped (killed after the attempt's row and
+      // before the step's state was saved): it is this very attempt, and its reply is used
+      // again instead of asking the model a second time; no second row is recorded.
+      std::optional<LlmReply> recorded =
+          sc.workflow_id > 0 ? unsaved_reply(*store_, sc.workflow_id, pass, attempt_no, req.key)
+                             : std::nullopt;
+      if (recorded)
+        progress_.print(fmt::format("  {} attempt {}: the reply recorded before the stop is used",
+                                    req.step_label, attempt_no));
+      else
+        progress_.status(fmt::format("{}: asking the LLM ({}, attempt {})", req.step_label,
+                                     sc.driver->describe(), attempt_no),
+                         true);
+      LlmReply reply = recorded ? *recorded : sc.driver->complete(req);
       progress_.clear();
       if (cancelled()) return stop(head_cp->id, fmt::format("during pass {}/{}", pass, passes));
       if (reply.status == LlmStatus::pending) {
@@ -481,7 +524,8 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
         ar.disposition = std::string(to_string(Disposition::llm_error));
         ar.error = reply.error;
         ar.infrastructure = reply.infrastructure;
-        (void)store_->add_attempt(ar);
+        if (!recorded) (void)store_->add_attempt(ar);
+        fault_point("apply.attempt-recorded");
         progress_.print(fmt::format("  {} attempt {}: {}: {}", req.step_label, attempt_no,
                                     reply.infrastructure ? "infrastructure" : "llm_error",
                                     first_line(reply.error)));
@@ -495,7 +539,8 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
       SpliceOutcome sp = splice_reply(reply.text, regions, P.region);
       ar.disposition = std::string(to_string(sp.disposition));
       ar.error = sp.message;
-      (void)store_->add_attempt(ar);
+      if (!recorded) (void)store_->add_attempt(ar);
+      fault_point("apply.attempt-recorded");
       if (sp.disposition != Disposition::passed) {
         progress_.print(fmt::format("  {} attempt {}: {}: {}", req.step_label, attempt_no,
                                     to_string(sp.disposition), first_line(sp.message)));

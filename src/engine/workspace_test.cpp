@@ -551,6 +551,62 @@ TEST_F(WorkspaceTest, ACheckoutThatCannotWriteChangesNothing) {
   EXPECT_TRUE(ws->checkout("main"));
 }
 
+// kill -9 after an attempt's row is recorded and before the step's state is saved: the rerun
+// uses the recorded reply (the model is not asked twice, no row is recorded twice), whether the
+// reply passed its pass or failed it.
+TEST_F(WorkspaceTest, AStepKilledAfterRecordingAReplyUsesItOnTheRerun) {
+  ASSERT_TRUE(init());
+  const std::string good = "```hlsl\n" + std::string(kAddedDevice) + "```\n";
+  auto killed_apply = [&](const ApplyOptions& o) {
+    pid_t child = ::fork();
+    if (child == 0) {
+      ::setenv("PEAK_FAULT", "kill@apply.attempt-recorded", 1);
+      auto ws = Workspace::open(tmp_ / "ws");
+      if (!ws) _exit(3);
+      (*ws)->progress().set_quiet(true);
+      (void)(*ws)->apply("add-twice", o);
+      _exit(4);  // not reached: the fault point kills the process
+    }
+    int status = 0;
+    EXPECT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  };
+  // A reply that passes its pass, killed before the pass was saved as done.
+  ApplyOptions o = llm_options(good);
+  killed_apply(o);
+  EXPECT_EQ(llm_calls(), 1u);
+  ApplyResult r = open()->apply("add-twice", o);
+  EXPECT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(llm_calls(), 1u);
+  auto ws = open();
+  auto rows = ws->store().attempts(r.workflow_id);
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 2u);  // pass 1 once, then the candidate's evaluation
+  EXPECT_EQ((*rows)[0].pass_index, 1);
+  EXPECT_EQ((*rows)[0].disposition, "passed");
+  EXPECT_EQ((*rows)[1].pass_index, 0);
+  EXPECT_EQ(ws->head()->transformation, "add-twice");
+
+  // A reply without code, killed before it was charged: the rerun charges it once and asks
+  // the model for attempt 2 only.
+  ASSERT_TRUE(ws->branch("again", "seed"));
+  ws.reset();
+  o = llm_options("no code here");
+  killed_apply(o);
+  EXPECT_EQ(llm_calls(), 2u);
+  ASSERT_TRUE(write_file(tmp_ / "reply.md", good));
+  r = open()->apply("add-twice", o);
+  EXPECT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(llm_calls(), 3u);
+  rows = open()->store().attempts(r.workflow_id);
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].attempt, 1);
+  EXPECT_EQ((*rows)[0].disposition, "no_code");
+  EXPECT_EQ((*rows)[1].attempt, 2);
+  EXPECT_EQ((*rows)[1].disposition, "passed");
+}
+
 // Manual mode: every rerun continues the same workflow; each attempt is recorded once; after
 // the attempts are used up a rerun says how to go on and records nothing.
 TEST_F(WorkspaceTest, RerunsContinueTheWorkflowAndRecordEachAttemptOnce) {
