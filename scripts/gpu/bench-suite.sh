@@ -8,6 +8,9 @@
 # Usage: scripts/gpu/bench-suite.sh STORE_DIR CHECKPOINT CONTEXT [peak bench options]
 #   e.g. scripts/gpu/bench-suite.sh results/h100/cuda-fp32-whole/store 17 matmul-cuda-fp32
 #   NAME=label (default: CONTEXT-CHECKPOINT)
+#   CLASSES=1: first `peak tune --classes` (one search per shape class, BUDGET configurations per
+#   class, default 24; NAME-classes.json and NAME-classes.txt), then the suite with the dispatch
+#   table (NAME-suite.*) and with the best configuration alone (NAME-single.*), in one run.
 source "$(dirname "$0")/env.sh"
 store=${1:?usage: bench-suite.sh STORE_DIR CHECKPOINT CONTEXT [options]}
 ref=${2:?checkpoint}
@@ -30,9 +33,21 @@ cd "$ws" || exit 4
 "$BIN/peak" -q checkout --force --detach "$ref" && "$BIN/peak" -q checkout --force HEAD || exit 4
 grep -q '^\[suite\]' kernel.toml || cp "$ROOT/examples/$ctx/kernel.toml" kernel.toml
 set -o pipefail
+if [ "${CLASSES:-0}" = 1 ]; then
+  start=$(date +%s)
+  "$BIN/peak" --json tune --classes "$ref" --full --budget "${BUDGET:-24}" \
+    >"$OUT/$name-classes.json" 2>"$OUT/$name-classes.txt"
+  rc=$?
+  echo "peak tune --classes exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/$name-classes.txt"
+  [ $rc -eq 0 ] || exit $rc
+fi
 start=$(date +%s)
 "$BIN/peak" --json bench "$ref" --full "$@" -o "$OUT/$name-suite.json" 2>&1 | tee "$OUT/$name-suite.txt"
 rc=$?
 echo "peak bench exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/$name-suite.txt"
+if [ "${CLASSES:-0}" = 1 ]; then
+  "$BIN/peak" --json bench "$ref" --full --single "$@" -o "$OUT/$name-single.json" 2>&1 |
+    tee "$OUT/$name-single.txt"
+fi
 "$BIN/peak" report --format markdown -o "$OUT/$name-report.md" >/dev/null 2>&1
 exit $rc

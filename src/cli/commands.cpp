@@ -81,6 +81,8 @@ struct Options {
   std::string strategy;
   std::string strategy_budget;
   std::string export_space;  // tune: write the search's tuning cache here
+  bool classes = false;      // tune: one search per shape class of the suite (dispatch table)
+  bool single = false;       // bench: the best configuration alone, not the dispatch table
   int64_t run = 0;           // export-space: a tuning run id
   std::string strategies;    // bench: comma-separated
   int seeds = 20;
@@ -88,8 +90,8 @@ struct Options {
   bool reuse = false;
   std::string doctor_llm;
   bool no_sandbox = false;
-  std::string html;   // report --html FILE
-  std::string store;  // report/serve --store PATH
+  std::string html;             // report --html FILE
+  std::string store;            // report/serve --store PATH
   std::string cross_reference;  // report --cross-reference PATH
   std::string host = "127.0.0.1";
   int port = 8765;
@@ -567,7 +569,37 @@ int cmd_respond(Options& o) {
   return kOk;
 }
 
+// `peak tune --classes [CHECKPOINT]`: one search per shape class, the dispatch table recorded.
+int cmd_tune_classes(Options& o) {
+  if (o.args.size() > 1) {
+    err("usage: peak tune --classes [CHECKPOINT]");
+    return kUsage;
+  }
+  if (!o.export_space.empty() || o.compile_only) {
+    err("--classes tunes and times every class of the shape suite; it takes neither "
+        "--export-space (export each class's search with `peak export-space --run N`) nor "
+        "--compile-only");
+    return kUsage;
+  }
+  auto choices = eval_choices(o);
+  if (!choices) return fail(choices.status());
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  auto t = api::tune_classes(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices);
+  if (!t) return fail(t.status());
+  if (o.json_out)
+    emit_json(dispatch_json(*t));
+  else
+    std::printf(
+        "%s`peak bench` now runs each shape of the suite with the configuration of its "
+        "class (--single: the best configuration alone)\n",
+        dispatch_text(*t).c_str());
+  return kOk;
+}
+
 int cmd_eval(Options& o, const char* kind, const char* what) {
+  if (o.classes) return cmd_tune_classes(o);
   if (o.args.size() > 1) {
     err(fmt::format("usage: peak {} [CHECKPOINT]", kind));
     return kUsage;
@@ -1117,7 +1149,7 @@ int cmd_bench_suite(Options& o) {
   int code = kOk;
   auto ws = open_ws(o, &code);
   if (!ws) return code;
-  auto r = api::bench(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices);
+  auto r = api::bench(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices, o.single);
   if (!r) return fail(r.status());
   std::string text = o.json_out ? suite_json(*r).dump(2) + "\n" : suite_text(*r);
   if (int c = emit(o, text); c != kOk) return c;
@@ -1128,9 +1160,9 @@ int cmd_bench_suite(Options& o) {
 
 int cmd_bench(Options& o) {
   if (o.args.empty() || o.args[0] != "tuning") return cmd_bench_suite(o);
-  if (!o.device.empty() || o.small || o.full || o.no_baseline) {
-    err("--device, --small, --full and --no-baseline belong to `peak bench [CHECKPOINT]`, not to "
-        "`peak bench tuning`");
+  if (!o.device.empty() || o.small || o.full || o.no_baseline || o.single) {
+    err("--device, --small, --full, --no-baseline and --single belong to `peak bench "
+        "[CHECKPOINT]`, not to `peak bench tuning`");
     return kUsage;
   }
   std::vector<std::string> files(o.args.begin() + 1, o.args.end());
@@ -1349,6 +1381,10 @@ std::vector<Command> commands() {
          add_eval_options(c, o);
          c->add_option("--export-space", o.export_space,
                        "write the search's measured space to FILE (a tuning cache)");
+         c->add_flag("--classes", o.classes,
+                     "one search per shape class of the suite (kernel.toml [suite], classified by "
+                     "its class rules), on that class's shapes; the configurations found are the "
+                     "checkpoint's dispatch table, which `peak bench` runs");
          add_wait_option(c, o);
        },
        [](Options& o) { return cmd_eval(o, "tune", "tuned"); }},
@@ -1372,6 +1408,9 @@ std::vector<Command> commands() {
          c->add_flag("--full", o.full, "bench CHECKPOINT: the full suite even on a CPU device");
          c->add_flag("--no-baseline", o.no_baseline,
                      "bench CHECKPOINT: do not time the vendor library (ratios of the peak)");
+         c->add_flag("--single", o.single,
+                     "bench CHECKPOINT: the best configuration at every shape, even where `peak "
+                     "tune --classes` recorded a configuration per class");
          add_wait_option(c, o);
          c->add_option("--strategies", o.strategies,
                        "bench tuning: comma-separated (default: all)");

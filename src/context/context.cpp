@@ -202,6 +202,23 @@ const std::vector<SuiteShape>& suite_for(const KernelContext& ctx, bool small) {
   return small && !ctx.suite_small.empty() ? ctx.suite_small : ctx.suite;
 }
 
+std::vector<ClassRule> class_rules(const KernelContext& ctx) {
+  if (!ctx.classes.empty()) return ctx.classes;
+  auto has = [&](const char* n) {
+    return std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
+                       [&](const ScalarSpec& s) { return s.name == n; });
+  };
+  if (ctx.family != "matmul" || !has("M") || !has("N") || !has("K")) return {};
+  // A long reduction over a small output first (256 x 256 x 131072, and 16 x 16 x 8192 too),
+  // then few rows (decode), a short reduction, the LLM layers' wide outputs, the cube.
+  return {{SuiteClass::large_k, "K >= 8 * M && K >= 8 * N"},
+          {SuiteClass::small_m, "M <= 32"},
+          {SuiteClass::small_k, "K <= 64"},
+          {SuiteClass::wide, "N >= 2 * M && N >= 2 * K"},
+          {SuiteClass::square, "M == N && N == K"},
+          {SuiteClass::irregular, ""}};
+}
+
 std::string Shape::text() const {
   std::string s;
   for (const auto& [k, v] : values) {
@@ -365,6 +382,7 @@ class Loader {
   Shape read_shape(const KernelContext& ctx, const toml::table& t, const toml::node& el,
                    std::string_view what, std::initializer_list<std::string_view> skip = {});
   void load_suite(const toml::table& root, KernelContext& ctx);
+  void load_class_rules(const toml::node& node, KernelContext& ctx, const std::string& classes);
   void check_names(const toml::table& root, const KernelContext& ctx);
 
   std::string file_;
@@ -727,7 +745,7 @@ void Loader::load_suite(const toml::table& root, KernelContext& ctx) {
   const toml::table* suite = node->as_table();
   if (!suite)
     fail(*node, fmt::format("'suite' must be a table ([suite]), not {}", type_name(*node)));
-  check_keys(*suite, {"shapes", "small"}, "in [suite]");
+  check_keys(*suite, {"shapes", "small", "classes"}, "in [suite]");
   for (const auto& s : ctx.scalars)
     if (s.name == "name" || s.name == "class")
       fail(*node, fmt::format("a suite entry uses the key '{}' for itself, so a context with a "
@@ -736,6 +754,7 @@ void Loader::load_suite(const toml::table& root, KernelContext& ctx) {
   std::string classes;
   for (SuiteClass c : kAllSuiteClasses)
     classes += (classes.empty() ? "" : ", ") + std::string(to_string(c));
+  if (const toml::node* n = suite->get("classes")) load_class_rules(*n, ctx, classes);
   struct List {
     std::string_view key;
     std::vector<SuiteShape>* out;
@@ -777,6 +796,45 @@ void Loader::load_suite(const toml::table& root, KernelContext& ctx) {
       list.out->push_back(std::move(ss));
     }
   }
+}
+
+void Loader::load_class_rules(const toml::node& node, KernelContext& ctx,
+                              const std::string& classes) {
+  if (ctx.format < kContextFormatClasses)
+    fail(node, fmt::format("suite.classes needs format = {} (this file is format {})",
+                           kContextFormatClasses, ctx.format));
+  const toml::array* arr = node.as_array();
+  if (!arr)
+    fail(node,
+         "suite.classes must be an array of tables like [{ class = \"small-m\", when = "
+         "\"M <= 32\" }, { class = \"irregular\" }]");
+  std::set<std::string> shape_names;
+  for (const auto& s : ctx.scalars) shape_names.insert(s.name);
+  for (const auto& a : ctx.arrays) shape_names.insert(a.name + ".size");
+  for (const auto& el : *arr) {
+    const toml::table* t = el.as_table();
+    if (!t)
+      fail(el, fmt::format("every entry of suite.classes must be a table like {{ class = "
+                           "\"small-m\", when = \"M <= 32\" }}, not {}",
+                           type_name(el)));
+    check_keys(*t, {"class", "when"}, "in an entry of suite.classes");
+    auto cls = req_string(*t, "class", fmt::format("in an entry of suite.classes ({})", classes));
+    auto c = suite_class_from_string(cls);
+    if (!c)
+      fail(*t->get("class"),
+           fmt::format("unknown class '{}' in suite.classes (the classes are {})", cls, classes));
+    ClassRule r;
+    r.cls = *c;
+    if (const toml::node* w = t->get("when")) {
+      const std::string key = fmt::format("suite.classes ({})", cls);
+      auto e = expression(*w, key);
+      check_identifiers(*w, e, key, shape_names, "the scalars and <array>.size");
+      r.when = e.text();
+    }
+    ctx.classes.push_back(std::move(r));
+  }
+  if (ctx.classes.empty())
+    fail(node, "suite.classes is empty: leave it out to use the family's default rules");
 }
 
 // ---- to_toml ----
@@ -873,9 +931,10 @@ std::string to_toml(const KernelContext& ctx) {
     if (always || !value.empty()) o << key << " = " << quote(value) << "\n";
   };
   o << "# peak kernel context (format documented in docs/kernel-context.md)\n";
-  const bool has_suite = !ctx.suite.empty() || !ctx.suite_small.empty();
+  const bool has_suite = !ctx.suite.empty() || !ctx.suite_small.empty() || !ctx.classes.empty();
   int format = has_suite ? std::max(ctx.format, kContextFormatSuite) : ctx.format;
   if (!ctx.supports.empty()) format = std::max(format, kContextFormatSupports);
+  if (!ctx.classes.empty()) format = std::max(format, kContextFormatClasses);
   o << "format = " << format << "\n";
   kv("name", ctx.name, true);
   kv("description", ctx.description);
@@ -956,6 +1015,15 @@ std::string to_toml(const KernelContext& ctx) {
       }
       o << "]\n";
     }
+    if (!ctx.classes.empty()) {
+      o << "classes = [\n";
+      for (const auto& r : ctx.classes) {
+        o << "  { class = " << quote(to_string(r.cls));
+        if (!r.when.empty()) o << ", when = " << quote(r.when);
+        o << " },\n";
+      }
+      o << "]\n";
+    }
   }
   for (const auto& t : ctx.tuning) {
     o << "\n[[tuning]]\n";
@@ -1009,6 +1077,19 @@ Result<bool> holds(const std::string& expr, std::string_view key, const expr::En
   return *v != 0;
 }
 }  // namespace
+
+Result<std::optional<SuiteClass>> classify_shape(const KernelContext& ctx, const Shape& shape) {
+  const std::vector<ClassRule> rules = class_rules(ctx);
+  if (rules.empty()) return std::optional<SuiteClass>{};
+  auto env = shape_env(ctx, shape);
+  if (!env) return Error{env.error()};
+  for (const auto& r : rules) {
+    auto h = holds(r.when, fmt::format("the rule of class {}", to_string(r.cls)), *env);
+    if (!h) return Error{h.error()};
+    if (*h) return std::optional<SuiteClass>{r.cls};
+  }
+  return std::optional<SuiteClass>{};
+}
 
 Result<bool> shape_in_problem(const KernelContext& ctx, const Shape& shape) {
   auto env = shape_env(ctx, shape);

@@ -19,11 +19,13 @@
 namespace peak {
 
 // The newest kernel.toml format this peak reads and writes. Format 2 is still read (a file
-// without `format` is format 2); format 3 adds the shape suite ([suite]).
-inline constexpr int kContextFormatVersion = 4;
+// without `format` is format 2); format 3 adds the shape suite ([suite]), format 4 `supports`,
+// format 5 the class rules of the suite (suite.classes).
+inline constexpr int kContextFormatVersion = 5;
 inline constexpr int kContextFormatOldest = 2;
 inline constexpr int kContextFormatSuite = 3;     // the first format with [suite]
 inline constexpr int kContextFormatSupports = 4;  // the first format with `supports`
+inline constexpr int kContextFormatClasses = 5;   // the first format with suite.classes
 
 enum class DType { f32, f16, bf16, i32 };
 std::string_view to_string(DType t);
@@ -87,6 +89,16 @@ struct SuiteShape {
   bool operator==(const SuiteShape&) const = default;
 };
 
+// A rule of the shape classes: a shape for which `when` (an expression of the scalars) holds is
+// of class `cls`. Rules are tried in order and the first that holds decides; an empty `when`
+// always holds. Per-class tuning (`peak tune --classes`) and the dispatch of a tuned checkpoint
+// classify shapes by them.
+struct ClassRule {
+  SuiteClass cls = SuiteClass::irregular;
+  std::string when;
+  bool operator==(const ClassRule&) const = default;
+};
+
 struct TuningParam {
   std::string name;
   std::vector<int64_t> values;
@@ -100,10 +112,10 @@ struct KernelContext {
   int format = kContextFormatVersion;
   std::string name;
   std::string description;
-  std::string backend;         // "hlsl", "cuda", "hip"
-  std::string family;          // "matmul" (enables the CPU reference), or "" for generic kernels
-  std::string precision;       // free text shown in reports ("fp32", "fp16-in/fp32-acc")
-  std::string source_file;     // file name next to kernel.toml
+  std::string backend;      // "hlsl", "cuda", "hip"
+  std::string family;       // "matmul" (enables the CPU reference), or "" for generic kernels
+  std::string precision;    // free text shown in reports ("fp32", "fp16-in/fp32-acc")
+  std::string source_file;  // file name next to kernel.toml
 
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;
@@ -121,6 +133,8 @@ struct KernelContext {
   // `suite_small` is its variant for CPU devices (chosen as `small` is chosen over `bench`).
   std::vector<SuiteShape> suite;
   std::vector<SuiteShape> suite_small;
+  // suite.classes: how a shape's class is decided (format 5); empty: the family's default rules.
+  std::vector<ClassRule> classes;
 
   std::vector<TuningParam> tuning;
   std::string tuning_valid;  // constraint over tuning params and device limits ("" = always)
@@ -167,6 +181,11 @@ std::vector<Shape> sample_shapes(const KernelContext& ctx, int count, uint64_t s
 // The suite `peak bench` runs: the small variant when `small` and the context has one, else the
 // full suite (which may be empty: the context has no suite).
 const std::vector<SuiteShape>& suite_for(const KernelContext& ctx, bool small);
+// The class rules of a context: its own (suite.classes), else its family's defaults (matmul over
+// scalars M, N and K: large-k, small-m, small-k, wide, square, then irregular), else none.
+std::vector<ClassRule> class_rules(const KernelContext& ctx);
+// The class of a shape by those rules; nullopt when no rule holds or there are none.
+Result<std::optional<SuiteClass>> classify_shape(const KernelContext& ctx, const Shape& shape);
 // FLOPs of one run (0 when no expression is given).
 Result<double> shape_flops(const KernelContext& ctx, const Shape& shape);
 Result<double> shape_bytes(const KernelContext& ctx, const Shape& shape);

@@ -284,8 +284,8 @@ TEST(Context, SemanticErrorsHaveLocations) {
       {with("name = \"UNROLL\"", "name = \"M\""), "kernel.toml:61:8: ", "duplicate name 'M'"},
       {with("default = 16", "default = 12"),
        "kernel.toml:58:11: ", "default 12 of tuning parameter 'BLOCK' is not one of its values"},
-      {with("format = 2", "format = 5"),
-       "kernel.toml:1:10: ", "format 5 is newer than this peak supports"},
+      {with("format = 2", "format = 6"),
+       "kernel.toml:1:10: ", "format 6 is newer than this peak supports"},
       {with("format = 2", "format = 1"),
        "kernel.toml:1:10: ", "format 1 kernel contexts held host code in the host region"},
       {with("workspace = \"4 * M * N\"", "entry = \"main\""),
@@ -614,6 +614,98 @@ TEST(Context, ExamplesCarryTheShapeSuite) {
     EXPECT_EQ(classes, small_classes) << e;
     // The small variant stays small: a CPU device runs each shape in well under a second.
     for (const auto& s : c->suite_small) EXPECT_LE(*shape_flops(*c, s.shape), 1.2e8) << s.name;
+    // Every suite shape's label is the class the (matmul default) class rules give it, so that
+    // per-class tuning and dispatch group the shapes as the suite's table does.
+    ASSERT_FALSE(class_rules(*c).empty()) << e;
+    for (const auto* list : {&c->suite, &c->suite_small})
+      for (const auto& s : *list) {
+        auto cls = classify_shape(*c, s.shape);
+        ASSERT_TRUE(cls.is_ok()) << cls.error();
+        ASSERT_TRUE(cls->has_value()) << e << " " << s.name;
+        EXPECT_EQ(**cls, s.cls) << e << " " << s.name << ": " << to_string(**cls);
+      }
+  }
+}
+
+// The class rules (suite.classes, format 5): tried in order, the first that holds decides; a
+// rule without `when` always holds. Without them, family matmul has default rules and other
+// families none.
+TEST(Context, ClassRulesClassifyShapesAndRoundTrip) {
+  auto d = parse_context(with_suite("shapes = [ { name = \"a\", class = \"square\", M = 8, N = 8, "
+                                    "K = 8 } ]\n"),
+                         "kernel.toml");
+  ASSERT_TRUE(d.is_ok()) << d.error();
+  EXPECT_TRUE(d->classes.empty());
+  auto cls = [&](const KernelContext& c, int64_t m, int64_t n, int64_t k) {
+    auto r = classify_shape(c, Shape{{{"M", m}, {"N", n}, {"K", k}}});
+    EXPECT_TRUE(r.is_ok()) << r.error();
+    return r && *r ? std::string(to_string(**r)) : std::string("none");
+  };
+  // The matmul defaults on the suite's shapes and on the edges of their rules.
+  EXPECT_EQ(cls(*d, 256, 256, 131072), "large-k");
+  EXPECT_EQ(cls(*d, 16, 16, 8192), "large-k");
+  EXPECT_EQ(cls(*d, 16, 4096, 4096), "small-m");
+  EXPECT_EQ(cls(*d, 33, 4096, 4096), "irregular");
+  EXPECT_EQ(cls(*d, 16384, 16384, 32), "small-k");
+  EXPECT_EQ(cls(*d, 4096, 11008, 4096), "wide");
+  EXPECT_EQ(cls(*d, 2048, 2048, 2048), "square");
+  EXPECT_EQ(cls(*d, 1024, 2048, 4096), "irregular");
+  KernelContext generic = *d;
+  generic.family = "";
+  EXPECT_TRUE(class_rules(generic).empty());
+  EXPECT_EQ(cls(generic, 8, 8, 8), "none");
+
+  std::string t = with_suite(
+      "shapes = [ { name = \"a\", class = \"square\", M = 8, N = 8, K = 8 } ]\n"
+      "classes = [ { class = \"small-m\", when = \"M < 64\" }, { class = \"wide\", when = "
+      "\"N > 2 * A.size / K\" }, { class = \"square\" } ]\n");
+  t.replace(t.find("format = 3"), 10, "format = 5");
+  auto c = parse_context(t, "kernel.toml");
+  ASSERT_TRUE(c.is_ok()) << c.error();
+  ASSERT_EQ(c->classes.size(), 3u);
+  EXPECT_EQ(c->classes[2].when, "");
+  EXPECT_EQ(cls(*c, 16, 4096, 4096), "small-m");
+  EXPECT_EQ(cls(*c, 100, 300, 10), "wide");
+  EXPECT_EQ(cls(*c, 100, 100, 100), "square");
+  EXPECT_EQ(cls(*c, 256, 256, 131072), "square");  // its own rules replace the defaults
+  std::string text = to_toml(*c);
+  EXPECT_NE(text.find("format = 5\n"), std::string::npos) << text;
+  auto again = parse_context(text, "kernel.toml");
+  ASSERT_TRUE(again.is_ok()) << again.error() << "\n" << text;
+  EXPECT_EQ(again->classes, c->classes);
+  EXPECT_EQ(to_toml(*again), text);
+  // A context that gains class rules is written as format 5.
+  KernelContext older = *c;
+  older.format = 3;
+  EXPECT_NE(to_toml(older).find("format = 5\n"), std::string::npos);
+}
+
+TEST(Context, ClassRuleErrors) {
+  auto five = [](const std::string& classes) {
+    std::string t = with_suite(
+        "shapes = [ { name = \"a\", class = \"square\", M = 8, N = 8, K = 8 } ]\n" + classes);
+    t.replace(t.find("format = 3"), 10, "format = 5");
+    return t;
+  };
+  struct Case {
+    std::string text, says;
+  } cases[] = {
+      {with_suite("shapes = []\nclasses = [ { class = \"square\" } ]\n"),
+       "suite.classes needs format = 5 (this file is format 3)"},
+      {five("classes = [ { class = \"tall\" } ]\n"), "unknown class 'tall' in suite.classes"},
+      {five("classes = [ { class = \"square\", when = \"Q > 1\" } ]\n"), "Q"},
+      {five("classes = [ { class = \"square\", when = \"M >\" } ]\n"), "suite.classes (square)"},
+      {five("classes = [ { when = \"M > 1\" } ]\n"), "class"},
+      {five("classes = [ { class = \"square\", if = \"M > 1\" } ]\n"),
+       "unknown key 'if' in an entry of suite.classes"},
+      {five("classes = []\n"), "suite.classes is empty"},
+      {five("classes = \"square\"\n"), "suite.classes must be an array of tables"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_context(c.text, "kernel.toml");
+    ASSERT_FALSE(r.is_ok()) << c.says;
+    EXPECT_NE(r.error().find(c.says), std::string::npos) << r.error();
+    EXPECT_NE(r.error().find("kernel.toml:"), std::string::npos) << r.error();
   }
 }
 

@@ -318,10 +318,18 @@ EvalOptions eval_options(Workspace& ws, const EvalArgs& a) {
   return eval_options(ws, eval_choices(a));
 }
 
-Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices) {
+Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices,
+                          bool single) {
   auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
   if (!id) return id.status();
-  return ws.bench_suite(*id, choices);
+  return ws.bench_suite(*id, choices, single);
+}
+
+Result<DispatchTable> tune_classes(Workspace& ws, const std::string& ref,
+                                   const EvalChoices& choices) {
+  auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
+  if (!id) return id.status();
+  return ws.tune_classes(*id, choices);
 }
 
 }  // namespace peak::api

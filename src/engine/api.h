@@ -62,7 +62,15 @@ Result<std::string> render_report_at(const std::filesystem::path& where, const s
 // suite with the vendor library in the same run (Workspace::bench_suite), recorded as an
 // evaluation of kind "suite". `choices` uses the device, --small / --full and --no-baseline.
 // suite_json (report/suite.h) is its JSON form; suite_text its table.
-Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices);
+// With a dispatch table recorded for `ref` on this device (`tune_classes`), each shape runs its
+// class's configuration unless `single`.
+Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices,
+                          bool single = false);
+// `peak tune --classes [REF]`: one tuning search per shape class of the suite, the configurations
+// found recorded as the checkpoint's dispatch table (Workspace::tune_classes); dispatch_json
+// (report/dispatch.h) is its JSON form, dispatch_text its table.
+Result<DispatchTable> tune_classes(Workspace& ws, const std::string& ref,
+                                   const EvalChoices& choices);
 
 // Tags `ref` (default HEAD) as `name`.
 Status tag(Workspace& ws, const std::string& name, const std::string& ref);

@@ -1,8 +1,11 @@
-// `peak bench`: a checkpoint's best configuration timed over its context's shape suite, the
-// vendor library timed in the same runner task at every shape (docs/cli.md, "peak bench").
+// `peak bench`: a checkpoint's best configuration (or, with a dispatch table, each class's)
+// timed over its context's shape suite, the vendor library timed in the same runner task at every
+// shape (docs/cli.md, "peak bench"); `peak tune --classes`: the dispatch table.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -50,26 +53,37 @@ bool same_scalars(const KernelContext& a, const KernelContext& b) {
   return true;
 }
 
+// The checkpoint's best configuration (its result's), or its default values when it has none.
+Config best_config(const json& result, const KernelContext& ctx, bool* defaults) {
+  if (result.contains("best") && result["best"].is_object() && result["best"].contains("config")) {
+    if (defaults) *defaults = false;
+    return config_from(result["best"]["config"]);
+  }
+  if (defaults) *defaults = true;
+  Config config;
+  for (const auto& p : ctx.tuning) config[p.name] = p.default_value;
+  return config;
+}
+
 }  // namespace
 
-Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choices) {
-  auto cp = store_->checkpoint(id);
-  if (!cp) return cp.status();
+// The checkpoint's context with its suite: the checkpoint's own, or, for a checkpoint made before
+// its context had one, the working kernel.toml's (the suite and its class rules say how to
+// measure, not what the kernel is). `command` names the command in the error.
+Result<std::pair<KernelContext, std::string>> Workspace::suite_context(
+    int64_t id, std::string* suite_from, const std::string& command) const {
   auto files = checkpoint_files(id);
   if (!files) return files.status();
-  KernelContext ctx = files->first;
-  const std::string& source = files->second;
-
-  // The suite is the checkpoint's; a checkpoint made before its context had one takes the suite
-  // of the working kernel.toml (the suite says how to measure, not what the kernel is).
-  std::string suite_from = fmt::format("checkpoint {}'s kernel.toml", id);
+  KernelContext& ctx = files->first;
+  *suite_from = fmt::format("checkpoint {}'s kernel.toml", id);
   if (ctx.suite.empty() && ctx.suite_small.empty()) {
     auto working = load_context(root_);
     if (working && (!working->suite.empty() || !working->suite_small.empty()) &&
         same_scalars(*working, ctx)) {
       ctx.suite = working->suite;
       ctx.suite_small = working->suite_small;
-      suite_from = "the working kernel.toml";
+      if (ctx.classes.empty()) ctx.classes = working->classes;
+      *suite_from = "the working kernel.toml";
     }
   }
   if (ctx.suite.empty() && ctx.suite_small.empty())
@@ -78,9 +92,20 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
                     "kernel.toml (and set format = {}), with named shapes of the classes square, "
                     "irregular, large-k, small-k, small-m and wide, as "
                     "examples/matmul-cuda-fp32/kernel.toml does (docs/kernel-context.md, "
-                    "\"[suite]\"); `peak bench` then reads it from the working kernel.toml",
-                    id, kContextFormatSuite),
+                    "\"[suite]\"); `{}` then reads it from the working kernel.toml",
+                    id, kContextFormatSuite, command),
         ErrorKind::input);
+  return files;
+}
+
+Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choices, bool single) {
+  auto cp = store_->checkpoint(id);
+  if (!cp) return cp.status();
+  std::string suite_from;
+  auto files = suite_context(id, &suite_from, "peak bench");
+  if (!files) return files.status();
+  const KernelContext& ctx = files->first;
+  const std::string& source = files->second;
   auto regions = split_regions(source, ctx.source_file);
   if (!regions) return make_error(regions.error(), ErrorKind::input);
 
@@ -112,23 +137,35 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
 
   // The configuration: the checkpoint's result's best one; its default values when it has none.
   json result = summary(*cp);
-  Config config;
-  if (result.contains("best") && result["best"].is_object() && result["best"].contains("config")) {
-    config = config_from(result["best"]["config"]);
-  } else {
-    r.default_config = true;
-    for (const auto& p : ctx.tuning) config[p.name] = p.default_value;
-  }
+  const Config config = best_config(result, ctx, &r.default_config);
   r.config = config_text(config);
+  // A dispatch table tuned on this device: each shape runs the configuration of its class.
+  std::optional<DispatchTable> table = single ? std::nullopt : latest_dispatch(*store_, id);
+  if (table && table->device != dev->name) {
+    r.dispatch_note = fmt::format(
+        "the dispatch table of evaluation {} was tuned on {}, not on {}: every shape runs the "
+        "best configuration; `peak tune --classes` tunes one here",
+        table->evaluation, table->device, dev->name);
+    table.reset();
+  }
+  if (table) r.dispatch = table->evaluation;
 
+  // Each configuration is built once, when a shape first needs it.
   fs::path cache = root_ / ".peak" / "cache";
-  progress_.status(fmt::format("building checkpoint {} ({})", id, r.config), true);
-  BuildResult build = be.build(BuildRequest{&ctx, source, config, *dev, cache});
-  progress_.clear();
-  if (build.disposition != Disposition::passed)
-    return make_error(fmt::format("checkpoint {} does not build with {} ({}):\n{}", id, r.config,
-                                  to_string(build.disposition), build.log),
-                      ErrorKind::failed);
+  std::map<std::string, BuildResult> builds;
+  auto build_for = [&](const Config& c) -> Result<const BuildResult*> {
+    const std::string text = config_text(c);
+    if (auto it = builds.find(text); it != builds.end()) return &it->second;
+    progress_.status(fmt::format("building checkpoint {} ({})", id, text), true);
+    BuildResult b = be.build(BuildRequest{&ctx, source, c, *dev, cache});
+    progress_.clear();
+    if (b.disposition != Disposition::passed)
+      return make_error(fmt::format("checkpoint {} does not build with {} ({}):\n{}", id, text,
+                                    to_string(b.disposition), b.log),
+                        ErrorKind::failed);
+    return &builds.emplace(text, std::move(b)).first->second;
+  };
+  if (auto b = build_for(config); !b) return b.status();
 
   // The runner, the device lock and the reference, as Workspace::evaluate sets them up.
   RunnerOptions ro;
@@ -188,13 +225,24 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
                       {"message", row.message}});
       continue;
     }
-    progress_.status(fmt::format("  timing {} at {} ({}/{}: {})", r.config, ss.name, i + 1,
-                                 suite.size(), row.dims),
+    Config shape_config = config;
+    if (table) {
+      auto cls = classify_shape(ctx, ss.shape);
+      if (!cls) return make_error(cls.error(), ErrorKind::input);
+      if (*cls) row.dispatched_class = std::string(to_string(**cls));
+      shape_config = dispatch_config(*table, row.dispatched_class);
+      row.config = config_text(shape_config);
+    }
+    auto build = build_for(shape_config);
+    if (!build) return build.status();
+    progress_.status(fmt::format("  timing {} at {} ({}/{}: {})", config_text(shape_config),
+                                 ss.name, i + 1, suite.size(), row.dims),
                      true);
     // One runner per shape: a shape that takes the runner down (out of memory, a fault) costs
     // that shape alone.
     mo.seed = 0x5e1 + i;
-    auto ms = measure(be, *dev, ro, validator, ctx, *regions, build, config, {ss.shape}, mo);
+    auto ms =
+        measure(be, *dev, ro, validator, ctx, *regions, **build, shape_config, {ss.shape}, mo);
     progress_.clear();
     Measurement m = ms.empty() ? Measurement{} : ms.front();
     if (ms.empty()) m.message = "nothing was timed";
@@ -216,6 +264,7 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
     json mj = detail::measurement_json(m);
     mj["suite"] = ss.name;
     mj["class"] = row.cls;
+    if (table) mj["dispatched_class"] = row.dispatched_class;
     rows.push_back(std::move(mj));
     r.rows.push_back(std::move(row));
   }
@@ -240,6 +289,7 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   s["sandbox"] = sandbox_status();
   s["suite_from"] = suite_from;
   s["config"] = config_json(config);
+  if (table) s["dispatch"] = table->evaluation;
   s["measurements"] = rows;
   s["phases"] = {
       {"bench_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
@@ -258,6 +308,161 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
     r.created_at = ev->back().created_at;
   }
   return r;
+}
+
+}  // namespace peak
+
+namespace peak {
+
+Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& choices) {
+  auto cp = store_->checkpoint(id);
+  if (!cp) return cp.status();
+  std::string suite_from;
+  auto files = suite_context(id, &suite_from, "peak tune --classes");
+  if (!files) return files.status();
+  const KernelContext& ctx = files->first;
+  const std::string& source = files->second;
+  const std::vector<ClassRule> rules = class_rules(ctx);
+  if (rules.empty())
+    return make_error(
+        fmt::format("checkpoint {}'s kernel context has no class rules: add suite.classes to "
+                    "kernel.toml (format = {}), e.g. classes = [{{ class = \"small-m\", when = "
+                    "\"M <= 32\" }}, {{ class = \"irregular\" }}] (docs/kernel-context.md); "
+                    "family \"matmul\" has default rules",
+                    id, kContextFormatClasses),
+        ErrorKind::input);
+  if (auto s = lock(); !s) return s;  // the searches are recorded in the store
+  auto eo = eval_options(choices);
+  if (!eo) return eo.status();
+  EvalOptions opts = *eo;
+  opts.standard = false;  // never the checkpoint's result (docs/store.md, "Results")
+  if (opts.compile_only)
+    return make_error("--classes times every class's shapes; it cannot be --compile-only",
+                      ErrorKind::input);
+  const std::vector<SuiteShape>& suite = suite_for(ctx, opts.small);
+  if (suite.empty())
+    return make_error(fmt::format("{} has a small suite only; tune it with --small", suite_from),
+                      ErrorKind::input);
+  auto dev = device(opts.device);
+  if (!dev) return dev.status();
+
+  DispatchTable t;
+  t.checkpoint = id;
+  t.device = dev->name;
+  t.small = opts.small && !ctx.suite_small.empty();
+  json result = summary(*cp);
+  t.fallback = best_config(result, ctx, nullptr);
+  t.fallback_text = config_text(t.fallback);
+  // Every class's search starts from the checkpoint's best configurations.
+  std::vector<Config> start = {t.fallback};
+  if (result.contains("top") && result["top"].is_array())
+    for (const auto& e : result["top"])
+      if (e.is_object() && e.contains("config")) start.push_back(config_from(e["config"]));
+
+  // The suite's shapes by the class the rules give them (not their labels); the shapes the kernel
+  // does not support are left out, and a class without a shape is not tuned.
+  std::map<std::string, std::vector<const SuiteShape*>> by_class;
+  std::vector<std::string> left_out;
+  for (const auto& ss : suite) {
+    auto valid = shape_is_valid(ctx, ss.shape);
+    if (!valid) return make_error(valid.error(), ErrorKind::input);
+    if (!*valid) {
+      left_out.push_back(ss.name);
+      continue;
+    }
+    auto cls = classify_shape(ctx, ss.shape);
+    if (!cls) return make_error(cls.error(), ErrorKind::input);
+    if (*cls) by_class[std::string(to_string(**cls))].push_back(&ss);
+  }
+  json classes = json::array();
+  auto t0 = std::chrono::steady_clock::now();
+  size_t n_classes = 0;
+  for (const auto& rule : rules)
+    if (by_class.count(std::string(to_string(rule.cls)))) ++n_classes;
+  size_t done = 0;
+  std::set<std::string> tuned;
+  for (const auto& rule : rules) {
+    const std::string cls(to_string(rule.cls));
+    auto it = by_class.find(cls);
+    if (it == by_class.end() || !tuned.insert(cls).second) continue;
+    DispatchVariant v;
+    v.cls = cls;
+    v.when = rule.when;
+    EvalOptions co = opts;
+    co.must_include = start;
+    for (const SuiteShape* ss : it->second) {
+      v.shapes.push_back(ss->name);
+      co.shapes.push_back(ss->shape);
+    }
+    progress_.print(fmt::format("class {} ({}/{}): tuning on {}", cls, ++done, n_classes,
+                                join(v.shapes, ", ")));
+    auto c0 = std::chrono::steady_clock::now();
+    Evaluation ev = evaluate(ctx, source, co, std::nullopt, id);
+    v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    if (opts.cancelled && opts.cancelled())
+      return make_error(kCancelledMessage, ErrorKind::environment);
+    v.disposition = std::string(to_string(ev.disposition));
+    v.message = ev.message;
+    const json& s = ev.summary;
+    if (s.contains("configs")) {
+      v.evaluated = s["configs"].value("evaluated", size_t{0});
+      v.space = s["configs"].value("space", size_t{0}) -
+                s["configs"].value("rejected_by_constraint", size_t{0});
+    }
+    if (ev.disposition == Disposition::passed && s.contains("best")) {
+      v.config = config_from(s["best"]["config"]);
+      v.config_text = config_text(v.config);
+    }
+    if (s.contains("bench") && s["bench"].is_array() && !s["bench"].empty()) {
+      v.gflops = s["bench"][0].value("gflops", 0.0);
+      v.baseline_gflops = s["bench"][0].value("baseline_gflops", 0.0);
+    }
+    progress_.print(fmt::format("  {}: {} ({} of {} configurations evaluated, {:.1f} s)", cls,
+                                v.config.empty()
+                                    ? fmt::format("none found ({}: {})", v.disposition,
+                                                  v.message.substr(0, v.message.find('\n')))
+                                    : v.config_text,
+                                v.evaluated, v.space, v.seconds));
+    json cj = s;
+    cj["class"] = cls;
+    classes.push_back(std::move(cj));
+    t.variants.push_back(std::move(v));
+  }
+  if (t.variants.empty())
+    return make_error(fmt::format("no shape of the suite{} is one the kernel supports{}",
+                                  t.small ? " (small variant)" : "",
+                                  left_out.empty() ? "" : " (" + join(left_out, ", ") + ")"),
+                      ErrorKind::input);
+  const bool any = std::any_of(t.variants.begin(), t.variants.end(),
+                               [](const DispatchVariant& v) { return !v.config.empty(); });
+
+  json s;
+  s["format"] = kSummaryFormatVersion;
+  s["kind"] = kDispatchKind;
+  s["peak_version"] = PEAK_VERSION;
+  s["device"] = {{"name", dev->name}, {"arch", dev->arch}, {"is_cpu", dev->is_cpu}};
+  s["suite_from"] = suite_from;
+  if (!left_out.empty()) s["not_supported"] = left_out;
+  s["dispatch"] = dispatch_json(t);
+  s["classes"] = classes;
+  s["phases"] = {
+      {"tune_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  s["disposition"] = any ? "passed" : t.variants.front().disposition;
+  s["message"] =
+      fmt::format("{} of {} classes tuned, {} configurations evaluated",
+                  std::count_if(t.variants.begin(), t.variants.end(),
+                                [](const DispatchVariant& v) { return !v.config.empty(); }),
+                  t.variants.size(), dispatch_evaluations(t));
+  record_evaluation(id, std::nullopt, kDispatchKind, opts, s);
+  if (auto ev = store_->evaluations(id); ev && !ev->empty() && ev->back().kind == kDispatchKind) {
+    t.evaluation = ev->back().id;
+    t.created_at = ev->back().created_at;
+  }
+  if (!any)
+    return make_error(fmt::format("no class found a configuration that passes; the first: {}: {}",
+                                  t.variants.front().disposition, t.variants.front().message),
+                      ErrorKind::failed);
+  return t;
 }
 
 }  // namespace peak

@@ -15,10 +15,10 @@
 #include "engine/evaluate_internal.h"
 #include "engine/paths.h"
 #include "expr/expr.h"
-#include "util/device_lock.h"
 #include "peak/version.h"
 #include "tune/record.h"
 #include "tune/strategy.h"
+#include "util/device_lock.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "util/sha256.h"
@@ -84,6 +84,11 @@ json eval_options_json(const EvalOptions& o) {
          {"sanitize", o.sanitize}, {"task_timeout_s", o.task_timeout_s},
          {"standard", o.standard}};
   if (!o.devices.empty()) j["devices"] = o.devices;
+  if (!o.shapes.empty()) {
+    json shapes = json::array();
+    for (const auto& sh : o.shapes) shapes.push_back(sh.text());
+    j["shapes"] = shapes;
+  }
   return j;
 }
 
@@ -453,10 +458,9 @@ namespace detail {
 
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   PeakInfo p;
-  bool half = std::any_of(ctx.arrays.begin(), ctx.arrays.end(),
-                          [](const ArraySpec& a) {
-                            return !a.output && (a.dtype == DType::f16 || a.dtype == DType::bf16);
-                          });
+  bool half = std::any_of(ctx.arrays.begin(), ctx.arrays.end(), [](const ArraySpec& a) {
+    return !a.output && (a.dtype == DType::f16 || a.dtype == DType::bf16);
+  });
   if (auto doc = documented_peaks(dev.name)) {
     p.tflops = half ? doc->fp16_tflops : doc->fp32_tflops;
     p.source = fmt::format("documented {} peak of {} ({})", half ? "FP16" : "FP32", doc->device,
@@ -566,11 +570,11 @@ MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& b
 }  // namespace detail
 using detail::device_lock_for;
 using detail::final_timing_options;
-using detail::reference_source;
 using detail::lock_json;
 using detail::measurement_json;
 using detail::peak_for;
 using detail::PeakInfo;
+using detail::reference_source;
 
 Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& source,
                                const EvalOptions& opts, std::optional<int64_t> attempt_id,
@@ -756,10 +760,12 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                                  {"bench", bench_budget.to_json()}};
   TaskSeconds measured;
 
-  std::vector<Shape> bench =
-      opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes : ctx.bench_shapes;
+  std::vector<Shape> bench = !opts.shapes.empty()                      ? opts.shapes
+                             : opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes
+                                                                       : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
-  to.tune_shapes = {bench.front()};
+  // The bench shapes rank by the first; a class's shapes rank by their summed times.
+  to.tune_shapes = opts.shapes.empty() ? std::vector<Shape>{bench.front()} : bench;
   to.validation.seeds = opts.seeds;
   to.validation.sanitize = opts.sanitize;
   to.validation.task_timeout_s = validate_budget.timeout_s;
@@ -770,7 +776,11 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   to.screening.reference_task_s = screen_budget.reference_s;
   to.screening.timeout_basis = screen_budget.basis;
   to.screening.peak_tflops = peak.limit;
+  // A class's search ranks by the sum over its shapes: its runs name them all, so that
+  // --reuse-measurements never mixes its scores with a search of the first shape alone.
   target.shape = bench.front().text();
+  for (size_t i = 1; i < to.tune_shapes.size(); ++i)
+    target.shape += "; " + to.tune_shapes[i].text();
   target.work = work_of(ctx, bench.front());
   TuningCache known;
   if (opts.reuse_measurements) {
@@ -779,6 +789,9 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     known = std::move(*k);
     to.reuse = &known;
   }
+  // A class's search (`peak tune --classes`) times other shapes than the checkpoint's: its rows
+  // are tagged, so that reports keep them apart from the checkpoint's own numbers.
+  const std::string what_prefix = opts.shapes.empty() ? "" : kClassMeasurementPrefix;
   // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
   // reports see the distribution of the search, and `peak serve` its progress.
   to.on_timed = [&](const ConfigOutcome& o) {  // on the thread of the device that timed it
@@ -788,7 +801,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
       mr.checkpoint_id = checkpoint_id;
       mr.config_json = config_json(o.config).dump();
       mr.shape = m.shape.text();
-      mr.what = "screening";
+      mr.what = what_prefix + "screening";
       mr.samples_json = json(m.samples_ms).dump();
       mr.median_ms = m.stats.median;
       mr.spread = m.stats.rel_spread;
@@ -923,7 +936,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     mr.checkpoint_id = checkpoint_id;
     mr.config_json = config_json(m.config).dump();
     mr.shape = m.shape.text();
-    mr.what = "candidate";
+    mr.what = what_prefix + "candidate";
     mr.samples_json = json(m.samples_ms).dump();
     mr.median_ms = m.stats.median;
     mr.spread = m.stats.rel_spread;
@@ -935,7 +948,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     mr.device_json = dj.dump();
     (void)store_->add_measurement(mr);
     if (!m.baseline_samples_ms.empty()) {
-      mr.what = "baseline:" + m.baseline;
+      mr.what = what_prefix + "baseline:" + m.baseline;
       mr.samples_json = json(m.baseline_samples_ms).dump();
       mr.median_ms = m.baseline_stats.median;
       mr.spread = m.baseline_stats.rel_spread;

@@ -18,6 +18,7 @@
 #include "context/context.h"
 #include "engine/devices.h"
 #include "llm/llm.h"
+#include "report/dispatch.h"
 #include "report/report.h"
 #include "store/store.h"
 #include "transform/transformation.h"
@@ -41,6 +42,10 @@ struct EvalOptions {
   // configuration and of the vendor baseline runs on `device` alone. Empty: `device` alone.
   std::vector<std::string> devices;
   bool small = false;  // time the context's small shapes instead of its bench shapes
+  // Tune on, and make the final timing at, these shapes instead of the bench (or small) shapes:
+  // the shapes of one class of the suite (`peak tune --classes`). Such an evaluation is never a
+  // checkpoint's result. Empty: the bench or small shapes.
+  std::vector<Shape> shapes;
   size_t budget = 48;  // tuning configurations at most (or budget_fraction of the space)
   // The tuning search (docs/tuning.md): the strategy ("" = the default) and the rest of its
   // budget: budget_fraction of the valid space when that is more than `budget`, and seconds.
@@ -75,7 +80,7 @@ EvalOptions default_eval_options(bool cpu_device);
 // What a user asks of an evaluation; the rest follows from the device (a CPU device gets small
 // shapes and a smaller budget). Resolved by Workspace::eval_options once the device is known.
 struct EvalChoices {
-  std::string device;         // device selector ("" = best)
+  std::string device;  // device selector ("" = best)
   // --devices: "all", indices ("0,1") or a name substring (engine/devices.h); "" = `device`
   // alone. The two exclude each other.
   std::string devices;
@@ -118,7 +123,7 @@ struct ApplyResult {
   int64_t workflow_id = 0;
   std::string prompt_id, prompt_path;  // pending: the manual prompt waiting for a reply
   std::optional<int64_t> stash;        // local changes set aside (--force)
-  bool cancelled = false;  // stopped by EvalOptions::cancelled
+  bool cancelled = false;              // stopped by EvalOptions::cancelled
   json summary = json::object();
 };
 
@@ -197,7 +202,7 @@ struct WorkspaceStatus {
   // The unfinished workflows (running, waiting, interrupted) that no newer workflow of the same
   // command superseded, with their effective status.
   std::vector<WorkflowRecord> workflows;
-  std::vector<PendingPrompt> prompts;     // manual prompts waiting for a reply
+  std::vector<PendingPrompt> prompts;  // manual prompts waiting for a reply
   std::vector<StashRecord> stashes;
   std::optional<LockHolder> busy;  // who changes the workspace now
 };
@@ -264,7 +269,17 @@ class Workspace {
   // evaluation of kind "suite", which is never the checkpoint's result. A shape that cannot be
   // timed is a row with its disposition. A context without a suite is an input error that says
   // how to add one.
-  Result<SuiteResult> bench_suite(int64_t id, const EvalChoices& choices);
+  // With a dispatch table recorded for the checkpoint on this device (`tune_classes`), each
+  // shape runs the configuration of its class (built once per configuration) unless `single`.
+  Result<SuiteResult> bench_suite(int64_t id, const EvalChoices& choices, bool single = false);
+  // `peak tune --classes`: one tuning search per shape class of the checkpoint's suite (the small
+  // variant when the choices or the device ask for small shapes), each over the suite's shapes of
+  // that class (classified by the context's class rules) and starting from the checkpoint's best
+  // configurations, validated as every search is and timed against the vendor library at those
+  // shapes. The table of the configurations found is recorded as an evaluation of kind
+  // "dispatch" (never the checkpoint's result), which `peak bench` then runs. A context without
+  // a suite or class rules is an input error that says what to add.
+  Result<DispatchTable> tune_classes(int64_t id, const EvalChoices& choices);
   // The checkpoint's result when it has one and `force` is false; else evaluates it and adds
   // the evaluation to its history (never replacing an earlier one). `kind` names why
   // ("validate", "tune", "parent", ...).
@@ -318,6 +333,11 @@ class Workspace {
  private:
   Workspace() = default;
   Status write_working_files(const KernelContext& ctx, const std::string& source);
+  // A checkpoint's files with the shape suite its benchmarks use: its own, else the working
+  // kernel.toml's (same scalars); `suite_from` says which. No suite: an input error that says
+  // how to add one to `command`.
+  Result<std::pair<KernelContext, std::string>> suite_context(int64_t id, std::string* suite_from,
+                                                              const std::string& command) const;
   // Replaces the working files with `files` and applies `refs`, atomically: temporaries are
   // written, a journal is recorded, the temporaries are renamed into place, then HEAD, branches
   // and the journal change in one store transaction (docs/store.md, "Checkout").

@@ -112,7 +112,7 @@ TEST_F(McpServerTest, ToolsHaveSchemasAndBadArgumentsAreToolErrors) {
 TEST_F(McpServerTest, EvaluationToolsTakeATuningStrategy) {
   initialize();
   json tools = request("tools/list")["result"]["tools"];
-  for (const char* name : {"evaluate", "apply", "run"}) {
+  for (const char* name : {"evaluate", "apply", "run", "tune_classes"}) {
     auto t =
         std::find_if(tools.begin(), tools.end(), [&](const json& x) { return x["name"] == name; });
     ASSERT_NE(t, tools.end()) << name;
@@ -138,14 +138,13 @@ TEST_F(McpServerTest, BenchToolTimesTheShapeSuite) {
   auto t =
       std::find_if(tools.begin(), tools.end(), [](const json& x) { return x["name"] == "bench"; });
   ASSERT_NE(t, tools.end());
-  for (const char* p : {"ref", "device", "small", "full", "no_baseline", "workspace"})
+  for (const char* p : {"ref", "device", "small", "full", "no_baseline", "single", "workspace"})
     EXPECT_TRUE((*t)["inputSchema"]["properties"].contains(p)) << p;
   EXPECT_EQ((*t)["outputSchema"]["required"], json({"checkpoint", "rows", "geomean"}));
   // Arguments are checked against the schema before the tool runs.
   json r = request("tools/call", {{"name", "bench"}, {"arguments", {{"small", "yes"}}}});
   EXPECT_TRUE(r["result"]["isError"]) << r.dump();
-  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("bench: "),
-            std::string::npos)
+  EXPECT_NE(r["result"]["content"][0]["text"].get<std::string>().find("bench: "), std::string::npos)
       << r.dump();
 }
 

@@ -610,9 +610,19 @@ ToolResult t_bench(const json& a, ToolContext& ctx) {
   EvalChoices c = api::eval_choices(args);
   c.cancelled = ctx.cancelled;
   ws.progress().set_listener(ctx.progress);
-  auto r = api::bench(ws, s_arg(a, "ref", "HEAD"), c);
+  auto r = api::bench(ws, s_arg(a, "ref", "HEAD"), c, b_arg(a, "single"));
   if (!r) return ToolResult::error(r.error());
   return ok(suite_json(*r), suite_text(*r));
+}
+
+ToolResult t_tune_classes(const json& a, ToolContext& ctx) {
+  OPEN_WS(ws, a, ctx);
+  auto c = choices_from(a, ctx);
+  if (!c) return ToolResult::error(c.error());
+  ws.progress().set_listener(ctx.progress);
+  auto t = api::tune_classes(ws, s_arg(a, "ref", "HEAD"), *c);
+  if (!t) return ToolResult::error(t.error());
+  return ok(dispatch_json(*t), dispatch_text(*t));
 }
 
 ToolResult t_report(const json& a, ToolContext& ctx) {
@@ -781,13 +791,29 @@ std::vector<Tool> make_tools() {
             {"device", str("device index or name substring (default: the best one)")},
             {"small", boolean("the suite's small variant (the default on CPU devices)")},
             {"full", boolean("the full suite even on a CPU device")},
-            {"no_baseline", boolean("do not time the vendor library (ratios of the peak)")}})),
+            {"no_baseline", boolean("do not time the vendor library (ratios of the peak)")},
+            {"single", boolean("the best configuration at every shape, even where tune_classes "
+                               "recorded a configuration per class")}})),
        out_schema({{"checkpoint", integer("")},
                    {"rows", {{"type", "array"}}},
                    {"geomean", {{"type", "number"}}},
                    {"baseline", str("the vendor library; empty: ratios of the peak")}},
                   {"checkpoint", "rows", "geomean"}),
        true, false, false, t_bench});
+  add({"tune_classes", "Tune a checkpoint per shape class",
+       "One tuning search per shape class of the suite in kernel.toml (shapes classified by the "
+       "context's class rules: large-k, small-m, small-k, wide, square, irregular for matmul), "
+       "each on the suite's shapes of its class, starting from the checkpoint's best "
+       "configurations, validated and timed against the vendor library. The configurations found "
+       "become the checkpoint's dispatch table: bench then runs each shape with its class's "
+       "configuration. Returns per class the configuration, the evaluations spent and the rate. "
+       "Sends progress, can be cancelled.",
+       object_schema(eval_props(with_workspace({{"ref", ref_prop}}))),
+       out_schema({{"checkpoint", integer("")},
+                   {"variants", {{"type", "array"}}},
+                   {"evaluations", integer("configurations evaluated over all classes")}},
+                  {"checkpoint", "variants"}),
+       true, false, false, t_tune_classes});
   json formats = api::report_formats();
   add({"report", "Report",
        "Performance along the history from the seed to a checkpoint, with every attempt.",

@@ -273,6 +273,8 @@ EvalRows eval_rows(const Rows& rows, const std::set<int64_t>& attempt_ids, int64
     if (mine(v.attempt_id, v.checkpoint_id)) e.validations.push_back(&v);
   for (const auto& m : rows.measurements) {
     if (!mine(m.attempt_id, m.checkpoint_id)) continue;
+    // A class's search (`peak tune --classes`) timed the suite's shapes, not the checkpoint's.
+    if (m.what.rfind(kClassMeasurementPrefix, 0) == 0) continue;
     if (m.what == "screening")
       e.screening.push_back(&m);
     else
@@ -919,7 +921,8 @@ Status add_cross_reference(Report& r, const Report& other) {
     return Status::error(
         fmt::format("{} was measured on {}, not on {}: a cross-reference must come from the same "
                     "GPU model",
-                    other.source, other.provenance.device.empty() ? "no device" : other.provenance.device,
+                    other.source,
+                    other.provenance.device.empty() ? "no device" : other.provenance.device,
                     device),
         ErrorKind::input);
   if (!r.precision.empty() && !other.precision.empty() && other.precision != r.precision)
@@ -953,10 +956,10 @@ Status add_cross_reference(Report& r, const Report& other) {
     }
   }
   if (found.empty())
-    return Status::error(fmt::format("{} holds no vendor-library measurement at {}", other.source,
-                                     join(std::vector<std::string>(shapes.begin(), shapes.end()),
-                                          ", ")),
-                         ErrorKind::input);
+    return Status::error(
+        fmt::format("{} holds no vendor-library measurement at {}", other.source,
+                    join(std::vector<std::string>(shapes.begin(), shapes.end()), ", ")),
+        ErrorKind::input);
   r.cross_reference = std::move(found);
   return Status::ok();
 }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "report/dispatch.h"
 #include "report/stats.h"
 #include "report/testing.h"
 #include "util/process.h"
@@ -223,7 +224,8 @@ TEST_F(ReportTest, ACrossReferenceComesFromAStoreOfTheSameGpuAndPrecision) {
     EXPECT_GT(c.gflops, 0);
     EXPECT_EQ(c.checkpoint, hip.tip) << "the newest checkpoint's measurement";
   }
-  EXPECT_NE(render_markdown(r).find("- Cross-reference: cublas on the same GPU"), std::string::npos);
+  EXPECT_NE(render_markdown(r).find("- Cross-reference: cublas on the same GPU"),
+            std::string::npos);
   EXPECT_NE(render_text(r).find("(the tip: "), std::string::npos);
   json j = render_json(r);
   ASSERT_TRUE(j.contains("cross_reference"));
@@ -330,12 +332,16 @@ TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
       {"spills", false},
       {"platform", "nvidia"},
       {"targets",
-       {{"gfx1030", {{"summary", "9 VGPRs, 15 SGPRs, 0.0 KiB LDS, no scratch, no spills, 16 waves/SIMD"}}},
+       {{"gfx1030",
+         {{"summary", "9 VGPRs, 15 SGPRs, 0.0 KiB LDS, no scratch, no spills, 16 waves/SIMD"}}},
         {"gfx90a",
-         {{"summary", "11 VGPRs, 0 AGPRs, 18 SGPRs, 0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD"}}}}}};
+         {{"summary",
+           "11 VGPRs, 0 AGPRs, 18 SGPRs, 0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD"}}}}}};
   EXPECT_EQ(resources_text(resources),
-            "38 registers, 0.0 KiB shared, no spills; gfx1030 (compiled, not run): 9 VGPRs, 15 SGPRs, 0.0 KiB "
-            "LDS, no scratch, no spills, 16 waves/SIMD; gfx90a (compiled, not run): 11 VGPRs, 0 AGPRs, 18 SGPRs, "
+            "38 registers, 0.0 KiB shared, no spills; gfx1030 (compiled, not run): 9 VGPRs, 15 "
+            "SGPRs, 0.0 KiB "
+            "LDS, no scratch, no spills, 16 waves/SIMD; gfx90a (compiled, not run): 11 VGPRs, 0 "
+            "AGPRs, 18 SGPRs, "
             "0.0 KiB LDS, no scratch, no spills, 8 waves/SIMD");
   // An AMD-only build: the targets alone.
   json amd = {{"platform", "amd-only"}, {"targets", {{"gfx90a", {{"summary", "11 VGPRs"}}}}}};
@@ -533,6 +539,11 @@ TEST_F(ReportTest, SuiteBenchIsShownAndIsNeverTheResult) {
     EXPECT_TRUE(!result || (*ev)[*result].kind != kSuiteKind);
     // A checkpoint with nothing but a suite benchmark has no evaluation as its result.
     EXPECT_FALSE(result_evaluation({e}));
+    // Nor is a dispatch table (`peak tune --classes`), which times the suite's classes.
+    EvaluationRecord d = e;
+    d.kind = kDispatchKind;
+    EXPECT_FALSE(result_evaluation({d}));
+    EXPECT_FALSE(result_evaluation({e, d}));
   }
   Report r = report_of(tmp_ / "ws");
   ASSERT_EQ(r.steps.size(), before.steps.size());
@@ -572,6 +583,74 @@ TEST_F(ReportTest, SuiteBenchIsShownAndIsNeverTheResult) {
   if (html) {
     EXPECT_NE(html->find("\"peak-suite\""), std::string::npos);
   }
+}
+
+// The dispatch table of `peak tune --classes`: its JSON form reads back, a class without a
+// configuration runs the fallback, the evaluations add up, and a suite run with it shows each
+// row's configuration and class.
+TEST(Dispatch, TableRoundTripsAndFallsBack) {
+  DispatchTable t;
+  t.checkpoint = 7;
+  t.device = "NVIDIA H100 80GB HBM3";
+  t.fallback = {{"BLOCK", 16}};
+  t.fallback_text = "BLOCK=16";
+  DispatchVariant square;
+  square.cls = "square";
+  square.when = "M == N && N == K";
+  square.shapes = {"square-2048", "square-4096"};
+  square.config = {{"BLOCK", 32}};
+  square.config_text = "BLOCK=32";
+  square.disposition = "passed";
+  square.evaluated = 12;
+  square.space = 40;
+  square.seconds = 31.5;
+  square.gflops = 45000;
+  square.baseline_gflops = 50000;
+  DispatchVariant decode;
+  decode.cls = "small-m";
+  decode.when = "M <= 32";
+  decode.shapes = {"decode-m16"};
+  decode.disposition = "wrong_output";
+  decode.message = "every configuration failed validation";
+  decode.evaluated = 5;
+  decode.space = 40;
+  t.variants = {square, decode};
+  EXPECT_EQ(dispatch_config(t, "square").at("BLOCK"), 32);
+  EXPECT_EQ(dispatch_config(t, "small-m").at("BLOCK"), 16);  // none found: the fallback
+  EXPECT_EQ(dispatch_config(t, "wide").at("BLOCK"), 16);     // not tuned: the fallback
+  EXPECT_EQ(dispatch_config(t, "").at("BLOCK"), 16);         // no class: the fallback
+  EXPECT_EQ(dispatch_evaluations(t), 17u);
+
+  json j = dispatch_json(t);
+  EXPECT_EQ(j["kind"], "peak-dispatch");
+  EXPECT_EQ(j["format"], kDispatchFormatVersion);
+  EXPECT_EQ(j["evaluations"], 17);
+  DispatchTable back = dispatch_from_json(j);
+  EXPECT_EQ(dispatch_json(back), j);
+  EXPECT_EQ(back.variants[0].shapes, square.shapes);
+  EXPECT_EQ(dispatch_from_json(json::array()).variants.size(), 0u);
+
+  std::string text = dispatch_text(t);
+  EXPECT_NE(text.find("square-2048, square-4096"), std::string::npos) << text;
+  EXPECT_NE(text.find("12 of 40"), std::string::npos) << text;
+  EXPECT_NE(text.find("(none found: wrong_output; runs the fallback)"), std::string::npos) << text;
+  EXPECT_NE(text.find("evaluations over all classes: 17"), std::string::npos) << text;
+
+  SuiteResult s = vendor_suite();
+  s.dispatch = 3;
+  s.rows[0].config = "BLOCK=32";
+  s.rows[0].dispatched_class = "square";
+  std::string st = suite_text(s);
+  EXPECT_NE(st.find("one configuration per shape class (dispatch table of evaluation 3"),
+            std::string::npos)
+      << st;
+  EXPECT_NE(st.find("BLOCK=32 (square)"), std::string::npos) << st;
+  SuiteResult sb = suite_from_json(suite_json(s));
+  EXPECT_EQ(sb.dispatch, 3);
+  EXPECT_EQ(sb.rows[0].config, "BLOCK=32");
+  EXPECT_EQ(sb.rows[0].dispatched_class, "square");
+  EXPECT_NE(suite_markdown(s).find("| BLOCK=32 (square) |"), std::string::npos)
+      << suite_markdown(s);
 }
 
 }  // namespace

@@ -59,6 +59,10 @@ json suite_json(const SuiteResult& s) {
            {"samples_ms", r.samples_ms},
            {"baseline_samples_ms", r.baseline_samples_ms}};
     if (!r.message.empty()) j["message"] = r.message;
+    if (!r.config.empty()) {
+      j["config"] = r.config;
+      j["dispatched_class"] = r.dispatched_class;
+    }
     rows.push_back(std::move(j));
   }
   return {{"kind", "peak-suite"},
@@ -69,6 +73,8 @@ json suite_json(const SuiteResult& s) {
           {"device", s.device},
           {"config", s.config},
           {"default_config", s.default_config},
+          {"dispatch", s.dispatch},
+          {"dispatch_note", s.dispatch_note},
           {"baseline", s.baseline},
           {"ratio_of", s.baseline.empty() ? "peak" : s.baseline},
           {"peak_tflops", s.peak_tflops},
@@ -99,6 +105,8 @@ SuiteResult suite_from_json(const json& j) {
   s.device = j.value("device", "");
   s.config = j.value("config", "");
   s.default_config = j.value("default_config", false);
+  s.dispatch = j.value("dispatch", int64_t{0});
+  s.dispatch_note = j.value("dispatch_note", "");
   s.baseline = j.value("baseline", "");
   s.peak_tflops = j.value("peak_tflops", 0.0);
   s.peak_source = j.value("peak_source", "");
@@ -122,6 +130,8 @@ SuiteResult suite_from_json(const json& j) {
       row.baseline_median_ms = r.value("baseline_median_ms", 0.0);
       row.samples_ms = doubles(r, "samples_ms");
       row.baseline_samples_ms = doubles(r, "baseline_samples_ms");
+      row.config = r.value("config", "");
+      row.dispatched_class = r.value("dispatched_class", "");
       s.rows.push_back(std::move(row));
     }
   finish_suite(s);  // the ratios follow from the numbers, whoever wrote them
@@ -144,11 +154,18 @@ std::vector<std::vector<std::string>> table(const SuiteResult& s) {
   rows.push_back({"shape", "class", s.dims_names, "GFLOP/s",
                   s.baseline.empty() ? "vendor GFLOP/s" : s.baseline + " GFLOP/s",
                   "ratio " + suite_ratio_basis(s), "disposition"});
+  if (s.dispatch > 0) rows.back().push_back("configuration (dispatched class)");
   for (const auto& r : s.rows) {
     std::string d = r.disposition;
     if (r.disposition != "passed" && !r.message.empty()) d += ": " + cell(r.message);
     rows.push_back(
         {r.name, r.cls, r.dims, num(r.gflops), num(r.baseline_gflops), ratio_text(r.ratio), d});
+    if (s.dispatch > 0)
+      rows.back().push_back(
+          r.config.empty()
+              ? "-"
+              : fmt::format("{} ({})", r.config,
+                            r.dispatched_class.empty() ? "no class" : r.dispatched_class));
   }
   return rows;
 }
@@ -161,9 +178,16 @@ std::string geomean_line(const SuiteResult& s) {
 }
 
 std::string heading(const SuiteResult& s) {
-  std::string h = fmt::format("checkpoint {}, {}{}", s.checkpoint,
-                              s.config.empty() ? "no tuning parameters" : s.config,
-                              s.default_config ? " (its default values: never tuned)" : "");
+  std::string h = s.dispatch > 0
+                      ? fmt::format(
+                            "checkpoint {}, one configuration per shape class (dispatch table of "
+                            "evaluation {}; other shapes {})",
+                            s.checkpoint, s.dispatch,
+                            s.config.empty() ? "have no tuning parameters" : "run " + s.config)
+                      : fmt::format("checkpoint {}, {}{}", s.checkpoint,
+                                    s.config.empty() ? "no tuning parameters" : s.config,
+                                    s.default_config ? " (its default values: never tuned)" : "");
+  if (!s.dispatch_note.empty()) h += " [" + s.dispatch_note + "]";
   if (!s.device.empty()) h += ", on " + s.device;
   if (s.small) h += ", small suite";
   if (s.baseline.empty())

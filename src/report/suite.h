@@ -31,6 +31,10 @@ struct SuiteRow {
   double median_ms = 0, spread = 0, baseline_median_ms = 0;
   std::vector<double> samples_ms, baseline_samples_ms;  // raw samples (device timer)
   double ratio = 0;  // finish_suite: GFLOP/s over the vendor's, or over the peak; 0: none
+  // With a dispatch table (report/dispatch.h): the class the rules give this shape and the
+  // configuration it ran with; empty otherwise (every row ran SuiteResult::config).
+  std::string dispatched_class;
+  std::string config;
 };
 
 struct SuiteResult {
@@ -38,7 +42,11 @@ struct SuiteResult {
   int64_t evaluation = 0;  // its row in the store's evaluations (0: not stored)
   std::string created_at;
   std::string device;
-  std::string config;           // the configuration timed ("BLOCK_X=16 BLOCK_Y=16")
+  std::string config;  // the configuration timed ("BLOCK_X=16 BLOCK_Y=16")
+  // The dispatch table's evaluation whose per-class configurations the rows ran (0: none, every
+  // row ran `config`), and why a recorded table was not used ("" when it was, or there is none).
+  int64_t dispatch = 0;
+  std::string dispatch_note;
   bool default_config = false;  // the checkpoint has no tuned result: its default values
   std::string baseline;  // the vendor library ("cublas", "hipblas"); "": ratios are of the peak
   double peak_tflops = 0;

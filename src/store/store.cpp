@@ -922,8 +922,7 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
   fs::path wal = db_path;
   wal += "-wal";
   // So is a database in a folder this process cannot write (SQLite could not create its -shm).
-  bool immutable =
-      !fs::exists(wal, ec) && (lone_file || ::access(peak_dir.c_str(), W_OK) != 0);
+  bool immutable = !fs::exists(wal, ec) && (lone_file || ::access(peak_dir.c_str(), W_OK) != 0);
   std::string uri = "file:";
   for (char c : fs::absolute(db_path, ec).string()) {
     if (c == '%' || c == '?' || c == '#')
@@ -968,16 +967,18 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
       fs::copy(peak_dir / "blobs", *tmp / "blobs", fs::copy_options::recursive, copy_ec);
     if (copy_ec) {
       fs::remove_all(*tmp, ec);
-      return make_error(fmt::format("{} uses store schema {}; reading it needs an upgraded copy, "
-                                    "which could not be made: {}",
-                                    db_path.string(), *v, copy_ec.message()));
+      return make_error(
+          fmt::format("{} uses store schema {}; reading it needs an upgraded copy, "
+                      "which could not be made: {}",
+                      db_path.string(), *v, copy_ec.message()));
     }
     auto copy = Store::open(*tmp, false);
     if (!copy) {
       fs::remove_all(*tmp, ec);
-      return make_error(fmt::format("{} uses store schema {}; upgrading a copy to schema {} "
-                                    "failed: {}",
-                                    db_path.string(), *v, kStoreSchemaVersion, copy.error()));
+      return make_error(
+          fmt::format("{} uses store schema {}; upgrading a copy to schema {} "
+                      "failed: {}",
+                      db_path.string(), *v, kStoreSchemaVersion, copy.error()));
     }
     (*copy)->impl_->read_only = true;
     (*copy)->impl_->upgraded_copy = *tmp;
@@ -1814,13 +1815,17 @@ Result<std::optional<std::string>> Store::meta(const std::string& key) const {
   return impl_->meta(key);
 }
 
+bool kind_may_be_result(const std::string& kind) {
+  return kind != kSuiteKind && kind != kDispatchKind;
+}
+
 std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& ev) {
   if (ev.empty()) return std::nullopt;
   for (bool standard_only : {true, false}) {
     std::optional<size_t> best;
     for (size_t i = 0; i < ev.size(); ++i) {
       const auto& e = ev[i];
-      if (e.kind == kSuiteKind) continue;
+      if (!kind_may_be_result(e.kind)) continue;
       if (e.disposition != "passed" || (standard_only && !e.standard)) continue;
       double g = std::isfinite(e.gflops) ? e.gflops : -1;
       double b = best && std::isfinite(ev[*best].gflops) ? ev[*best].gflops : -1;
@@ -1828,9 +1833,10 @@ std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& ev)
     }
     if (best) return best;
   }
-  // The latest; a shape-suite benchmark times other shapes and is never the result.
+  // The latest; a shape-suite benchmark or a dispatch table times other shapes and is never the
+  // result.
   for (size_t i = ev.size(); i-- > 0;)
-    if (ev[i].kind != kSuiteKind) return i;
+    if (kind_may_be_result(ev[i].kind)) return i;
   return std::nullopt;
 }
 

@@ -254,13 +254,19 @@
       for (const s of suited) {
         const b = s.suite;
         const basis = b.baseline ? `of ${b.baseline}` : 'of peak';
-        su.appendChild(el('h3', { text: `${stepLabel(s)} · ${b.config || 'no tuning parameters'}` +
-          `${b.default_config ? ' (default values: never tuned)' : ''} · ${b.device || ''}` +
-          `${b.small ? ' · small suite' : ''}${b.created_at ? ' · ' + b.created_at : ''}` }));
+        // With a dispatch table (`peak tune --classes`) every row ran its class's configuration.
+        const dispatched = b.dispatch > 0;
+        su.appendChild(el('h3', { text: `${stepLabel(s)} · ` + (dispatched
+          ? `one configuration per shape class (dispatch table of evaluation ${b.dispatch})`
+          : `${b.config || 'no tuning parameters'}${b.default_config ? ' (default values: never tuned)' : ''}`) +
+          ` · ${b.device || ''}${b.small ? ' · small suite' : ''}${b.created_at ? ' · ' + b.created_at : ''}` }));
+        if (b.dispatch_note) su.appendChild(el('p', { class: 'sub', text: b.dispatch_note }));
         su.appendChild(table(['shape', 'class', b.dims_names || 'MxNxK', 'GFLOP/s',
-          b.baseline ? `${b.baseline} GFLOP/s` : 'vendor GFLOP/s', `ratio ${basis}`, 'disposition'],
+          b.baseline ? `${b.baseline} GFLOP/s` : 'vendor GFLOP/s', `ratio ${basis}`, 'disposition',
+          ...(dispatched ? ['configuration (dispatched class)'] : [])],
           b.rows.map((x) => [x.name, x.class, x.dims, fmt(x.gflops), fmt(x.baseline_gflops), fmt(x.ratio, 3),
-            x.disposition === 'passed' ? badge('passed') : el('span', {}, badge(x.disposition), ' ', x.message || '')])));
+            x.disposition === 'passed' ? badge('passed') : el('span', {}, badge(x.disposition), ' ', x.message || ''),
+            ...(dispatched ? [x.config ? `${x.config} (${x.dispatched_class || 'no class'})` : '-'] : [])])));
         su.appendChild(el('p', { class: 'sub', text: b.rated
           ? `geometric mean of the ratios ${basis}: ${fmt(b.geomean, 3)} (${fmt(100 * b.geomean)}%) over ${b.rated} of ${b.rows.length} shapes`
           : `geometric mean: - (no shape has a ratio ${basis})` }));
