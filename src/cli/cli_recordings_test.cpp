@@ -34,8 +34,11 @@ class Recordings : public Cli {
  protected:
   // Replays `recording` through `sequence` in a fresh workspace of `context`, compile-only, and
   // checks that every step passed at its first attempt with every configuration built.
+  // `steps_run`: the steps the run makes (0: as many as `expected` lists, the seed counting for
+  // the fp32 sequences' split-k, which is applied and set aside).
   void replay_compiled(const std::string& context, const std::string& sequence,
-                       const std::string& recording, const std::vector<std::string>& expected) {
+                       const std::string& recording, const std::vector<std::string>& expected,
+                       size_t steps_run = 0) {
     const std::string root = PEAK_SOURCE_DIR;
     fs::path ws = tmp_ / recording;
     Out init = peak({"init", root + "/examples/" + context, ws.string()});
@@ -47,7 +50,7 @@ class Recordings : public Cli {
     ASSERT_EQ(o.code, 0) << o.out << o.err;
     json j = json::parse(o.out, nullptr, false);
     ASSERT_TRUE(j.is_object()) << o.out;
-    const size_t steps = expected.size();  // the seed and the kept steps; split-k adds one
+    const size_t steps = steps_run > 0 ? steps_run : expected.size();
     EXPECT_EQ(j["steps_done"], steps) << o.out;
     ASSERT_EQ(j["steps"].size(), steps) << o.out;
     for (const auto& s : j["steps"]) {
@@ -86,6 +89,14 @@ TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
 TEST_F(Recordings, TheWholeHipRecordingCompilesForAmdAndNvidia) {
   if (!has_toolchain("hip")) GTEST_SKIP() << "no HIP toolchain on this machine";
   replay_compiled("matmul-hip-fp32", "hip-fp32", "hip-fp32-full", kept_steps(true));
+}
+
+// The HIP tensor-core steps (refactor, tb-tiling, tensor-core with its mfma helper) on the HIP
+// fp16 context: built for gfx90a (matrix cores), gfx1030 and, where nvcc is, the H100.
+TEST_F(Recordings, TheHipTensorCoreRecordingCompilesForAmdAndNvidia) {
+  if (!has_toolchain("hip")) GTEST_SKIP() << "no HIP toolchain on this machine";
+  replay_compiled("matmul-hip-fp16", "hip-fp16", "hip-fp16",
+                  {"seed", "refactor", "tb-tiling", "tensor-core"}, 3);
 }
 
 // The recording `peak demo` replays on a CPU device.

@@ -980,8 +980,8 @@ TEST_F(WorkspaceTest, RequiresRefusesADeviceWithoutTheArchitectureBeforeAnyPromp
     ApplyOptions o = llm_options("never asked");
     ApplyResult r = ws->apply("needs-hopper", o);
     EXPECT_TRUE(r.input_error) << r.message;
-    EXPECT_NE(r.message.find("applies only to kernels of the cuda backend; this kernel's backend "
-                             "is hlsl"),
+    EXPECT_NE(r.message.find("applies only to kernels of the cuda and hip backends; this kernel's "
+                             "backend is hlsl"),
               std::string::npos)
         << r.message;
     EXPECT_EQ(llm_calls(), 0u);

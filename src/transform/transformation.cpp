@@ -622,11 +622,12 @@ std::string requirement_problem(const Transformation& t, std::string_view backen
   auto need = parse_cuda_arch(t.required_arch);
   const std::string what =
       need ? fmt::format("{} ({})", t.required_arch, describe_requirement(*need)) : t.required_arch;
-  if (backend != "cuda")
+  // HIP kernels run on NVIDIA through peak's mapping header: the architecture is that device's.
+  if (backend != "cuda" && backend != "hip")
     return fmt::format(
         "transformation {} requires {}, a CUDA device architecture, so it applies only to kernels "
-        "of the cuda backend; this kernel's backend is {}: choose another sequence or a CUDA "
-        "kernel context",
+        "of the cuda and hip backends; this kernel's backend is {}: choose another sequence or a "
+        "CUDA kernel context",
         t.name, what, backend);
   if (device_arch.empty() || arch_meets(device_arch, t.required_arch)) return "";
   return fmt::format(

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend/cuda/corpus_testing.h"
+#include "transform/transformation.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -62,12 +63,12 @@ class ScopedEnv {
 bool have_hipcc() { return !find_hipcc().empty(); }
 bool have_nvcc() { return !cuda::find_nvcc().empty(); }
 
-#define REQUIRE_HIPCC()                                                                       \
-  do {                                                                                        \
-    if (!have_hipcc()) {                                                                      \
-      GTEST_SKIP() << "hipcc not found (PEAK_HIPCC, ROCM_PATH, /opt/rocm, PATH): "            \
-                      "scripts/setup-debian.sh installs Debian's hipcc";                      \
-    }                                                                                         \
+#define REQUIRE_HIPCC()                                                            \
+  do {                                                                             \
+    if (!have_hipcc()) {                                                           \
+      GTEST_SKIP() << "hipcc not found (PEAK_HIPCC, ROCM_PATH, /opt/rocm, PATH): " \
+                      "scripts/setup-debian.sh installs Debian's hipcc";           \
+    }                                                                              \
   } while (0)
 
 KernelContext load(const std::string& example) {
@@ -118,7 +119,8 @@ std::string example_source(const KernelContext& ctx) {
   return t ? *t : std::string();
 }
 
-// ---- The AMD resource report: clang's kernel-resource-usage remarks, as hipcc 5.2 prints them ----
+// ---- The AMD resource report: clang's kernel-resource-usage remarks, as hipcc 5.2 prints them
+// ----
 
 // hipcc --cuda-device-only --offload-arch=gfx90a -Rpass-analysis=kernel-resource-usage, on a
 // file with an extern "C" kernel using 1 KiB of LDS and a C++ kernel.
@@ -155,7 +157,8 @@ constexpr const char* kGfx1030Scratch =
     "^\n"
     "sp.hip:2:1: remark:     SGPRs: 14 [-Rpass-analysis=kernel-resource-usage]\n"
     "sp.hip:2:1: remark:     VGPRs: 6 [-Rpass-analysis=kernel-resource-usage]\n"
-    "sp.hip:2:1: remark:     ScratchSize [bytes/lane]: 272 [-Rpass-analysis=kernel-resource-usage]\n"
+    "sp.hip:2:1: remark:     ScratchSize [bytes/lane]: 272 "
+    "[-Rpass-analysis=kernel-resource-usage]\n"
     "sp.hip:2:1: remark:     Occupancy [waves/SIMD]: 16 [-Rpass-analysis=kernel-resource-usage]\n"
     "sp.hip:2:1: remark:     SGPRs Spill: 0 [-Rpass-analysis=kernel-resource-usage]\n"
     "sp.hip:2:1: remark:     VGPRs Spill: 0 [-Rpass-analysis=kernel-resource-usage]\n"
@@ -184,8 +187,9 @@ TEST(HipResources, ParsesEveryKernelOfAGfx90aReport) {
   EXPECT_EQ(r["max_lds_bytes"], 1024);
   EXPECT_EQ(r["min_occupancy"], 8);
   EXPECT_EQ(r["spills"], false);
-  EXPECT_EQ(r["summary"], "11 VGPRs, 0 AGPRs, 18 SGPRs, 1.0 KiB LDS, no scratch, no spills, "
-                          "8 waves/SIMD");
+  EXPECT_EQ(r["summary"],
+            "11 VGPRs, 0 AGPRs, 18 SGPRs, 1.0 KiB LDS, no scratch, no spills, "
+            "8 waves/SIMD");
 }
 
 TEST(HipResources, ScratchAndNoAgprsOnGfx1030) {
@@ -202,7 +206,8 @@ TEST(HipResources, ScratchAndNoAgprsOnGfx1030) {
   EXPECT_EQ(r["spills"], false);
   EXPECT_EQ(r["max_scratch_bytes"], 272);
   EXPECT_EQ(r["min_occupancy"], 16);
-  EXPECT_EQ(r["summary"], "6 VGPRs, 14 SGPRs, 0.0 KiB LDS, 272 B/lane scratch, no spills, 16 waves/SIMD");
+  EXPECT_EQ(r["summary"],
+            "6 VGPRs, 14 SGPRs, 0.0 KiB LDS, 272 B/lane scratch, no spills, 16 waves/SIMD");
   // Spill counts, where the compiler reports them, mark the report.
   std::string spilled = kGfx1030Scratch;
   spilled.replace(spilled.find("VGPRs Spill: 0"), 14, "VGPRs Spill: 31");
@@ -467,8 +472,8 @@ TEST(HipBuild, AmdOnlyWhereNoNvccIs) {
   EXPECT_EQ(info->kernels.size(), 1u);
   auto regions = split_regions(text, ctx.source_file);
   ASSERT_TRUE(regions);
-  PlanResult pr = b->plan(ctx, *regions, ctx.validation_shapes.at(0),
-                          testing::default_tuning(ctx), h100(), r);
+  PlanResult pr =
+      b->plan(ctx, *regions, ctx.validation_shapes.at(0), testing::default_tuning(ctx), h100(), r);
   EXPECT_EQ(pr.disposition, Disposition::launch_failed);
 }
 
@@ -584,8 +589,8 @@ TEST_P(HipCorpusBuild, BuildTimeCasesFailAndTheRestBuildForAmd) {
   ASSERT_TRUE(regions) << regions.error();
   for (const Shape& s : ctx.validation_shapes) {
     PlanResult pr = b->plan(ctx, *regions, s, config, h100(), r);
-    EXPECT_EQ(pr.disposition, Disposition::passed) << c.file << " " << s.text() << ": "
-                                                   << pr.message;
+    EXPECT_EQ(pr.disposition, Disposition::passed)
+        << c.file << " " << s.text() << ": " << pr.message;
   }
 }
 
@@ -595,6 +600,67 @@ INSTANTIATE_TEST_SUITE_P(Corpus, HipCorpusBuild, ::testing::ValuesIn(hip_corpus(
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// tensor-core's HIP helper (transformations/matmul/tensor-core.md, helper mfma), as shipped, in a
+// kernel of 4 warps (two 64-lane wavefronts on gfx90a): hipcc's assembly for gfx90a holds the
+// matrix-core instruction, gfx1030 (no matrix cores) builds its FMA path. The NVIDIA build
+// through the mapping header is the recorded campaign's (Recordings.TheHipTensorCoreRecording...).
+TEST(HipHelper, MfmaUsesTheMatrixCoresOnGfx90aAndBuildsForGfx1030) {
+  const fs::path hipcc = find_hipcc();
+  if (hipcc.empty()) GTEST_SKIP() << "hipcc not found";
+  auto t = load_transformation(kSource / "transformations" / "matmul" / "tensor-core.md");
+  ASSERT_TRUE(t) << t.error();
+  auto h = std::find_if(t->helpers.begin(), t->helpers.end(),
+                        [](const HelperSnippet& x) { return x.name == "mfma"; });
+  ASSERT_NE(h, t->helpers.end());
+  EXPECT_EQ(h->backend, "hip");
+  auto dir = make_temp_dir("peak-mfma-", cache_dir());
+  ASSERT_TRUE(dir) << dir.error();
+  const std::string kernel = h->code + R"(
+#define WARPS 4
+__global__ void tile(const __half* A, const __half* B, float* C, int K) {
+  __shared__ __half As[16 * WARPS * 16];
+  __shared__ __half Bs[16 * 16];
+  __shared__ float Cs[WARPS][256];
+  int w = threadIdx.x / 32;
+  peak_mma::fragment<peak_mma::accumulator, float> acc;
+  peak_mma::fill_fragment(acc, 0.0f);
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    for (int e = threadIdx.x; e < 16 * WARPS * 16; e += blockDim.x)
+      As[e] = A[(e / 16) * K + k0 + e % 16];
+    for (int e = threadIdx.x; e < 256; e += blockDim.x) Bs[e] = B[(k0 + e / 16) * 16 + e % 16];
+    __syncthreads();
+    peak_mma::fragment<peak_mma::matrix_a, __half> a;
+    peak_mma::fragment<peak_mma::matrix_b, __half> b;
+    peak_mma::load_matrix_sync(a, &As[16 * 16 * w], 16);
+    peak_mma::load_matrix_sync(b, Bs, 16);
+    peak_mma::mma_sync(acc, a, b, acc);
+    __syncthreads();
+  }
+  peak_mma::store_matrix_sync(Cs[w], acc, 16);
+  __syncthreads();
+  for (int e = threadIdx.x % 32; e < 256; e += 32) C[(16 * w + e / 16) * 16 + e % 16] = Cs[w][e];
+}
+)";
+  ASSERT_TRUE(write_file(*dir / "tile.hip", kernel));
+  for (const std::string& target : amd_targets()) {
+    SCOPED_TRACE(target);
+    ProcessOptions po;
+    po.argv = {hipcc.string()};
+    for (const auto& f : hipcc_flags(target))
+      if (f != "-c") po.argv.push_back(f);
+    po.argv.insert(po.argv.end(),
+                   {"-S", "-o", (*dir / (target + ".s")).string(), (*dir / "tile.hip").string()});
+    po.timeout_s = 300;
+    auto r = run_process(po);
+    ASSERT_TRUE(r) << r.error();
+    ASSERT_TRUE(r->ok()) << r->describe() << "\n" << r->err;
+    auto isa = read_file(*dir / (target + ".s"));
+    ASSERT_TRUE(isa) << isa.error();
+    const bool mfma = contains(*isa, "v_mfma_f32_16x16x16f16");
+    EXPECT_EQ(mfma, target == "gfx90a");
+  }
+}
 
 }  // namespace
 }  // namespace peak
