@@ -310,10 +310,6 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   return r;
 }
 
-}  // namespace peak
-
-namespace peak {
-
 Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& choices) {
   auto cp = store_->checkpoint(id);
   if (!cp) return cp.status();

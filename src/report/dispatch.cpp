@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "report/suite.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -104,20 +105,12 @@ DispatchTable dispatch_from_json(const json& j) {
 }
 
 std::optional<DispatchTable> latest_dispatch(const Store& store, int64_t checkpoint) {
-  auto ev = store.evaluations(checkpoint);
-  if (!ev) return std::nullopt;
-  for (auto it = ev->rbegin(); it != ev->rend(); ++it) {
-    if (it->kind != kDispatchKind || it->disposition != "passed") continue;
-    auto blob = store.get_blob(it->summary_blob);
-    if (!blob) continue;
-    json s = json::parse(*blob, nullptr, false);
-    if (!s.is_object() || !s.contains("dispatch")) continue;
-    DispatchTable t = dispatch_from_json(s["dispatch"]);
-    t.evaluation = it->id;
-    t.created_at = it->created_at;
-    return t;
-  }
-  return std::nullopt;
+  auto part = latest_summary_part(store, checkpoint, kDispatchKind, "dispatch", true);
+  if (!part) return std::nullopt;
+  DispatchTable t = dispatch_from_json(part->second);
+  t.evaluation = part->first.id;
+  t.created_at = part->first.created_at;
+  return t;
 }
 
 std::string dispatch_text(const DispatchTable& t) {

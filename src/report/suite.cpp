@@ -248,21 +248,31 @@ std::string suite_markdown(const SuiteResult& s) {
   return o.str();
 }
 
-std::optional<SuiteResult> latest_suite(const Store& store, int64_t checkpoint) {
+std::optional<std::pair<EvaluationRecord, json>> latest_summary_part(const Store& store,
+                                                                     int64_t checkpoint,
+                                                                     std::string_view kind,
+                                                                     std::string_view key,
+                                                                     bool passed_only) {
   auto ev = store.evaluations(checkpoint);
   if (!ev) return std::nullopt;
   for (auto it = ev->rbegin(); it != ev->rend(); ++it) {
-    if (it->kind != kSuiteEvaluationKind) continue;
+    if (it->kind != kind || (passed_only && it->disposition != "passed")) continue;
     auto blob = store.get_blob(it->summary_blob);
     if (!blob) continue;
     json s = json::parse(*blob, nullptr, false);
-    if (!s.is_object() || !s.contains("suite")) continue;
-    SuiteResult r = suite_from_json(s["suite"]);
-    r.evaluation = it->id;
-    r.created_at = it->created_at;
-    return r;
+    if (!s.is_object() || !s.contains(key)) continue;
+    return std::make_pair(*it, s[std::string(key)]);
   }
   return std::nullopt;
+}
+
+std::optional<SuiteResult> latest_suite(const Store& store, int64_t checkpoint) {
+  auto part = latest_summary_part(store, checkpoint, kSuiteEvaluationKind, "suite");
+  if (!part) return std::nullopt;
+  SuiteResult r = suite_from_json(part->second);
+  r.evaluation = part->first.id;
+  r.created_at = part->first.created_at;
+  return r;
 }
 
 }  // namespace peak

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -72,6 +74,12 @@ std::string suite_ratio_basis(const SuiteResult& s);
 // to_json wrote; a missing field reads as its default.
 nlohmann::json suite_json(const SuiteResult& s);
 SuiteResult suite_from_json(const nlohmann::json& j);
+
+// The newest evaluation of `kind` of a checkpoint (one that passed, when `passed_only`) whose
+// summary holds `key`: the evaluation's record and that part of its summary.
+std::optional<std::pair<EvaluationRecord, nlohmann::json>> latest_summary_part(
+    const Store& store, int64_t checkpoint, std::string_view kind, std::string_view key,
+    bool passed_only = false);
 
 // The newest suite benchmark recorded for a checkpoint (an evaluation of kind "suite"), if any.
 std::optional<SuiteResult> latest_suite(const Store& store, int64_t checkpoint);
