@@ -167,6 +167,12 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
   ASSERT_TRUE(rj.is_object()) << rep.out;
   EXPECT_TRUE(rj["steps"][0]["bench"].empty()) << rj["steps"][0].dump();
   EXPECT_EQ(rj["steps"][0]["suite"]["dispatch"], 0);  // the newest suite: the --single one
+  // A class's search is exported by its run id only: the seed has no search of its own.
+  Out exp = peak({"export-space", "-o", (tmp_ / "space.json").string()}, ws);
+  EXPECT_EQ(exp.code, 2) << exp.out << exp.err;
+  EXPECT_NE(exp.err.find("has no recorded tuning search"), std::string::npos) << exp.err;
+  Out exp1 = peak({"export-space", "--run", "1", "-o", (tmp_ / "space.json").string()}, ws);
+  EXPECT_EQ(exp1.code, 0) << exp1.out << exp1.err;
   Out text = peak({"tune", "--classes", "--budget", "1"}, ws);
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("one configuration per shape class"), std::string::npos) << text.out;

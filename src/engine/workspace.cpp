@@ -642,6 +642,9 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     if (k != "runner")  // a path on this machine
       target.toolchain += (target.toolchain.empty() ? "" : ", ") + k + " " + v;
   target.options = {{"budget", to.budget.text()}, {"seed", to.seed}, {"batch", to.batch}};
+  // A class's search (`peak tune --classes`) is no search of the checkpoint's bench shapes:
+  // `peak export-space` without --run passes over it (tune/record.h, latest_tuning_run).
+  if (!opts.shapes.empty()) target.options["per_class"] = true;
   if (opts.compile_only) {
     // Every configuration the strategy picks is compiled (in parallel), nothing is run.
     to.compile_only = true;

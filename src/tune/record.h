@@ -61,7 +61,8 @@ Result<TuningCache> cache_from_store(const Store& store, int64_t run_id,
 // `device` (the latest where a configuration was evaluated more than once), as a cache.
 Result<TuningCache> recorded_outcomes(const Store& store, const std::string& source_hash,
                                       const std::string& shape, const std::string& device);
-// The last search recorded for a checkpoint (by its evaluation, or by the attempt that made it).
+// The last search recorded for a checkpoint (by its evaluation, or by the attempt that made it),
+// a class's search of `peak tune --classes` (options "per_class") excepted.
 Result<int64_t> latest_tuning_run(const Store& store, int64_t checkpoint_id);
 
 }  // namespace peak
