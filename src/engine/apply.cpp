@@ -37,30 +37,14 @@ void add_speedups(json& summary, const json& parent, const json& seed) {
   }
 }
 
-std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
-  std::vector<Config> out;
-  if (!summary.contains("top")) return out;
-  for (const auto& t : summary["top"]) {
-    Config c;
-    for (const auto& p : ctx.tuning) {
-      if (t["config"].contains(p.name))
-        c[p.name] = t["config"][p.name].get<int64_t>();
-      else
-        c[p.name] = p.default_value;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
-// The reply of a workflow's last recorded attempt when that attempt is the one about to be made
+// The reply of a workflow's last recorded attempt (`done`: its attempts, oldest first) when that
+// attempt is the one about to be made
 // (same pass, attempt number and prompt) and its outcome never reached the step's saved state:
 // the process stopped in between. Infrastructure failures are asked again, as they always are.
-std::optional<LlmReply> unsaved_reply(const Store& store, int64_t workflow_id, int pass,
-                                      int attempt, const std::string& prompt_key) {
-  auto done = store.attempts(workflow_id);
-  if (!done || done->empty()) return std::nullopt;
-  const AttemptRecord& last = done->back();
+std::optional<LlmReply> unsaved_reply(const Store& store, const std::vector<AttemptRecord>& done,
+                                      int pass, int attempt, const std::string& prompt_key) {
+  if (done.empty()) return std::nullopt;
+  const AttemptRecord& last = done.back();
   if (last.pass_index != pass || last.attempt != attempt || last.prompt_key != prompt_key ||
       last.infrastructure)
     return std::nullopt;
@@ -87,6 +71,25 @@ std::optional<LlmReply> unsaved_reply(const Store& store, int64_t workflow_id, i
 }
 
 }  // namespace
+
+namespace detail {
+std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
+  std::vector<Config> out;
+  if (!summary.contains("top")) return out;
+  for (const auto& t : summary["top"]) {
+    Config c;
+    for (const auto& p : ctx.tuning) {
+      if (t["config"].contains(p.name))
+        c[p.name] = t["config"][p.name].get<int64_t>();
+      else
+        c[p.name] = p.default_value;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+}  // namespace detail
+using detail::top_configs;
 
 std::vector<Config> carried_configs(const std::vector<Config>& top,
                                     const std::vector<TuningParam>& fresh, size_t limit) {
@@ -474,19 +477,18 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
       req.key = prompt.key();
       req.attempt = attempt_no;
       // Answers to this very prompt that the workflow already used (it resumed after them).
+      std::vector<AttemptRecord> done;
       if (sc.workflow_id > 0)
-        if (auto done = store_->attempts(sc.workflow_id))
-          req.served_before = static_cast<int>(
-              std::count_if(done->begin(), done->end(), [&](const AttemptRecord& a) {
-                return a.prompt_key == req.key && !a.infrastructure;
-              }));
+        if (auto rows = store_->attempts(sc.workflow_id)) done = std::move(*rows);
+      req.served_before =
+          static_cast<int>(std::count_if(done.begin(), done.end(), [&](const AttemptRecord& a) {
+            return a.prompt_key == req.key && !a.infrastructure;
+          }));
       req.step_label = fmt::format("{} pass {}/{} ({})", T.name, pass, passes, to_string(P.region));
       // A reply recorded just before the process stopped (killed after the attempt's row and
       // before the step's state was saved): it is this very attempt, and its reply is used
       // again instead of asking the model a second time; no second row is recorded.
-      std::optional<LlmReply> recorded =
-          sc.workflow_id > 0 ? unsaved_reply(*store_, sc.workflow_id, pass, attempt_no, req.key)
-                             : std::nullopt;
+      std::optional<LlmReply> recorded = unsaved_reply(*store_, done, pass, attempt_no, req.key);
       if (recorded)
         progress_.print(fmt::format("  {} attempt {}: the reply recorded before the stop is used",
                                     req.step_label, attempt_no));

@@ -37,5 +37,8 @@ Result<ReferenceSource> reference_source(Workspace& ws, const KernelContext& ctx
 // bench task (`budget`), and the peak above which a result is rejected.
 MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
                                     const PeakInfo& peak);
+// The top configurations an evaluation summary ranked ("top"), each parameter of `ctx` missing
+// from one at its default: where the next search starts (a step's parent, a class's search).
+std::vector<Config> top_configs(const nlohmann::json& summary, const KernelContext& ctx);
 
 }  // namespace peak::detail

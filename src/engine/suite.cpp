@@ -351,9 +351,7 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   t.fallback_text = config_text(t.fallback);
   // Every class's search starts from the checkpoint's best configurations.
   std::vector<Config> start = {t.fallback};
-  if (result.contains("top") && result["top"].is_array())
-    for (const auto& e : result["top"])
-      if (e.is_object() && e.contains("config")) start.push_back(config_from(e["config"]));
+  for (const Config& c : detail::top_configs(result, ctx)) start.push_back(c);
 
   // The suite's shapes by the class the rules give them (not their labels); the shapes the kernel
   // does not support are left out, and a class without a shape is not tuned.
@@ -372,9 +370,7 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   }
   json classes = json::array();
   auto t0 = std::chrono::steady_clock::now();
-  size_t n_classes = 0;
-  for (const auto& rule : rules)
-    if (by_class.count(std::string(to_string(rule.cls)))) ++n_classes;
+  const size_t n_classes = by_class.size();  // every class there came from a rule
   size_t done = 0;
   std::set<std::string> tuned;
   for (const auto& rule : rules) {

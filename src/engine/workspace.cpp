@@ -642,9 +642,11 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     if (k != "runner")  // a path on this machine
       target.toolchain += (target.toolchain.empty() ? "" : ", ") + k + " " + v;
   target.options = {{"budget", to.budget.text()}, {"seed", to.seed}, {"batch", to.batch}};
-  // A class's search (`peak tune --classes`) is no search of the checkpoint's bench shapes:
-  // `peak export-space` without --run passes over it (tune/record.h, latest_tuning_run).
-  if (!opts.shapes.empty()) target.options["per_class"] = true;
+  // A class's search (`peak tune --classes`) is no search of the checkpoint's bench shapes: it
+  // tunes on its class's shapes, ranked by their summed times; `peak export-space` without --run
+  // passes over its run (tune/record.h, latest_tuning_run) and its measurement rows are tagged.
+  const bool per_class = !opts.shapes.empty();
+  if (per_class) target.options["per_class"] = true;
   if (opts.compile_only) {
     // Every configuration the strategy picks is compiled (in parallel), nothing is run.
     to.compile_only = true;
@@ -763,12 +765,12 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                                  {"bench", bench_budget.to_json()}};
   TaskSeconds measured;
 
-  std::vector<Shape> bench = !opts.shapes.empty()                      ? opts.shapes
+  std::vector<Shape> bench = per_class                                 ? opts.shapes
                              : opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes
                                                                        : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
   // The bench shapes rank by the first; a class's shapes rank by their summed times.
-  to.tune_shapes = opts.shapes.empty() ? std::vector<Shape>{bench.front()} : bench;
+  to.tune_shapes = per_class ? bench : std::vector<Shape>{bench.front()};
   to.validation.seeds = opts.seeds;
   to.validation.sanitize = opts.sanitize;
   to.validation.task_timeout_s = validate_budget.timeout_s;
@@ -792,9 +794,8 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     known = std::move(*k);
     to.reuse = &known;
   }
-  // A class's search (`peak tune --classes`) times other shapes than the checkpoint's: its rows
-  // are tagged, so that reports keep them apart from the checkpoint's own numbers.
-  const std::string what_prefix = opts.shapes.empty() ? "" : kClassMeasurementPrefix;
+  // Reports keep a class's measurement rows apart from the checkpoint's own numbers.
+  const std::string what_prefix = per_class ? kClassMeasurementPrefix : "";
   // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
   // reports see the distribution of the search, and `peak serve` its progress.
   to.on_timed = [&](const ConfigOutcome& o) {  // on the thread of the device that timed it
