@@ -4,13 +4,18 @@
 # into a fresh workspace, the checkpoint's files are checked out, and the example context's
 # kernel.toml (which carries the suite) replaces the working one when the checkpoint's has none.
 # Writes $OUT/NAME-suite.json (every raw sample), NAME-suite.txt (progress) and NAME-report.md
-# (the suite's table and geometric mean with the checkpoint's steps).
+# (the suite's table and geometric mean with the checkpoint's steps) and NAME-ws.tar.gz (the
+# workspace, its store holding the dispatch table and every measurement).
 # Usage: scripts/gpu/bench-suite.sh STORE_DIR CHECKPOINT CONTEXT [peak bench options]
 #   e.g. scripts/gpu/bench-suite.sh results/h100/cuda-fp32-whole/store 17 matmul-cuda-fp32
 #   NAME=label (default: CONTEXT-CHECKPOINT)
 #   CLASSES=1: first `peak tune --classes` (one search per shape class, BUDGET configurations per
 #   class, default 24; NAME-classes.json and NAME-classes.txt), then the suite with the dispatch
 #   table (NAME-suite.*) and with the best configuration alone (NAME-single.*), in one run.
+#   ONLY="large-k small-m": search only these classes (`--class`); the others run the best
+#   configuration.
+#   TUNE="NAME=V1,V2 ...": the value sets the class searches range over (`--tune`), where the
+#   checkpoint's space is too large to enumerate or its sequence narrowed it.
 source "$(dirname "$0")/env.sh"
 store=${1:?usage: bench-suite.sh STORE_DIR CHECKPOINT CONTEXT [options]}
 ref=${2:?checkpoint}
@@ -35,7 +40,10 @@ grep -q '^\[suite\]' kernel.toml || cp "$ROOT/examples/$ctx/kernel.toml" kernel.
 set -o pipefail
 if [ "${CLASSES:-0}" = 1 ]; then
   start=$(date +%s)
-  "$BIN/peak" --json tune --classes "$ref" --full --budget "${BUDGET:-24}" \
+  tune=()
+  for t in ${TUNE:-}; do tune+=(--tune "$t"); done
+  for c in ${ONLY:-}; do tune+=(--class "$c"); done
+  "$BIN/peak" --json tune --classes "$ref" --full --budget "${BUDGET:-24}" "${tune[@]}" \
     >"$OUT/$name-classes.json" 2>"$OUT/$name-classes.txt"
   rc=$?
   echo "peak tune --classes exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/$name-classes.txt"
@@ -50,4 +58,6 @@ if [ "${CLASSES:-0}" = 1 ]; then
     tee "$OUT/$name-single.txt"
 fi
 "$BIN/peak" report --format markdown -o "$OUT/$name-report.md" >/dev/null 2>&1
+# The workspace with the store that now holds the dispatch table and the suite's measurements.
+tar -czf "$OUT/$name-ws.tar.gz" --exclude=./.peak/cache -C "$ws" .
 exit $rc

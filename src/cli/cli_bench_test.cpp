@@ -177,6 +177,31 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("one configuration per shape class"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("`peak bench` now runs each shape"), std::string::npos) << text.out;
+
+  // --class searches only the classes named; the others run the checkpoint's best configuration.
+  Out no_classes = peak({"tune", "--class", "small-m"}, ws);
+  EXPECT_EQ(no_classes.code, 2);
+  EXPECT_NE(no_classes.err.find("add --classes"), std::string::npos) << no_classes.err;
+  Out unknown = peak({"tune", "--classes", "--class", "tall"}, ws);
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("--class tall: not a class"), std::string::npos) << unknown.err;
+  Out one = peak({"-q", "--json", "tune", "--classes", "--class", "small-m", "--budget", "1"}, ws);
+  ASSERT_EQ(one.code, 0) << one.out << one.err;
+  json oj = json::parse(one.out, nullptr, false);
+  ASSERT_TRUE(oj.is_object()) << one.out;
+  ASSERT_EQ(oj["variants"].size(), 6u);
+  for (const auto& v : oj["variants"]) {
+    const bool searched = v["class"] == "small-m";
+    EXPECT_EQ(v["disposition"], searched ? "passed" : "not_searched") << v.dump();
+    EXPECT_EQ(v["config"].empty(), !searched) << v.dump();
+    EXPECT_FALSE(v["shapes"].empty()) << v.dump();
+  }
+  EXPECT_EQ(oj["evaluations"], 1);
+  Out b1 = peak({"-q", "--json", "bench"}, ws);
+  ASSERT_EQ(b1.code, 0) << b1.err;
+  json bj = json::parse(b1.out, nullptr, false);
+  EXPECT_EQ(bj["dispatch"], oj["evaluation"]);
+  for (const auto& r : bj["rows"]) EXPECT_EQ(r["disposition"], "passed") << r.dump();
 }
 
 }  // namespace

@@ -20,13 +20,13 @@ using json = nlohmann::json;
 using namespace peak::testing;
 
 // The fp32 sequence's steps kept on the branch after the seed (split-k is applied, then set
-// aside); CUDA and HIP add launch bounds and Stream-K.
+// aside); CUDA and HIP add launch bounds, Stream-K and the small-M path.
 std::vector<std::string> kept_steps(bool cuda_or_hip) {
   std::vector<std::string> s = {
       "seed",          "refactor",     "tb-tiling",  "thread-tiling",    "thread-cache",
       "transpose",     "thread-chunk", "pipelining", "register-staging", "offset",
       "block-swizzle", "warp-tiling",  "vectorize",  "fragment-prefetch"};
-  if (cuda_or_hip) s.insert(s.end(), {"launch-bounds", "stream-k"});
+  if (cuda_or_hip) s.insert(s.end(), {"launch-bounds", "stream-k", "small-m"});
   return s;
 }
 
@@ -82,6 +82,17 @@ class Recordings : public Cli {
 TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("matmul-cuda-fp32", "cuda-fp32", "cuda-fp32-full", kept_steps(true));
+}
+
+// The tensor-core sequence's whole fp16 recording (up to warpgroup MMA, warp specialization, the
+// persistent grid and clusters with TMA multicast) built with nvcc for sm_90a; the cluster step
+// is applied and set aside by the sequence, so ten steps run and the persistent kernel is last.
+TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
+  if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
+  replay_compiled("matmul-cuda-fp16", "cuda-fp16", "cuda-fp16-full",
+                  {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling",
+                   "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent"},
+                  10);
 }
 
 // The same sequence as CUDA's, built for AMD (hipcc: gfx90a and gfx1030, with the resource

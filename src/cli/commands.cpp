@@ -82,9 +82,10 @@ struct Options {
   std::string strategy_budget;
   std::string export_space;  // tune: write the search's tuning cache here
   bool classes = false;      // tune: one search per shape class of the suite (dispatch table)
-  bool single = false;       // bench: the best configuration alone, not the dispatch table
-  int64_t run = 0;           // export-space: a tuning run id
-  std::string strategies;    // bench: comma-separated
+  std::vector<std::string> only_classes;  // tune --classes --class NAME: the classes searched
+  bool single = false;     // bench: the best configuration alone, not the dispatch table
+  int64_t run = 0;         // export-space: a tuning run id
+  std::string strategies;  // bench: comma-separated
   int seeds = 20;
   int batch = 8;
   bool reuse = false;
@@ -586,7 +587,7 @@ int cmd_tune_classes(Options& o) {
   int code = kOk;
   auto ws = open_ws(o, &code);
   if (!ws) return code;
-  auto t = api::tune_classes(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices);
+  auto t = api::tune_classes(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices, o.only_classes);
   if (!t) return fail(t.status());
   if (o.json_out)
     emit_json(dispatch_json(*t));
@@ -600,6 +601,10 @@ int cmd_tune_classes(Options& o) {
 
 int cmd_eval(Options& o, const char* kind, const char* what) {
   if (o.classes) return cmd_tune_classes(o);
+  if (!o.only_classes.empty()) {
+    err("--class names the classes `peak tune --classes` searches; add --classes");
+    return kUsage;
+  }
   if (o.args.size() > 1) {
     err(fmt::format("usage: peak {} [CHECKPOINT]", kind));
     return kUsage;
@@ -1385,6 +1390,9 @@ std::vector<Command> commands() {
                      "one search per shape class of the suite (kernel.toml [suite], classified by "
                      "its class rules), on that class's shapes; the configurations found are the "
                      "checkpoint's dispatch table, which `peak bench` runs");
+         c->add_option("--class", o.only_classes,
+                       "with --classes: search only this class (repeat for several); the other "
+                       "classes run the checkpoint's best configuration");
          add_wait_option(c, o);
        },
        [](Options& o) { return cmd_eval(o, "tune", "tuned"); }},

@@ -627,6 +627,28 @@ TEST(Context, ExamplesCarryTheShapeSuite) {
   }
 }
 
+// Validation covers every class: the validation and hidden shapes of each example hold a shape of
+// every class its suite has (by the class rules), at sizes a CPU reference checks quickly, so a
+// kernel that dispatches on the shape (a small-M path) is validated on each of its paths.
+TEST(Context, ExamplesValidateAShapeOfEveryClass) {
+  const char* const examples[] = {"matmul-cuda-fp32", "matmul-cuda-fp16", "matmul-cuda-bf16",
+                                  "matmul-hip-fp32",  "matmul-hip-fp16",  "matmul-hlsl-fp32"};
+  for (const char* e : examples) {
+    auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
+    ASSERT_TRUE(c.is_ok()) << c.error();
+    std::set<SuiteClass> suite, checked;
+    for (const auto& s : c->suite) suite.insert(s.cls);
+    for (const auto* list : {&c->validation_shapes, &c->hidden_shapes})
+      for (const Shape& sh : *list) {
+        auto cls = classify_shape(*c, sh);
+        ASSERT_TRUE(cls.is_ok()) << cls.error();
+        if (*cls) checked.insert(**cls);
+        EXPECT_LE(*shape_flops(*c, sh), 1.0e9) << e;
+      }
+    EXPECT_EQ(checked, suite) << e;
+  }
+}
+
 // The class rules (suite.classes, format 5): tried in order, the first that holds decides; a
 // rule without `when` always holds. Without them, family matmul has default rules and other
 // families none.

@@ -326,10 +326,11 @@ Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoic
 }
 
 Result<DispatchTable> tune_classes(Workspace& ws, const std::string& ref,
-                                   const EvalChoices& choices) {
+                                   const EvalChoices& choices,
+                                   const std::vector<std::string>& only) {
   auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
   if (!id) return id.status();
-  return ws.tune_classes(*id, choices);
+  return ws.tune_classes(*id, choices, only);
 }
 
 }  // namespace peak::api

@@ -68,9 +68,11 @@ Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoic
                           bool single = false);
 // `peak tune --classes [REF]`: one tuning search per shape class of the suite, the configurations
 // found recorded as the checkpoint's dispatch table (Workspace::tune_classes); dispatch_json
-// (report/dispatch.h) is its JSON form, dispatch_text its table.
+// (report/dispatch.h) is its JSON form, dispatch_text its table. `only`: the classes to search
+// (empty: all); the others run the checkpoint's best configuration.
 Result<DispatchTable> tune_classes(Workspace& ws, const std::string& ref,
-                                   const EvalChoices& choices);
+                                   const EvalChoices& choices,
+                                   const std::vector<std::string>& only = {});
 
 // Tags `ref` (default HEAD) as `name`.
 Status tag(Workspace& ws, const std::string& name, const std::string& ref);

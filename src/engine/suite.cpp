@@ -310,7 +310,8 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   return r;
 }
 
-Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& choices) {
+Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& choices,
+                                              const std::vector<std::string>& only) {
   auto cp = store_->checkpoint(id);
   if (!cp) return cp.status();
   std::string suite_from;
@@ -327,6 +328,17 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
                     "family \"matmul\" has default rules",
                     id, kContextFormatClasses),
         ErrorKind::input);
+  for (const std::string& name : only) {
+    const bool known = std::any_of(rules.begin(), rules.end(),
+                                   [&](const ClassRule& r) { return to_string(r.cls) == name; });
+    if (!known) {
+      std::vector<std::string> names;
+      for (const auto& r : rules) names.emplace_back(to_string(r.cls));
+      return make_error(fmt::format("--class {}: not a class of checkpoint {}'s rules ({})", name,
+                                    id, join(names, ", ")),
+                        ErrorKind::input);
+    }
+  }
   if (auto s = lock(); !s) return s;  // the searches are recorded in the store
   auto eo = eval_options(choices);
   if (!eo) return eo.status();
@@ -370,7 +382,13 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   }
   json classes = json::array();
   auto t0 = std::chrono::steady_clock::now();
-  const size_t n_classes = by_class.size();  // every class there came from a rule
+  // Every class there came from a rule; `only` names known classes.
+  const size_t n_classes =
+      only.empty() ? by_class.size()
+                   : static_cast<size_t>(
+                         std::count_if(by_class.begin(), by_class.end(), [&](const auto& kv) {
+                           return std::find(only.begin(), only.end(), kv.first) != only.end();
+                         }));
   size_t done = 0;
   std::set<std::string> tuned;
   for (const auto& rule : rules) {
@@ -380,12 +398,18 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     DispatchVariant v;
     v.cls = cls;
     v.when = rule.when;
+    for (const SuiteShape* ss : it->second) v.shapes.push_back(ss->name);
+    if (!only.empty() && std::find(only.begin(), only.end(), cls) == only.end()) {
+      // Left out by the caller: its shapes run the checkpoint's best configuration.
+      v.disposition = "not_searched";
+      v.message = "not searched (peak tune --classes --class names the classes searched)";
+      progress_.print(fmt::format("class {}: not searched, runs {}", cls, t.fallback_text));
+      t.variants.push_back(std::move(v));
+      continue;
+    }
     EvalOptions co = opts;
     co.must_include = start;
-    for (const SuiteShape* ss : it->second) {
-      v.shapes.push_back(ss->name);
-      co.shapes.push_back(ss->shape);
-    }
+    for (const SuiteShape* ss : it->second) co.shapes.push_back(ss->shape);
     progress_.print(fmt::format("class {} ({}/{}): tuning on {}", cls, ++done, n_classes,
                                 join(v.shapes, ", ")));
     auto c0 = std::chrono::steady_clock::now();
@@ -427,6 +451,12 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
                       ErrorKind::input);
   const bool any = std::any_of(t.variants.begin(), t.variants.end(),
                                [](const DispatchVariant& v) { return !v.config.empty(); });
+  // The first class searched (an unsearched class says nothing about the kernel).
+  auto searched = std::find_if(t.variants.begin(), t.variants.end(), [](const DispatchVariant& v) {
+    return v.disposition != "not_searched";
+  });
+  if (searched == t.variants.end())
+    return make_error("--class names no class that has a shape in the suite", ErrorKind::input);
 
   json s;
   s["format"] = kSummaryFormatVersion;
@@ -439,7 +469,7 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   s["classes"] = classes;
   s["phases"] = {
       {"tune_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
-  s["disposition"] = any ? "passed" : t.variants.front().disposition;
+  s["disposition"] = any ? "passed" : searched->disposition;
   s["message"] =
       fmt::format("{} of {} classes tuned, {} configurations evaluated",
                   std::count_if(t.variants.begin(), t.variants.end(),
@@ -452,7 +482,7 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   }
   if (!any)
     return make_error(fmt::format("no class found a configuration that passes; the first: {}: {}",
-                                  t.variants.front().disposition, t.variants.front().message),
+                                  searched->disposition, searched->message),
                       ErrorKind::failed);
   return t;
 }

@@ -279,7 +279,10 @@ class Workspace {
   // shapes. The table of the configurations found is recorded as an evaluation of kind
   // "dispatch" (never the checkpoint's result), which `peak bench` then runs. A context without
   // a suite or class rules is an input error that says what to add.
-  Result<DispatchTable> tune_classes(int64_t id, const EvalChoices& choices);
+  // `only`: the classes to search (empty: every class); the others are listed as not searched
+  // and run the checkpoint's best configuration.
+  Result<DispatchTable> tune_classes(int64_t id, const EvalChoices& choices,
+                                     const std::vector<std::string>& only = {});
   // The checkpoint's result when it has one and `force` is false; else evaluates it and adds
   // the evaluation to its history (never replacing an earlier one). `kind` names why
   // ("validate", "tune", "parent", ...).

@@ -620,7 +620,11 @@ ToolResult t_tune_classes(const json& a, ToolContext& ctx) {
   auto c = choices_from(a, ctx);
   if (!c) return ToolResult::error(c.error());
   ws.progress().set_listener(ctx.progress);
-  auto t = api::tune_classes(ws, s_arg(a, "ref", "HEAD"), *c);
+  std::vector<std::string> only;
+  if (a.contains("classes") && a["classes"].is_array())
+    for (const auto& x : a["classes"])
+      if (x.is_string()) only.push_back(x.get<std::string>());
+  auto t = api::tune_classes(ws, s_arg(a, "ref", "HEAD"), *c, only);
   if (!t) return ToolResult::error(t.error());
   return ok(dispatch_json(*t), dispatch_text(*t));
 }
@@ -807,8 +811,14 @@ std::vector<Tool> make_tools() {
        "configurations, validated and timed against the vendor library. The configurations found "
        "become the checkpoint's dispatch table: bench then runs each shape with its class's "
        "configuration. Returns per class the configuration, the evaluations spent and the rate. "
-       "Sends progress, can be cancelled.",
-       object_schema(eval_props(with_workspace({{"ref", ref_prop}}))),
+       "`classes` limits the search to the classes named (the others run the best "
+       "configuration). Sends progress, can be cancelled.",
+       object_schema(eval_props(with_workspace(
+           {{"ref", ref_prop},
+            {"classes",
+             {{"type", "array"},
+              {"items", {{"type", "string"}}},
+              {"description", "the classes to search (default: every class of the suite)"}}}}))),
        out_schema({{"checkpoint", integer("")},
                    {"variants", {{"type", "array"}}},
                    {"evaluations", integer("configurations evaluated over all classes")}},

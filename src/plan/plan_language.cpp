@@ -16,10 +16,9 @@ using Kind = PlanStatement::Kind;
 const std::map<Kind, std::set<std::string>>& attribute_keys() {
   static const std::map<Kind, std::set<std::string>> keys = {
       {Kind::scratch, {"dtype", "count", "zero"}},
-      {Kind::memset, {"value"}},
-      {Kind::tensor_map,
-       {"array", "dims", "box", "element_strides", "global_strides", "swizzle"}},
-      {Kind::launch, {"grid", "block", "shared", "cluster", "args"}},
+      {Kind::memset, {"value", "when"}},
+      {Kind::tensor_map, {"array", "dims", "box", "element_strides", "global_strides", "swizzle"}},
+      {Kind::launch, {"grid", "block", "shared", "cluster", "args", "when"}},
   };
   return keys;
 }
@@ -163,10 +162,16 @@ class Evaluator {
     for (const PlanStatement& s : p_.statements) {
       if (!statement(s)) return out_;
     }
-    if (out_.plan.launches() == 0)
-      return fail(Disposition::compile_failed, 0,
-                  fmt::format("the plan launches no {} (add `launch NAME` with its grid)",
-                              d_.kernel_word));
+    if (out_.plan.launches() == 0) {
+      if (skipped_launches_ > 0)
+        return fail(Disposition::invalid_config, 0,
+                    fmt::format("no launch of the plan runs for this shape: the `when` of each of "
+                                "its {} launches is false",
+                                skipped_launches_));
+      return fail(
+          Disposition::compile_failed, 0,
+          fmt::format("the plan launches no {} (add `launch NAME` with its grid)", d_.kernel_word));
+    }
     if (!check_workspace()) return out_;
     return out_;
   }
@@ -185,8 +190,8 @@ class Evaluator {
   Result<int64_t> eval(const std::string& text, int line, std::string_view what) {
     auto v = expr::evaluate(text, env_);
     if (!v)
-      return make_error(fmt::format("{}:{}: cannot evaluate {} `{}`: {}", p_.file, line, what,
-                                    text, v.error()));
+      return make_error(
+          fmt::format("{}:{}: cannot evaluate {} `{}`: {}", p_.file, line, what, text, v.error()));
     return *v;
   }
   bool eval_into(const std::string& text, int line, std::string_view what, int64_t& out) {
@@ -208,10 +213,11 @@ class Evaluator {
     if (items->size() < min_n || items->size() > max_n)
       return fail_bool(
           Disposition::compile_failed, a.line,
-          fmt::format("`{}` takes {} value(s) in parentheses, `({})`, not {}", a.key,
-                      min_n == max_n ? std::to_string(min_n) : fmt::format("{} to {}", min_n, max_n),
-                      a.key == "grid" || a.key == "block" || a.key == "cluster" ? "x, y, z" : "...",
-                      items->size()));
+          fmt::format(
+              "`{}` takes {} value(s) in parentheses, `({})`, not {}", a.key,
+              min_n == max_n ? std::to_string(min_n) : fmt::format("{} to {}", min_n, max_n),
+              a.key == "grid" || a.key == "block" || a.key == "cluster" ? "x, y, z" : "...",
+              items->size()));
     out.clear();
     for (const auto& it : *items) {
       int64_t v = 0;
@@ -235,15 +241,17 @@ class Evaluator {
   // A buffer named in the plan: an array of the context or a scratch buffer declared above.
   std::optional<PlanBufferRef> buffer(const std::string& name) const {
     for (size_t i = 0; i < ctx_.arrays.size(); ++i)
-      if (ctx_.arrays[i].name == name) return PlanBufferRef{PlanBufferRef::Kind::array, static_cast<int>(i)};
+      if (ctx_.arrays[i].name == name)
+        return PlanBufferRef{PlanBufferRef::Kind::array, static_cast<int>(i)};
     for (size_t i = 0; i < out_.plan.scratch.size(); ++i)
       if (out_.plan.scratch[i].name == name)
         return PlanBufferRef{PlanBufferRef::Kind::scratch, static_cast<int>(i)};
     return std::nullopt;
   }
   DType buffer_dtype(const PlanBufferRef& r) const {
-    return r.kind == PlanBufferRef::Kind::array ? ctx_.arrays[static_cast<size_t>(r.index)].dtype
-                                                : out_.plan.scratch[static_cast<size_t>(r.index)].dtype;
+    return r.kind == PlanBufferRef::Kind::array
+               ? ctx_.arrays[static_cast<size_t>(r.index)].dtype
+               : out_.plan.scratch[static_cast<size_t>(r.index)].dtype;
   }
   std::string buffer_names() const {
     std::vector<std::string> names;
@@ -284,13 +292,32 @@ class Evaluator {
       }
       case Kind::scratch:
         return scratch(s);
-      case Kind::memset:
-        return memset(s);
+      case Kind::memset: {
+        bool runs = true;
+        if (!when(s, runs)) return false;
+        return runs ? memset(s) : true;
+      }
       case Kind::tensor_map:
         return tensor_map(s);
-      case Kind::launch:
-        return launch(s);
+      case Kind::launch: {
+        bool runs = true;
+        if (!when(s, runs)) return false;
+        if (!runs) ++skipped_launches_;
+        return runs ? launch(s) : true;
+      }
     }
+    return true;
+  }
+
+  // A step's `when = EXPR`: the step is part of the plan only for the shapes and configurations
+  // where EXPR is nonzero (a launch plan that dispatches on the shape to one of two kernels).
+  bool when(const PlanStatement& s, bool& runs) {
+    runs = true;
+    const auto* w = attr(s, "when");
+    if (w == nullptr) return true;
+    int64_t v = 0;
+    if (!eval_into(w->value, w->line, "`when`", v)) return false;
+    runs = v != 0;
     return true;
   }
 
@@ -316,9 +343,9 @@ class Evaluator {
     ps.dtype = *d;
     if (!eval_into(count->value, count->line, "the element count", ps.count)) return false;
     if (ps.count < 1)
-      return fail_bool(Disposition::invalid_config, count->line,
-                       fmt::format("scratch `{}` has {} elements; it needs at least 1", s.name,
-                                   ps.count));
+      return fail_bool(
+          Disposition::invalid_config, count->line,
+          fmt::format("scratch `{}` has {} elements; it needs at least 1", s.name, ps.count));
     ps.bytes = ps.count * static_cast<int64_t>(dtype_size(ps.dtype));
     out_.plan.scratch.push_back(ps);
     int64_t zero = 0;
@@ -371,10 +398,11 @@ class Evaluator {
     const auto* dims = attr(s, "dims");
     const auto* box = attr(s, "box");
     if (arr == nullptr || dims == nullptr || box == nullptr)
-      return fail_bool(Disposition::compile_failed, s.line,
-                       fmt::format("tensor_map `{}` needs `array = NAME`, `dims = (...)` and `box = "
-                                   "(...)`",
-                                   s.name));
+      return fail_bool(
+          Disposition::compile_failed, s.line,
+          fmt::format("tensor_map `{}` needs `array = NAME`, `dims = (...)` and `box = "
+                      "(...)`",
+                      s.name));
     auto ref = buffer(trim(arr->value));
     if (!ref)
       return fail_bool(Disposition::compile_failed, arr->line,
@@ -417,7 +445,8 @@ class Evaluator {
                        fmt::format("tensor_map `{}`: {}", s.name, why));
     };
     for (size_t i = 0; i < t.dims.size(); ++i) {
-      if (t.dims[i] < 1) return bad(fmt::format("dims[{}] = {} (must be at least 1)", i, t.dims[i]));
+      if (t.dims[i] < 1)
+        return bad(fmt::format("dims[{}] = {} (must be at least 1)", i, t.dims[i]));
       if (t.box[i] < 1 || t.box[i] > 256)
         return bad(fmt::format("box[{}] = {} (must be 1..256)", i, t.box[i]));
       if (t.element_strides[i] < 1 || t.element_strides[i] > 8)
@@ -431,9 +460,10 @@ class Evaluator {
                              t.box[0] * esize, t.swizzle));
     for (size_t i = 0; i < t.global_strides.size(); ++i)
       if (t.global_strides[i] % 16 != 0 || t.global_strides[i] <= 0)
-        return bad(fmt::format("global stride {} is {} bytes; TMA needs a positive multiple of 16 "
-                               "(require the matching alignment of the shape)",
-                               i + 1, t.global_strides[i]));
+        return bad(
+            fmt::format("global stride {} is {} bytes; TMA needs a positive multiple of 16 "
+                        "(require the matching alignment of the shape)",
+                        i + 1, t.global_strides[i]));
     out_.plan.tensor_maps.push_back(t);
     return true;
   }
@@ -442,9 +472,9 @@ class Evaluator {
     const auto* a = attr(s, key);
     if (a == nullptr) {
       if (!required) return true;
-      return fail_bool(Disposition::compile_failed, s.line,
-                       fmt::format("launch `{}` needs `{} = (x, y, z)` on the lines after it", s.name,
-                                   key));
+      return fail_bool(
+          Disposition::compile_failed, s.line,
+          fmt::format("launch `{}` needs `{} = (x, y, z)` on the lines after it", s.name, key));
     }
     std::vector<int64_t> v;
     if (!eval_tuple(*a, 1, 3, v)) return false;
@@ -514,8 +544,9 @@ class Evaluator {
           arg.kind = ref->kind == PlanBufferRef::Kind::array ? PlanArg::Kind::array
                                                              : PlanArg::Kind::scratch;
           arg.index = ref->index;
-        } else if (auto it = std::find_if(out_.plan.tensor_maps.begin(), out_.plan.tensor_maps.end(),
-                                          [&](const PlanTensorMap& t) { return t.name == item; });
+        } else if (auto it =
+                       std::find_if(out_.plan.tensor_maps.begin(), out_.plan.tensor_maps.end(),
+                                    [&](const PlanTensorMap& t) { return t.name == item; });
                    it != out_.plan.tensor_maps.end()) {
           arg.kind = PlanArg::Kind::tensor_map;
           arg.index = static_cast<int>(it - out_.plan.tensor_maps.begin());
@@ -561,6 +592,7 @@ class Evaluator {
   std::set<std::string> defined_;
   std::set<std::string> locked_;
   PlanOutcome out_;
+  int skipped_launches_ = 0;
 
  public:
   void lock_names(const expr::Env& names) {
@@ -646,12 +678,12 @@ Result<ParsedPlan> parse_plan_text(std::string_view text, int first_line, std::s
                                          "`launch`, `scratch`, `memset` or `tensor_map` statement "
                                          "it belongs to",
                                          key));
-      return error(lineno, fmt::format("`{}` is not an attribute of {} `{}` (its attributes: {})",
-                                       key, statement_word(open->kind), open->name,
-                                       join(std::vector<std::string>(
-                                                attribute_keys().at(open->kind).begin(),
-                                                attribute_keys().at(open->kind).end()),
-                                            ", ")));
+      return error(
+          lineno, fmt::format("`{}` is not an attribute of {} `{}` (its attributes: {})", key,
+                              statement_word(open->kind), open->name,
+                              join(std::vector<std::string>(attribute_keys().at(open->kind).begin(),
+                                                            attribute_keys().at(open->kind).end()),
+                                   ", ")));
     }
     PlanStatement s;
     s.kind = Kind::assign;
@@ -699,58 +731,74 @@ PlanOutcome evaluate_plan(const ParsedPlan& plan, const PlanDialect& dialect,
   return e.run();
 }
 
+// `when` is not taught here: this text is part of every host pass's prompt, and recorded
+// campaigns are found by their prompts' keys. A transformation whose plan dispatches with `when`
+// says how to write it.
 std::string plan_reference(const PlanDialect& d) {
   std::string k = d.kernel_word;
   std::string out;
-  out += "The host region is a launch plan: not code, but statements that the tool evaluates for "
-         "each shape and tuning configuration, one per line (comments start with //):\n\n";
+  out +=
+      "The host region is a launch plan: not code, but statements that the tool evaluates for "
+      "each shape and tuning configuration, one per line (comments start with //):\n\n";
   out += "- `NAME = EXPR` defines an integer usable in later lines.\n";
-  out += "- `require EXPR`: the configuration cannot run this shape unless EXPR is nonzero (it is "
-         "skipped as an invalid configuration, not an error).\n";
-  out += fmt::format("- `launch NAME` launches the {} NAME of the device region; the lines after "
-                     "it give its attributes:\n",
-                     k);
-  out += "  - `grid = (x, y, z)`: the number of thread blocks in each dimension (y and z default "
-         "to 1);\n";
+  out +=
+      "- `require EXPR`: the configuration cannot run this shape unless EXPR is nonzero (it is "
+      "skipped as an invalid configuration, not an error).\n";
+  out += fmt::format(
+      "- `launch NAME` launches the {} NAME of the device region; the lines after "
+      "it give its attributes:\n",
+      k);
+  out +=
+      "  - `grid = (x, y, z)`: the number of thread blocks in each dimension (y and z default "
+      "to 1);\n";
   if (d.block) out += "  - `block = (x, y, z)`: the threads per block (required);\n";
   if (!d.block)
     out += "  - the threads per thread group are the entry point's [numthreads(X, Y, Z)];\n";
   if (d.shared)
-    out += "  - `shared = BYTES`: dynamic shared memory (`extern __shared__` in the kernel); the "
-           "tool raises the kernel's limit itself, up to `shared_memory_optin` bytes per block;\n";
+    out +=
+        "  - `shared = BYTES`: dynamic shared memory (`extern __shared__` in the kernel); the "
+        "tool raises the kernel's limit itself, up to `shared_memory_optin` bytes per block;\n";
   if (d.cluster)
-    out += "  - `cluster = (x, y, z)`: thread-block cluster dimensions (the grid must be a "
-           "multiple of them);\n";
+    out +=
+        "  - `cluster = (x, y, z)`: thread-block cluster dimensions (the grid must be a "
+        "multiple of them);\n";
   if (d.args)
-    out += fmt::format("  - `args = (...)`: the {}'s parameters in order: an array name passes "
-                       "its device pointer, a scratch buffer name its pointer, a tensor map name "
-                       "the map (a `const __grid_constant__ CUtensorMap` parameter), and any "
-                       "other expression an integer (an `int` or 64-bit parameter);\n",
-                       k);
+    out += fmt::format(
+        "  - `args = (...)`: the {}'s parameters in order: an array name passes "
+        "its device pointer, a scratch buffer name its pointer, a tensor map name "
+        "the map (a `const __grid_constant__ CUtensorMap` parameter), and any "
+        "other expression an integer (an `int` or 64-bit parameter);\n",
+        k);
   if (!d.args)
-    out += "  - parameters are bound by declaration: the arrays at bindings 0, 1, ... in "
-           "kernel.toml order, the scalars' cbuffer next, then scratch buffers in the order the "
-           "plan declares them;\n";
-  out += "  Launches run in order on one stream: each one sees everything the previous ones "
-         "wrote.\n";
-  out += "- `scratch NAME` declares a device buffer for intermediate results, with `dtype = "
-         "f32` (or f16, bf16, i32) and `count = ELEMENTS` on the lines after it, and `zero = 1` "
-         "to clear it before the launches that follow; its contents are undefined otherwise. The "
-         "kernel context limits the scratch bytes (its workspace).\n";
-  out += "- `memset NAME` sets every byte of an array or scratch buffer to 0 (or `value = "
-         "BYTE`), in order with the launches, e.g. to clear C before accumulating into it with "
-         "atomics.\n";
+    out +=
+        "  - parameters are bound by declaration: the arrays at bindings 0, 1, ... in "
+        "kernel.toml order, the scalars' cbuffer next, then scratch buffers in the order the "
+        "plan declares them;\n";
+  out +=
+      "  Launches run in order on one stream: each one sees everything the previous ones "
+      "wrote.\n";
+  out +=
+      "- `scratch NAME` declares a device buffer for intermediate results, with `dtype = "
+      "f32` (or f16, bf16, i32) and `count = ELEMENTS` on the lines after it, and `zero = 1` "
+      "to clear it before the launches that follow; its contents are undefined otherwise. The "
+      "kernel context limits the scratch bytes (its workspace).\n";
+  out +=
+      "- `memset NAME` sets every byte of an array or scratch buffer to 0 (or `value = "
+      "BYTE`), in order with the launches, e.g. to clear C before accumulating into it with "
+      "atomics.\n";
   if (d.tensor_maps)
-    out += "- `tensor_map NAME` declares a TMA tensor map with `array = BUFFER`, `dims = (...)` "
-           "(elements, innermost first), `box = (...)` (elements copied per dimension), optional "
-           "`element_strides = (...)`, `global_strides = (...)` (bytes of dims 1.., packed by "
-           "default) and `swizzle = 0|32|64|128`; the tool creates it for each launch and passes "
-           "it where `args` names it.\n";
-  out += "\nExpressions use integers, + - * / % (integer division), comparisons, && || !, "
-         "c ? a : b, and the functions ceil_div(a, b), min(...), max(...), round_up(a, b). They "
-         "may read the scalars, `ARRAY.size`, the tuning parameters, the integer `#define`s of "
-         "the macros region, and the device facts compute_units, max_threads, shared_memory, "
-         "shared_memory_optin, subgroup_size and l2_bytes.\n";
+    out +=
+        "- `tensor_map NAME` declares a TMA tensor map with `array = BUFFER`, `dims = (...)` "
+        "(elements, innermost first), `box = (...)` (elements copied per dimension), optional "
+        "`element_strides = (...)`, `global_strides = (...)` (bytes of dims 1.., packed by "
+        "default) and `swizzle = 0|32|64|128`; the tool creates it for each launch and passes "
+        "it where `args` names it.\n";
+  out +=
+      "\nExpressions use integers, + - * / % (integer division), comparisons, && || !, "
+      "c ? a : b, and the functions ceil_div(a, b), min(...), max(...), round_up(a, b). They "
+      "may read the scalars, `ARRAY.size`, the tuning parameters, the integer `#define`s of "
+      "the macros region, and the device facts compute_units, max_threads, shared_memory, "
+      "shared_memory_optin, subgroup_size and l2_bytes.\n";
   return out;
 }
 

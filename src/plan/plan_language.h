@@ -24,11 +24,15 @@
 //   NAME = EXPR          a named integer, usable below
 //   require EXPR         the configuration cannot run this shape unless EXPR holds (invalid_config)
 //   scratch NAME         a scratch buffer: dtype = f32|f16|bf16|i32, count = EXPR, zero = 0|1
-//   memset NAME          every byte of an array or scratch buffer set to 0 (value = 0..255)
+//   memset NAME          every byte of an array or scratch buffer set to 0 (value = 0..255,
+//                        when = EXPR)
 //   tensor_map NAME      array = BUFFER, dims = (...), box = (...), element_strides = (...),
 //                        global_strides = (...), swizzle = 0|32|64|128
 //   launch KERNEL        grid = (x[, y[, z]]), block = (x[, y[, z]]), shared = EXPR,
-//                        cluster = (x[, y[, z]]), args = (...)
+//                        cluster = (x[, y[, z]]), args = (...), when = EXPR
+// A memset or launch with `when = EXPR` runs only where EXPR is nonzero for the shape and
+// configuration (e.g. a second kernel for shapes with few rows); a plan none of whose launches
+// runs for a shape is an invalid configuration there.
 // Attribute lines (`key = value`, indented by convention) belong to the statement above them.
 // Expressions are integer expressions (expr/expr.h) over the shape's scalars, `ARRAY.size`, the
 // tuning parameters, the integer macros of the macros region, the device facts compute_units,

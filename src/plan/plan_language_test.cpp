@@ -1,5 +1,6 @@
 #include "plan/plan_language.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "util/fs.h"
@@ -22,7 +23,7 @@ KernelContext matmul() {
 }
 
 expr::Env device() {
-  return {{"compute_units", 132}, {"max_threads", 1024},     {"shared_memory", 49152},
+  return {{"compute_units", 132},          {"max_threads", 1024}, {"shared_memory", 49152},
           {"shared_memory_optin", 232448}, {"subgroup_size", 32}, {"l2_bytes", 50331648}};
 }
 
@@ -60,9 +61,9 @@ struct PlanRun {
 };
 
 PlanRun evaluate(const std::string& host, std::map<std::string, int64_t> config = {},
-             Shape shape = Shape{{{"M", 256}, {"N", 512}, {"K", 1024}}},
-             const PlanDialect& d = cuda(), const KernelContext& ctx = matmul(),
-             const std::string& macros = "") {
+                 Shape shape = Shape{{{"M", 256}, {"N", 512}, {"K", 1024}}},
+                 const PlanDialect& d = cuda(), const KernelContext& ctx = matmul(),
+                 const std::string& macros = "") {
   SourceRegions r = regions(macros, host);
   PlanRun run;
   auto parsed = parse_plan(r, "kernel.cu");
@@ -147,11 +148,70 @@ TEST(PlanLanguage, ScratchMemsetsAndTwoLaunchesInOrder) {
   EXPECT_EQ(p.launches(), 2);
 
   // The same plan parsed once names both kernels, in order.
-  auto parsed = parse_plan_text("launch b\n grid = (1)\nlaunch a\n grid = (1)\nlaunch b\n"
-                                " grid = (1)\n",
-                                1, "k.cu");
+  auto parsed = parse_plan_text(
+      "launch b\n grid = (1)\nlaunch a\n grid = (1)\nlaunch b\n"
+      " grid = (1)\n",
+      1, "k.cu");
   ASSERT_TRUE(parsed) << parsed.error();
   EXPECT_EQ(parsed->kernels(), (std::vector<std::string>{"b", "a"}));
+}
+
+TEST(PlanLanguage, WhenDispatchesOnTheShape) {
+  KernelContext ctx = matmul();
+  ctx.tuning = {{"ROWS", {8, 16}, 16}, {"SPLITS", {1, 4}, 1}};
+  const std::string host =
+      "launch big\n"
+      "  grid = (ceil_div(N, 128), ceil_div(M, 128))\n"
+      "  block = (256)\n"
+      "  when = M > ROWS\n"
+      "  args = (A, B, C, M, N, K)\n"
+      "memset C\n"
+      "  when = M <= ROWS && SPLITS > 1\n"
+      "launch small\n"
+      "  grid = (ceil_div(N, 128), SPLITS)\n"
+      "  block = (32, 8)\n"
+      "  when = M <= ROWS\n"
+      "  args = (A, B, C, M, N, K)\n";
+  auto kernels = [](const LaunchPlan& p) {
+    std::vector<std::string> out;
+    for (const auto& st : p.steps)
+      out.push_back(st.op == PlanStep::Op::launch ? st.kernel : std::string("memset"));
+    return out;
+  };
+  PlanRun r = evaluate(host, {{"ROWS", 16}, {"SPLITS", 4}},
+                       Shape{{{"M", 2048}, {"N", 2048}, {"K", 2048}}}, cuda(), ctx);
+  ASSERT_EQ(r.out.disposition, Disposition::passed) << r.parse_error << r.out.message;
+  EXPECT_EQ(kernels(r.out.plan), (std::vector<std::string>{"big"}));
+  r = evaluate(host, {{"ROWS", 16}, {"SPLITS", 4}}, Shape{{{"M", 16}, {"N", 4096}, {"K", 4096}}},
+               cuda(), ctx);
+  ASSERT_EQ(r.out.disposition, Disposition::passed) << r.out.message;
+  EXPECT_EQ(kernels(r.out.plan), (std::vector<std::string>{"memset", "small"}));
+  EXPECT_EQ(r.out.plan.steps[1].grid, (std::array<int64_t, 3>{32, 4, 1}));
+  r = evaluate(host, {{"ROWS", 8}, {"SPLITS", 1}}, Shape{{{"M", 16}, {"N", 4096}, {"K", 4096}}},
+               cuda(), ctx);
+  EXPECT_EQ(kernels(r.out.plan), (std::vector<std::string>{"big"}));
+
+  // Both kernels are the plan's, whatever the shape: the build checks that both exist.
+  auto parsed = parse_plan_text(host, 1, "k.cu");
+  ASSERT_TRUE(parsed) << parsed.error();
+  EXPECT_EQ(parsed->kernels(), (std::vector<std::string>{"big", "small"}));
+
+  // A shape for which no launch runs cannot use the configuration; a `when` that cannot be
+  // evaluated is the plan's mistake, with its line.
+  r = evaluate("launch k\n  grid = (1)\n  block = (32)\n  when = M < 8\n  args = (A)\n", {},
+               Shape{{{"M", 16}, {"N", 8}, {"K", 8}}}, cuda(), ctx);
+  EXPECT_EQ(r.out.disposition, Disposition::invalid_config);
+  EXPECT_NE(r.out.message.find("`when`"), std::string::npos) << r.out.message;
+  r = evaluate("launch k\n  grid = (1)\n  block = (32)\n  when = ROWZ > 1\n  args = (A)\n", {},
+               Shape{{{"M", 16}, {"N", 8}, {"K", 8}}}, cuda(), ctx);
+  EXPECT_EQ(r.out.disposition, Disposition::compile_failed);
+  EXPECT_NE(r.out.message.find(fmt::format("kernel.cu:{}:", kFirst + 3)), std::string::npos)
+      << r.out.message;
+  // `when` belongs to steps: a scratch buffer or a tensor map has none.
+  parsed = parse_plan_text("scratch s\n  dtype = f32\n  count = 4\n  when = M > 1\n", 1, "k.cu");
+  ASSERT_FALSE(parsed);
+  EXPECT_NE(parsed.error().find("not an attribute of scratch `s`"), std::string::npos)
+      << parsed.error();
 }
 
 TEST(PlanLanguage, ScratchBeyondTheWorkspaceIsRefused) {
@@ -209,14 +269,13 @@ TEST(PlanLanguage, TensorMapsFollowTheTmaRules) {
   // Not in an HLSL plan.
   PlanRun h = evaluate(host, {}, Shape{{{"M", 256}, {"N", 512}, {"K", 1024}}}, hlsl());
   EXPECT_EQ(h.out.disposition, Disposition::compile_failed);
-  EXPECT_NE(h.out.message.find("tensor maps are not part of a hlsl launch plan"),
-            std::string::npos)
+  EXPECT_NE(h.out.message.find("tensor maps are not part of a hlsl launch plan"), std::string::npos)
       << h.out.message;
 }
 
 TEST(PlanLanguage, RequireAndLimitsAreInvalidConfigurations) {
   PlanRun r = evaluate("require K % 8 == 0\nlaunch k\n  grid = (1)\n  block = (64)\n  args = ()\n",
-                   {}, Shape{{{"M", 16}, {"N", 16}, {"K", 12}}});
+                       {}, Shape{{{"M", 16}, {"N", 16}, {"K", 12}}});
   EXPECT_EQ(r.out.disposition, Disposition::invalid_config);
   EXPECT_EQ(r.out.message, "kernel.cu:8: requirement `K % 8 == 0` does not hold");
   PlanRun threads = evaluate("launch k\n  grid = (1)\n  block = (32, 64)\n  args = ()\n");
@@ -234,7 +293,8 @@ TEST(PlanLanguage, MistakesNameTheLineAndSayWhatToDo) {
   };
   const Case cases[] = {
       {"launch k\n  grid = (1)\n  block = (1)\n", "kernel.cu:8: launch `k` needs `args = (...)`"},
-      {"launch k\n  block = (1)\n  args = ()\n", "kernel.cu:8: launch `k` needs `grid = (x, y, z)`"},
+      {"launch k\n  block = (1)\n  args = ()\n",
+       "kernel.cu:8: launch `k` needs `grid = (x, y, z)`"},
       {"grid = (1)\n", "kernel.cu:8: `grid` is an attribute: write it on the lines after"},
       {"scratch s\n  grid = (1)\n", "kernel.cu:9: `grid` is not an attribute of scratch `s`"},
       {"launch k\n  grid = (1)\n  grid = (2)\n", "kernel.cu:10: `grid` is given twice"},
@@ -261,12 +321,12 @@ TEST(PlanLanguage, MistakesNameTheLineAndSayWhatToDo) {
 
 TEST(PlanLanguage, HlslDialectRefusesWhatItCannotExpress) {
   PlanRun ok = evaluate("launch main\n  grid = (ceil_div(N, 16), ceil_div(M, 16))\n", {},
-                    Shape{{{"M", 100}, {"N", 33}, {"K", 1}}}, hlsl());
+                        Shape{{{"M", 100}, {"N", 33}, {"K", 1}}}, hlsl());
   ASSERT_EQ(ok.out.disposition, Disposition::passed) << ok.out.message;
   EXPECT_EQ(ok.out.plan.steps[0].block, (std::array<int64_t, 3>{0, 0, 0}));
   EXPECT_EQ(ok.out.plan.steps[0].grid, (std::array<int64_t, 3>{3, 7, 1}));
   PlanRun args = evaluate("launch main\n  grid = (1)\n  args = (A)\n", {},
-                      Shape{{{"M", 1}, {"N", 1}, {"K", 1}}}, hlsl());
+                          Shape{{{"M", 1}, {"N", 1}, {"K", 1}}}, hlsl());
   EXPECT_EQ(args.out.disposition, Disposition::compile_failed);
   EXPECT_NE(args.out.message.find("bound by the declared bindings"), std::string::npos);
   PlanRun none = evaluate("x = 1\n", {}, Shape{{{"M", 1}, {"N", 1}, {"K", 1}}}, hlsl());

@@ -563,6 +563,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"fragment-prefetch", {d}},
       {"launch-bounds", {d}},
       {"stream-k", {m, d, h}},
+      {"small-m", {m, d, h}},
       // The tensor-core path (CUDA): sm_80 fragments, then Hopper's TMA, wgmma and setmaxnreg.
       {"tensor-core", {m, d, h}},
       {"tensor-tiling", {m, d}},
@@ -571,9 +572,11 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"wgmma", {m, d, h}},
       {"warp-specialization", {m, d}},
       {"persistent", {m, d, h}},
+      {"cluster", {m, d, h}},
   };
   const std::set<std::string> cuda_only = {"tensor-tiling", "tensor-pipelining",   "tma-loads",
-                                           "wgmma",         "warp-specialization", "persistent"};
+                                           "wgmma",         "warp-specialization", "persistent",
+                                           "cluster"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
@@ -590,8 +593,10 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       }
       // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks,
       // which Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on
-      // gfx90a); every other step is written for all three.
-      if ((name == "launch-bounds" || name == "stream-k" || name == "tensor-core") &&
+      // gfx90a), and so is the small-M path (its block shape is the launch's); every other step
+      // is written for all three.
+      if ((name == "launch-bounds" || name == "stream-k" || name == "tensor-core" ||
+           name == "small-m") &&
           std::string(backend) == "hlsl") {
         EXPECT_FALSE(t->supports(backend));
         continue;
@@ -659,6 +664,7 @@ TEST(RealLibrary, SequencesNameExistingTransformations) {
     if (std::string(file) == "cuda-fp32.toml" || std::string(file) == "hip-fp32.toml") {
       expected.push_back("launch-bounds");
       expected.push_back("stream-k");
+      expected.push_back("small-m");
     }
     EXPECT_EQ(steps, expected) << file;
     EXPECT_EQ(seq->path.filename(), file);

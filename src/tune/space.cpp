@@ -55,7 +55,9 @@ Result<TuningSpace> TuningSpace::build(std::vector<SpaceParam> params, const std
     s.total_ *= p.values.size();
     if (s.total_ > kEnumerateLimit)
       return make_error(
-          fmt::format("the tuning space has more than {} configurations; narrow the value sets",
+          fmt::format("the tuning space has more than {} configurations; narrow the value sets "
+                      "(a sequence step's [step.tuning], or `--tune NAME=V1,V2,...` on the "
+                      "command line)",
                       kEnumerateLimit));
   }
   s.params_ = std::move(params);

@@ -4,7 +4,8 @@
 // wraps it in a minimal matmul candidate for examples/matmul-cuda-{fp32,fp16,bf16}
 // (helper_snippets_testing.h describes each kernel), builds it with the CUDA backend for this
 // device and validates it with peak's own validator on a few shapes that the snippet's contract
-// allows: it must pass. The sm_90 snippets (tma, wgmma, setmaxnreg) are skipped on other devices.
+// allows: it must pass. The sm_90 snippets (tma, wgmma, setmaxnreg, cluster) are skipped on other
+// devices.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -120,6 +121,13 @@ TEST_F(HelperSnippetGpuTest, SetmaxnregBf16) { expect_case_passes("SetmaxnregBf1
 TEST_F(HelperSnippetGpuTest, Setmaxnreg2ConsumersFp16) {
   expect_case_passes("Setmaxnreg2ConsumersFp16");
 }
+
+// cluster (cluster.md) with tma: clusters of two blocks multicasting B slices and arriving on
+// each other's barriers, and a cluster of one block (a launch without clusters) (sm_90a).
+TEST_F(HelperSnippetGpuTest, Cluster2Fp16) { expect_case_passes("Cluster2Fp16"); }
+TEST_F(HelperSnippetGpuTest, Cluster2Bf16) { expect_case_passes("Cluster2Bf16"); }
+TEST_F(HelperSnippetGpuTest, ClusterOfOneFp16) { expect_case_passes("ClusterOfOneFp16"); }
+TEST_F(HelperSnippetGpuTest, ClusterOfOneBf16) { expect_case_passes("ClusterOfOneBf16"); }
 
 // Every case of helper_snippets_testing.h has a test above.
 TEST(HelperSnippetGpuCases, EveryCaseHasAGpuTest) {

@@ -5,11 +5,11 @@
 //
 // The hand-written helper snippets that transformations insert into CUDA kernels (the
 // `[[helpers]]` of transformations/matmul/*.md: cp-async, wmma, cp-async-16, tma, wgmma,
-// setmaxnreg) are tested exactly as shipped: each case loads the transformation files with the
-// library's parser, inserts the named helpers the way peak does before a transformation's first
-// pass (insert_helpers: "// peak helper: NAME" and the snippet's code at the start of the device
-// region), and wraps them in a minimal matmul candidate C = A * B for an examples/ context that
-// uses the snippet in the simplest way its comment documents.
+// setmaxnreg, cluster) are tested exactly as shipped: each case loads the transformation files
+// with the library's parser, inserts the named helpers the way peak does before a
+// transformation's first pass (insert_helpers: "// peak helper: NAME" and the snippet's code at
+// the start of the device region), and wraps them in a minimal matmul candidate C = A * B for an
+// examples/ context that uses the snippet in the simplest way its comment documents.
 #include <ostream>
 #include <string>
 #include <vector>
@@ -516,6 +516,115 @@ __global__ void __launch_bounds__(THREADS, 1)
   return c;
 }
 
+// cluster (cluster.md) with tma (tma-loads.md): clusters of `cluster` blocks along x (1 or 2; 1 is
+// a launch without clusters). Block x computes the 64 x 64 tile of C at rows 64 * x, so the
+// blocks of a cluster compute vertically adjacent tiles that share their 32 x 64 B box of every
+// K tile. Per K tile, thread 0 of each block waits on its `empty` barrier (one arrival from each
+// block of the cluster, mbar_arrive_cluster), announces both boxes' bytes on its `full` barrier,
+// copies its A box with tma_load_2d and its slice of the B box (32 / cluster rows at rank *
+// 32 / cluster) with tma_load_2d_multicast to every block; cluster_sync after the barriers are
+// initialized and at the end; the block traps unless cluster_ctarank() is blockIdx.x % cluster.
+// The shapes include three tile rows (the last cluster's second block lies entirely below M) and
+// K tiles whose second B slice lies entirely below K.
+inline HelperCase cluster_case(const InputType& in, int cluster) {
+  HelperCase c;
+  c.name = (cluster == 1 ? "ClusterOfOne" : fmt::format("Cluster{}", cluster)) + in.suffix;
+  c.context = in.context;
+  c.helpers = {{"tma-loads", "tma"}, {"cluster", "cluster"}};
+  c.required_arch = "sm_90a";
+  c.macros = in.macros + fmt::format("#define CLUSTER {}\n", cluster) + R"(#define BM 64
+#define BN 64
+#define BK 32
+#define THREADS 256
+// Each block of a cluster copies SLICE_ROWS rows of the B box (SLICE_BYTES) to every block.
+#define SLICE_ROWS (BK / CLUSTER)
+#define SLICE_BYTES (SLICE_ROWS * BN * 2)
+// Bytes of the two boxes, and the dynamic shared memory: both, 1024 to align them, two barriers.
+#define A_BOX_BYTES (BM * BK * 2)
+#define B_BOX_BYTES (BK * BN * 2)
+#define SMEM_BYTES (A_BOX_BYTES + B_BOX_BYTES + 1024 + 16)
+)";
+  c.device =
+      R"cu(// One shared stage per block: its own A box and the cluster's B box, whose slices every
+// block of the cluster multicasts; the stage is refilled once every block has released it.
+__global__ void __launch_bounds__(THREADS)
+    matmul(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+           float* C, int M, int N, int K) {
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = smem_align_1024(smem_raw);
+  const IN_T* As = reinterpret_cast<const IN_T*>(smem);                // BM x BK
+  const IN_T* Bs = reinterpret_cast<const IN_T*>(smem + A_BOX_BYTES);  // BK x BN
+  unsigned long long* full =
+      reinterpret_cast<unsigned long long*>(smem + A_BOX_BYTES + B_BOX_BYTES);
+  unsigned long long* empty = full + 1;
+  const int tid = threadIdx.x;
+  const unsigned rank = cluster_ctarank();
+  if (rank != blockIdx.x % CLUSTER) __trap();
+  const int row0 = blockIdx.x * BM, col0 = blockIdx.y * BN;
+  if (tid == 0) {
+    mbar_init(full, 1);
+    mbar_init(empty, CLUSTER);
+    mbar_fence_init();
+  }
+  cluster_sync();  // every block's barriers are initialized before anyone copies or arrives
+  const int ty = tid / 16, tx = tid % 16;  // rows ty + 16 i, columns tx + 16 j
+  float acc[4][4] = {};
+  const int k_tiles = (K + BK - 1) / BK;
+  for (int t = 0; t < k_tiles; ++t) {
+    if (tid == 0) {
+      if (t > 0) mbar_wait(empty, (t - 1) & 1);  // every block is done with K tile t - 1
+      mbar_expect_tx(full, A_BOX_BYTES + B_BOX_BYTES);
+      tma_load_2d(smem, &a_map, full, t * BK, row0);
+      tma_load_2d_multicast(smem + A_BOX_BYTES + rank * SLICE_BYTES, &b_map, full, col0,
+                            t * BK + rank * SLICE_ROWS, (1u << CLUSTER) - 1);
+    }
+    mbar_wait(full, t & 1);  // this block's A box and every block's B slice
+    for (int k = 0; k < BK; ++k)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          acc[i][j] += TO_F(As[(ty + 16 * i) * BK + k]) * TO_F(Bs[k * BN + tx + 16 * j]);
+    __syncthreads();  // every thread of this block is done with the stage
+    if (tid == 0)
+      for (unsigned r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty, r);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = row0 + ty + 16 * i, c = col0 + tx + 16 * j;
+      if (r < M && c < N) C[r * N + c] = acc[i][j];
+    }
+  cluster_sync();  // no block exits while another may still arrive on its barrier
+}
+)cu";
+  c.host = R"(require K % 8 == 0 && N % 8 == 0
+tensor_map a_map
+  array = A
+  dims = (K, M)
+  box = (BK, BM)
+tensor_map b_map
+  array = B
+  dims = (N, K)
+  box = (BN, SLICE_ROWS)
+launch matmul
+  grid = (CLUSTER * ceil_div(M, CLUSTER * BM), ceil_div(N, BN))
+  block = (THREADS)
+  shared = SMEM_BYTES
+  cluster = (CLUSTER)
+  args = (a_map, b_map, C, M, N, K)
+)";
+  // Whole clusters; ragged M, N and K (the second B slice of the last K tile below K); three
+  // tile rows (the second block of the last cluster entirely below M).
+  c.shapes = {snippet_shape(128, 256, 192), snippet_shape(200, 136, 72),
+              snippet_shape(136, 264, 200)};
+  c.shapes_note =
+      "K % 8 == 0 && N % 8 == 0, M x N x K: 128 x 256 x 192, the ragged 200 x 136 x 72 and "
+      "136 x 264 x 200 (three tile rows)";
+  return c;
+}
+
 inline std::vector<HelperCase> helper_cases() {
   std::vector<HelperCase> cases = {cp_async_case()};
   for (const InputType& in : {fp16_input(), bf16_input()}) {
@@ -526,6 +635,9 @@ inline std::vector<HelperCase> helper_cases() {
     cases.push_back(setmaxnreg_case(in, 1));
   }
   cases.push_back(setmaxnreg_case(fp16_input(), 2));
+  for (int cluster : {2, 1})
+    for (const InputType& in : {fp16_input(), bf16_input()})
+      cases.push_back(cluster_case(in, cluster));
   return cases;
 }
 
