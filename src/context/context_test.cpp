@@ -599,10 +599,12 @@ TEST(Context, ShapeSuiteErrors) {
       "kernel.toml"));
 }
 
+// The example contexts shipped with peak.
+constexpr const char* kExamples[] = {"matmul-cuda-fp32", "matmul-cuda-fp16", "matmul-cuda-bf16",
+                                     "matmul-hip-fp32",  "matmul-hip-fp16",  "matmul-hlsl-fp32"};
+
 TEST(Context, ExamplesCarryTheShapeSuite) {
-  const char* const examples[] = {"matmul-cuda-fp32", "matmul-cuda-fp16", "matmul-cuda-bf16",
-                                  "matmul-hip-fp32",  "matmul-hip-fp16",  "matmul-hlsl-fp32"};
-  for (const char* e : examples) {
+  for (const char* e : kExamples) {
     auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
     ASSERT_TRUE(c.is_ok()) << c.error();
     EXPECT_EQ(c->suite.size(), 8u) << e;
@@ -631,9 +633,7 @@ TEST(Context, ExamplesCarryTheShapeSuite) {
 // every class its suite has (by the class rules), at sizes a CPU reference checks quickly, so a
 // kernel that dispatches on the shape (a small-M path) is validated on each of its paths.
 TEST(Context, ExamplesValidateAShapeOfEveryClass) {
-  const char* const examples[] = {"matmul-cuda-fp32", "matmul-cuda-fp16", "matmul-cuda-bf16",
-                                  "matmul-hip-fp32",  "matmul-hip-fp16",  "matmul-hlsl-fp32"};
-  for (const char* e : examples) {
+  for (const char* e : kExamples) {
     auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
     ASSERT_TRUE(c.is_ok()) << c.error();
     std::set<SuiteClass> suite, checked;
