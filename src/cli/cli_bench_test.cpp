@@ -177,6 +177,16 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("one configuration per shape class"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("`peak bench` now runs each shape"), std::string::npos) << text.out;
+  // Tuning again starts each class from the configuration the newest table found for it (where
+  // that is not the best configuration, which every search starts from anyway).
+  size_t refined = 0;
+  for (const auto& v : t["variants"]) refined += v["config"] != t["fallback"] ? 1 : 0;
+  const std::string from =
+      "starting from dispatch table " + std::to_string(t["evaluation"].get<int>()) + "'s";
+  size_t seen = 0;
+  for (size_t at = text.err.find(from); at != std::string::npos; at = text.err.find(from, at + 1))
+    ++seen;
+  EXPECT_EQ(seen, refined) << text.err;
 
   // --class searches only the classes named; the others run the checkpoint's best configuration.
   Out no_classes = peak({"tune", "--class", "small-m"}, ws);

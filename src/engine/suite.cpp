@@ -361,9 +361,14 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   json result = summary(*cp);
   t.fallback = best_config(result, ctx, nullptr);
   t.fallback_text = config_text(t.fallback);
-  // Every class's search starts from the checkpoint's best configurations.
+  // Every class's search starts from the checkpoint's best configurations, and a class that the
+  // newest table of this checkpoint (tuned on this device, same suite variant) found a
+  // configuration for first from that one: tuning again refines the table instead of starting
+  // over.
   std::vector<Config> start = {t.fallback};
   for (const Config& c : detail::top_configs(result, ctx)) start.push_back(c);
+  std::optional<DispatchTable> earlier = latest_dispatch(*store_, id);
+  if (earlier && (earlier->device != dev->name || earlier->small != t.small)) earlier.reset();
 
   // The suite's shapes by the class the rules give them (not their labels); the shapes the kernel
   // does not support are left out, and a class without a shape is not tuned.
@@ -412,6 +417,14 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     for (const SuiteShape* ss : it->second) co.shapes.push_back(ss->shape);
     progress_.print(fmt::format("class {} ({}/{}): tuning on {}", cls, ++done, n_classes,
                                 join(v.shapes, ", ")));
+    if (earlier) {
+      const Config& before = dispatch_config(*earlier, cls);
+      if (!before.empty() && before != t.fallback) {
+        co.must_include.insert(co.must_include.begin(), before);
+        progress_.print(fmt::format("  starting from dispatch table {}'s configuration: {}",
+                                    earlier->evaluation, config_text(before)));
+      }
+    }
     auto c0 = std::chrono::steady_clock::now();
     Evaluation ev = evaluate(ctx, source, co, std::nullopt, id);
     v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
