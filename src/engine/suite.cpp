@@ -388,12 +388,11 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   json classes = json::array();
   auto t0 = std::chrono::steady_clock::now();
   // Every class there came from a rule; `only` names known classes.
-  const size_t n_classes =
-      only.empty() ? by_class.size()
-                   : static_cast<size_t>(
-                         std::count_if(by_class.begin(), by_class.end(), [&](const auto& kv) {
-                           return std::find(only.begin(), only.end(), kv.first) != only.end();
-                         }));
+  auto searched_class = [&](const std::string& cls) {
+    return only.empty() || std::find(only.begin(), only.end(), cls) != only.end();
+  };
+  const size_t n_classes = static_cast<size_t>(std::count_if(
+      by_class.begin(), by_class.end(), [&](const auto& kv) { return searched_class(kv.first); }));
   size_t done = 0;
   std::set<std::string> tuned;
   for (const auto& rule : rules) {
@@ -404,7 +403,7 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     v.cls = cls;
     v.when = rule.when;
     for (const SuiteShape* ss : it->second) v.shapes.push_back(ss->name);
-    if (!only.empty() && std::find(only.begin(), only.end(), cls) == only.end()) {
+    if (!searched_class(cls)) {
       // Left out by the caller: its shapes run the checkpoint's best configuration.
       v.disposition = "not_searched";
       v.message = "not searched (peak tune --classes --class names the classes searched)";
