@@ -16,6 +16,9 @@
 #   configuration.
 #   TUNE="NAME=V1,V2 ...": the value sets the class searches range over (`--tune`), where the
 #   checkpoint's space is too large to enumerate or its sequence narrowed it.
+#   TUNE_<class>="..." (dashes as underscores: TUNE_small_m, TUNE_large_k): with ONLY, each class
+#   named is searched by a call of its own (NAME-classes-CLASS.*) with these value sets (else
+#   TUNE's), in the order of ONLY; every call keeps the classes searched before it (`kept`).
 source "$(dirname "$0")/env.sh"
 store=${1:?usage: bench-suite.sh STORE_DIR CHECKPOINT CONTEXT [options]}
 ref=${2:?checkpoint}
@@ -38,16 +41,36 @@ cd "$ws" || exit 4
 "$BIN/peak" -q checkout --force --detach "$ref" && "$BIN/peak" -q checkout --force HEAD || exit 4
 grep -q '^\[suite\]' kernel.toml || cp "$ROOT/examples/$ctx/kernel.toml" kernel.toml
 set -o pipefail
-if [ "${CLASSES:-0}" = 1 ]; then
+# One `peak tune --classes` call: LABEL, then the value sets and class options.
+search() {
+  local label=$1 start rc
+  shift
   start=$(date +%s)
-  tune=()
-  for t in ${TUNE:-}; do tune+=(--tune "$t"); done
-  for c in ${ONLY:-}; do tune+=(--class "$c"); done
-  "$BIN/peak" --json tune --classes "$ref" --full --budget "${BUDGET:-24}" "${tune[@]}" \
-    >"$OUT/$name-classes.json" 2>"$OUT/$name-classes.txt"
+  "$BIN/peak" --json tune --classes "$ref" --full --budget "${BUDGET:-24}" "$@" \
+    >"$OUT/$label.json" 2>"$OUT/$label.txt"
   rc=$?
-  echo "peak tune --classes exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/$name-classes.txt"
-  [ $rc -eq 0 ] || exit $rc
+  echo "peak tune --classes exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/$label.txt"
+  return $rc
+}
+if [ "${CLASSES:-0}" = 1 ]; then
+  per_class=0
+  for c in ${ONLY:-}; do
+    v="TUNE_${c//-/_}"
+    [ -n "${!v:-}" ] && per_class=1
+  done
+  if [ $per_class = 1 ]; then
+    for c in $ONLY; do
+      v="TUNE_${c//-/_}"
+      tune=()
+      for t in ${!v:-${TUNE:-}}; do tune+=(--tune "$t"); done
+      search "$name-classes-$c" --class "$c" "${tune[@]}" || exit $?
+    done
+  else
+    tune=()
+    for t in ${TUNE:-}; do tune+=(--tune "$t"); done
+    for c in ${ONLY:-}; do tune+=(--class "$c"); done
+    search "$name-classes" "${tune[@]}" || exit $?
+  fi
 fi
 start=$(date +%s)
 "$BIN/peak" --json bench "$ref" --full "$@" -o "$OUT/$name-suite.json" 2>&1 | tee "$OUT/$name-suite.txt"

@@ -188,7 +188,8 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
     ++seen;
   EXPECT_EQ(seen, refined) << text.err;
 
-  // --class searches only the classes named; the others run the checkpoint's best configuration.
+  // --class searches only the classes named; the others keep what the newest table found for
+  // them, or run the checkpoint's best configuration.
   Out no_classes = peak({"tune", "--class", "small-m"}, ws);
   EXPECT_EQ(no_classes.code, 2);
   EXPECT_NE(no_classes.err.find("add --classes"), std::string::npos) << no_classes.err;
@@ -202,8 +203,16 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
   ASSERT_EQ(oj["variants"].size(), 6u);
   for (const auto& v : oj["variants"]) {
     const bool searched = v["class"] == "small-m";
-    EXPECT_EQ(v["disposition"], searched ? "passed" : "not_searched") << v.dump();
-    EXPECT_EQ(v["config"].empty(), !searched) << v.dump();
+    if (searched) {
+      EXPECT_EQ(v["disposition"], "passed") << v.dump();
+    } else if (v["disposition"] == "kept") {
+      EXPECT_NE(v["message"].get<std::string>().find("kept from dispatch table"), std::string::npos)
+          << v.dump();
+      EXPECT_NE(v["config"], oj["fallback"]) << v.dump();
+    } else {
+      EXPECT_EQ(v["disposition"], "not_searched") << v.dump();
+    }
+    EXPECT_EQ(v["config"].empty(), v["disposition"] == "not_searched") << v.dump();
     EXPECT_FALSE(v["shapes"].empty()) << v.dump();
   }
   EXPECT_EQ(oj["evaluations"], 1);
@@ -212,6 +221,41 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
   json bj = json::parse(b1.out, nullptr, false);
   EXPECT_EQ(bj["dispatch"], oj["evaluation"]);
   for (const auto& r : bj["rows"]) EXPECT_EQ(r["disposition"], "passed") << r.dump();
+
+  // Searching one class at a time builds up the table: a class's configuration (here one other
+  // than the best, by its narrowed search) stays when the next call searches another class.
+  Out narrowed = peak({"-q", "--json", "tune", "--classes", "--class", "small-m", "--budget", "1",
+                       "--tune", "BLOCK_X=8", "--tune", "BLOCK_Y=4"},
+                      ws);
+  ASSERT_EQ(narrowed.code, 0) << narrowed.out << narrowed.err;
+  json nj = json::parse(narrowed.out, nullptr, false);
+  const json small_m_config = {{"BLOCK_X", 8}, {"BLOCK_Y", 4}};
+  ASSERT_EQ(nj["variants"][1]["class"], "small-m");
+  ASSERT_EQ(nj["variants"][1]["config"], small_m_config) << nj.dump();
+  Out square = peak({"--json", "tune", "--classes", "--class", "square", "--budget", "1"}, ws);
+  ASSERT_EQ(square.code, 0) << square.out << square.err;
+  json qj = json::parse(square.out, nullptr, false);
+  const json& kept = qj["variants"][1];
+  EXPECT_EQ(kept["disposition"], "kept") << kept.dump();
+  EXPECT_EQ(kept["config"], small_m_config) << kept.dump();
+  EXPECT_EQ(kept["evaluated"], 0) << kept.dump();
+  EXPECT_NE(kept["message"].get<std::string>().find("kept from dispatch table " +
+                                                    std::to_string(nj["evaluation"].get<int>())),
+            std::string::npos)
+      << kept.dump();
+  EXPECT_NE(square.err.find("class small-m: not searched, keeps dispatch table"), std::string::npos)
+      << square.err;
+  EXPECT_EQ(qj["variants"][4]["disposition"], "passed") << qj.dump();
+  EXPECT_EQ(qj["evaluations"], 1);
+  Out b2 = peak({"-q", "--json", "bench"}, ws);
+  ASSERT_EQ(b2.code, 0) << b2.err;
+  json b2j = json::parse(b2.out, nullptr, false);
+  EXPECT_EQ(b2j["dispatch"], qj["evaluation"]);
+  for (const auto& r : b2j["rows"]) {
+    if (r["class"] == "small-m") {
+      EXPECT_EQ(r["config"], "BLOCK_X=8 BLOCK_Y=4") << r.dump();
+    }
+  }
 }
 
 }  // namespace

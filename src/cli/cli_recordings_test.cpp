@@ -20,13 +20,13 @@ using json = nlohmann::json;
 using namespace peak::testing;
 
 // The fp32 sequence's steps kept on the branch after the seed (split-k is applied, then set
-// aside); CUDA and HIP add launch bounds, Stream-K and the small-M path.
+// aside); CUDA and HIP add launch bounds, Stream-K, the small-M path and its loads.
 std::vector<std::string> kept_steps(bool cuda_or_hip) {
   std::vector<std::string> s = {
       "seed",          "refactor",     "tb-tiling",  "thread-tiling",    "thread-cache",
       "transpose",     "thread-chunk", "pipelining", "register-staging", "offset",
       "block-swizzle", "warp-tiling",  "vectorize",  "fragment-prefetch"};
-  if (cuda_or_hip) s.insert(s.end(), {"launch-bounds", "stream-k", "small-m"});
+  if (cuda_or_hip) s.insert(s.end(), {"launch-bounds", "stream-k", "small-m", "small-m-loads"});
   return s;
 }
 

@@ -404,10 +404,25 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     v.when = rule.when;
     for (const SuiteShape* ss : it->second) v.shapes.push_back(ss->name);
     if (!searched_class(cls)) {
-      // Left out by the caller: its shapes run the checkpoint's best configuration.
-      v.disposition = "not_searched";
-      v.message = "not searched (peak tune --classes --class names the classes searched)";
-      progress_.print(fmt::format("class {}: not searched, runs {}", cls, t.fallback_text));
+      // Left out by the caller: the configuration the newest table found for it stays (so that
+      // searching one class at a time builds up the table); without one, its shapes run the
+      // checkpoint's best configuration.
+      const DispatchVariant* kept = earlier ? dispatch_variant(*earlier, cls) : nullptr;
+      if (kept && kept->config != t.fallback) {
+        v.config = kept->config;
+        v.config_text = kept->config_text;
+        v.space = kept->space;
+        v.gflops = kept->gflops;
+        v.baseline_gflops = kept->baseline_gflops;
+        v.disposition = "kept";
+        v.message = fmt::format("not searched; kept from dispatch table {}", earlier->evaluation);
+        progress_.print(fmt::format("class {}: not searched, keeps dispatch table {}'s {}", cls,
+                                    earlier->evaluation, v.config_text));
+      } else {
+        v.disposition = "not_searched";
+        v.message = "not searched (peak tune --classes --class names the classes searched)";
+        progress_.print(fmt::format("class {}: not searched, runs {}", cls, t.fallback_text));
+      }
       t.variants.push_back(std::move(v));
       continue;
     }
@@ -461,12 +476,15 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
                                   t.small ? " (small variant)" : "",
                                   left_out.empty() ? "" : " (" + join(left_out, ", ") + ")"),
                       ErrorKind::input);
-  const bool any = std::any_of(t.variants.begin(), t.variants.end(),
-                               [](const DispatchVariant& v) { return !v.config.empty(); });
-  // The first class searched (an unsearched class says nothing about the kernel).
-  auto searched = std::find_if(t.variants.begin(), t.variants.end(), [](const DispatchVariant& v) {
-    return v.disposition != "not_searched";
+  auto was_searched = [](const DispatchVariant& v) {
+    return v.disposition != "not_searched" && v.disposition != "kept";
+  };
+  // A configuration found by this call's searches (a kept one says nothing about them).
+  const bool any = std::any_of(t.variants.begin(), t.variants.end(), [&](const DispatchVariant& v) {
+    return was_searched(v) && !v.config.empty();
   });
+  // The first class searched (an unsearched class says nothing about the kernel).
+  auto searched = std::find_if(t.variants.begin(), t.variants.end(), was_searched);
   if (searched == t.variants.end())
     return make_error("--class names no class that has a shape in the suite", ErrorKind::input);
 
@@ -482,11 +500,18 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   s["phases"] = {
       {"tune_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   s["disposition"] = any ? "passed" : searched->disposition;
-  s["message"] =
-      fmt::format("{} of {} classes tuned, {} configurations evaluated",
-                  std::count_if(t.variants.begin(), t.variants.end(),
-                                [](const DispatchVariant& v) { return !v.config.empty(); }),
-                  t.variants.size(), dispatch_evaluations(t));
+  s["message"] = fmt::format(
+      "{} of {} classes tuned{}, {} configurations evaluated",
+      std::count_if(t.variants.begin(), t.variants.end(),
+                    [&](const DispatchVariant& v) { return was_searched(v) && !v.config.empty(); }),
+      t.variants.size(),
+      [&] {
+        const auto kept =
+            std::count_if(t.variants.begin(), t.variants.end(),
+                          [](const DispatchVariant& v) { return v.disposition == "kept"; });
+        return kept ? fmt::format(", {} kept", kept) : std::string();
+      }(),
+      dispatch_evaluations(t));
   record_evaluation(id, std::nullopt, kDispatchKind, opts, s);
   if (auto ev = store_->evaluations(id); ev && !ev->empty() && ev->back().kind == kDispatchKind) {
     t.evaluation = ev->back().id;

@@ -813,12 +813,14 @@ std::vector<Tool> make_tools() {
        "configuration. Returns per class the configuration, the evaluations spent and the rate. "
        "`classes` limits the search to the classes named (the others run the best "
        "configuration). Sends progress, can be cancelled.",
-       object_schema(eval_props(with_workspace(
-           {{"ref", ref_prop},
-            {"classes",
-             {{"type", "array"},
-              {"items", {{"type", "string"}}},
-              {"description", "the classes to search (default: every class of the suite)"}}}}))),
+       object_schema(eval_props(
+           with_workspace({{"ref", ref_prop},
+                           {"classes",
+                            {{"type", "array"},
+                             {"items", {{"type", "string"}}},
+                             {"description",
+                              "the classes to search (default: every class of the suite); the "
+                              "others keep the newest table's configuration"}}}}))),
        out_schema({{"checkpoint", integer("")},
                    {"variants", {{"type", "array"}}},
                    {"evaluations", integer("configurations evaluated over all classes")}},

@@ -12,11 +12,16 @@ namespace peak {
 
 using json = nlohmann::json;
 
+const DispatchVariant* dispatch_variant(const DispatchTable& t, const std::string& cls) {
+  for (const auto& v : t.variants)
+    if (v.cls == cls && !v.config.empty()) return &v;
+  return nullptr;
+}
+
 const std::map<std::string, int64_t>& dispatch_config(const DispatchTable& t,
                                                       const std::string& cls) {
-  for (const auto& v : t.variants)
-    if (v.cls == cls && !v.config.empty()) return v.config;
-  return t.fallback;
+  const DispatchVariant* v = dispatch_variant(t, cls);
+  return v ? v->config : t.fallback;
 }
 
 size_t dispatch_evaluations(const DispatchTable& t) {

@@ -52,6 +52,8 @@ struct DispatchTable {
 };
 
 // The configuration a shape of class `cls` runs with: its variant's, else the fallback.
+// The entry of class `cls` that has a configuration (nullptr: none, or its search found none).
+const DispatchVariant* dispatch_variant(const DispatchTable& t, const std::string& cls);
 const std::map<std::string, int64_t>& dispatch_config(const DispatchTable& t,
                                                       const std::string& cls);
 // Evaluations spent over all classes.

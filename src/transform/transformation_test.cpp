@@ -564,6 +564,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"launch-bounds", {d}},
       {"stream-k", {m, d, h}},
       {"small-m", {m, d, h}},
+      {"small-m-loads", {d}},
       // The tensor-core path (CUDA): sm_80 fragments, then Hopper's TMA, wgmma and setmaxnreg.
       {"tensor-core", {m, d, h}},
       {"tensor-tiling", {m, d}},
@@ -593,10 +594,11 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       }
       // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks,
       // which Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on
-      // gfx90a), and so is the small-M path (its block shape is the launch's); every other step
+      // gfx90a), and so is the small-M path (its block shape is the launch's) and what builds on
+      // it; every other step
       // is written for all three.
       if ((name == "launch-bounds" || name == "stream-k" || name == "tensor-core" ||
-           name == "small-m") &&
+           name == "small-m" || name == "small-m-loads") &&
           std::string(backend) == "hlsl") {
         EXPECT_FALSE(t->supports(backend));
         continue;
@@ -665,6 +667,7 @@ TEST(RealLibrary, SequencesNameExistingTransformations) {
       expected.push_back("launch-bounds");
       expected.push_back("stream-k");
       expected.push_back("small-m");
+      expected.push_back("small-m-loads");
     }
     EXPECT_EQ(steps, expected) << file;
     EXPECT_EQ(seq->path.filename(), file);

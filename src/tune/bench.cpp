@@ -148,6 +148,7 @@ Result<TuningBenchReport> bench_tuning(
     for (const auto& name : rep.options.strategies) {
       TuningBenchRow row;
       row.space = bs.label;
+      row.space_index = rep.spaces.size();
       row.strategy = name;
       std::vector<std::vector<double>> evals(opts.targets.size()), secs(opts.targets.size());
       for (int seed = 1; seed <= opts.seeds; ++seed) {
@@ -181,10 +182,9 @@ Result<TuningBenchReport> bench_tuning(
 }
 
 double TuningBenchReport::fraction_of_space(const TuningBenchRow& row, size_t t) const {
-  for (const auto& s : spaces)
-    if (s.label == row.space && t < row.targets.size() && row.targets[t].evaluations >= 0)
-      return row.targets[t].evaluations / static_cast<double>(s.configs);
-  return -1;
+  if (row.space_index >= spaces.size() || t >= row.targets.size() || row.targets[t].evaluations < 0)
+    return -1;
+  return row.targets[t].evaluations / static_cast<double>(spaces[row.space_index].configs);
 }
 
 json TuningBenchReport::to_json() const {
@@ -209,7 +209,10 @@ json TuningBenchReport::to_json() const {
                    {"seconds", bt.seconds},
                    {"reached", bt.reached}});
     }
-    rows_j.push_back({{"space", r.space}, {"strategy", r.strategy}, {"targets", t}});
+    rows_j.push_back({{"space", r.space},
+                      {"path", r.space_index < spaces.size() ? spaces[r.space_index].path : ""},
+                      {"strategy", r.strategy},
+                      {"targets", t}});
   }
   return {{"format", "peak-tuning-bench"},
           {"version", kBenchFormatVersion},
@@ -226,19 +229,20 @@ std::string TuningBenchReport::text() const {
       "Median over {} seeds; batches of {}; evaluations and simulated seconds until the best "
       "configuration found is within the target of the space's best.\n",
       options.seeds, options.batch);
-  for (const auto& s : spaces) {
+  for (size_t si = 0; si < spaces.size(); ++si) {
+    const TuningBenchSpace& s = spaces[si];
     out += fmt::format(
-        "\n{}: {} configurations, {} passed, best {:.4g} ms; exhaustive sweep {:.1f} s "
+        "\n{}, {}: {} configurations, {} passed, best {:.4g} ms; exhaustive sweep {:.1f} s "
         "simulated; model rank correlation {:.2f} over {} configurations\n",
-        s.label, s.configs, s.passed, s.best_ms, s.exhaustive_seconds, s.model_spearman,
-        s.model_points);
+        s.label, fs::path(s.path).filename().string(), s.configs, s.passed, s.best_ms,
+        s.exhaustive_seconds, s.model_spearman, s.model_points);
     std::string head = fmt::format("  {:<11}", "strategy");
     for (double t : options.targets)
       head += fmt::format(" {:>9} {:>7} {:>9} {:>7}", fmt::format("evals@{:g}", t * 100), "%space",
                           fmt::format("sim s@{:g}", t * 100), "reached");
     out += head + "\n";
     for (const auto& r : rows) {
-      if (r.space != s.label) continue;
+      if (r.space_index != si) continue;
       std::string line = fmt::format("  {:<11}", r.strategy);
       for (size_t i = 0; i < r.targets.size(); ++i) {
         const auto& bt = r.targets[i];

@@ -31,7 +31,8 @@ struct TuningBenchTarget {
 };
 
 struct TuningBenchRow {
-  std::string space;  // the cache's label
+  std::string space;   // the cache's label (two caches may share one: same kernel and step)
+  size_t space_index;  // its space in TuningBenchReport::spaces
   std::string strategy;
   std::vector<TuningBenchTarget> targets;
 };

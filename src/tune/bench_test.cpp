@@ -52,6 +52,45 @@ TEST(Bench, ExhaustiveIsExactAndEveryRowHasEverySeed) {
   EXPECT_NE(r->text().find("exhaustive"), std::string::npos);
 }
 
+// Two measured spaces of one step (same kernel, transformation and device, so the same label):
+// each row belongs to its own space, whose size is the denominator of its fraction.
+TEST(Bench, TwoSpacesOfOneStepAreKeptApart) {
+  auto time = [](const Config& k) { return 1.0 + std::abs(k.at("X") - 4); };
+  TuningCache small = testing::synthetic_cache({{"X", {1, 2, 4, 8}, 8}}, time);
+  TuningCache large = testing::synthetic_cache({{"X", {1, 2, 4, 8, 16, 32, 64, 128}, 8}}, time);
+  TuningBenchOptions o;
+  o.seeds = 2;
+  o.strategies = {"exhaustive"};
+  auto r = bench_tuning({{"large.json", large}, {"small.json", small}}, o);
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->spaces.size(), 2u);
+  ASSERT_EQ(r->spaces[0].label, r->spaces[1].label);
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_EQ(r->rows[0].space_index, 0u);
+  EXPECT_EQ(r->rows[1].space_index, 1u);
+  // The exhaustive order: the default (X=8), then X=1, 2, 4: the best is the 4th of either.
+  EXPECT_DOUBLE_EQ(r->fraction_of_space(r->rows[0], 1), 4.0 / 8);
+  EXPECT_DOUBLE_EQ(r->fraction_of_space(r->rows[1], 1), 4.0 / 4);
+  const std::string text = r->text();
+  const size_t first = text.find(", large.json:"), second = text.find(", small.json:");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(second, std::string::npos) << text;
+  // One strategy row under each space's header, not both under each.
+  auto rows = [&](size_t from, size_t to) {
+    size_t n = 0;
+    for (size_t at = text.find("\n  exhaustive ", from); at < to;
+         at = text.find("\n  exhaustive ", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(rows(first, second), 1u) << text;
+  EXPECT_EQ(rows(second, text.size()), 1u) << text;
+  EXPECT_NE(text.find("50.0%", first), std::string::npos) << text;
+  EXPECT_NE(text.find("100.0%", second), std::string::npos) << text;
+  auto j = r->to_json();
+  EXPECT_EQ(j["rows"][1]["path"], "small.json");
+}
+
 TEST(Bench, RefusesIncompleteCachesAndUnknownStrategies) {
   TuningCache c = testing::valley_cache();
   TuningBenchOptions o;
