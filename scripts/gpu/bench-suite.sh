@@ -16,6 +16,7 @@
 #   configuration.
 #   TUNE="NAME=V1,V2 ...": the value sets the class searches range over (`--tune`), where the
 #   checkpoint's space is too large to enumerate or its sequence narrowed it.
+#   SINGLE=0: no `--single` suite after the dispatched one.
 #   TUNE_<class>="..." (dashes as underscores: TUNE_small_m, TUNE_large_k): with ONLY, each class
 #   named is searched by a call of its own (NAME-classes-CLASS.*) with these value sets (else
 #   TUNE's), in the order of ONLY; every call keeps the classes searched before it (`kept`).
@@ -76,7 +77,7 @@ start=$(date +%s)
 "$BIN/peak" --json bench "$ref" --full "$@" -o "$OUT/$name-suite.json" 2>&1 | tee "$OUT/$name-suite.txt"
 rc=$?
 echo "peak bench exit $rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/$name-suite.txt"
-if [ "${CLASSES:-0}" = 1 ]; then
+if [ "${CLASSES:-0}" = 1 ] && [ "${SINGLE:-1}" = 1 ]; then
   "$BIN/peak" --json bench "$ref" --full --single "$@" -o "$OUT/$name-single.json" 2>&1 |
     tee "$OUT/$name-single.txt"
 fi

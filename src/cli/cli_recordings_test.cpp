@@ -20,7 +20,8 @@ using json = nlohmann::json;
 using namespace peak::testing;
 
 // The fp32 sequence's steps kept on the branch after the seed (split-k is applied, then set
-// aside); CUDA and HIP add launch bounds, Stream-K, the small-M path and its loads.
+// aside); CUDA and HIP add launch bounds, Stream-K, the small-M path and its loads (and apply the
+// Stream-K hybrid, then set it aside).
 std::vector<std::string> kept_steps(bool cuda_or_hip) {
   std::vector<std::string> s = {
       "seed",          "refactor",     "tb-tiling",  "thread-tiling",    "thread-cache",
@@ -79,9 +80,11 @@ class Recordings : public Cli {
   }
 };
 
+// The Stream-K hybrid, the last step, is applied and set aside: one step more than the kept ones.
 TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("matmul-cuda-fp32", "cuda-fp32", "cuda-fp32-full", kept_steps(true));
+  replay_compiled("matmul-cuda-fp32", "cuda-fp32", "cuda-fp32-full", kept_steps(true),
+                  kept_steps(true).size() + 1);
 }
 
 // The tensor-core sequence's whole fp16 recording (up to warpgroup MMA, warp specialization, the
@@ -96,10 +99,12 @@ TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
 }
 
 // The same sequence as CUDA's, built for AMD (hipcc: gfx90a and gfx1030, with the resource
-// report) and, where nvcc is, for the H100 through the mapping header.
+// report) and, where nvcc is, for the H100 through the mapping header; the Stream-K hybrid is
+// set aside as in CUDA's.
 TEST_F(Recordings, TheWholeHipRecordingCompilesForAmdAndNvidia) {
   if (!has_toolchain("hip")) GTEST_SKIP() << "no HIP toolchain on this machine";
-  replay_compiled("matmul-hip-fp32", "hip-fp32", "hip-fp32-full", kept_steps(true));
+  replay_compiled("matmul-hip-fp32", "hip-fp32", "hip-fp32-full", kept_steps(true),
+                  kept_steps(true).size() + 1);
 }
 
 // The HIP tensor-core steps (refactor, tb-tiling, tensor-core with its mfma helper) on the HIP
