@@ -307,6 +307,10 @@ class FakeSlurm : public SlurmClient {
     ++polls;
     std::vector<SlurmJob> out;
     for (auto& [id, j] : jobs_) {
+      if (j.hidden > 0) {
+        --j.hidden;  // requeued, not back in the queue yet
+        continue;
+      }
       if (j.state == "PENDING") {
         j.state = "RUNNING";  // seen running once, then it runs
       } else if (j.state == "RUNNING") {
@@ -342,7 +346,9 @@ class FakeSlurm : public SlurmClient {
   Status requeue(const std::string& id) override {
     ++requeue_calls;
     if (refuse_requeue) return Status::error("Invalid job id specified", ErrorKind::environment);
+    jobs_[id].ended_as = jobs_[id].state;
     jobs_[id].state = "PENDING";
+    jobs_[id].hidden = hidden_after_requeue;
     ++jobs_[id].restarts;
     return Status::ok();
   }
@@ -350,18 +356,20 @@ class FakeSlurm : public SlurmClient {
     JobEnd e;
     if (!jobs_.count(id)) return e;
     e.known = true;
-    e.state = jobs_[id].state;
+    e.state = jobs_[id].hidden > 0 ? jobs_[id].ended_as : jobs_[id].state;
     e.exit_code = jobs_[id].exit;
     e.restarts = jobs_[id].restarts;
     return e;
   }
   bool fail_first_run = false, refuse_requeue = false;
+  // Polls for which a requeued job stays out of the queue, its state still the ended one.
+  int hidden_after_requeue = 0;
   int polls = 0, runs = 0, submissions = 0, requeue_calls = 0;
 
  private:
   struct Job {
-    std::string name, workflow, state = "PENDING", exit;
-    int restarts = 0;
+    std::string name, workflow, state = "PENDING", exit, ended_as;
+    int restarts = 0, hidden = 0;
   };
   const Campaign& c_;
   std::map<std::string, Job> jobs_;
@@ -405,6 +413,25 @@ TEST_F(CampaignTest, SlurmExecutorRequeuesAJobThatEndedWithItsWorkflowUnfinished
   auto r = run_campaign(*c, ro);  // the real squeue is never reached: nothing to run
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(llm_calls(), 1u);
+}
+
+// Slurm may leave a job it was just asked to requeue out of the queue for a few polls, its state
+// still the ended one: the executor waits for it instead of requeueing it a second time.
+TEST_F(CampaignTest, SlurmExecutorRequeuesOnceWhenTheRequeuedJobIsMissingForAMoment) {
+  auto c = parse(scale_campaign("\n[slurm]\npoll_seconds = 0.1\n"));
+  ASSERT_TRUE(c) << c.error();
+  auto todo = workflows(*c);
+  ASSERT_TRUE(ensure_workspace(todo[0]));
+  FakeSlurm slurm(*c);
+  slurm.fail_first_run = true;
+  slurm.hidden_after_requeue = 3;
+  RunOptions ro;
+  ro.peak_binary = fs::path(PEAK_BINARY_DIR) / "peak";
+  ASSERT_TRUE(follow_slurm(*c, todo, ro, slurm));
+  EXPECT_EQ(slurm.requeue_calls, 1);
+  EXPECT_EQ(slurm.submissions, 1);
+  EXPECT_EQ(read_state(todo[0]).status, "passed");
+  EXPECT_EQ(load_state(*c)["workflows"][todo[0].id].value("requeues", 0), 1);
 }
 
 TEST_F(CampaignTest, SlurmExecutorSubmitsAgainWhenTheControllerForgotTheJob) {

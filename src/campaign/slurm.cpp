@@ -19,6 +19,10 @@
 
 namespace peak::campaign {
 
+// How long a job this executor requeued may stay out of the queue before it counts as ended
+// again (at least five polls).
+constexpr std::chrono::seconds kRequeueGrace{60};
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -214,6 +218,12 @@ Status follow_slurm(const Campaign& c, const std::vector<Workflow>& todo, const 
 
   std::set<std::string> done, followed;  // ended in this run; whose job was seen or submitted
   std::map<std::string, int> tries;      // requeues and resubmissions in this run
+  // Workflows whose job this run requeued and has not seen in the queue since. Slurm may leave a
+  // requeued job out of the queue for a moment while the old run finishes (its state then still
+  // reads as ended); it is not counted as ended again before kRequeueGrace has passed.
+  std::map<std::string, std::chrono::steady_clock::time_point> requeued;
+  const auto requeue_grace = std::max<std::chrono::steady_clock::duration>(
+      kRequeueGrace, 5 * std::chrono::milliseconds(static_cast<int64_t>(c.slurm.poll_s * 1000)));
   int queue_failures = 0, submit_failures = 0;
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(c.slurm.poll_s * 1000));
 
@@ -277,6 +287,7 @@ Status follow_slurm(const Campaign& c, const std::vector<Workflow>& todo, const 
       if (by_id.count(job)) {
         ++active;
         followed.insert(w.id);
+        requeued.erase(w.id);
         const SlurmJob& sj = by_id[job];
         if (rec.value("slurm_state", "") != sj.state)
           say(fmt::format("{}: job {} {}{}", w.id, job, sj.state,
@@ -297,6 +308,11 @@ Status follow_slurm(const Campaign& c, const std::vector<Workflow>& todo, const 
         continue;
       }
       if (followed.count(w.id) && !job.empty()) {
+        if (auto it = requeued.find(w.id);
+            it != requeued.end() && std::chrono::steady_clock::now() - it->second < requeue_grace) {
+          ++active;  // requeued by this run a moment ago: not back in the queue yet
+          continue;
+        }
         // Its job ended with the workflow unfinished: killed, preempted beyond Slurm's own
         // requeue, failed, or stopped by the workflow itself.
         JobEnd e = note_end(rec, job);
@@ -333,6 +349,7 @@ Status follow_slurm(const Campaign& c, const std::vector<Workflow>& todo, const 
         }
         ++tries[w.id];
         if (auto s = slurm.requeue(job); s) {
+          requeued[w.id] = std::chrono::steady_clock::now();
           rec["requeues"] = rec.value("requeues", 0) + 1;
           rec["slurm_state"] = "PENDING";
           ++active;
