@@ -222,10 +222,9 @@ Status follow_slurm(const Campaign& c, const std::vector<Workflow>& todo, const 
   // requeued job out of the queue for a moment while the old run finishes (its state then still
   // reads as ended); it is not counted as ended again before kRequeueGrace has passed.
   std::map<std::string, std::chrono::steady_clock::time_point> requeued;
-  const auto requeue_grace = std::max<std::chrono::steady_clock::duration>(
-      kRequeueGrace, 5 * std::chrono::milliseconds(static_cast<int64_t>(c.slurm.poll_s * 1000)));
   int queue_failures = 0, submit_failures = 0;
   const auto poll = std::chrono::milliseconds(static_cast<int64_t>(c.slurm.poll_s * 1000));
+  const auto requeue_grace = std::max<std::chrono::steady_clock::duration>(kRequeueGrace, 5 * poll);
 
   auto submit = [&](const Workflow& w, json& rec) -> Status {
     if (auto s = write_file_atomic(w.script, job_script(c, w, peak)); !s)

@@ -403,17 +403,19 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     v.cls = cls;
     v.when = rule.when;
     for (const SuiteShape* ss : it->second) v.shapes.push_back(ss->name);
+    // What the newest table found for this class, where that is not the best configuration.
+    const DispatchVariant* before = earlier ? dispatch_variant(*earlier, cls) : nullptr;
+    if (before && before->config == t.fallback) before = nullptr;
     if (!searched_class(cls)) {
       // Left out by the caller: the configuration the newest table found for it stays (so that
       // searching one class at a time builds up the table); without one, its shapes run the
       // checkpoint's best configuration.
-      const DispatchVariant* kept = earlier ? dispatch_variant(*earlier, cls) : nullptr;
-      if (kept && kept->config != t.fallback) {
-        v.config = kept->config;
-        v.config_text = kept->config_text;
-        v.space = kept->space;
-        v.gflops = kept->gflops;
-        v.baseline_gflops = kept->baseline_gflops;
+      if (before) {
+        v.config = before->config;
+        v.config_text = before->config_text;
+        v.space = before->space;
+        v.gflops = before->gflops;
+        v.baseline_gflops = before->baseline_gflops;
         v.disposition = "kept";
         v.message = fmt::format("not searched; kept from dispatch table {}", earlier->evaluation);
         progress_.print(fmt::format("class {}: not searched, keeps dispatch table {}'s {}", cls,
@@ -431,13 +433,10 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     for (const SuiteShape* ss : it->second) co.shapes.push_back(ss->shape);
     progress_.print(fmt::format("class {} ({}/{}): tuning on {}", cls, ++done, n_classes,
                                 join(v.shapes, ", ")));
-    if (earlier) {
-      const Config& before = dispatch_config(*earlier, cls);
-      if (!before.empty() && before != t.fallback) {
-        co.must_include.insert(co.must_include.begin(), before);
-        progress_.print(fmt::format("  starting from dispatch table {}'s configuration: {}",
-                                    earlier->evaluation, config_text(before)));
-      }
+    if (before) {
+      co.must_include.insert(co.must_include.begin(), before->config);
+      progress_.print(fmt::format("  starting from dispatch table {}'s configuration: {}",
+                                  earlier->evaluation, config_text(before->config)));
     }
     auto c0 = std::chrono::steady_clock::now();
     Evaluation ev = evaluate(ctx, source, co, std::nullopt, id);
@@ -479,10 +478,12 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   auto was_searched = [](const DispatchVariant& v) {
     return v.disposition != "not_searched" && v.disposition != "kept";
   };
-  // A configuration found by this call's searches (a kept one says nothing about them).
-  const bool any = std::any_of(t.variants.begin(), t.variants.end(), [&](const DispatchVariant& v) {
+  // The classes whose search in this call found a configuration (a kept one says nothing about
+  // them).
+  const auto found = std::count_if(t.variants.begin(), t.variants.end(), [&](const auto& v) {
     return was_searched(v) && !v.config.empty();
   });
+  const bool any = found > 0;
   // The first class searched (an unsearched class says nothing about the kernel).
   auto searched = std::find_if(t.variants.begin(), t.variants.end(), was_searched);
   if (searched == t.variants.end())
@@ -500,18 +501,11 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   s["phases"] = {
       {"tune_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   s["disposition"] = any ? "passed" : searched->disposition;
-  s["message"] = fmt::format(
-      "{} of {} classes tuned{}, {} configurations evaluated",
-      std::count_if(t.variants.begin(), t.variants.end(),
-                    [&](const DispatchVariant& v) { return was_searched(v) && !v.config.empty(); }),
-      t.variants.size(),
-      [&] {
-        const auto kept =
-            std::count_if(t.variants.begin(), t.variants.end(),
-                          [](const DispatchVariant& v) { return v.disposition == "kept"; });
-        return kept ? fmt::format(", {} kept", kept) : std::string();
-      }(),
-      dispatch_evaluations(t));
+  const auto kept = std::count_if(t.variants.begin(), t.variants.end(),
+                                  [](const auto& v) { return v.disposition == "kept"; });
+  s["message"] =
+      fmt::format("{} of {} classes tuned{}, {} configurations evaluated", found, t.variants.size(),
+                  kept ? fmt::format(", {} kept", kept) : "", dispatch_evaluations(t));
   record_evaluation(id, std::nullopt, kDispatchKind, opts, s);
   if (auto ev = store_->evaluations(id); ev && !ev->empty() && ev->back().kind == kDispatchKind) {
     t.evaluation = ev->back().id;

@@ -811,16 +811,15 @@ std::vector<Tool> make_tools() {
        "configurations, validated and timed against the vendor library. The configurations found "
        "become the checkpoint's dispatch table: bench then runs each shape with its class's "
        "configuration. Returns per class the configuration, the evaluations spent and the rate. "
-       "`classes` limits the search to the classes named (the others run the best "
-       "configuration). Sends progress, can be cancelled.",
-       object_schema(eval_props(
-           with_workspace({{"ref", ref_prop},
-                           {"classes",
-                            {{"type", "array"},
-                             {"items", {{"type", "string"}}},
-                             {"description",
-                              "the classes to search (default: every class of the suite); the "
-                              "others keep the newest table's configuration"}}}}))),
+       "`classes` limits the search to the classes named (the others keep the configuration the "
+       "newest table has for them, else run the best configuration). Sends progress, can be "
+       "cancelled.",
+       object_schema(eval_props(with_workspace(
+           {{"ref", ref_prop},
+            {"classes",
+             {{"type", "array"},
+              {"items", {{"type", "string"}}},
+              {"description", "the classes to search (default: every class of the suite)"}}}}))),
        out_schema({{"checkpoint", integer("")},
                    {"variants", {{"type", "array"}}},
                    {"evaluations", integer("configurations evaluated over all classes")}},

@@ -51,9 +51,9 @@ struct DispatchTable {
   std::vector<DispatchVariant> variants;  // in the order of the class rules
 };
 
-// The configuration a shape of class `cls` runs with: its variant's, else the fallback.
 // The entry of class `cls` that has a configuration (nullptr: none, or its search found none).
 const DispatchVariant* dispatch_variant(const DispatchTable& t, const std::string& cls);
+// The configuration a shape of class `cls` runs with: its variant's, else the fallback.
 const std::map<std::string, int64_t>& dispatch_config(const DispatchTable& t,
                                                       const std::string& cls);
 // Evaluations spent over all classes.

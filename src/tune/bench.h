@@ -31,8 +31,8 @@ struct TuningBenchTarget {
 };
 
 struct TuningBenchRow {
-  std::string space;   // the cache's label (two caches may share one: same kernel and step)
-  size_t space_index;  // its space in TuningBenchReport::spaces
+  std::string space;       // the cache's label (two caches may share one: same kernel and step)
+  size_t space_index = 0;  // its space in TuningBenchReport::spaces
   std::string strategy;
   std::vector<TuningBenchTarget> targets;
 };
