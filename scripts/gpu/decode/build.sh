@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the decode bench and one cubin per line of configs.txt (gen.sh), with peak's nvcc flags.
+# Builds the decode bench and one cubin per line of configs.txt, with peak's nvcc flags.
 # Output in ${DIR:-.dev/decode} of the repository (bench, cubins/, logs/), which run.sh uses.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
