@@ -463,8 +463,11 @@ time = "00:30:00"
       std::chrono::seconds(300)))
       << "the killed job was not requeued\n"
       << diagnostics();
-  // A requeued job waits about two minutes before it may start again; let it start now.
-  (void)cluster.cmd({"scontrol", "update", "JobId=" + job, "StartTime=now"});
+  // A requeued job waits about two minutes before it may start again, so that its new launch
+  // credential postdates the one slurmd revoked when the killed run ended (whole seconds; a launch
+  // in the same second is refused as "Job credential revoked" and the job ends FAILED). The kill
+  // happened before this point: a start three seconds from now is always past it.
+  (void)cluster.cmd({"scontrol", "update", "JobId=" + job, "StartTime=now+3"});
   auto mid = view(target.workspace);
   ASSERT_TRUE(mid);
   EXPECT_EQ(mid->checkpoints, before->checkpoints);  // the kill made nothing, lost nothing
@@ -489,7 +492,7 @@ time = "00:30:00"
     if (r.value("id", "") == target.id) {
       EXPECT_EQ(r["executor"].value("job", ""), job);
       EXPECT_EQ(r["executor"].value("submissions", 0), 1);
-      EXPECT_EQ(r["executor"].value("requeues", 0), 1);
+      EXPECT_EQ(r["executor"].value("requeues", 0), 1) << diagnostics();
       EXPECT_GE(r["executor"].value("restarts", 0), 1);
     }
 
