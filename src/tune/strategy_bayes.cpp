@@ -9,7 +9,6 @@
 // finishes the search once the model has found the right region.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <numeric>
 
 #include "tune/strategy_impl.h"
@@ -20,7 +19,7 @@ namespace {
 
 constexpr size_t kMaxTrain = 160;        // the model learns from the best this many at most
 constexpr size_t kMaxCandidates = 2048;  // configurations scored per pick at most
-static const double kXi = std::getenv("AUTO_XI") ? std::atof(std::getenv("AUTO_XI")) : 0.01;
+constexpr double kXi = 0.01;  // the expected improvement's exploration margin (standardized log time)
 constexpr double kLengths[] = {0.1, 0.2, 0.4, 0.8, 1.6, 6.4};
 constexpr double kNoises[] = {1e-4, 1e-3, 1e-2, 5e-2, 0.2};
 
@@ -163,8 +162,7 @@ class Bayes : public Strategy {
   void start(const TuningSpace& space, uint64_t seed, size_t limit) override {
     m_.reset(space, seed);
     const size_t d = space.params().size();
-    initial_ = std::clamp<size_t>(
-        std::getenv("AUTO_INIT") ? std::atoi(std::getenv("AUTO_INIT")) * d : 2 * d, 6, 12);
+    initial_ = std::clamp<size_t>(2 * d, 6, 12);
     initial_ = std::min(initial_, std::max<size_t>(limit / 3, 2));
     lengths_.assign(d, 0.4);
     noise_ = 1e-2;
@@ -179,20 +177,15 @@ class Bayes : public Strategy {
       spread_out(out, max);
       return out;
     }
-    size_t local = 0;
-    const bool stalled = std::getenv("AUTO_STALL") ? stalled_ : true;
-    if (local_share_ > 0 && stalled)
-      local = static_cast<size_t>(std::ceil(local_share_ * static_cast<double>(max)));
+    const size_t local =
+        local_share_ > 0 ? static_cast<size_t>(std::ceil(local_share_ * static_cast<double>(max)))
+                         : 0;
     improve(out, max, local);
     if (out.empty()) spread_out(out, 1);
     return out;
   }
 
-  void tell(const std::vector<Observation>& obs) override {
-    auto before = m_.best();
-    m_.record(obs);
-    stalled_ = before && m_.best() == before;
-  }
+  void tell(const std::vector<Observation>& obs) override { m_.record(obs); }
 
  private:
   std::vector<double> point(size_t i) const {
@@ -353,7 +346,6 @@ class Bayes : public Strategy {
 
   std::string name_;
   double local_share_ = 0;
-  bool stalled_ = false;
   Memory m_;
   size_t initial_ = 6;
   std::vector<double> lengths_;
@@ -365,8 +357,7 @@ class Bayes : public Strategy {
 
 std::unique_ptr<Strategy> make_bayes() { return std::make_unique<Bayes>("bayes", 0.0); }
 std::unique_ptr<Strategy> make_auto() {
-  return std::make_unique<Bayes>(
-      "auto", std::getenv("AUTO_SHARE") ? std::atof(std::getenv("AUTO_SHARE")) : 0.25);
+  return std::make_unique<Bayes>("auto", 0.25);  // a quarter of every batch to the descent
 }
 
 }  // namespace peak::strategy_detail
