@@ -1392,7 +1392,8 @@ std::vector<Command> commands() {
                      "checkpoint's dispatch table, which `peak bench` runs");
          c->add_option("--class", o.only_classes,
                        "with --classes: search only this class (repeat for several); the other "
-                       "classes run the checkpoint's best configuration");
+                       "classes keep the newest table's configuration for them, else run the "
+                       "checkpoint's best");
          add_wait_option(c, o);
        },
        [](Options& o) { return cmd_eval(o, "tune", "tuned"); }},
