@@ -597,6 +597,24 @@ struct Store::Impl {
     return Status::ok();
   }
 
+  // The rows of `select` in id order, all of them or those whose `column` is `id`.
+  template <typename Record>
+  Result<std::vector<Record>> list(std::string_view select, std::string_view column,
+                                   std::optional<int64_t> id, std::string_view what,
+                                   Record (*read)(const Stmt&)) {
+    const std::string sql = id ? fmt::format("{} WHERE {} = ? ORDER BY id", select, column)
+                               : fmt::format("{} ORDER BY id", select);
+    std::vector<Record> out;
+    auto st = query(
+        sql.c_str(), what,
+        [&](Stmt& s) {
+          if (id) s.integer(*id);
+        },
+        [&](Stmt& s) { out.push_back(read(s)); });
+    if (!st) return st;
+    return out;
+  }
+
   Result<bool> checkpoint_exists(int64_t id) {
     bool found = false;
     auto st = query(
@@ -1404,17 +1422,8 @@ Result<int64_t> Store::add_attempt(const AttemptRecord& a) {
 
 Result<std::vector<AttemptRecord>> Store::attempts(std::optional<int64_t> workflow_id) const {
   std::lock_guard lock(impl_->mu);
-  std::vector<AttemptRecord> out;
-  static const std::string all = std::string(kAttemptSelect) + " ORDER BY id";
-  static const std::string by = std::string(kAttemptSelect) + " WHERE workflow_id = ? ORDER BY id";
-  auto st = impl_->query(
-      workflow_id ? by.c_str() : all.c_str(), "list attempts",
-      [&](Stmt& s) {
-        if (workflow_id) s.integer(*workflow_id);
-      },
-      [&](Stmt& s) { out.push_back(read_attempt(s)); });
-  if (!st) return st;
-  return out;
+  return impl_->list<AttemptRecord>(kAttemptSelect, "workflow_id", workflow_id, "list attempts",
+                                    read_attempt);
 }
 
 Status Store::attach_attempt_to_checkpoint(int64_t attempt_id, int64_t checkpoint_id) {
@@ -1487,17 +1496,8 @@ Result<int64_t> Store::add_build(const BuildRecord& b) {
 
 Result<std::vector<BuildRecord>> Store::builds(std::optional<int64_t> attempt_id) const {
   std::lock_guard lock(impl_->mu);
-  std::vector<BuildRecord> out;
-  static const std::string all = std::string(kBuildSelect) + " ORDER BY id";
-  static const std::string by = std::string(kBuildSelect) + " WHERE attempt_id = ? ORDER BY id";
-  auto st = impl_->query(
-      attempt_id ? by.c_str() : all.c_str(), "list builds",
-      [&](Stmt& s) {
-        if (attempt_id) s.integer(*attempt_id);
-      },
-      [&](Stmt& s) { out.push_back(read_build(s)); });
-  if (!st) return st;
-  return out;
+  return impl_->list<BuildRecord>(kBuildSelect, "attempt_id", attempt_id, "list builds",
+                                  read_build);
 }
 
 // ---- validations ----
@@ -1549,18 +1549,8 @@ Result<int64_t> Store::add_validation(const ValidationRecord& v) {
 
 Result<std::vector<ValidationRecord>> Store::validations(std::optional<int64_t> attempt_id) const {
   std::lock_guard lock(impl_->mu);
-  std::vector<ValidationRecord> out;
-  static const std::string all = std::string(kValidationSelect) + " ORDER BY id";
-  static const std::string by =
-      std::string(kValidationSelect) + " WHERE attempt_id = ? ORDER BY id";
-  auto st = impl_->query(
-      attempt_id ? by.c_str() : all.c_str(), "list validations",
-      [&](Stmt& s) {
-        if (attempt_id) s.integer(*attempt_id);
-      },
-      [&](Stmt& s) { out.push_back(read_validation(s)); });
-  if (!st) return st;
-  return out;
+  return impl_->list<ValidationRecord>(kValidationSelect, "attempt_id", attempt_id,
+                                       "list validations", read_validation);
 }
 
 // ---- measurements ----
@@ -1613,18 +1603,8 @@ Result<int64_t> Store::add_measurement(const MeasurementRecord& m) {
 Result<std::vector<MeasurementRecord>> Store::measurements(
     std::optional<int64_t> checkpoint_id) const {
   std::lock_guard lock(impl_->mu);
-  std::vector<MeasurementRecord> out;
-  static const std::string all = std::string(kMeasurementSelect) + " ORDER BY id";
-  static const std::string by =
-      std::string(kMeasurementSelect) + " WHERE checkpoint_id = ? ORDER BY id";
-  auto st = impl_->query(
-      checkpoint_id ? by.c_str() : all.c_str(), "list measurements",
-      [&](Stmt& s) {
-        if (checkpoint_id) s.integer(*checkpoint_id);
-      },
-      [&](Stmt& s) { out.push_back(read_measurement(s)); });
-  if (!st) return st;
-  return out;
+  return impl_->list<MeasurementRecord>(kMeasurementSelect, "checkpoint_id", checkpoint_id,
+                                        "list measurements", read_measurement);
 }
 
 // ---- evaluations ----
@@ -1663,18 +1643,8 @@ Result<int64_t> Store::add_evaluation(const EvaluationRecord& e) {
 Result<std::vector<EvaluationRecord>> Store::evaluations(
     std::optional<int64_t> checkpoint_id) const {
   std::lock_guard lock(impl_->mu);
-  std::vector<EvaluationRecord> out;
-  static const std::string all = std::string(kEvaluationSelect) + " ORDER BY id";
-  static const std::string by =
-      std::string(kEvaluationSelect) + " WHERE checkpoint_id = ? ORDER BY id";
-  auto st = impl_->query(
-      checkpoint_id ? by.c_str() : all.c_str(), "list evaluations",
-      [&](Stmt& s) {
-        if (checkpoint_id) s.integer(*checkpoint_id);
-      },
-      [&](Stmt& s) { out.push_back(read_evaluation(s)); });
-  if (!st) return st;
-  return out;
+  return impl_->list<EvaluationRecord>(kEvaluationSelect, "checkpoint_id", checkpoint_id,
+                                       "list evaluations", read_evaluation);
 }
 
 // ---- stashes ----
