@@ -21,7 +21,7 @@ using namespace peak::testing;
 
 // The fp32 sequence's steps kept on the branch after the seed (split-k is applied, then set
 // aside); CUDA and HIP add launch bounds, Stream-K, the small-M path and its loads (and apply the
-// Stream-K hybrid, then set it aside).
+// Stream-K hybrid and the Stream-K dispatch, then set them aside).
 std::vector<std::string> kept_steps(bool cuda_or_hip) {
   std::vector<std::string> s = {
       "seed",          "refactor",     "tb-tiling",  "thread-tiling",    "thread-cache",
@@ -80,11 +80,12 @@ class Recordings : public Cli {
   }
 };
 
-// The Stream-K hybrid, the last step, is applied and set aside: one step more than the kept ones.
+// The Stream-K hybrid and the Stream-K dispatch, the last steps, are applied and set aside: two
+// steps more than the kept ones.
 TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("matmul-cuda-fp32", "cuda-fp32", "cuda-fp32-full", kept_steps(true),
-                  kept_steps(true).size() + 1);
+                  kept_steps(true).size() + 2);
 }
 
 // The tensor-core sequence's whole fp16 recording (up to warpgroup MMA, warp specialization, the
@@ -99,12 +100,12 @@ TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
 }
 
 // The same sequence as CUDA's, built for AMD (hipcc: gfx90a and gfx1030, with the resource
-// report) and, where nvcc is, for the H100 through the mapping header; the Stream-K hybrid is
-// set aside as in CUDA's.
+// report) and, where nvcc is, for the H100 through the mapping header; the Stream-K hybrid and
+// the Stream-K dispatch are set aside as in CUDA's.
 TEST_F(Recordings, TheWholeHipRecordingCompilesForAmdAndNvidia) {
   if (!has_toolchain("hip")) GTEST_SKIP() << "no HIP toolchain on this machine";
   replay_compiled("matmul-hip-fp32", "hip-fp32", "hip-fp32-full", kept_steps(true),
-                  kept_steps(true).size() + 1);
+                  kept_steps(true).size() + 2);
 }
 
 // The HIP tensor-core steps (refactor, tb-tiling, tensor-core with its mfma helper) on the HIP
