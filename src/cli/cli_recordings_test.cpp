@@ -21,13 +21,15 @@ using namespace peak::testing;
 
 // The fp32 sequence's steps kept on the branch after the seed (split-k is applied, then set
 // aside); CUDA and HIP add launch bounds, Stream-K, the small-M path and its loads (and apply the
-// Stream-K hybrid and the Stream-K dispatch, then set them aside).
+// Stream-K hybrid and the Stream-K dispatch, then set them aside), and a data-parallel kernel.
 std::vector<std::string> kept_steps(bool cuda_or_hip) {
   std::vector<std::string> s = {
       "seed",          "refactor",     "tb-tiling",  "thread-tiling",    "thread-cache",
       "transpose",     "thread-chunk", "pipelining", "register-staging", "offset",
       "block-swizzle", "warp-tiling",  "vectorize",  "fragment-prefetch"};
-  if (cuda_or_hip) s.insert(s.end(), {"launch-bounds", "stream-k", "small-m", "small-m-loads"});
+  if (cuda_or_hip)
+    s.insert(s.end(),
+             {"launch-bounds", "stream-k", "small-m", "small-m-loads", "data-parallel-kernel"});
   return s;
 }
 
@@ -80,8 +82,8 @@ class Recordings : public Cli {
   }
 };
 
-// The Stream-K hybrid and the Stream-K dispatch, the last steps, are applied and set aside: two
-// steps more than the kept ones.
+// The Stream-K hybrid and the Stream-K dispatch are applied and set aside: two steps more than the
+// kept ones.
 TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("matmul-cuda-fp32", "cuda-fp32", "cuda-fp32-full", kept_steps(true),

@@ -567,6 +567,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"small-m-loads", {d}},
       {"stream-k-hybrid", {m, d}},
       {"stream-k-dispatch", {h}},
+      {"data-parallel-kernel", {m, d, h}},
       // The tensor-core path (CUDA): sm_80 fragments, then Hopper's TMA, wgmma and setmaxnreg.
       {"tensor-core", {m, d, h}},
       {"tensor-tiling", {m, d}},
@@ -601,7 +602,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       // is written for all three.
       if ((name == "launch-bounds" || name == "stream-k" || name == "tensor-core" ||
            name == "small-m" || name == "small-m-loads" || name == "stream-k-hybrid" ||
-           name == "stream-k-dispatch") &&
+           name == "stream-k-dispatch" || name == "data-parallel-kernel") &&
           std::string(backend) == "hlsl") {
         EXPECT_FALSE(t->supports(backend));
         continue;
@@ -673,6 +674,7 @@ TEST(RealLibrary, SequencesNameExistingTransformations) {
       expected.push_back("small-m-loads");
       expected.push_back("stream-k-hybrid");
       expected.push_back("stream-k-dispatch");
+      expected.push_back("data-parallel-kernel");
     }
     EXPECT_EQ(steps, expected) << file;
     EXPECT_EQ(seq->path.filename(), file);
