@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -94,6 +95,33 @@ class ApiDriver : public LlmDriver {
     return reply;
   }
 
+  // Marks `reply` as an infrastructure failure (the endpoint's fault, not the candidate's).
+  void fail_reply(LlmReply& reply, const std::string& what, const std::string& url,
+                  const std::string& body) const {
+    reply.status = LlmStatus::failed;
+    reply.infrastructure = true;
+    reply.error = redact(fmt::format("{}: the reply from {} {}: {}", name_, display_url(url), what,
+                                     body_start(body)));
+  }
+
+  // The reply body as a JSON object, or nullopt with `reply` marked as a failure.
+  std::optional<json> parse_reply(const HttpResponse& r, const std::string& url,
+                                  LlmReply& reply) const {
+    json j = json::parse(r.body, nullptr, false);
+    if (j.is_discarded()) {
+      fail_reply(reply, "is not JSON", url, r.body);
+      return std::nullopt;
+    }
+    return j;
+  }
+
+  // Nothing a server sends back is trusted to be free of the key.
+  static void redact_reply(LlmReply& reply) {
+    reply.text = redact(std::move(reply.text));
+    reply.model = redact(std::move(reply.model));
+    reply.producer = redact(std::move(reply.producer));
+  }
+
   // The endpoint checks: a few quick requests, never past the check timeout in all.
   std::vector<LlmCheck> check_with(const std::string& model_url, const std::string& list_url,
                                    const std::vector<std::string>& headers) {
@@ -152,22 +180,12 @@ class OpenAiDriver : public ApiDriver {
                          policy_.deadline_s, reply))
       return reply;
 
-    json j;
-    try {
-      j = json::parse(r.body);
-    } catch (const std::exception&) {
-      reply.status = LlmStatus::failed;
-      reply.infrastructure = true;
-      reply.error = redact(fmt::format("openai: the reply from {} is not JSON: {}",
-                                       display_url(url), body_start(r.body)));
-      return reply;
-    }
+    auto parsed = parse_reply(r, url, reply);
+    if (!parsed) return reply;
+    const json& j = *parsed;
     if (!j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
         j["choices"].empty() || !j["choices"][0].is_object()) {
-      reply.status = LlmStatus::failed;
-      reply.infrastructure = true;
-      reply.error = redact(fmt::format("openai: the reply from {} has no choices: {}",
-                                       display_url(url), body_start(r.body)));
+      fail_reply(reply, "has no choices", url, r.body);
       return reply;
     }
     const json& choice = j["choices"][0];
@@ -191,10 +209,7 @@ class OpenAiDriver : public ApiDriver {
             reply.text += part["text"].get<std::string>();
       }
     }
-    // Nothing a server sends back is trusted to be free of the key.
-    reply.text = redact(std::move(reply.text));
-    reply.model = redact(std::move(reply.model));
-    reply.producer = redact(std::move(reply.producer));
+    redact_reply(reply);
     if (reply.finish_reason == "length") {
       reply.status = LlmStatus::truncated;
       reply.error = fmt::format(
@@ -259,21 +274,11 @@ class AnthropicDriver : public ApiDriver {
                          policy_.deadline_s, reply))
       return reply;
 
-    json j;
-    try {
-      j = json::parse(r.body);
-    } catch (const std::exception&) {
-      reply.status = LlmStatus::failed;
-      reply.infrastructure = true;
-      reply.error = redact(fmt::format("anthropic: the reply from {} is not JSON: {}",
-                                       display_url(url), body_start(r.body)));
-      return reply;
-    }
+    auto parsed = parse_reply(r, url, reply);
+    if (!parsed) return reply;
+    const json& j = *parsed;
     if (!j.is_object() || !j.contains("content") || !j["content"].is_array()) {
-      reply.status = LlmStatus::failed;
-      reply.infrastructure = true;
-      reply.error = redact(fmt::format("anthropic: the reply from {} has no content: {}",
-                                       display_url(url), body_start(r.body)));
+      fail_reply(reply, "has no content", url, r.body);
       return reply;
     }
     for (const auto& block : j["content"])
@@ -288,9 +293,7 @@ class AnthropicDriver : public ApiDriver {
       reply.completion_tokens = int_field(j["usage"], "output_tokens");
     }
     reply.finish_reason = str_field(j, "stop_reason");
-    reply.text = redact(std::move(reply.text));
-    reply.model = redact(std::move(reply.model));
-    reply.producer = redact(std::move(reply.producer));
+    redact_reply(reply);
     if (reply.finish_reason == "max_tokens") {
       reply.status = LlmStatus::truncated;
       reply.error = fmt::format(

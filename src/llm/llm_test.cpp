@@ -573,15 +573,36 @@ TEST_F(LlmHttp, CheckOfAServerWithoutModelListsOnlyChecksReachability) {
   EXPECT_NE(checks[2].detail.find("not checked"), std::string::npos) << checks[2].detail;
 }
 
-TEST_F(LlmHttp, BadJsonFromServerFails) {
-  TestServer server([](httplib::Server& s, TestServer&) {
-    s.Post("/v1/chat/completions", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("<html>gateway</html>", "text/html");
+// A reply that is not JSON, or JSON without the reply's fields, is the endpoint's failure (an
+// infrastructure failure, not the candidate's), named with the driver and the body's start.
+TEST_F(LlmHttp, MalformedRepliesAreInfrastructureFailures) {
+  ::setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789", 1);
+  struct Case {
+    std::string spec_prefix, path, body, expected;
+  };
+  const std::vector<Case> cases = {
+      {"openai:m@", "/v1/chat/completions", "<html>gateway</html>", "openai: the reply from "},
+      {"openai:m@", "/v1/chat/completions", R"({"id":"x","object":"chat.completion"})",
+       "has no choices"},
+      {"anthropic:m@", "/v1/messages", "<html>gateway</html>", "anthropic: the reply from "},
+      {"anthropic:m@", "/v1/messages", R"({"id":"x","type":"message"})", "has no content"},
+  };
+  for (const auto& c : cases) {
+    TestServer server([&c](httplib::Server& s, TestServer&) {
+      s.Post(c.path, [&c](const httplib::Request&, httplib::Response& res) {
+        res.set_content(c.body, c.body[0] == '{' ? "application/json" : "text/html");
+      });
     });
-  });
-  LlmReply r = driver("openai:m@" + server.url() + "/v1")->complete(request());
-  EXPECT_EQ(r.status, LlmStatus::failed);
-  EXPECT_NE(r.error.find("not JSON"), std::string::npos) << r.error;
+    const std::string base = server.url() + (c.spec_prefix == "openai:m@" ? "/v1" : "");
+    LlmReply r = driver(c.spec_prefix + base)->complete(request());
+    EXPECT_EQ(r.status, LlmStatus::failed) << c.body;
+    EXPECT_TRUE(r.infrastructure) << c.body;
+    EXPECT_NE(r.error.find(c.expected), std::string::npos) << r.error;
+    EXPECT_NE(r.error.find(c.body[0] == '{' ? "\"id\"" : "gateway"), std::string::npos) << r.error;
+    if (c.body[0] == '<') {
+      EXPECT_NE(r.error.find("is not JSON"), std::string::npos) << r.error;
+    }
+  }
 }
 
 // ---- Anthropic -------------------------------------------------------------------------------
