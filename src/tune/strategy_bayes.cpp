@@ -19,8 +19,8 @@ namespace {
 
 constexpr size_t kMaxTrain = 160;        // the model learns from the best this many at most
 constexpr size_t kMaxCandidates = 2048;  // configurations scored per pick at most
-constexpr double kXi =
-    0.01;  // the expected improvement's exploration margin (standardized log time)
+// The expected improvement's exploration margin, in standardized log time.
+constexpr double kXi = 0.01;
 constexpr double kLengths[] = {0.1, 0.2, 0.4, 0.8, 1.6, 6.4};
 constexpr double kNoises[] = {1e-4, 1e-3, 1e-2, 5e-2, 0.2};
 
