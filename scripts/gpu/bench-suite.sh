@@ -26,20 +26,8 @@ ref=${2:?checkpoint}
 ctx=${3:?context}
 shift 3
 name=${NAME:-$ctx-$ref}
-ws=$(mktemp -d)/ws
-mkdir -p "$ws/.peak"
-cp -r "$store/FORMAT" "$store/blobs" "$ws/.peak/"
-if [ -f "$store/peak.db" ]; then
-  cp "$store/peak.db" "$ws/.peak/peak.db"
-else
-  python3 -c 'import lzma, shutil, sys
-with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
-    "$store/peak.db.xz" "$ws/.peak/peak.db"
-fi
+ws=$(workspace_from_store "$store" "$ref") || exit 4
 cd "$ws" || exit 4
-# The store's HEAD moves to the checkpoint; `checkout HEAD` then writes its files (a copied store
-# comes without them).
-"$BIN/peak" -q checkout --force --detach "$ref" && "$BIN/peak" -q checkout --force HEAD || exit 4
 grep -q '^\[suite\]' kernel.toml || cp "$ROOT/examples/$ctx/kernel.toml" kernel.toml
 set -o pipefail
 # One `peak tune --classes` call: LABEL, then the value sets and class options.

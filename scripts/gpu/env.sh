@@ -22,3 +22,25 @@ fi
 export PEAK_DATA_DIR=${PEAK_DATA_DIR:-$ROOT}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv | tee "$OUT/nvidia-smi.csv"
+
+# A fresh workspace from a committed store folder (peak.db or peak.db.xz, blobs, FORMAT), HEAD
+# moved to checkpoint REF and its files written; prints the workspace's path.
+# Usage: ws=$(workspace_from_store STORE_DIR REF)
+workspace_from_store() {
+  local store=$1 ref=$2 ws
+  ws=$(mktemp -d)/ws
+  mkdir -p "$ws/.peak"
+  cp -r "$store/FORMAT" "$store/blobs" "$ws/.peak/"
+  if [ -f "$store/peak.db" ]; then
+    cp "$store/peak.db" "$ws/.peak/peak.db"
+  else
+    python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
+      "$store/peak.db.xz" "$ws/.peak/peak.db"
+  fi
+  # The store's HEAD moves to the checkpoint; `checkout HEAD` then writes its files (a copied
+  # store comes without them).
+  (cd "$ws" && "$BIN/peak" -q checkout --force --detach "$ref" >&2 &&
+    "$BIN/peak" -q checkout --force HEAD >&2) || return 4
+  echo "$ws"
+}
