@@ -362,10 +362,11 @@ Result<SwitchResult> Workspace::switch_to(const std::string& head_value, int64_t
   u.head = head_value;
   u.branches = std::move(branches);
   // A switch to a checkpoint with HEAD's very files carries local changes along (as git does),
-  // unless HEAD itself is checked out to get its files back.
+  // unless HEAD itself is checked out to get its files back or `force` asks for the target's
+  // files (local changes are stashed first, as always).
   auto h = head();
   auto current = h ? files_of(h->id) : Result<std::map<std::string, std::string>>(Error{""});
-  if (why != "checkout HEAD" && current && *current == *target) {
+  if (!opts.force && why != "checkout HEAD" && current && *current == *target) {
     if (auto s = store_->update_refs(u); !s) return s;
   } else {
     if (auto s = protect_changes(*target, opts.force, why, r.stash); !s) return s;

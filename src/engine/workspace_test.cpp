@@ -471,6 +471,47 @@ TEST_F(WorkspaceTest, CheckoutWritesTheFilesOfAStoreCopiedWithoutThem) {
   EXPECT_TRUE(stashes->empty());
 }
 
+// --force asks for the target's files even when they are HEAD's own: a checkout of HEAD's
+// checkpoint writes missing files back, and an edit is stashed, then replaced (as git's
+// `checkout -f`); without --force the edit is carried along.
+TEST_F(WorkspaceTest, AForcedCheckoutOfHeadsCheckpointWritesItsFiles) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  const int64_t second = commit_edit(*ws);
+  ASSERT_GT(second, 1);
+  const std::string committed = working_source();
+  SwitchOptions detach;
+  detach.detach = true;
+  SwitchOptions force = detach;
+  force.force = true;
+  const std::string here = std::to_string(second);
+
+  std::error_code ec;
+  fs::remove(tmp_ / "ws" / "kernel.hlsl", ec);
+  fs::remove(tmp_ / "ws" / "kernel.toml", ec);
+  auto r = ws->checkout(here, force);
+  ASSERT_TRUE(r) << r.error();
+  EXPECT_FALSE(r->stash);
+  ASSERT_TRUE(fs::exists(tmp_ / "ws" / "kernel.hlsl"));
+  EXPECT_TRUE(fs::exists(tmp_ / "ws" / "kernel.toml"));
+  EXPECT_EQ(working_source(), committed);
+
+  const std::string edited = committed + "// local\n";
+  set_working_source(edited);
+  auto carried = ws->checkout(here, detach);
+  ASSERT_TRUE(carried) << carried.error();
+  EXPECT_EQ(working_source(), edited);
+  EXPECT_FALSE(carried->stash);
+
+  auto replaced = ws->checkout(here, force);
+  ASSERT_TRUE(replaced) << replaced.error();
+  EXPECT_EQ(working_source(), committed);
+  ASSERT_TRUE(replaced->stash);
+  auto popped = ws->stash_pop(*replaced->stash, false);
+  ASSERT_TRUE(popped) << popped.error();
+  EXPECT_EQ(working_source(), edited);
+}
+
 TEST_F(WorkspaceTest, ASecondWriterIsRefusedWithTheFirstsName) {
   auto first = init();
   ASSERT_TRUE(first);  // holds the lock (init changed the workspace)
