@@ -65,6 +65,34 @@ PlanResult Backend::plan(const KernelContext& ctx, const SourceRegions& source, 
   return r;
 }
 
+void add_driver_statistics(nlohmann::json& resources, const nlohmann::json& statistics) {
+  if (!statistics.is_object() || statistics.empty()) return;
+  if (!resources.is_object()) resources = nlohmann::json::object();
+  if (!resources.contains("kernels") || !resources["kernels"].is_object())
+    resources["kernels"] = nlohmann::json::object();
+  for (const auto& [entry, stats] : statistics.items()) {
+    if (!stats.is_object()) continue;
+    nlohmann::json& k = resources["kernels"][entry];
+    if (!k.is_object()) k = nlohmann::json::object();
+    k["driver_statistics"] = stats;
+    auto it = stats.find("Register Count");
+    if (it != stats.end() && it->is_number_integer() && !k.contains("registers")) {
+      const int64_t regs = it->get<int64_t>();
+      k["registers"] = regs;
+      resources["max_registers"] = std::max(resources.value("max_registers", int64_t{0}), regs);
+    }
+    // NVIDIA's local memory per thread (spilled registers, dynamically indexed arrays). Driver
+    // 580 sets bit 36 of the value: the bytes are its low 32 bits (0 without local memory).
+    it = stats.find("Local Memory Size");
+    if (it != stats.end() && it->is_number_unsigned() && !k.contains("local_bytes")) {
+      const int64_t bytes = static_cast<int64_t>(it->get<uint64_t>() & 0xffffffffULL);
+      k["local_bytes"] = bytes;
+      resources["max_local_bytes"] =
+          std::max(resources.value("max_local_bytes", int64_t{0}), bytes);
+    }
+  }
+}
+
 std::string config_text(const Config& c) {
   std::string s;
   for (const auto& [name, value] : c) {  // std::map: sorted by name

@@ -41,6 +41,14 @@ struct BuildResult {
   bool cached = false;
 };
 
+// Adds what the driver said of the code it made of each entry point (the runner's
+// TaskResult::kernel_statistics, by the driver's own names) to a build's resources: all of it as
+// kernels.<entry>.driver_statistics, and the statistics known by name as the fields the pruning
+// rules, the performance model and the reports read (NVIDIA's "Register Count": the entry's
+// `registers` and `max_registers`; its "Local Memory Size": `local_bytes` per thread and
+// `max_local_bytes`). Fields the compiler already reported are kept.
+void add_driver_statistics(nlohmann::json& resources, const nlohmann::json& statistics);
+
 struct PlanResult {
   // passed, invalid_config, compile_failed, workspace_exceeded
   Disposition disposition = Disposition::passed;

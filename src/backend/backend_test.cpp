@@ -18,6 +18,34 @@ TEST(Config, Json) {
   EXPECT_EQ(config_json({}).size(), 0u);
 }
 
+TEST(DriverStatistics, JoinTheResourcesAndNameTheRegisters) {
+  nlohmann::json r = {{"kernels", {{"main", {{"threads", 256}, {"shared_bytes", 16384}}}}},
+                      {"shared_bytes", 16384}};
+  // As NVIDIA's driver 580 reported them on an H100 (bit 36 set in the local memory size).
+  add_driver_statistics(
+      r, {{"main",
+           {{"Register Count", 72}, {"Binary Size", 9344}, {"Local Memory Size", 68719477520ULL}}},
+          {"zero", {{"Register Count", 16}, {"Local Memory Size", 68719476736ULL}}}});
+  EXPECT_EQ(r["kernels"]["main"]["registers"], 72);
+  EXPECT_EQ(r["kernels"]["main"]["threads"], 256);
+  EXPECT_EQ(r["kernels"]["main"]["driver_statistics"]["Binary Size"], 9344);
+  EXPECT_EQ(r["kernels"]["zero"]["registers"], 16);
+  EXPECT_EQ(r["max_registers"], 72);
+  EXPECT_EQ(r["kernels"]["main"]["local_bytes"], 784);
+  EXPECT_EQ(r["kernels"]["zero"]["local_bytes"], 0);
+  EXPECT_EQ(r["max_local_bytes"], 784);
+  // The compiler's own count stays; names the rules do not know are only kept.
+  nlohmann::json cuda = {{"kernels", {{"k", {{"registers", 128}}}}}, {"max_registers", 128}};
+  add_driver_statistics(cuda, {{"k", {{"Register Count", 96}}}, {"j", {{"VGPRs", 64}}}});
+  EXPECT_EQ(cuda["kernels"]["k"]["registers"], 128);
+  EXPECT_EQ(cuda["max_registers"], 128);
+  EXPECT_FALSE(cuda["kernels"]["j"].contains("registers"));
+  EXPECT_EQ(cuda["kernels"]["j"]["driver_statistics"]["VGPRs"], 64);
+  nlohmann::json none = {{"shared_bytes", 0}};
+  add_driver_statistics(none, nlohmann::json::object());
+  EXPECT_EQ(none, (nlohmann::json{{"shared_bytes", 0}}));
+}
+
 TEST(DocumentedPeaks, H100Variants) {
   auto sxm = documented_peaks("NVIDIA H100 80GB HBM3");
   ASSERT_TRUE(sxm);

@@ -104,6 +104,8 @@ std::string describe_resources(const json& r) {
     parts.push_back(fmt::format("{:.1f} KiB LDS", r.value("lds_bytes", 0.0) / 1024.0));
   if (num("scratch_bytes"))
     parts.push_back(fmt::format("{} B scratch", r.value("scratch_bytes", 0)));
+  if (num("max_local_bytes"))
+    parts.push_back(fmt::format("{} B local memory per thread", r.value("max_local_bytes", 0)));
   if (num("occupancy")) parts.push_back(fmt::format("occupancy {}", r.value("occupancy", 0)));
   if (num("threads")) parts.push_back(fmt::format("{} threads/group", r.value("threads", 0)));
   if (r.contains("spills")) parts.push_back(r.value("spills", false) ? "SPILLS" : "no spills");

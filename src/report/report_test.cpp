@@ -347,6 +347,12 @@ TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
   json amd = {{"platform", "amd-only"}, {"targets", {{"gfx90a", {{"summary", "11 VGPRs"}}}}}};
   EXPECT_EQ(resources_text(amd), "gfx90a (compiled, not run): 11 VGPRs");
   EXPECT_EQ(resources_text(json{{"targets", {{"gfx90a", {{"summary", 3}}}}}}), "");
+  // An HLSL build on NVIDIA's Vulkan driver: the registers and local memory the driver reported.
+  json hlsl = {{"max_registers", 128},
+               {"max_local_bytes", 784},
+               {"max_shared_bytes", 47104},
+               {"max_threads", 512}};
+  EXPECT_EQ(resources_text(hlsl), "128 registers, 46.0 KiB shared, 784 B local memory per thread");
 }
 
 // The SASS instruction mix of the best configuration (CUDA builds with cuobjdump): in words in

@@ -40,6 +40,9 @@ struct LaunchOutcome {
 class LoadedKernel {
  public:
   virtual ~LoadedKernel() = default;
+  // What the driver says of the code it made of each entry point (TaskResult::kernel_statistics);
+  // empty when it says nothing.
+  virtual json statistics() const { return json::object(); }
 };
 
 class Device {

@@ -94,6 +94,7 @@ class Executor {
     }
     kernel_ = std::move(k.value());
     if (!kernel_) return fail(Disposition::launch_failed, "the device returned no kernel");
+    r_.kernel_statistics = kernel_->statistics();
     return true;
   }
 

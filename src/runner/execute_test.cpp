@@ -37,7 +37,11 @@ struct FakeBuffer {
   std::vector<uint8_t> bytes;
 };
 
-class FakeKernel : public LoadedKernel {};
+class FakeKernel : public LoadedKernel {
+ public:
+  json stats = json::object();
+  json statistics() const override { return stats; }
+};
 
 class FakeDevice : public Device {
  public:
@@ -47,6 +51,7 @@ class FakeDevice : public Device {
   std::vector<double> ms_cycle = {1.0};  // device_ms of timed launches, cyclic
   double sleep_ms = 0;
   bool lost_flag = false;
+  json kernel_stats = json::object();  // what the loaded kernel's driver says
 
   int loads = 0, launches = 0, timed_launches = 0, baselines = 0, timed_baselines = 0;
   int loaded_launches = 0, small_scratch = 0;
@@ -97,7 +102,9 @@ class FakeDevice : public Device {
     loaded_launches = plan.launches();
     if (load_throws) throw std::runtime_error("loader exploded");
     if (!load_error_text.empty()) return make_error(load_error_text);
-    return std::unique_ptr<LoadedKernel>(new FakeKernel);
+    auto k = std::make_unique<FakeKernel>();
+    k->stats = kernel_stats;
+    return std::unique_ptr<LoadedKernel>(std::move(k));
   }
   LaunchOutcome launch(LoadedKernel&, const RunnerTask& task, const RunnerJob& job,
                        const LaunchPlan& plan, TaskBuffers& buffers, bool timed) override {
@@ -345,6 +352,16 @@ TEST_F(ExecuteTest, CheckedRunsWriteOutputsAndFindNothingWrong) {
   EXPECT_TRUE(r.timed_outputs.empty());
   EXPECT_GT(r.threads_before, 0);
   EXPECT_GT(r.threads_after, 0);
+}
+
+TEST_F(ExecuteTest, TheDriversStatisticsOfTheLoadedKernelAreReported) {
+  TaskResult none = run();
+  ASSERT_EQ(none.disposition, Disposition::passed) << none.message;
+  EXPECT_TRUE(none.kernel_statistics.empty());
+  dev_.kernel_stats = {{"main", {{"Register Count", 96}}}};
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.kernel_statistics, dev_.kernel_stats);
 }
 
 TEST_F(ExecuteTest, ScratchBuffersAreAllocatedPoisonedAndGuarded) {

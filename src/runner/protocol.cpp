@@ -318,6 +318,42 @@ RunnerTask parse_task(const json& j, const std::string& where, std::vector<std::
   return t;
 }
 
+// {entry: {statistic: number or boolean}}: what does not fit is an error (and left out).
+json parse_kernel_statistics(const json& j, const std::string& where,
+                             std::vector<std::string>* errors) {
+  json out = json::object();
+  auto error = [&](std::string m) {
+    if (errors) errors->push_back(std::move(m));
+  };
+  if (!j.is_object()) {
+    error(fmt::format("{}: expected an object, got {}", where, type_name(j)));
+    return out;
+  }
+  if (j.size() > kMaxKernelStatistics)
+    error(fmt::format("{}: {} entry points, at most {}", where, j.size(), kMaxKernelStatistics));
+  for (const auto& [entry, stats] : j.items()) {
+    if (out.size() >= kMaxKernelStatistics) break;
+    const std::string at = fmt::format("{}.{}", where, entry);
+    if (!stats.is_object()) {
+      error(fmt::format("{}: expected an object, got {}", at, type_name(stats)));
+      continue;
+    }
+    if (stats.size() > kMaxKernelStatistics)
+      error(fmt::format("{}: {} statistics, at most {}", at, stats.size(), kMaxKernelStatistics));
+    json kept = json::object();
+    for (const auto& [name, v] : stats.items()) {
+      if (kept.size() >= kMaxKernelStatistics) break;
+      if (v.is_number() || v.is_boolean())
+        kept[name] = v;
+      else
+        error(fmt::format("{}.{}: expected a number or true or false, got {}", at, name,
+                          type_name(v)));
+    }
+    out[entry] = std::move(kept);
+  }
+  return out;
+}
+
 TaskResult parse_result(const json& j, const std::string& where, std::vector<std::string>* errors) {
   TaskResult t;
   Reader r(j, where, errors);
@@ -342,6 +378,8 @@ TaskResult parse_result(const json& j, const std::string& where, std::vector<std
   r.number("input_ms", t.input_ms);
   r.integer("module_bytes", t.module_bytes);
   r.integer("memory_growth_bytes", t.memory_growth_bytes);
+  if (const json* ks = r.find("kernel_statistics"))
+    t.kernel_statistics = parse_kernel_statistics(*ks, r.at("kernel_statistics"), errors);
   json checks;
   r.any("timed_checks", checks);
   if (checks.is_array()) {
@@ -624,6 +662,7 @@ json TaskResult::to_json() const {
               {"input_ms", input_ms},
               {"module_bytes", module_bytes},
               {"memory_growth_bytes", memory_growth_bytes},
+              {"kernel_statistics", kernel_statistics},
               {"timed_checks", checks_json()},
               {"full_checks", full_json()}};
 }

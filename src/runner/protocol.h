@@ -24,6 +24,7 @@
 namespace peak {
 
 inline constexpr int kRunnerProtocolVersion = 2;
+inline constexpr size_t kMaxKernelStatistics = 64;
 using json = nlohmann::json;
 
 // Exit statuses of a runner (anything else, or a signal, is a crash).
@@ -161,6 +162,11 @@ struct TaskResult {
   double input_ms = 0;         // host time generating and uploading fresh inputs (untimed)
   int64_t module_bytes = -1;   // device memory the loaded kernels took (-1: unknown)
   int64_t memory_growth_bytes = -1;  // device memory in use after the timed loop minus before
+  // What the driver says of the code it made of each loaded entry point, by entry point and
+  // statistic name as the driver spells them: {"main": {"Register Count": 72}} (Vulkan:
+  // VK_KHR_pipeline_executable_properties). Values are numbers or booleans; empty when the
+  // driver says nothing. At most kMaxKernelStatistics entries of kMaxKernelStatistics each.
+  json kernel_statistics = json::object();
   double seconds = 0;
   json to_json() const;
   json checks_json() const;

@@ -160,6 +160,7 @@ TEST(Protocol, FactsAndResultRoundTrip) {
   r.threads_after = 4;
   r.guard_overwritten = true;
   r.seconds = 0.5;
+  r.kernel_statistics = {{"main", {{"Register Count", 72}, {"Binary Size", 9344}}}};
   json rj = r.to_json();
   EXPECT_EQ(rj["disposition"], "out_of_bounds");
   EXPECT_EQ(TaskResult::from_json(json::parse(rj.dump())).to_json(), rj);
@@ -168,6 +169,37 @@ TEST(Protocol, FactsAndResultRoundTrip) {
   ASSERT_TRUE(strict_r) << strict_r.error();
   EXPECT_EQ(strict_r->threads_after, 4);
   EXPECT_EQ(strict_r->baseline_host_ms, std::vector<double>{1.125});
+  EXPECT_EQ(strict_r->kernel_statistics["main"]["Register Count"], 72);
+}
+
+// The driver's statistics come from the runner process: only numbers and booleans by entry
+// point, a bounded number of them; anything else is an error naming it (and left out).
+TEST(Protocol, KernelStatisticsAreNumbersByEntryPoint) {
+  TaskResult r;
+  r.id = "t";
+  json rj = r.to_json();
+  rj["kernel_statistics"] = {{"main", {{"Register Count", 40}, {"Spills", false}}}};
+  auto ok = parse_task_result(rj);
+  ASSERT_TRUE(ok) << ok.error();
+  EXPECT_EQ(ok->kernel_statistics["main"]["Spills"], false);
+
+  rj["kernel_statistics"] = {{"main", {{"Register Count", "many"}}}};
+  auto text = parse_task_result(rj);
+  ASSERT_FALSE(text);
+  EXPECT_NE(text.error().find("result.kernel_statistics.main.Register Count"), std::string::npos)
+      << text.error();
+  EXPECT_TRUE(TaskResult::from_json(rj).kernel_statistics["main"].empty());
+
+  rj["kernel_statistics"] = json::array({1, 2});
+  EXPECT_FALSE(parse_task_result(rj));
+
+  json many = json::object();
+  for (size_t i = 0; i <= kMaxKernelStatistics; ++i) many["s" + std::to_string(i)] = i;
+  rj["kernel_statistics"] = {{"main", many}};
+  auto capped = parse_task_result(rj);
+  ASSERT_FALSE(capped);
+  EXPECT_NE(capped.error().find("at most"), std::string::npos) << capped.error();
+  EXPECT_EQ(TaskResult::from_json(rj).kernel_statistics["main"].size(), kMaxKernelStatistics);
 }
 
 TEST(Protocol, TimingPolicyDefaultsWhenFieldsMissing) {

@@ -134,6 +134,7 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
     m.input_ms = r.input_ms;
     m.module_bytes = r.module_bytes;
     m.memory_growth_bytes = r.memory_growth_bytes;
+    m.kernel_statistics = r.kernel_statistics;
     m.outlived = r.outlived;
     // The output of every timed launch must be right for that launch's inputs (a kernel must
     // not be fast only when unobserved, nor answer from memory).

@@ -39,6 +39,8 @@ struct Measurement {
   int64_t module_bytes = -1;       // device memory the loaded kernels took
   int64_t memory_growth_bytes = -1;
   bool outlived = false;
+  // What the driver said of the code of each entry point (TaskResult::kernel_statistics).
+  nlohmann::json kernel_statistics = nlohmann::json::object();
 };
 
 struct MeasureOptions {

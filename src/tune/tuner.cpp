@@ -243,6 +243,12 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
       MeasureOptions mo = opts_.screening;
       mo.with_baseline = false;
       o.measurements = time_on(lane, o, mo);
+      // What the driver made of the code (Vulkan: registers) joins the compiler's report.
+      for (const auto& m : o.measurements)
+        if (!m.kernel_statistics.empty()) {
+          add_driver_statistics(o.build.resources, m.kernel_statistics);
+          break;
+        }
       double total = 0;
       for (const auto& m : o.measurements) {
         if (m.disposition != Disposition::passed) {

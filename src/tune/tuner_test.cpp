@@ -183,6 +183,9 @@ class FakeDevicesRunner : public BackendRunner {
     m.message = m.disposition == Disposition::passed ? "" : "lost the device";
     m.stats.median = static_cast<double>(o.config.at("X") + o.config.at("Y"));
     m.stats.min = m.stats.median;
+    // The driver reports registers of X = 8 (as a Vulkan driver would, at timing).
+    if (o.config.at("X") == 8)
+      m.kernel_statistics = {{"k", {{"Register Count", 40 + o.config.at("Y")}}}};
     return {m};
   }
 };
@@ -296,6 +299,17 @@ TEST(Tuner, OneDeviceValidatesThenTimesInTheBatchsOrder) {
     EXPECT_EQ(run.validated[i].first, batch[i]);
     EXPECT_EQ(run.validated[i].second, 0u);
     EXPECT_EQ(out[i].device, 0u);
+  }
+  // What the driver said of the code joins the build's resources of the configurations timed.
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const json& k = out[i].build.resources["kernels"];
+    if (batch[i].at("X") == 8 && batch[i].at("Y") == 1) {
+      EXPECT_EQ(k["k"]["registers"], 41) << out[i].build.resources.dump();
+      EXPECT_EQ(k["k"]["driver_statistics"]["Register Count"], 41);
+      EXPECT_EQ(out[i].build.resources["max_registers"], 41);
+    } else {
+      EXPECT_FALSE(out[i].build.resources.contains("max_registers")) << config_text(batch[i]);
+    }
   }
   std::vector<Config> expected_timed;
   for (const auto& c : batch)

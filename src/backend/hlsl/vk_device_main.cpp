@@ -183,12 +183,25 @@ class VulkanKernel final : public LoadedKernel {
   size_t arrays = 0;
   size_t scratch = 0;  // storage buffers bound after the scalars' cbuffer
   std::string entry;
+  json driver_statistics = json::object();  // of the pipeline; empty when the driver says none
+  json statistics() const override {
+    json out = json::object();
+    if (!driver_statistics.empty()) out[entry] = driver_statistics;
+    return out;
+  }
 };
 
 // Every entry point a launch plan uses, by (module, entry).
 class VulkanProgram final : public LoadedKernel {
  public:
   std::map<std::pair<std::string, std::string>, std::unique_ptr<VulkanKernel>> kernels;
+  json statistics() const override {
+    json out = json::object();
+    for (const auto& [key, k] : kernels)
+      if (!k->driver_statistics.empty() && out.size() < kMaxKernelStatistics)
+        out[k->entry] = k->driver_statistics;
+    return out;
+  }
 };
 
 class VulkanDevice final : public Device {
@@ -239,6 +252,9 @@ class VulkanDevice final : public Device {
                                                    const std::string& entry, const RunnerJob& job,
                                                    size_t scratch);
   double timestamp_ms();
+  // What the driver says of a pipeline's code (VK_KHR_pipeline_executable_properties), by the
+  // driver's statistic names; empty when the extension is off.
+  json pipeline_statistics(VkPipeline pipeline);
 
   // The FP32 FMA kernel (measure_fp32_tflops, and the load that brings a GPU's clock back before
   // a timed launch), built on first use; nullptr when it cannot be.
@@ -275,6 +291,10 @@ class VulkanDevice final : public Device {
   int compute_units_ = 0;
   int device_index_ = 0;
   bool unified_ = false;  // device-local memory is host-visible and coherent: map directly
+  // VK_KHR_pipeline_executable_properties, enabled where the driver offers it: pipelines are
+  // created with their statistics captured.
+  PFN_vkGetPipelineExecutablePropertiesKHR get_executables_ = nullptr;
+  PFN_vkGetPipelineExecutableStatisticsKHR get_statistics_ = nullptr;
   bool lost_ = false;
   double fence_timeout_s_ = 30;
   std::set<Buf*> buffers_;
@@ -460,12 +480,38 @@ Status VulkanDevice::init(const std::string& selector) {
   auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  // No features: robustBufferAccess stays off, so a write past the end of an array lands in the
-  // runner's guard zone and is detected instead of being silently dropped.
+  // No core features: robustBufferAccess stays off, so a write past the end of an array lands in
+  // the runner's guard zone and is detected instead of being silently dropped. The one extension
+  // asked for, where the driver offers it, only reports on the code the driver makes.
+  auto exec_features = vk_struct<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
+  const char* exec_ext = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+  if (has_ext(exec_ext)) {
+    auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    f2.pNext = &exec_features;
+    vkGetPhysicalDeviceFeatures2(phys_, &f2);
+    exec_features.pNext = nullptr;
+  }
+  const bool exec_stats = exec_features.pipelineExecutableInfo == VK_TRUE;
+  if (exec_stats) {
+    dci.pNext = &exec_features;
+    dci.enabledExtensionCount = 1;
+    dci.ppEnabledExtensionNames = &exec_ext;
+  }
   if (VkResult r = vkCreateDevice(phys_, &dci, nullptr, &dev_); r != VK_SUCCESS)
     return Status::error(fmt::format("cannot open {}: vkCreateDevice failed: {}", props_.deviceName,
                                      vk_result_name(r)));
   vkGetDeviceQueue(dev_, queue_family_, 0, &queue_);
+  if (exec_stats) {
+    get_executables_ = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+        vkGetDeviceProcAddr(dev_, "vkGetPipelineExecutablePropertiesKHR"));
+    get_statistics_ = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+        vkGetDeviceProcAddr(dev_, "vkGetPipelineExecutableStatisticsKHR"));
+    if (!get_executables_ || !get_statistics_) {
+      get_executables_ = nullptr;
+      get_statistics_ = nullptr;
+    }
+  }
 
   auto pci = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -780,11 +826,13 @@ Result<std::unique_ptr<VulkanKernel>> VulkanDevice::make_kernel(const std::vecto
   cpi.stage.module = k->module;
   cpi.stage.pName = k->entry.c_str();
   cpi.layout = k->layout;
+  if (get_statistics_) cpi.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   if (VkResult r = vkCreateComputePipelines(dev_, VK_NULL_HANDLE, 1, &cpi, nullptr, &k->pipeline);
       r != VK_SUCCESS) {
     k->pipeline = VK_NULL_HANDLE;
     return make_error(fmt::format("creating the compute pipeline failed: {}", vk_result_name(r)));
   }
+  k->driver_statistics = pipeline_statistics(k->pipeline);
 
   std::array<VkDescriptorPoolSize, 2> sizes{};
   uint32_t n_sizes = 0;
@@ -911,6 +959,52 @@ Result<std::unique_ptr<LoadedKernel>> VulkanDevice::load(const RunnerTask& task,
   }
   if (program->kernels.empty()) return make_error("the launch plan launches nothing");
   return std::unique_ptr<LoadedKernel>(std::move(program));
+}
+
+json VulkanDevice::pipeline_statistics(VkPipeline pipeline) {
+  json out = json::object();
+  if (!get_executables_ || !get_statistics_) return out;
+  auto info = vk_struct<VkPipelineInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR);
+  info.pipeline = pipeline;
+  uint32_t n = 0;
+  if (get_executables_(dev_, &info, &n, nullptr) != VK_SUCCESS) return out;
+  // A compute pipeline has one executable; should a driver make several, the first value of a
+  // name is kept.
+  for (uint32_t e = 0; e < n; ++e) {
+    auto ei =
+        vk_struct<VkPipelineExecutableInfoKHR>(VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR);
+    ei.pipeline = pipeline;
+    ei.executableIndex = e;
+    uint32_t count = 0;
+    if (get_statistics_(dev_, &ei, &count, nullptr) != VK_SUCCESS || count == 0) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(
+        count, vk_struct<VkPipelineExecutableStatisticKHR>(
+                   VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR));
+    VkResult r = get_statistics_(dev_, &ei, &count, stats.data());
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) continue;
+    for (uint32_t i = 0; i < count && out.size() < kMaxKernelStatistics; ++i) {
+      const auto& st = stats[i];
+      std::string name(st.name, strnlen(st.name, VK_MAX_DESCRIPTION_SIZE));
+      if (name.empty() || out.contains(name)) continue;
+      switch (st.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+          out[name] = st.value.b32 == VK_TRUE;
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+          out[name] = st.value.i64;
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+          out[name] = st.value.u64;
+          break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR:
+          if (std::isfinite(st.value.f64)) out[name] = st.value.f64;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return out;
 }
 
 double VulkanDevice::timestamp_ms() {
