@@ -184,11 +184,6 @@ class VulkanKernel final : public LoadedKernel {
   size_t scratch = 0;  // storage buffers bound after the scalars' cbuffer
   std::string entry;
   json driver_statistics = json::object();  // of the pipeline; empty when the driver says none
-  json statistics() const override {
-    json out = json::object();
-    if (!driver_statistics.empty()) out[entry] = driver_statistics;
-    return out;
-  }
 };
 
 // Every entry point a launch plan uses, by (module, entry).
