@@ -328,10 +328,19 @@ std::string newer_message(std::string_view what, int found) {
       what, found, what == "schema" ? kStoreSchemaVersion : kStoreLayoutVersion);
 }
 
+// How to look at a damaged store: the database's own check, and the FORMAT line peak writes.
+std::string damaged_store_hint(const fs::path& peak_dir) {
+  return fmt::format(
+      "Check the database with: sqlite3 {} 'PRAGMA integrity_check' (and keep a copy of {} "
+      "before changing anything); a sound database needs the line \"{}{}\" in {}",
+      (peak_dir / "peak.db").string(), peak_dir.string(), kFormatPrefix, kStoreLayoutVersion,
+      (peak_dir / "FORMAT").string());
+}
+
 // Reads .peak/FORMAT ("peak-store N") and refuses a layout this peak does not read.
 Status check_layout(const fs::path& format_path) {
   auto text = read_file(format_path);
-  if (!text) return Status::error(text.error());
+  if (!text) return Status::error(text.error(), ErrorKind::environment);
   std::string line = trim(*text);
   int version = 0;
   bool parsed =
@@ -346,14 +355,19 @@ Status check_layout(const fs::path& format_path) {
     }
   }
   if (!parsed)
-    return Status::error(fmt::format(
-        "{} does not name a peak store format (expected \"peak-store {}\", found \"{}\"); this "
-        "folder was not written by peak",
-        format_path.string(), kStoreLayoutVersion, line.substr(0, 60)));
-  if (version > kStoreLayoutVersion) return Status::error(newer_message("store layout", version));
+    return Status::error(
+        fmt::format("{} does not name a peak store format (expected \"peak-store {}\", found "
+                    "\"{}\"): the store is damaged or this folder was not written by peak. {}",
+                    format_path.string(), kStoreLayoutVersion, line.substr(0, 60),
+                    damaged_store_hint(format_path.parent_path())),
+        ErrorKind::environment);
+  if (version > kStoreLayoutVersion)
+    return Status::error(newer_message("store layout", version), ErrorKind::environment);
   if (version < 1)
     return Status::error(
-        fmt::format("{} names an unknown store layout {}", format_path.string(), version));
+        fmt::format("{} names an unknown store layout {}. {}", format_path.string(), version,
+                    damaged_store_hint(format_path.parent_path())),
+        ErrorKind::environment);
   return Status::ok();
 }
 
@@ -765,6 +779,23 @@ struct Store::Impl {
     return Status::ok();
   }
 
+  // Refuses a database without tables or schema version (e.g. an emptied file): a store whose
+  // FORMAT and blobs are there lost its history, and creating a fresh schema would hide that.
+  Status check_not_empty() {
+    std::lock_guard lock(mu);
+    auto v = user_version();
+    if (!v) return v.status();
+    auto n = object_count();
+    if (!n) return n.status();
+    if (*v != 0 || *n != 0) return Status::ok();
+    return Status::error(
+        fmt::format("{}: the database file is damaged (it holds no tables: it was emptied or "
+                    "replaced); the checkpoints it recorded cannot be read. Inspect it with: "
+                    "sqlite3 {} 'PRAGMA integrity_check', and restore {} from a copy",
+                    db_path.string(), db_path.string(), db_path.parent_path().string()),
+        ErrorKind::environment);
+  }
+
   // Creates the schema in an empty database, or checks the version of an existing one and
   // upgrades an older one (in one transaction: all or nothing).
   Status init_schema() {
@@ -830,15 +861,17 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create
     if (auto s = check_layout(format_path); !s) return s;
   } else if (!create) {
     return make_error(
-        fmt::format("{} is not a peak store: {} is missing; run `peak init` to create a workspace",
-                    peak_dir.string(), format_path.string()));
+        fmt::format("the peak store {} is damaged: {} is missing. {}", peak_dir.string(),
+                    format_path.string(), damaged_store_hint(peak_dir)),
+        ErrorKind::environment);
   }
 
   fs::path db_path = peak_dir / "peak.db";
   if (!create && !fs::exists(db_path, ec))
-    return make_error(
-        fmt::format("the peak store {} has no database ({} is missing); it cannot be read",
-                    peak_dir.string(), db_path.string()));
+    return make_error(fmt::format("the peak store {} is damaged: it has no database ({} is "
+                                  "missing) and cannot be read; restore {} from a copy",
+                                  peak_dir.string(), db_path.string(), peak_dir.string()),
+                      ErrorKind::environment);
 
   std::unique_ptr<Store> store(new Store());
   store->dir_ = peak_dir;
@@ -873,6 +906,10 @@ Result<std::unique_ptr<Store>> Store::open(const fs::path& peak_dir, bool create
   }
   sqlite3_extended_result_codes(im.db, 1);
   sqlite3_busy_timeout(im.db, kBusyTimeoutMs);
+  // Only `peak init` creates the schema: an existing store whose database has no tables lost
+  // them, and is left as it is (a reader writes nothing into it).
+  if (!create)
+    if (auto s = im.check_not_empty(); !s) return s;
   if (writable) {
     std::lock_guard lock(im.mu);
     if (auto s = im.exec("PRAGMA foreign_keys=ON", "enable foreign keys"); !s) return s;
@@ -964,11 +1001,17 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const fs::path& path) {
   if (*v < kStoreSchemaVersion) {
     auto n = im.object_count();
     if (!n) return n.status();
+    if (*v == 0 && *n > 0)
+      return make_error(
+          fmt::format("{} is not a peak store: it has tables but no peak schema "
+                      "version (user_version 0)",
+                      db_path.string()));
     if (*v == 0)
       return make_error(
-          fmt::format("{} is not a peak store: {}", db_path.string(),
-                      *n > 0 ? "it has tables but no peak schema version (user_version 0)"
-                             : "the database is empty"));
+          fmt::format("{}: the database file is damaged (it holds no tables: it was emptied or "
+                      "replaced). Inspect it with: sqlite3 {} 'PRAGMA integrity_check'",
+                      db_path.string(), db_path.string()),
+          ErrorKind::environment);
     // An older schema is read from a copy that this peak upgrades: the store itself (a
     // committed results folder, another user's workspace) is left as it is.
     auto tmp = make_temp_dir("peak-store-upgrade-");

@@ -154,6 +154,47 @@ TEST_F(StoreTest, NewerOrForeignFormatIsRefused) {
   EXPECT_NE(s.error().find("FORMAT is missing"), std::string::npos) << s.error();
 }
 
+TEST_F(StoreTest, AStoreWithoutOrWithAForeignFormatIsDamaged) {
+  { ASSERT_TRUE(open_store(true)); }
+  ASSERT_TRUE(write_file(dir_ / "FORMAT", "garbage\n"));
+  auto s = Store::open(dir_, false);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.error_kind(), ErrorKind::environment);
+  EXPECT_NE(s.error().find("damaged"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("PRAGMA integrity_check"), std::string::npos) << s.error();
+  EXPECT_EQ(s.error().find("peak init"), std::string::npos) << s.error();
+  std::filesystem::remove(dir_ / "FORMAT");
+  s = Store::open(dir_, false);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.error_kind(), ErrorKind::environment);
+  EXPECT_NE(s.error().find("is damaged"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("PRAGMA integrity_check"), std::string::npos) << s.error();
+  EXPECT_EQ(s.error().find("peak init"), std::string::npos) << s.error();
+}
+
+TEST_F(StoreTest, AnEmptiedDatabaseIsDamagedAndStaysEmpty) {
+  {
+    auto st = open_store(true);
+    ASSERT_TRUE(st);
+    ASSERT_TRUE(st->add_checkpoint(seed_checkpoint(*st)).is_ok());
+  }
+  ASSERT_TRUE(write_file(dir_ / "peak.db", ""));
+  std::error_code ec;
+  std::filesystem::remove(dir_ / "peak.db-wal", ec);
+  std::filesystem::remove(dir_ / "peak.db-shm", ec);
+  auto s = Store::open(dir_, false);
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.error_kind(), ErrorKind::environment);
+  EXPECT_NE(s.error().find("damaged"), std::string::npos) << s.error();
+  EXPECT_NE(s.error().find("PRAGMA integrity_check"), std::string::npos) << s.error();
+  EXPECT_EQ(std::filesystem::file_size(dir_ / "peak.db"), 0u);  // no schema written
+  auto r = Store::open_read_only(dir_);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.error_kind(), ErrorKind::environment);
+  EXPECT_NE(r.error().find("PRAGMA integrity_check"), std::string::npos) << r.error();
+  EXPECT_EQ(std::filesystem::file_size(dir_ / "peak.db"), 0u);
+}
+
 TEST_F(StoreTest, SchemaTwoIsMigratedWithItsRowsKept) {
   int64_t id = 0;
   {
