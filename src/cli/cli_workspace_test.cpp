@@ -372,5 +372,50 @@ TEST_F(Cli, ReadmeExamplesRunOffline) {
   EXPECT_EQ(status(tmp_ / "ws")["head"], "try-more");
 }
 
+// A damaged store is an environment error (4) that says how to check it, and a reader writes
+// nothing into it; a folder with files is no place for `peak init` without --force (2).
+TEST_F(Cli, ADamagedStoreExitsWithFourAndStaysAsItIs) {
+  fs::path ws = scale_workspace("ws");
+  ASSERT_TRUE(write_file(ws / ".peak" / "peak.db", ""));
+  std::error_code ec;
+  fs::remove(ws / ".peak" / "peak.db-wal", ec);
+  fs::remove(ws / ".peak" / "peak.db-shm", ec);
+  for (const char* command : {"log", "status"}) {
+    Out o = peak({command}, ws);
+    EXPECT_EQ(o.code, 4) << command << ": " << o.err;
+    EXPECT_NE(o.err.find("PRAGMA integrity_check"), std::string::npos) << o.err;
+    EXPECT_EQ(fs::file_size(ws / ".peak" / "peak.db"), 0u) << command;
+  }
+  fs::path ws2 = scale_workspace("ws2");
+  ASSERT_TRUE(write_file(ws2 / ".peak" / "FORMAT", "garbage\n"));
+  Out garbage = peak({"log"}, ws2);
+  EXPECT_EQ(garbage.code, 4) << garbage.err;
+  EXPECT_NE(garbage.err.find("damaged"), std::string::npos) << garbage.err;
+  EXPECT_EQ(garbage.err.find("run `peak init`"), std::string::npos) << garbage.err;
+  fs::remove(ws2 / ".peak" / "FORMAT");
+  Out missing = peak({"log"}, ws2);
+  EXPECT_EQ(missing.code, 4) << missing.err;
+  EXPECT_NE(missing.err.find("damaged"), std::string::npos) << missing.err;
+}
+
+TEST_F(Cli, InitKeepsTheFilesOfAFolderThatIsNotEmpty) {
+  fs::path ctx = fs::path(PEAK_SOURCE_DIR) / "examples" / "matmul-hlsl-fp32";
+  ASSERT_TRUE(write_file(tmp_ / "mine" / "kernel.hlsl", "// my own kernel\n"));
+  ASSERT_TRUE(write_file(tmp_ / "mine" / "kernel.toml", "# mine\n"));
+  Out refused = peak({"init", ctx.string(), (tmp_ / "mine").string()});
+  EXPECT_EQ(refused.code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.hlsl"), "// my own kernel\n");
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.toml"), "# mine\n");
+  Out forced = peak({"init", ctx.string(), (tmp_ / "mine").string(), "--force"});
+  ASSERT_EQ(forced.code, 0) << forced.err;
+  EXPECT_NE(forced.out.find("stash 1"), std::string::npos) << forced.out;
+  Out status = peak({"status"}, tmp_ / "mine");
+  EXPECT_NE(status.out.find("1 stash(es)"), std::string::npos) << status.out;
+  Out pop = peak({"stash", "pop"}, tmp_ / "mine");
+  ASSERT_EQ(pop.code, 0) << pop.err;
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.hlsl"), "// my own kernel\n");
+}
+
 }  // namespace
 }  // namespace peak

@@ -390,8 +390,8 @@ std::string workflow_line(const WorkflowRecord& w) {
 
 int cmd_init(Options& o) {
   if (o.args.empty()) {
-    err("usage: peak init CONTEXT [DIR]  (CONTEXT: a folder with kernel.toml, e.g. "
-        "examples/matmul-hlsl-fp32, or just its name)");
+    err("usage: peak init CONTEXT [DIR] [--force]  (CONTEXT: a folder with kernel.toml, e.g. "
+        "examples/matmul-hlsl-fp32, or just its name; DIR: a new or empty folder)");
     return kUsage;
   }
   auto found = api::find_context(o.args[0]);
@@ -406,15 +406,23 @@ int cmd_init(Options& o) {
     return kUsage;
   }
   fs::path dest = o.args.size() > 1 ? fs::path(o.args[1]) : fs::path(ctx->name);
-  auto ws = Workspace::init(src, dest);
+  auto ws = Workspace::init(src, dest, o.force);
   if (!ws) return fail(ws.status());
-  if (o.json_out)
-    emit_json({{"workspace", (*ws)->root().string()}, {"checkpoint", 1}});
-  else
+  auto stash = (*ws)->init_stash();
+  if (o.json_out) {
+    emit_json({{"workspace", (*ws)->root().string()},
+               {"checkpoint", 1},
+               {"stash", stash ? json(*stash) : json(nullptr)}});
+    return kOk;
+  }
+  std::printf("created workspace %s from %s (checkpoint 1: seed, branch main)\n",
+              (*ws)->root().string().c_str(), src.string().c_str());
+  if (stash)
     std::printf(
-        "created workspace %s from %s (checkpoint 1: seed, branch main)\nnext: cd %s && peak "
-        "transformations list\n",
-        (*ws)->root().string().c_str(), src.string().c_str(), dest.string().c_str());
+        "the files it replaced are stash %lld (`peak stash list`; `peak stash pop` "
+        "brings them back)\n",
+        static_cast<long long>(*stash));
+  std::printf("next: cd %s && peak transformations list\n", dest.string().c_str());
   return kOk;
 }
 
@@ -1340,8 +1348,15 @@ std::vector<Command> commands() {
     return [what](CLI::App* c, Options& o) { c->add_option("args", o.args, what); };
   };
   return {
-      {"init", "create a workspace from a kernel context: peak init CONTEXT [DIR]",
-       args("CONTEXT [DIR]"), cmd_init},
+      {"init",
+       "create a workspace from a kernel context: peak init CONTEXT [DIR] (a new or empty "
+       "folder)",
+       [](CLI::App* c, Options& o) {
+         c->add_option("args", o.args, "CONTEXT [DIR]");
+         c->add_flag("--force", o.force,
+                     "init into a folder that is not empty; files it replaces are stashed");
+       },
+       cmd_init},
       {"transformations", "the library: `transformations list`, `transformations show NAME`",
        args("list | show NAME"), cmd_transformations},
       {"apply", "apply one transformation to HEAD: LLM edit, validate, tune, time, checkpoint",

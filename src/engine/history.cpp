@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "engine/workspace.h"
+#include "util/diff.h"
 #include "util/fault.h"
 #include "util/fs.h"
 
@@ -554,27 +555,68 @@ Result<SwitchResult> Workspace::stash_pop(int64_t id, bool force) {
     return make_error(fmt::format("there is no stash {} (`peak stash list` shows them)", id),
                       ErrorKind::input);
   StashRecord r = *it;
-  std::map<std::string, std::string> target;
-  for (const auto& [path, blob] : r.files) {
-    auto text = store_->get_blob(blob);
-    if (!text) return text.status();
-    target[path] = *text;
-  }
+  auto h = head();
+  if (!h) return h.status();
+  auto merged = merge_stash(r, h->id);
+  if (!merged) return merged.status();
   SwitchResult res;
-  if (auto s = protect_changes(target, force, fmt::format("stash pop {}", r.id), res.stash); !s)
+  if (auto s = protect_changes(merged->files, force, fmt::format("stash pop {}", r.id), res.stash);
+      !s)
     return s;
   RefUpdate none;
-  if (auto s = switch_files(target, none); !s) return s;
+  if (auto s = switch_files(merged->files, none); !s) return s;
+  bool moved = r.base_checkpoint && *r.base_checkpoint != h->id;
+  std::string replaced =
+      res.stash ? fmt::format("; the local changes it replaced are stash {}", *res.stash) : "";
+  if (!merged->conflicted.empty())
+    return make_error(
+        fmt::format("stash {} was made on checkpoint {}; its changes and HEAD's (checkpoint {}) "
+                    "clash in {}: the working files hold both, between <<<<<<< and >>>>>>> "
+                    "lines. `peak diff` shows them against HEAD; edit them to the text you want "
+                    "(then `peak commit -m MESSAGE`), or `peak checkout --force HEAD` to go back "
+                    "to HEAD's files. The stash is kept (`peak stash list`){}",
+                    r.id, r.base_checkpoint ? std::to_string(*r.base_checkpoint) : "?", h->id,
+                    join(merged->conflicted, ", "), replaced),
+        ErrorKind::input);
   if (auto s = store_->finish_stash(r.id, "popped"); !s) return s;
-  auto h = head();
   res.head = store_->head() ? *store_->head() : "";
-  if (h) res.checkpoint = h->id;
+  res.checkpoint = h->id;
   res.message = fmt::format("stash {} ({}) is in the working files", r.id, r.message);
-  if (h && r.base_checkpoint && *r.base_checkpoint != h->id)
-    res.message += fmt::format("; it was made on checkpoint {}, HEAD is checkpoint {}",
-                               *r.base_checkpoint, h->id);
-  if (res.stash) res.message += fmt::format("; the changes it replaced are stash {}", *res.stash);
+  if (moved)
+    res.message += fmt::format(
+        "; it was made on checkpoint {}, and its changes were merged into HEAD's (checkpoint {})",
+        *r.base_checkpoint, h->id);
+  res.message += replaced;
   return res;
+}
+
+Result<Workspace::StashMerge> Workspace::merge_stash(const StashRecord& r, int64_t head_id) const {
+  auto ours = files_of(head_id);
+  if (!ours) return ours.status();
+  // The stash's changes are those from its base to its files. A stash without a base replaces
+  // the files it holds (its changes are taken against HEAD's).
+  auto base = r.base_checkpoint ? files_of(*r.base_checkpoint) : ours;
+  if (!base) return base.status();
+  StashMerge m;
+  std::string label_ours = fmt::format("HEAD (checkpoint {})", head_id);
+  std::string label_theirs =
+      r.base_checkpoint ? fmt::format("stash {} (made on checkpoint {})", r.id, *r.base_checkpoint)
+                        : fmt::format("stash {}", r.id);
+  auto text_of = [](const std::map<std::string, std::string>& files, const std::string& path) {
+    auto f = files.find(path);
+    return f == files.end() ? std::string() : f->second;
+  };
+  for (const auto& [path, blob] : r.files) {
+    auto theirs = store_->get_blob(blob);
+    if (!theirs) return make_error(theirs.error(), ErrorKind::environment);
+    auto merged =
+        merge3(text_of(*base, path), text_of(*ours, path), *theirs, label_ours, label_theirs);
+    if (merged.conflicts > 0)
+      m.conflicted.push_back(
+          fmt::format("{} ({} place{})", path, merged.conflicts, merged.conflicts > 1 ? "s" : ""));
+    m.files[path] = std::move(merged.text);
+  }
+  return m;
 }
 
 Status Workspace::stash_drop(int64_t id) {

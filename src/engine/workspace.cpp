@@ -136,10 +136,78 @@ std::set<Workspace*>& registry() {
   return r;
 }
 
+// Whether `peak_dir` is a workspace's store: it holds peak.db or FORMAT (a damaged store is
+// found too, and Store::open says what is wrong with it). A folder that cannot be read is an
+// error, not a reason to look further up.
+Result<bool> find_store(const fs::path& peak_dir) {
+  for (const char* name : {"peak.db", "FORMAT"}) {
+    std::error_code ec;
+    auto st = fs::symlink_status(peak_dir / name, ec);
+    if (fs::exists(st)) return true;
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+      return make_error(fmt::format("cannot read the peak store {}: {}; make it readable (chmod "
+                                    "u+rwx {}) and run the command again",
+                                    peak_dir.string(), ec.message(), peak_dir.string()),
+                        ErrorKind::environment);
+  }
+  return false;
+}
+
+std::vector<std::string> keys_of(const std::map<std::string, std::string>& m) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : m) keys.push_back(k);
+  return keys;
+}
+
+// The files in `dest` that `peak init` would replace with the context's (their contents; those
+// equal to the context's are left out). Anything in `dest` is refused unless `force`.
+Result<std::map<std::string, std::string>> files_init_replaces(
+    const fs::path& dest, const std::map<std::string, std::string>& incoming, bool force) {
+  std::error_code ec;
+  std::map<std::string, std::string> replaced;
+  if (!fs::exists(dest, ec)) return replaced;
+  if (!fs::is_directory(dest, ec))
+    return make_error(
+        fmt::format("{} is not a folder; choose a new or empty folder for the workspace",
+                    dest.string()),
+        ErrorKind::input);
+  std::vector<std::string> entries;
+  for (const auto& de : fs::directory_iterator(dest, ec)) entries.push_back(de.path().filename());
+  if (ec)
+    return make_error(fmt::format("cannot read {}: {}", dest.string(), ec.message()),
+                      ErrorKind::environment);
+  std::sort(entries.begin(), entries.end());
+  if (entries.empty()) return replaced;
+  for (const auto& [name, content] : incoming) {
+    if (!fs::exists(dest / name, ec)) continue;
+    auto text = read_file(dest / name);
+    if (!text)
+      return make_error(fmt::format("{}; peak init would replace it", text.error()),
+                        ErrorKind::input);
+    if (*text != content) replaced[name] = *text;
+  }
+  if (force) return replaced;
+  if (entries.size() > 5) {
+    entries.resize(5);
+    entries.push_back("...");
+  }
+  std::string what = replaced.empty()
+                         ? ""
+                         : fmt::format(", and peak init would replace {} with the context's",
+                                       join(keys_of(replaced), " and "));
+  return make_error(
+      fmt::format("{} is not empty (it holds {}{}). Choose a new or empty folder, or run again "
+                  "with --force: files of the same names as the context's are then replaced, "
+                  "and the ones that differ are kept as a stash (`peak status`, `peak stash "
+                  "list`; `peak stash pop` brings them back)",
+                  dest.string(), join(entries, ", "), what),
+      ErrorKind::input);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
-                                                   const fs::path& dest) {
+                                                   const fs::path& dest, bool force) {
   auto ctx = load_context(context_dir);
   if (!ctx) return make_error(ctx.error(), ErrorKind::input);
   auto source = read_file(ctx->dir / ctx->source_file);
@@ -153,6 +221,9 @@ Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
                                   "choose another folder",
                                   dest.string(), dest.string()),
                       ErrorKind::input);
+  auto replaced = files_init_replaces(
+      dest, {{"kernel.toml", to_toml(*ctx)}, {ctx->source_file, *source}}, force);
+  if (!replaced) return replaced.status();
   fs::create_directories(dest, ec);
   if (ec)
     return make_error(fmt::format("cannot create {}: {}", dest.string(), ec.message()),
@@ -179,6 +250,22 @@ Result<std::unique_ptr<Workspace>> Workspace::init(const fs::path& context_dir,
   u.branches = {{"main", *id}};
   if (auto s = ws->store_->update_refs(u); !s) return s;
   if (auto s = ws->store_->tag("seed", *id); !s) return s;
+  if (!replaced->empty()) {
+    // The user's files that the context's replaced: a stash on the seed (`peak status` lists it).
+    StashRecord r;
+    r.base_checkpoint = *id;
+    r.branch = "main";
+    r.message = fmt::format("{} as {} before peak init", join(keys_of(*replaced), " and "),
+                            replaced->size() > 1 ? "they were" : "it was");
+    for (const auto& [path, text] : *replaced) {
+      auto blob = ws->store_->put_blob(text);
+      if (!blob) return blob.status();
+      r.files[path] = *blob;
+    }
+    auto stash = ws->store_->add_stash(r);
+    if (!stash) return stash.status();
+    ws->init_stash_ = *stash;
+  }
   return ws;
 }
 
@@ -187,7 +274,9 @@ Result<std::unique_ptr<Workspace>> Workspace::open(const fs::path& dir, const Op
   fs::path p = fs::absolute(dir, ec).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();
   for (;;) {
-    if (fs::exists(p / ".peak" / "peak.db", ec)) break;
+    auto found = find_store(p / ".peak");
+    if (!found) return found.status();
+    if (*found) break;
     if (!p.has_parent_path() || p.parent_path() == p)
       return make_error(fmt::format("{} is not inside a peak workspace; create one with `peak "
                                     "init EXAMPLE [DIR]` (examples: {})",

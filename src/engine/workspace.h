@@ -217,10 +217,15 @@ struct OpenOptions {
 class Workspace {
  public:
   // Creates a workspace in `dest` from a kernel context folder (kernel.toml + source) and records
-  // the seed checkpoint on branch "main". `dest` must not hold a workspace already. Context
-  // errors (including names in tuning_valid that are not tuning parameters) are input errors.
+  // the seed checkpoint on branch "main". `dest` must not hold a workspace already, and must be
+  // a new or empty folder unless `force`: then the files the context's replace are kept as a
+  // stash on the seed (init_stash()). Context errors (including names in tuning_valid that are
+  // not tuning parameters) are input errors, and so is a folder in the way.
   static Result<std::unique_ptr<Workspace>> init(const std::filesystem::path& context_dir,
-                                                 const std::filesystem::path& dest);
+                                                 const std::filesystem::path& dest,
+                                                 bool force = false);
+  // The stash that `init` made of the files it replaced, if any.
+  std::optional<int64_t> init_stash() const { return init_stash_; }
   // Opens the workspace containing `dir` (searching upwards for .peak/).
   static Result<std::unique_ptr<Workspace>> open(const std::filesystem::path& dir,
                                                  const OpenOptions& opts = {});
@@ -329,11 +334,20 @@ class Workspace {
   // Stashes: the working files set aside, HEAD's files restored.
   Result<int64_t> stash_push(const std::string& message);
   Result<std::vector<StashRecord>> stash_list() const;
-  // Writes stash `id` (0: the newest) into the working files and takes it off the list.
+  // Applies stash `id` (0: the newest) to the working files and takes it off the list: its
+  // changes (from the checkpoint it was made on to its files) are merged with HEAD's, line by
+  // line. Where they clash, the files get conflict markers, the stash is kept, and the result is
+  // an input error that says how to resolve them.
   Result<SwitchResult> stash_pop(int64_t id, bool force);
   Status stash_drop(int64_t id);
 
  private:
+  // A stash's files merged into HEAD's (stash_pop): the texts, and the files that clash.
+  struct StashMerge {
+    std::map<std::string, std::string> files;
+    std::vector<std::string> conflicted;  // "kernel.hlsl (2 places)"
+  };
+  Result<StashMerge> merge_stash(const StashRecord& r, int64_t head_id) const;
   Workspace() = default;
   Status write_working_files(const KernelContext& ctx, const std::string& source);
   // A checkpoint's files with the shape suite its benchmarks use: its own, else the working
@@ -381,6 +395,7 @@ class Workspace {
   void register_workflow(int64_t id, bool active);
 
   std::filesystem::path root_;
+  std::optional<int64_t> init_stash_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Backend> backend_;
   std::string backend_name_;

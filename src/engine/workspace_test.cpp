@@ -161,6 +161,56 @@ TEST_F(WorkspaceTest, OpenOutsideAWorkspaceSaysWhatToDo) {
   EXPECT_NE(ws.error().find("peak init"), std::string::npos);
 }
 
+TEST_F(WorkspaceTest, AnUnreadableStoreIsAnEnvironmentErrorNotAMissingWorkspace) {
+  ASSERT_TRUE(init());
+  fs::remove_all(tmp_ / "ws" / ".peak");
+  fs::create_directory_symlink(".peak", tmp_ / "ws" / ".peak");  // a loop: no stat succeeds
+  auto ws = Workspace::open(tmp_ / "ws");
+  ASSERT_FALSE(ws);
+  EXPECT_EQ(ws.error_kind(), ErrorKind::environment);
+  EXPECT_NE(ws.error().find("cannot read the peak store"), std::string::npos) << ws.error();
+}
+
+TEST_F(WorkspaceTest, AStoreWithoutItsDatabaseIsFoundAndCalledDamaged) {
+  ASSERT_TRUE(init());
+  fs::remove(tmp_ / "ws" / ".peak" / "peak.db");
+  auto ws = Workspace::open(tmp_ / "ws");
+  ASSERT_FALSE(ws);
+  EXPECT_EQ(ws.error_kind(), ErrorKind::environment);
+  EXPECT_NE(ws.error().find("damaged"), std::string::npos) << ws.error();
+}
+
+TEST_F(WorkspaceTest, InitRefusesAFolderWithFilesAndForceKeepsThemAsAStash) {
+  ASSERT_TRUE(write_file(tmp_ / "mine" / "kernel.hlsl", "// my own kernel\n"));
+  ASSERT_TRUE(write_file(tmp_ / "mine" / "kernel.toml", "# mine\n"));
+  auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "mine");
+  ASSERT_FALSE(ws);
+  EXPECT_EQ(ws.error_kind(), ErrorKind::input);
+  EXPECT_NE(ws.error().find("not empty"), std::string::npos) << ws.error();
+  EXPECT_NE(ws.error().find("--force"), std::string::npos) << ws.error();
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.hlsl"), "// my own kernel\n");
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.toml"), "# mine\n");
+  EXPECT_FALSE(fs::exists(tmp_ / "mine" / ".peak"));
+  // Any other file is in the way too.
+  ASSERT_TRUE(write_file(tmp_ / "other" / "notes.txt", "x\n"));
+  EXPECT_FALSE(Workspace::init(tmp_ / "ctx", tmp_ / "other"));
+  // An empty folder is fine.
+  fs::create_directories(tmp_ / "empty");
+  EXPECT_TRUE(Workspace::init(tmp_ / "ctx", tmp_ / "empty"));
+
+  ws = Workspace::init(tmp_ / "ctx", tmp_ / "mine", true);
+  ASSERT_TRUE(ws) << ws.error();
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.hlsl"), kSource);
+  ASSERT_TRUE((*ws)->init_stash());
+  auto st = (*ws)->status();
+  ASSERT_EQ(st.stashes.size(), 1u);
+  EXPECT_EQ(st.stashes[0].id, *(*ws)->init_stash());
+  auto popped = (*ws)->stash_pop(0, false);
+  ASSERT_TRUE(popped) << popped.error();
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.hlsl"), "// my own kernel\n");
+  EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.toml"), "# mine\n");
+}
+
 TEST_F(WorkspaceTest, InitRejectsMissingRegions) {
   ASSERT_TRUE(write_file(tmp_ / "ctx" / "kernel.hlsl", "void main() {}\n"));
   auto ws = Workspace::init(tmp_ / "ctx", tmp_ / "ws2");
@@ -284,6 +334,46 @@ TEST_F(WorkspaceTest, EveryCommandThatWritesWorkingFilesKeepsALocalEdit) {
   ASSERT_TRUE(popped) << popped.error();
   EXPECT_EQ(working_source(), edited);
   EXPECT_EQ(ws->stash_list()->size(), 1u);
+}
+
+// A stash made on an older checkpoint brings back its changes, not that checkpoint's files:
+// HEAD's work stays, and changes that clash get conflict markers while the stash is kept.
+TEST_F(WorkspaceTest, StashPopMergesItsChangesIntoHeadsFiles) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  const std::string macro = "#define SCALE 2\n";
+  set_working_source(replace_region(kSource, "macros", macro));
+  auto stashed = ws->stash_push("a macro");
+  ASSERT_TRUE(stashed) << stashed.error();
+  const std::string clash = "// mine\n";
+  set_working_source(replace_region(kSource, "device", clash));
+  auto clashing = ws->stash_push("another device");
+  ASSERT_TRUE(clashing) << clashing.error();
+  ASSERT_GT(commit_edit(*ws), 0);  // HEAD: the device region changed
+  const std::string head_source = replace_region(kSource, "device", kAddedDevice);
+  ASSERT_EQ(working_source(), head_source);
+
+  auto popped = ws->stash_pop(*stashed, false);
+  ASSERT_TRUE(popped) << popped.error();
+  EXPECT_EQ(working_source(), replace_region(head_source, "macros", macro));
+  EXPECT_NE(popped->message.find("merged"), std::string::npos) << popped->message;
+  EXPECT_EQ(ws->stash_list()->size(), 1u);
+
+  ASSERT_TRUE(ws->checkout("HEAD", SwitchOptions{.force = true}));
+  auto conflict = ws->stash_pop(*clashing, false);
+  ASSERT_FALSE(conflict);
+  EXPECT_EQ(conflict.error_kind(), ErrorKind::input);
+  EXPECT_NE(conflict.error().find("kernel.hlsl"), std::string::npos) << conflict.error();
+  EXPECT_NE(conflict.error().find("peak diff"), std::string::npos) << conflict.error();
+  EXPECT_NE(conflict.error().find("stash is kept"), std::string::npos) << conflict.error();
+  std::string marked = working_source();
+  EXPECT_NE(marked.find("<<<<<<< HEAD"), std::string::npos) << marked;
+  EXPECT_NE(marked.find(kAddedDevice), std::string::npos) << marked;
+  EXPECT_NE(marked.find("=======\n" + clash + ">>>>>>> stash"), std::string::npos) << marked;
+  auto left = ws->stash_list();
+  ASSERT_TRUE(left);
+  EXPECT_TRUE(std::any_of(left->begin(), left->end(),
+                          [&](const StashRecord& r) { return r.id == *clashing; }));
 }
 
 TEST_F(WorkspaceTest, ABranchAtHeadCarriesTheEdit) {
