@@ -417,5 +417,61 @@ TEST_F(Cli, InitKeepsTheFilesOfAFolderThatIsNotEmpty) {
   EXPECT_EQ(*read_file(tmp_ / "mine" / "kernel.hlsl"), "// my own kernel\n");
 }
 
+// An output that cannot be written is an environment failure, even when the data fits the
+// write buffer and the error comes only at the flush or the close.
+TEST_F(Cli, AReportThatCannotBeWrittenExitsFour) {
+  fs::path ws = workspace_with_device("ws", "");
+  for (const char* target : {"/dev/full", "/proc/version"}) {
+    SCOPED_TRACE(target);
+    if (!fs::exists(target)) continue;
+    Out o = peak({"report", "--format", "text", "-o", target}, ws);  // a few hundred bytes
+    EXPECT_EQ(o.code, 4) << o.out << o.err;
+    EXPECT_EQ(o.out.find("wrote"), std::string::npos) << o.out;
+    EXPECT_NE(o.err.find(target), std::string::npos) << o.err;
+  }
+  EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  // A link is written through and stays a link.
+  ASSERT_TRUE(write_file(tmp_ / "real.json", "{}"));
+  fs::create_symlink("real.json", tmp_ / "report.json");
+  Out o = peak({"report", "--format", "json", "-o", (tmp_ / "report.json").string()}, ws);
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(fs::is_symlink(tmp_ / "report.json"));
+  EXPECT_NE(read_file(tmp_ / "real.json")->find("peak-report"), std::string::npos);
+}
+
+// `peak mcp` given a batch of requests at once: a long call that would fail at once is answered
+// before the next request is read (which is then not refused as busy), and a step still running
+// when the input ends is stopped and answered: every request gets exactly one response.
+TEST_F(Cli, McpAnswersEveryRequestOfAPipelinedBatch) {
+  fs::path ws = scale_workspace("ws");
+  auto line = [](int id, const std::string& method, const json& params) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump() +
+           "\n";
+  };
+  ProcessOptions o = options({"mcp", "--root", tmp_.string()}, ws, {});
+  o.stdin_data =
+      line(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", json::object()}}) +
+      R"({"jsonrpc":"2.0","method":"notifications/initialized"})" + "\n" +
+      line(2, "tools/call",
+           {{"name", "apply"},
+            {"arguments", {{"transformation", "add-twice"}, {"llm", "command:true"}}}}) +
+      line(3, "tools/call",
+           {{"name", "evaluate"}, {"arguments", {{"small", true}, {"no_baseline", true}}}});
+  Out r = run(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::map<int, std::vector<json>> answers;
+  for (const auto& l : split_lines(r.out)) {
+    json m = json::parse(l, nullptr, false);
+    ASSERT_TRUE(m.is_object()) << l;
+    if (m.contains("id")) answers[m["id"].get<int>()].push_back(m);
+  }
+  for (int id : {1, 2, 3}) EXPECT_EQ(answers[id].size(), 1u) << "request " << id << ": " << r.out;
+  ASSERT_EQ(answers[2].size(), 1u);
+  EXPECT_TRUE(answers[2][0]["result"]["isError"]) << answers[2][0].dump();
+  EXPECT_NE(answers[2][0].dump().find("command:"), std::string::npos) << answers[2][0].dump();
+  ASSERT_EQ(answers[3].size(), 1u);
+  EXPECT_EQ(answers[3][0].dump().find("peak is busy"), std::string::npos) << answers[3][0].dump();
+}
+
 }  // namespace
 }  // namespace peak

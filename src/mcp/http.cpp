@@ -25,6 +25,7 @@
 #include <httplib.h>
 
 #include "mcp/serve.h"
+#include "util/listen.h"
 
 namespace peak::mcp {
 
@@ -179,6 +180,7 @@ int serve_http(const ServerOptions& opts, const HttpOptions& http) {
   };
 
   httplib::Server svr;
+  svr.set_socket_options(exclusive_listen_options);
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (req.has_header("Host") && !allowed_host(host_of(req.get_header_value("Host")))) {
       json_error(res, 403, kInvalidRequest,
@@ -335,7 +337,11 @@ int serve_http(const ServerOptions& opts, const HttpOptions& http) {
       return 4;
     }
   } else if (!svr.bind_to_port(http.host.c_str(), port)) {
-    std::fprintf(stderr, "peak mcp: cannot listen on %s:%d (in use?)\n", http.host.c_str(), port);
+    std::fprintf(stderr, "peak mcp: %s\n",
+                 listen_failure(http.host, port,
+                                "choose another port (`--http HOST:0` picks a "
+                                "free one)")
+                     .c_str());
     return 4;
   }
   std::thread signals([&svr, set] {

@@ -148,6 +148,30 @@ TEST_F(McpServerTest, BenchToolTimesTheShapeSuite) {
       << r.dump();
 }
 
+// A long call that would fail at once is answered on the caller's thread, before it takes the
+// worker: the next call of a pipelined batch is not refused as busy, and every request gets
+// exactly one answer, at once.
+TEST_F(McpServerTest, LongCallsAreCheckedBeforeTheyTakeTheWorker) {
+  initialize();
+  const std::vector<json> calls = {
+      {{"name", "apply"}, {"arguments", {{"transformation", "refactor"}, {"workspace", "nope"}}}},
+      {{"name", "run"}, {"arguments", {{"sequence", "hlsl-fp32"}, {"workspace", "nope"}}}},
+      {{"name", "evaluate"}, {"arguments", {{"workspace", "nope"}}}},
+      {{"name", "bench"}, {"arguments", {{"workspace", "nope"}}}},
+      {{"name", "tune_classes"}, {"arguments", {{"workspace", "nope"}}}}};
+  for (const json& call : calls) {
+    SCOPED_TRACE(call["name"].get<std::string>());
+    size_t before = out->size();
+    json r = request("tools/call", call);
+    ASSERT_EQ(out->size(), before + 1) << "answered once, before handle returns";
+    EXPECT_EQ(r["id"], id) << r.dump();
+    EXPECT_TRUE(r["result"]["isError"]) << r.dump();
+    std::string text = r["result"]["content"][0]["text"];
+    EXPECT_EQ(text.find("busy"), std::string::npos) << text;
+    EXPECT_TRUE(server->job_status().is_null()) << "nothing runs";
+  }
+}
+
 TEST(CheckArguments, TypesRequiredEnumsAndExtras) {
   json schema = {{"type", "object"},
                  {"properties",

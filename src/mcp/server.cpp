@@ -60,6 +60,7 @@ struct Job {
   json progress_token;  // null when the client asked for no progress
   std::shared_ptr<Outbox> out;
   std::atomic<bool> cancel{false};
+  std::atomic<bool> client_cancelled{false};  // by notifications/cancelled: not answered
   std::atomic<bool> done{false};
   std::mutex mu;
   std::string last_line;
@@ -315,6 +316,14 @@ json McpServer::call_tool(const json& id, const json& params, const std::shared_
   if (auto problem = check_arguments(tool->input_schema, args))
     return respond(ToolResult::error(fmt::format(
         "{}: {}. See the tool's inputSchema (tools/list) for its arguments.", name, *problem)));
+  // A long call that would fail at once is answered here, before it takes the worker.
+  try {
+    ToolContext check_ctx{*this, out, [] { return false; }, [](const std::string&) {}};
+    if (auto problem = check_long_call(*tool, args, check_ctx))
+      return respond(ToolResult::error(*problem));
+  } catch (const std::exception& e) {
+    return respond(ToolResult::error(fmt::format("{} failed: internal error: {}", name, e.what())));
+  }
 
   auto busy = [&] {
     json running = job_status();
@@ -396,8 +405,9 @@ json McpServer::call_tool(const json& id, const json& params, const std::shared_
     // Free the slot first: a client may call the next step as soon as it has the answer.
     job->done = true;
     --running_jobs();
-    // A cancelled request is not answered (the client has stopped waiting for it).
-    if (!job->cancel)
+    // A request the client cancelled is not answered (the client has stopped waiting for it);
+    // one stopped because the input ended or a signal came is, with what the step did.
+    if (!job->client_cancelled)
       job->out->send(
           {{"jsonrpc", "2.0"}, {"id", job->request_id}, {"result", tool_result_json(result)}});
   });
@@ -407,7 +417,10 @@ json McpServer::call_tool(const json& id, const json& params, const std::shared_
 void McpServer::cancel_request(const json& params) {
   if (!params.contains("requestId")) return;
   std::lock_guard lock(mu_);
-  if (job_ && !job_->done && job_->request_id == params["requestId"]) job_->cancel = true;
+  if (job_ && !job_->done && job_->request_id == params["requestId"]) {
+    job_->client_cancelled = true;
+    job_->cancel = true;
+  }
 }
 
 void McpServer::shutdown() {

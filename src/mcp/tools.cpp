@@ -859,6 +859,39 @@ const Tool* find_tool(const std::string& name) {
   return nullptr;
 }
 
+std::optional<std::string> check_long_call(const Tool& tool, const json& a, ToolContext& ctx) {
+  if (!tool.long_running) return std::nullopt;
+  auto ws = open_workspace(ctx.server, a);
+  if (!ws) return ws.error();
+  const std::string& name = tool.name;
+  if (name == "bench" && b_arg(a, "small") && b_arg(a, "full"))
+    return "small and full exclude each other";
+  if (name == "evaluate" || name == "bench" || name == "tune_classes")
+    if (auto id = (*ws)->resolve(s_arg(a, "ref", "HEAD")); !id) return id.error();
+  if (name == "evaluate" || name == "tune_classes")
+    if (auto c = choices_from(a, ctx); !c) return c.error();
+  if (name == "run") {
+    auto p = api::find_sequence(s_arg(a, "sequence"));
+    if (!p) return p.error();
+    auto c = confine(ctx.server.options().root, p->string(),
+                     {ctx.server.options().root, data_path("sequences")});
+    if (!c) return c.error();
+    if (auto seq = load_sequence(*c); !seq) return seq.error();
+  }
+  if (name == "apply" || name == "run") {
+    auto ao = apply_from(**ws, a, ctx);
+    if (!ao) return ao.error();
+    if (!ao->make_llm)
+      if (auto drv = make_driver(ao->llm, ao->driver); !drv) return drv.error();
+  }
+  if (name == "apply") {
+    auto lib = (*ws)->library();
+    if (!lib) return lib.error();
+    if (auto t = find_transformation(*lib, s_arg(a, "transformation")); !t) return t.error();
+  }
+  return std::nullopt;
+}
+
 json tool_descriptor(const Tool& t) {
   return {{"name", t.name},
           {"title", t.title},

@@ -53,6 +53,12 @@ const std::vector<Tool>& tools();
 const Tool* find_tool(const std::string& name);
 json tool_descriptor(const Tool& t);  // the tools/list entry
 
+// What can be checked of a long tool's call without doing its work (the workspace, the
+// checkpoint, the sequence, the transformation, the LLM spec and the tuning arguments), checked
+// on the caller's thread before the call takes the worker: a call that would fail at once is
+// answered at once and keeps no other call waiting. Returns what is wrong, or nothing.
+std::optional<std::string> check_long_call(const Tool& tool, const json& args, ToolContext& ctx);
+
 // Checks `args` against a tool's input schema (the subset the table uses: object properties
 // with type string/integer/number/boolean/array/object, enum, required, no extra properties).
 // Returns what is wrong, or nothing.

@@ -6,6 +6,7 @@
 
 #include "report/html.h"
 #include "report/report.h"
+#include "util/listen.h"
 
 namespace peak {
 
@@ -22,6 +23,7 @@ bool is_loopback_host(const std::string& host) {
 
 ReportServer::ReportServer(ServeOptions opts)
     : impl_(std::make_unique<Impl>()), opts_(std::move(opts)) {
+  impl_->server.set_socket_options(exclusive_listen_options);
   auto send = [](httplib::Response& res, const Response& r) {
     res.status = r.status;
     res.set_header("Cache-Control", "no-store");
@@ -91,10 +93,8 @@ Result<std::string> ReportServer::bind() {
     impl_->port = port;
   } else {
     if (!impl_->server.bind_to_port(opts_.host.c_str(), opts_.port))
-      return make_error(fmt::format(
-          "cannot listen on {}:{} (in use, or not an address of this machine); `--port 0` picks "
-          "a free port",
-          opts_.host, opts_.port));
+      return make_error(listen_failure(opts_.host, opts_.port,
+                                       "choose another port (`--port 0` picks a free one)"));
     impl_->port = opts_.port;
   }
   std::string host =

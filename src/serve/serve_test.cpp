@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -123,6 +124,57 @@ TEST_F(ServeTest, PageFollowsARunningCampaignInChromium) {
   EXPECT_EQ(j["ok"], true) << j.dump(1);
   EXPECT_GT(j.value("polls", 0), 0);
   EXPECT_GT(j.value("renders", 0), 1);  // redrawn as the run went on
+}
+
+// peak's HTTP servers never share a port: while one listens, a second one on that port exits 4
+// with a message naming the port (a shared port would split the requests between two
+// workspaces, or two MCP servers' sessions).
+struct SecondServer {
+  std::vector<std::string> first;  // args with port 0
+  std::string listening;           // the line the first prints, up to the port
+  std::function<std::vector<std::string>(const std::string& port)> second;
+  std::string fix;  // what the second one's message suggests
+};
+
+TEST_F(ServeTest, ASecondServerOnATakenPortExitsFour) {
+  const std::string root = tmp_.string();
+  const std::vector<SecondServer> cases = {
+      {{"-C", root, "serve", "--port", "0"},
+       "serving http://127.0.0.1:",
+       [&](const std::string& port) {
+         return std::vector<std::string>{"-C", root, "serve", "--port", port};
+       },
+       "--port 0"},
+      {{"mcp", "--http", "127.0.0.1:0", "--root", root},
+       "peak mcp: listening on http://127.0.0.1:",
+       [&](const std::string& port) {
+         return std::vector<std::string>{"mcp", "--http", "127.0.0.1:" + port, "--root", root};
+       },
+       "--http HOST:0"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.listening);
+    // The first server's messages, standard error included, on its standard output.
+    ProcessOptions o = peak(c.first);
+    o.argv.insert(o.argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
+    Subprocess first;
+    ASSERT_TRUE(first.start(o).is_ok());
+    std::string line;
+    while (line.rfind(c.listening, 0) != 0)
+      ASSERT_EQ(first.read_line(line, 120), Subprocess::ReadStatus::line) << first.err();
+    std::string port = line.substr(c.listening.size());
+    port = port.substr(0, port.find_first_not_of("0123456789"));
+    ASSERT_FALSE(port.empty()) << line;
+    ProcessOptions again = peak(c.second(port));
+    again.timeout_s = 120;  // a bound only: the second one exits at once
+    auto second = run_process(again);
+    first.kill_group();
+    ASSERT_TRUE(second.is_ok()) << second.error();
+    EXPECT_FALSE(second->timed_out) << "the second server listened on the same port";
+    EXPECT_EQ(second->exit_code, 4) << second->describe() << second->err;
+    EXPECT_NE(second->err.find("cannot listen on 127.0.0.1:" + port), std::string::npos)
+        << second->err;
+    EXPECT_NE(second->err.find(c.fix), std::string::npos) << second->err;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "util/fs.h"
+#include "util/output.h"
 
 namespace peak {
 
@@ -155,7 +156,7 @@ Result<TuningCache> read_cache(const fs::path& path) {
 }
 
 Status write_cache(const fs::path& path, const TuningCache& cache) {
-  return write_file_atomic(path, cache.to_json().dump(1) + "\n");
+  return write_output_file(path, cache.to_json().dump(1) + "\n");
 }
 
 }  // namespace peak

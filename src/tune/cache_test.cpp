@@ -56,6 +56,29 @@ TEST(Cache, RoundTripsThroughJsonAndFiles) {
   fs::remove_all(*d, ec);
 }
 
+// A cache is a file the user names (peak export-space -o, peak tune --export-space): a link
+// keeps pointing at the file it names, and a device that refuses the data is an error.
+TEST(Cache, WritesThroughALinkAndReportsAFullDevice) {
+  TuningCache c = small_cache();
+  auto d = make_temp_dir("peak-cache-test-");
+  ASSERT_TRUE(d);
+  ASSERT_TRUE(write_file(*d / "real.json", "{}\n"));
+  fs::create_symlink("real.json", *d / "space.json");
+  ASSERT_TRUE(write_cache(*d / "space.json", c));
+  EXPECT_TRUE(fs::is_symlink(*d / "space.json"));
+  auto back = read_cache(*d / "real.json");
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->to_json(), c.to_json());
+  if (fs::exists("/dev/full")) {
+    fs::create_symlink("/dev/full", *d / "full.json");
+    EXPECT_FALSE(write_cache(*d / "full.json", c));
+    EXPECT_TRUE(fs::is_symlink(*d / "full.json"));
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+  std::error_code ec;
+  fs::remove_all(*d, ec);
+}
+
 TEST(Cache, RefusesOtherFormatsNewerVersionsAndBadEntries) {
   json good = small_cache().to_json();
   auto error_of = [](const json& j) {

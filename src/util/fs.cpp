@@ -1,16 +1,21 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "util/output.h"
 
 namespace peak {
 
@@ -23,14 +28,61 @@ Result<std::string> read_file(const fs::path& path) {
   return ss.str();
 }
 
+namespace {
+
+// Writes all of `content` to `fd`, retrying short writes and interrupted calls.
+bool write_all(int fd, std::string_view content) {
+  size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::string io_error(std::string_view what, const fs::path& path, int err) {
+  return fmt::format(
+      "{} {}: {}{}", what, path.string(), std::strerror(err),
+      err == ENOSPC || err == EDQUOT ? " (free some space, or name another file)" : "");
+}
+
+// Writes, flushes to the disk (regular files) and closes `fd`; every step is checked, so a full
+// disk or a device that refuses the data is an error, not a silent loss.
+Status finish_write(int fd, const fs::path& path, std::string_view content) {
+  if (!write_all(fd, content)) {
+    int err = errno;
+    ::close(fd);
+    return Status::error(io_error("cannot write", path, err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::error(io_error("cannot write", path, err));
+  }
+  if (::close(fd) != 0) return Status::error(io_error("cannot write", path, errno));
+  return Status::ok();
+}
+
+// Opens `path` itself for writing (following a symbolic link, creating a missing file) and
+// writes `content` to it.
+Status write_through(const fs::path& path, std::string_view content) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd < 0) return Status::error(io_error("cannot write", path, errno));
+  return finish_write(fd, path, content);
+}
+
+}  // namespace
+
 Status write_file(const fs::path& path, std::string_view content) {
   std::error_code ec;
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::error(fmt::format("cannot write {}", path.string()));
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  if (!out) return Status::error(fmt::format("write to {} failed (disk full?)", path.string()));
-  return Status::ok();
+  return write_through(path, content);
 }
 
 fs::path unique_temp_name(const fs::path& path) {
@@ -42,22 +94,21 @@ fs::path unique_temp_name(const fs::path& path) {
 
 Status write_file_atomic(const fs::path& path, std::string_view content) {
   std::error_code ec;
+  auto kind = fs::symlink_status(path, ec).type();
+  if (kind != fs::file_type::not_found && kind != fs::file_type::regular &&
+      kind != fs::file_type::none)
+    return Status::error(fmt::format(
+        "{} is not a regular file (a symbolic link, folder, device or pipe); peak does not "
+        "replace it: remove it, or use another path",
+        path.string()));
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   const fs::path tmp = unique_temp_name(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::error(fmt::format("cannot write {}", tmp.string()));
-  size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
-    if (n <= 0) {
-      ::close(fd);
-      fs::remove(tmp, ec);
-      return Status::error(fmt::format("write to {} failed (disk full?)", tmp.string()));
-    }
-    off += static_cast<size_t>(n);
+  if (fd < 0) return Status::error(io_error("cannot write", tmp, errno));
+  if (auto s = finish_write(fd, tmp, content); !s) {
+    fs::remove(tmp, ec);
+    return s;
   }
-  ::fsync(fd);
-  ::close(fd);
   fs::rename(tmp, path, ec);
   if (ec) {
     fs::remove(tmp, ec);
@@ -65,6 +116,24 @@ Status write_file_atomic(const fs::path& path, std::string_view content) {
         fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
   }
   return Status::ok();
+}
+
+Status write_output_file(const fs::path& path, std::string_view content) {
+  std::error_code ec;
+  auto link = fs::symlink_status(path, ec);
+  auto target = fs::status(path, ec);  // through links
+  if (fs::is_directory(target))
+    return Status::error(fmt::format("{} is a folder; name a file to write (e.g. {})",
+                                     path.string(), (path / "out.json").string()));
+  if (fs::is_regular_file(target)) {
+    // A link to a regular file: replace the file it names, and keep the link.
+    fs::path real = fs::is_symlink(link) ? fs::canonical(path, ec) : path;
+    if (ec) return Status::error(io_error("cannot resolve", path, ec.value()));
+    return write_file_atomic(real, content);
+  }
+  if (!fs::exists(link)) return write_file_atomic(path, content);
+  // A device, a pipe, or a link to nothing yet: write to what the path names.
+  return write_through(path, content);
 }
 
 fs::path self_executable() {
