@@ -136,8 +136,10 @@ Status check_tuning_overrides(const std::map<std::string, std::vector<int64_t>>&
     if (!params.count(name)) unknown.push_back(name);
   if (unknown.empty()) return Status::ok();
   return Status::error(
-      fmt::format("--tune {}: {} no tuning parameter of {} (its parameters: {}); nothing was run",
-                  join(unknown, ", "), unknown.size() > 1 ? "are" : "is", what,
+      fmt::format("--tune names {}, which {} no tuning parameter{} of {} (its parameters: {}); "
+                  "nothing was run",
+                  join(unknown, ", "), unknown.size() > 1 ? "are" : "is",
+                  unknown.size() > 1 ? "s" : "", what,
                   params.empty()
                       ? "none"
                       : join(std::vector<std::string>(params.begin(), params.end()), ", ")),
