@@ -105,9 +105,49 @@ struct Options {
   std::string mcp_token_env;
 };
 
-void err(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
+// Under --json, errors are data: the messages of a command that fails are one JSON object on
+// standard output ({"error": {"message", "exit_code"}}) unless the command printed its own JSON
+// result, which carries them.
+struct ErrorOutput {
+  bool json = false;     // --json
+  bool emitted = false;  // a JSON result was printed
+  std::vector<std::string> messages;
+};
+ErrorOutput& error_output() {
+  static ErrorOutput e;
+  return e;
+}
 
-void emit_json(const json& j) { std::cout << j.dump(2) << "\n"; }
+// A line for people on standard error (progress, warnings): never part of --json's output.
+void note(const std::string& m) { std::fprintf(stderr, "peak: %s\n", m.c_str()); }
+
+// The message of a command that fails.
+void err(const std::string& m) {
+  if (error_output().json)
+    error_output().messages.push_back(m);
+  else
+    note(m);
+}
+
+void emit_json(const json& j) {
+  error_output().emitted = true;
+  std::cout << j.dump(2) << "\n";
+}
+
+// After the command: under --json, its error messages as JSON (or, when it printed its own JSON
+// result, on standard error).
+int finish(int code) {
+  ErrorOutput& e = error_output();
+  if (e.messages.empty()) return code;
+  if (code == 0 || e.emitted) {
+    for (const auto& m : e.messages) note(m);
+  } else {
+    std::cout << json{{"error", {{"message", join(e.messages, "\n")}, {"exit_code", code}}}}.dump(2)
+              << "\n";
+  }
+  e.messages.clear();
+  return code;
+}
 
 int exit_code(ErrorKind k) {
   switch (k) {
@@ -141,36 +181,43 @@ std::unique_ptr<Workspace> open_ws(const Options& o, int* code) {
   return std::move(*ws);
 }
 
+// --tune NAME=V1,V2,...: a parameter name, then distinct integers; each name once.
 Result<std::map<std::string, std::vector<int64_t>>> parse_tuning(
     const std::vector<std::string>& items) {
   std::map<std::string, std::vector<int64_t>> out;
   for (const auto& it : items) {
+    auto bad = [&it](const std::string& why) {
+      return make_error(fmt::format("--tune '{}': {}; write NAME=V1,V2,... (integers)", it, why),
+                        ErrorKind::input);
+    };
     auto eq = it.find('=');
-    if (eq == std::string::npos)
-      return make_error(fmt::format("--tune '{}': expected NAME=V1,V2,...", it), ErrorKind::input);
+    if (eq == std::string::npos) return bad("no '='");
+    const std::string name = trim(it.substr(0, eq));
+    if (name.empty()) return bad("no parameter name before '='");
+    if (out.count(name)) return bad(fmt::format("{} is given twice", name));
+    const std::string rest = it.substr(eq + 1);
+    if (trim(rest).empty()) return bad("no values after '='");
     std::vector<int64_t> vals;
-    std::string rest = it.substr(eq + 1);
-    size_t start = 0;
-    while (start <= rest.size()) {
-      size_t comma = rest.find(',', start);
-      std::string v =
-          trim(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (!v.empty()) {
-        try {
-          size_t used = 0;
-          vals.push_back(std::stoll(v, &used));
-          if (used != v.size()) throw std::invalid_argument(v);
-        } catch (...) {
-          return make_error(fmt::format("--tune '{}': '{}' is not an integer", it, v),
-                            ErrorKind::input);
-        }
+    for (size_t start = 0;;) {
+      const size_t comma = rest.find(',', start);
+      const std::string v =
+          trim(rest.substr(start, comma == std::string::npos ? comma : comma - start));
+      if (v.empty()) return bad("an empty value");
+      int64_t value = 0;
+      try {
+        size_t used = 0;
+        value = std::stoll(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+      } catch (...) {
+        return bad(fmt::format("'{}' is not an integer", v));
       }
+      if (std::find(vals.begin(), vals.end(), value) != vals.end())
+        return bad(fmt::format("the value {} is given twice", value));
+      vals.push_back(value);
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
-    if (vals.empty())
-      return make_error(fmt::format("--tune '{}': no values after '='", it), ErrorKind::input);
-    out[it.substr(0, eq)] = vals;
+    out[name] = vals;
   }
   return out;
 }
@@ -216,6 +263,40 @@ Result<EvalChoices> eval_choices(const Options& o) {
   return c;
 }
 
+// The options that repeat a command's choices, in the form the command line takes them (--llm
+// and --attempts apart: the hints give those themselves).
+std::vector<std::string> rerun_options(const Options& o) {
+  std::vector<std::string> r;
+  auto value = [&r](const char* name, const std::string& v) {
+    if (!v.empty()) r.insert(r.end(), {name, v});
+  };
+  auto flag = [&r](const char* name, bool on) {
+    if (on) r.push_back(name);
+  };
+  value("--device", o.device);
+  value("--devices", o.devices);
+  flag("--small", o.small);
+  flag("--full", o.full);
+  if (o.budget > 0) value("--budget", std::to_string(o.budget));
+  if (o.jobs > 0) value("-j", std::to_string(o.jobs));
+  flag("--no-baseline", o.no_baseline);
+  for (const auto& t : o.tuning) value("--tune", t);
+  value("--strategy", o.strategy);
+  value("--strategy-budget", o.strategy_budget);
+  flag("--reuse-measurements", o.reuse);
+  flag("--compile-only", o.compile_only);
+  flag("--sanitize", o.sanitize);
+  value("--record", o.record);
+  value("--record-note", o.record_note);
+  value("--by", o.producer);
+  value("--key-env", o.key_env);
+  if (o.llm_deadline > 0) value("--llm-deadline", fmt::format("{}", o.llm_deadline));
+  value("--instructions", o.instructions);
+  flag("--no-feedback", o.no_feedback);
+  value("--prompt-device", o.prompt_device);
+  return r;
+}
+
 DriverOptions driver_options(const Options& o, const fs::path& workspace) {
   DriverOptions d;
   d.workspace = workspace;
@@ -246,6 +327,7 @@ Result<ApplyOptions> apply_options(Workspace& ws, const Options& o) {
   a.extra_instructions = o.instructions;
   a.feedback = !o.no_feedback;
   a.force = o.force;
+  a.rerun_options = rerun_options(o);
   auto c = eval_choices(o);
   if (!c) return c.status();
   a.eval = *c;
@@ -310,8 +392,9 @@ void add_eval_options(CLI::App* c, Options& o) {
   c->add_option("--jobs,-j", o.jobs, "parallel compiles (default: all cores)");
   c->add_flag("--no-baseline", o.no_baseline, "do not time the vendor library");
   c->add_option("--tune", o.tuning,
-                "override a tuning parameter's values: NAME=V1,V2,... (the evaluation is then "
-                "kept in the checkpoint's history but is not its result)");
+                "override a tuning parameter's values: NAME=V1,V2,... (a parameter of the "
+                "checkpoint or of the transformation applied; distinct integers; the evaluation "
+                "is then kept in the checkpoint's history but is not its result)");
   c->add_flag("--sanitize", o.sanitize,
               "CUDA: also run compute-sanitizer (memcheck, racecheck) on one small shape");
   c->add_flag("--compile-only", o.compile_only,
@@ -350,6 +433,36 @@ int print_apply(const ApplyResult& r, const Options& o) {
   return r.disposition == Disposition::passed ? kOk : kStepFailed;
 }
 
+// "12 of 48 (budget 4, strategy basin, stopped: evaluation budget, 6 reused)": a tuning
+// search as the evaluation summary records it (summary["configs"]).
+std::string configs_text(const json& c) {
+  if (!c.is_object()) return "-";
+  auto count = [&c](const char* key) {
+    return c.contains(key) && c[key].is_number_integer()
+               ? static_cast<size_t>(std::max<int64_t>(0, c[key].get<int64_t>()))
+               : size_t{0};
+  };
+  const size_t valid = count("space") - std::min(count("space"), count("rejected_by_constraint"));
+  std::vector<std::string> how;
+  if (std::string b = c.value("budget", ""); !b.empty()) how.push_back("budget " + b);
+  if (std::string st = c.value("strategy", ""); !st.empty()) how.push_back("strategy " + st);
+  if (std::string stop = c.value("stop", ""); !stop.empty()) how.push_back("stopped: " + stop);
+  if (size_t n = count("rejected_by_constraint"); n > 0)
+    how.push_back(fmt::format("{} ruled out by tuning_valid", n));
+  if (size_t n = count("reused"); n > 0) how.push_back(fmt::format("{} reused", n));
+  std::string text = fmt::format("{} of {}", count("evaluated"), valid);
+  return how.empty() ? text : fmt::format("{} ({})", text, join(how, ", "));
+}
+
+// "BLOCK_X=16 BLOCK_Y=8": a configuration as JSON ({"BLOCK_X": 16, ...}).
+std::string config_line(const json& config) {
+  std::vector<std::string> parts;
+  if (config.is_object())
+    for (const auto& [k, v] : config.items())
+      parts.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+  return parts.empty() ? "(defaults)" : join(parts, " ");
+}
+
 std::string perf_text(const json& s) {
   if (!s.is_object() || !s.contains("bench") || !s["bench"].is_array() || s["bench"].empty())
     return "-";
@@ -366,14 +479,20 @@ std::string workflow_line(const WorkflowRecord& w) {
   if (!st.is_object()) st = json::object();
   std::string what, next;
   std::string llm = args.value("llm", "");
+  // The options the workflow ran with: continuing it repeats them.
+  std::vector<std::string> opts;
+  if (args.contains("options") && args["options"].is_array())
+    for (const auto& v : args["options"])
+      if (v.is_string()) opts.push_back(v.get<std::string>());
+  const std::string with = (llm.empty() ? "" : " --llm " + llm) + options_text(opts);
   if (w.kind == "run") {
     std::string seq = st.value("sequence", args.value("sequence", ""));
     what = fmt::format("run {} at step {}", seq, st.value("next_step", 0) + 1);
-    next = fmt::format("peak run {} --resume{}", seq, llm.empty() ? "" : " --llm " + llm);
+    next = fmt::format("peak run {} --resume{}", seq, with);
   } else if (w.kind == "apply") {
     std::string t = args.value("transformation", "");
     what = fmt::format("apply {} on checkpoint {}", t, args.value("parent", int64_t{0}));
-    next = fmt::format("peak apply {}{}", t, llm.empty() ? "" : " --llm " + llm);
+    next = fmt::format("peak apply {}{}", t, with);
   } else {
     what = w.kind;
   }
@@ -433,7 +552,7 @@ int cmd_transformations(Options& o) {
   auto l = ws ? (*ws)->library(&problems) : api::load_library_for("", &problems);
   if (!l) return fail(l.status());
   for (const auto& p : problems)
-    err(fmt::format("warning: skipped a transformation file that cannot be read: {}", p));
+    note(fmt::format("warning: skipped a transformation file that cannot be read: {}", p));
   const auto& lib = *l;
   std::string sub = o.args.empty() ? "list" : o.args[0];
   if (sub == "list") {
@@ -514,8 +633,8 @@ int cmd_run(Options& o) {
   if (o.json_out) {
     emit_json(api::run_json(r));
   } else if (r.pending) {
-    std::printf("%s\nthen continue with: peak run %s --resume --llm %s\n", r.message.c_str(),
-                o.args[0].c_str(), o.llm.c_str());
+    std::printf("%s\nthen continue with: peak run %s --resume --llm %s%s\n", r.message.c_str(),
+                o.args[0].c_str(), o.llm.c_str(), options_text(ao->rerun_options).c_str());
   } else if (r.disposition == Disposition::passed) {
     auto h = ws->head();
     if (h)
@@ -624,6 +743,13 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
   if (!ws) return code;
   auto id = ws->resolve(o.args.empty() ? "HEAD" : o.args[0]);
   if (!id) return fail(id.status());
+  // --tune names parameters of this checkpoint; checked before the device is probed.
+  auto files = ws->checkpoint_files(*id);
+  if (!files) return fail(files.status());
+  if (auto s = check_tuning_overrides(choices->tuning, tuning_names(files->first),
+                                      fmt::format("checkpoint {}", *id));
+      !s)
+    return fail(s);
   if (auto s = ws->lock(); !s) return fail(s);
   auto e = ws->eval_options(*choices);
   if (!e) return fail(e.status());
@@ -657,14 +783,15 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
     std::printf("%s checkpoint %lld: %s — %s\n", what, static_cast<long long>(*id),
                 std::string(to_string(ev->disposition)).c_str(), ev->message.c_str());
     if (ev->summary.contains("configs"))
-      std::printf("  configurations: %s\n", ev->summary["configs"].dump().c_str());
+      std::printf("  configurations: %s\n", configs_text(ev->summary["configs"]).c_str());
     if (ev->summary.contains("sanitizer"))
       std::printf("  compute-sanitizer (%s):\n%s",
                   ev->summary["sanitizer"].value("config", "").c_str(),
                   ev->summary["sanitizer"].value("report", "").c_str());
     if (ev->summary.contains("top"))
       for (const auto& t : ev->summary["top"])
-        std::printf("  %-40s %.4f ms\n", t["config"].dump().c_str(), t.value("score_ms", 0.0));
+        std::printf("  %-40s %.2f ms\n", config_line(t.value("config", json::object())).c_str(),
+                    t.value("score_ms", 0.0));
     if (ev->summary.contains("bench"))
       for (const auto& m : ev->summary["bench"])
         std::printf("  %-20s %10.1f GFLOP/s (median %.4f ms, spread %.1f%%, %zu samples)\n",
@@ -1318,7 +1445,7 @@ int cmd_campaign(Options& o) {
     ro.executor = o.executor;
     ro.jobs = o.jobs;
     ro.peak_binary = self_executable();
-    if (!o.quiet) ro.progress = [](const std::string& line) { err(line); };
+    if (!o.quiet) ro.progress = [](const std::string& line) { note(line); };
     auto r = campaign::run_campaign(*c, ro);
     if (!r) return fail(r.status());
     summary = std::move(*r);
@@ -1657,7 +1784,8 @@ int run_cli(int argc, char** argv) {
   app.fallthrough();
   Options o;
   app.add_option("-C,--workspace", o.workspace, "workspace folder (default: the current one)");
-  app.add_flag("--json", o.json_out, "machine-readable output");
+  app.add_flag("--json", o.json_out,
+               "machine-readable output (an error too: one JSON object on standard output)");
   app.add_flag("-q,--quiet", o.quiet, "no progress lines");
   app.add_flag("--no-sandbox", o.no_sandbox,
                "run compilers and runners without the sandbox (also PEAK_NO_SANDBOX=1; "
@@ -1673,6 +1801,9 @@ int run_cli(int argc, char** argv) {
     c.setup(sub, o);
     subs.emplace_back(sub, &c);
   }
+  // --json is known before the command line is parsed: its parse errors are JSON too.
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--json") error_output().json = true;
   // A word that is no subcommand gets the nearest one suggested.
   std::string word = first_command_word(argc, argv);
   bool known = word.empty();
@@ -1694,13 +1825,17 @@ int run_cli(int argc, char** argv) {
                       word, best));
     else
       err(fmt::format("'{}' is not a peak command; `peak --help` lists the commands", word));
-    return kUsage;
+    return finish(kUsage);
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kOk : kUsage;
+    if (e.get_exit_code() == 0 || !error_output().json) {
+      int rc = app.exit(e);
+      return rc == 0 ? kOk : kUsage;
+    }
+    err(fmt::format("{}; `peak --help` lists the options", e.what()));
+    return finish(kUsage);
   }
   if (o.no_sandbox) set_sandbox_enabled(false);
   for (const auto& [sub, c] : subs)
@@ -1708,10 +1843,10 @@ int run_cli(int argc, char** argv) {
       o.command = "peak " + std::string(c->name);
       for (const auto& a : o.args) o.command += " " + a;
       try {
-        return c->run(o);
+        return finish(c->run(o));
       } catch (const std::exception& e) {
         err(fmt::format("internal error: {}", e.what()));
-        return kEnvironment;
+        return finish(kEnvironment);
       }
     }
   return kUsage;

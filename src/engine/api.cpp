@@ -243,15 +243,15 @@ Result<std::string> render_report_at(const std::filesystem::path& where, const s
                                      const std::string& format,
                                      const std::filesystem::path& cross_reference) {
   auto store = open_store_for_reading(where);
-  if (!store) return Error{store.error()};
+  if (!store) return store.status();
   ReportOptions ro;
   if (!ref.empty()) {
     auto id = resolve_checkpoint(**store, ref);
-    if (!id) return Error{id.error()};
+    if (!id) return id.status();  // an unknown reference is a bad argument, as for `peak show`
     ro.tip = *id;
   }
   auto rep = build_report(**store, ro);
-  if (!rep) return Error{rep.error()};
+  if (!rep) return rep.status();
   if ((*store)->dir().filename() == ".peak") rep->source = (*store)->dir().parent_path().string();
   if (!cross_reference.empty()) {
     auto other_store = open_store_for_reading(cross_reference);

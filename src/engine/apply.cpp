@@ -199,10 +199,24 @@ std::vector<EvaluationEntry> Workspace::evaluations(int64_t id) const {
   return out;
 }
 
-Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions& opts, bool force,
-                                                  const std::string& kind) {
+Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions& opts_in,
+                                                  bool force, const std::string& kind) {
   auto c = store_->checkpoint(id);
   if (!c) return c.status();
+  auto files = checkpoint_files(id);
+  if (!files && (force || !opts_in.tuning_overrides.empty())) return files.status();
+  // The checkpoint asked for takes only overrides of its own parameters; a parent or the seed,
+  // evaluated for comparison, leaves out those of parameters a later step introduced.
+  EvalOptions opts = opts_in;
+  const std::set<std::string> params = files ? tuning_names(files->first) : std::set<std::string>{};
+  if (force) {
+    if (auto s =
+            check_tuning_overrides(opts.tuning_overrides, params, fmt::format("checkpoint {}", id));
+        !s)
+      return s;
+  } else {
+    std::erase_if(opts.tuning_overrides, [&](const auto& o) { return !params.count(o.first); });
+  }
   if (!force) {
     json s = summary(*c);
     if ((s.contains("bench") || (opts.compile_only && s.value("compile_only", false)))) {
@@ -215,7 +229,6 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
     }
   }
   if (auto s = lock(); !s) return s;
-  auto files = checkpoint_files(id);
   if (!files) return files.status();
   Evaluation ev = evaluate(files->first, files->second, opts, std::nullopt, id);
   if (c->parent) {
@@ -371,6 +384,9 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
   KernelContext ctx2 = transformed_context(T, ctx);
   EvalOptions eo = *base_eval;
   for (const auto& [k, v] : sc.tuning) eo.tuning_overrides[k] = v;
+  // A run's overrides name the parameters of all its steps: this step takes its context's.
+  const std::set<std::string> params2 = tuning_names(ctx2);
+  std::erase_if(eo.tuning_overrides, [&](const auto& o) { return !params2.count(o.first); });
   std::vector<TuningParam> fresh;
   for (const auto& p : ctx2.tuning)
     if (std::none_of(ctx.tuning.begin(), ctx.tuning.end(),
@@ -672,6 +688,22 @@ ApplyResult Workspace::apply_step(StepContext& sc) {
   return res;
 }
 
+Status Workspace::check_overrides(const std::vector<Transformation>& steps,
+                                  const std::map<std::string, std::vector<int64_t>>& overrides) {
+  if (overrides.empty()) return Status::ok();
+  auto h = head();
+  if (!h) return h.status();
+  auto files = checkpoint_files(h->id);
+  if (!files) return files.status();
+  std::set<std::string> params = tuning_names(files->first);
+  std::vector<std::string> names = {fmt::format("checkpoint {}", h->id)};
+  for (const auto& t : steps) {
+    for (const auto& p : t.tuning) params.insert(p.name);
+    names.push_back(t.name);
+  }
+  return check_tuning_overrides(overrides, params, join(names, " or "));
+}
+
 namespace {
 
 // How to go on after a transformation used up its attempts.
@@ -701,8 +733,10 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   // the driver spec, its key and its endpoint, the working files.
   auto lib = library();
   if (!lib) return fail_kind(ErrorKind::input, lib.error());
-  if (auto tr = find_transformation(*lib, name); !tr)
-    return fail_kind(ErrorKind::input, tr.error());
+  auto tr = find_transformation(*lib, name);
+  if (!tr) return fail_kind(ErrorKind::input, tr.error());
+  if (auto s = check_overrides({*tr}, opts.eval.tuning); !s)
+    return fail_kind(s.kind(), s.message());
   auto drv = opts.make_llm ? opts.make_llm() : make_driver(opts.llm, opts.driver);
   if (!drv) return fail_kind(drv.error_kind(), drv.error());
   std::unique_ptr<LlmDriver> driver = std::move(*drv);
@@ -729,6 +763,9 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     }
   }
 
+  // The command that continues this step, with the options it runs with.
+  const std::string rerun =
+      fmt::format("peak apply {} --llm {}{}", name, opts.llm, options_text(opts.rerun_options));
   StepContext sc;
   sc.name = name;
   sc.opts = &opts;
@@ -771,8 +808,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
         res.message = fmt::format(
             "{} already failed {} attempt(s) on checkpoint {} (workflow {}); nothing new was "
             "tried. {}",
-            name, used, head_cp->id, workflow_id,
-            how_to_go_on("peak apply " + name + " --llm " + opts.llm, used));
+            name, used, head_cp->id, workflow_id, how_to_go_on(rerun, used));
         return res;
       }
     }
@@ -780,9 +816,11 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     if (workflow_id == 0) {
       WorkflowRecord w;
       w.kind = "apply";
-      w.args_json =
-          json{{"transformation", name}, {"llm", driver->describe()}, {"parent", head_cp->id}}
-              .dump();
+      w.args_json = json{{"transformation", name},
+                         {"llm", driver->describe()},
+                         {"parent", head_cp->id},
+                         {"options", opts.rerun_options}}
+                        .dump();
       w.status = "running";
       w.owner_pid = me.pid;
       w.owner_host = me.host;
@@ -812,7 +850,7 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
     (void)store_->update_workflow(workflow_id, status, state_text(sc.state));
     register_workflow(workflow_id, false);
     if (status == "failed" && r.disposition != Disposition::not_run)
-      r.message += "\n" + how_to_go_on("peak apply " + name + " --llm " + opts.llm, r.attempts);
+      r.message += "\n" + how_to_go_on(rerun, r.attempts);
   }
   return r;
 }
@@ -828,9 +866,21 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
   // The checks that need no device, for every step, before anything runs.
   auto lib = library();
   if (!lib) return fail_kind(ErrorKind::input, lib.error());
-  for (const auto& st : seq.steps)
-    if (auto tr = find_transformation(*lib, st.transformation); !tr)
+  std::vector<Transformation> steps;
+  for (const auto& st : seq.steps) {
+    auto tr = find_transformation(*lib, st.transformation);
+    if (!tr)
       return fail_kind(ErrorKind::input, fmt::format("{}: {}", seq.path.string(), tr.error()));
+    steps.push_back(*tr);
+  }
+  if (opts.from_step >= static_cast<int>(seq.steps.size()))
+    return fail_kind(
+        ErrorKind::input,
+        fmt::format("--from {}: sequence {} has {} step{}, numbered from 0 (the "
+                    "first); nothing was run",
+                    opts.from_step, seq.name, seq.steps.size(), seq.steps.size() == 1 ? "" : "s"));
+  if (auto s = check_overrides(steps, opts.apply.eval.tuning); !s)
+    return fail_kind(s.kind(), s.message());
   for (size_t i = 0; i < seq.steps.size(); ++i) {
     const SequenceStep& st = seq.steps[i];
     auto bad = [&](const std::string& why) {
@@ -892,7 +942,10 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
   } else {
     WorkflowRecord w;
     w.kind = "run";
-    w.args_json = json{{"sequence", seq.path.string()}, {"llm", driver->describe()}}.dump();
+    w.args_json = json{{"sequence", seq.path.string()},
+                       {"llm", driver->describe()},
+                       {"options", ao0.rerun_options}}
+                      .dump();
     w.status = "running";
     w.state_json = json{{"sequence", seq.name}, {"next_step", start}}.dump();
     w.owner_pid = me.pid;
@@ -946,7 +999,8 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     rr.steps.push_back(ar);
     rr.input_error = ar.input_error;
     rr.environment_error = ar.environment_error;
-    std::string resume = fmt::format("peak run {} --resume --llm {}", seq.path.string(), ao0.llm);
+    std::string resume = fmt::format("peak run {} --resume --llm {}{}", seq.path.string(), ao0.llm,
+                                     options_text(ao0.rerun_options));
     if (ar.cancelled) {
       (void)store_->update_workflow(wid, "interrupted", state(i, sc.state));
       register_workflow(wid, false);
@@ -1029,6 +1083,8 @@ ApplyResult Workspace::commit(const std::string& message, const EvalChoices& cho
   if (auto r = split_regions(*src, ctx->source_file); !r)
     return fail_kind(ErrorKind::input, r.error());
   if (auto s = check_context_names(*ctx, (root_ / "kernel.toml").string()); !s)
+    return fail_kind(s.kind(), s.message());
+  if (auto s = check_tuning_overrides(choices.tuning, tuning_names(*ctx), "the working files"); !s)
     return fail_kind(s.kind(), s.message());
   auto head_files = files_of(head_cp->id);
   if (!head_files) return fail_kind(head_files.error_kind(), head_files.error());

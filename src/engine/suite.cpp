@@ -339,6 +339,10 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
                         ErrorKind::input);
     }
   }
+  if (auto s = check_tuning_overrides(choices.tuning, tuning_names(ctx),
+                                      fmt::format("checkpoint {}", id));
+      !s)
+    return s;
   if (auto s = lock(); !s) return s;  // the searches are recorded in the store
   auto eo = eval_options(choices);
   if (!eo) return eo.status();

@@ -3,8 +3,10 @@
 #include "engine/api.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -119,6 +121,41 @@ Status check_context_names(const KernelContext& ctx, const std::string& where) {
                   where, ctx.tuning_valid, unknown.size() > 1 ? "s" : "",
                   "'" + join(unknown, "', '") + "'", params.empty() ? "none" : join(params, ", ")),
       ErrorKind::input);
+}
+
+std::set<std::string> tuning_names(const KernelContext& ctx) {
+  std::set<std::string> names;
+  for (const auto& p : ctx.tuning) names.insert(p.name);
+  return names;
+}
+
+Status check_tuning_overrides(const std::map<std::string, std::vector<int64_t>>& overrides,
+                              const std::set<std::string>& params, const std::string& what) {
+  std::vector<std::string> unknown;
+  for (const auto& [name, values] : overrides)
+    if (!params.count(name)) unknown.push_back(name);
+  if (unknown.empty()) return Status::ok();
+  return Status::error(
+      fmt::format("--tune names {}, which {} no tuning parameter{} of {} (its parameters: {}); "
+                  "nothing was run",
+                  join(unknown, ", "), unknown.size() > 1 ? "are" : "is",
+                  unknown.size() > 1 ? "s" : "", what,
+                  params.empty()
+                      ? "none"
+                      : join(std::vector<std::string>(params.begin(), params.end()), ", ")),
+      ErrorKind::input);
+}
+
+std::string options_text(const std::vector<std::string>& options) {
+  std::string out;
+  for (const auto& o : options) {
+    const bool plain = !o.empty() && std::all_of(o.begin(), o.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) ||
+             (c != '\0' && std::strchr("-_.,/:=@%+", c) != nullptr);
+    });
+    out += " " + (plain ? o : shell_quote(o));
+  }
+  return out;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 //   <workspace>/.peak/                              store, blobs, build cache, manual prompts
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -143,6 +144,10 @@ struct ApplyOptions {
   // A driver made by the caller instead of make_driver(llm) (e.g. the MCP server's sampling
   // driver); `llm` still names it in the workflow's arguments.
   std::function<Result<std::unique_ptr<LlmDriver>>()> make_llm;
+  // The command-line options that repeat this command's choices ("--budget", "4", "--small",
+  // ...), --llm and --attempts apart: every hint that says how to continue repeats them, and
+  // the workflow keeps them for `peak status` and `peak log`.
+  std::vector<std::string> rerun_options;
 };
 
 struct RunOptions {
@@ -373,6 +378,10 @@ class Workspace {
   // Moves the current branch (or a detached HEAD) to checkpoint `id` and writes its files (the
   // working files hold the checkpoint just made, so nothing of the user's is replaced).
   Status move_head(int64_t id);
+  // --tune overrides against the parameters of HEAD and of the transformations about to run:
+  // an unknown name is an input error, before any device work.
+  Status check_overrides(const std::vector<Transformation>& steps,
+                         const std::map<std::string, std::vector<int64_t>>& overrides);
   // A step's value-set overrides: its own, then the sequence's for the parameters it will have.
   std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
                                                           const SequenceStep& st);
@@ -410,6 +419,16 @@ class Workspace {
 // Checks of a kernel context that need no device: every name in tuning_valid is a tuning
 // parameter or a device fact. An input error names `where` (the kernel.toml).
 Status check_context_names(const KernelContext& ctx, const std::string& where);
+
+// --tune overrides (NAME -> values) against the tuning parameters an evaluation will have: a name
+// that is none of `params` is an input error that names the parameters there are.
+Status check_tuning_overrides(const std::map<std::string, std::vector<int64_t>>& overrides,
+                              const std::set<std::string>& params, const std::string& what);
+// The names of a context's tuning parameters.
+std::set<std::string> tuning_names(const KernelContext& ctx);
+
+// " --budget 4 --small ...": command-line options as a shell would read them back.
+std::string options_text(const std::vector<std::string>& options);
 
 // The transformation library ($PEAK_LIBRARY or <data>/transformations), outside a workspace.
 Result<std::vector<Transformation>> load_peak_library(std::vector<std::string>* problems = nullptr);

@@ -78,6 +78,7 @@ TEST(LlmSpec, ReplayOfMissingDirectoryIsAnError) {
   auto d = make_driver("replay:/nonexistent/peak-recordings", DriverOptions{});
   ASSERT_FALSE(d.is_ok());
   EXPECT_NE(d.error().find("/nonexistent/peak-recordings"), std::string::npos) << d.error();
+  EXPECT_EQ(d.error_kind(), ErrorKind::input);  // a bad argument: exit 2
 }
 
 TEST(LlmHelpers, RetryAfterUrlsAndLabels) {
@@ -403,6 +404,7 @@ TEST(LlmReplay, BrokenRecordingsAreReported) {
   auto d = make_driver("replay:" + dir.path().string(), DriverOptions{});
   ASSERT_FALSE(d.is_ok());
   EXPECT_NE(d.error().find("0001-x.json"), std::string::npos) << d.error();
+  EXPECT_EQ(d.error_kind(), ErrorKind::input);
 
   TempDir dir2;
   ASSERT_TRUE(write_file(dir2.path() / "0001-x.json", R"({"format": 9, "key": "k"})").is_ok());

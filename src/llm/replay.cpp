@@ -332,9 +332,10 @@ namespace llm_detail {
 Result<std::unique_ptr<LlmDriver>> make_replay_driver(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    return make_error(fmt::format(
-        "replay: {} is not a directory of recordings; record one with --llm <driver> --record {}",
-        dir.string(), dir.string()));
+    return make_error(fmt::format("replay: {} is not a directory of recordings; record one with "
+                                  "--llm <driver> --record {}",
+                                  dir.string(), dir.string()),
+                      ErrorKind::input);
   std::vector<fs::path> files;
   for (const auto& de : fs::directory_iterator(dir, ec))
     if (de.is_regular_file() && de.path().extension() == ".json" && file_seq(de.path()) >= 0)
@@ -345,27 +346,32 @@ Result<std::unique_ptr<LlmDriver>> make_replay_driver(const fs::path& dir) {
   std::vector<RecordedPrompt> prompts;
   for (const auto& f : files) {
     auto text = read_file(f);
-    if (!text) return make_error("replay: " + text.error());
+    if (!text) return make_error("replay: " + text.error(), ErrorKind::input);
     json j;
     try {
       j = json::parse(*text);
     } catch (const json::exception& e) {
       return make_error(
-          fmt::format("replay: {} is not valid JSON ({}); fix or remove it", f.string(), e.what()));
+          fmt::format("replay: {} is not valid JSON ({}); fix or remove it", f.string(), e.what()),
+          ErrorKind::input);
     }
     if (!j.is_object() || !j.contains("format") || !j["format"].is_number_integer())
       return make_error(
           fmt::format("replay: {} is not a peak recording (no \"format\" field); move it out of {}",
-                      f.string(), dir.string()));
+                      f.string(), dir.string()),
+          ErrorKind::input);
     if (j["format"].get<int>() != kRecordingFormat)
       return make_error(
           fmt::format("replay: {} has recording format {}, this peak reads format {}; re-record it",
-                      f.string(), j["format"].get<int>(), kRecordingFormat));
+                      f.string(), j["format"].get<int>(), kRecordingFormat),
+          ErrorKind::input);
     auto status = status_from_string(str(j, "status"));
     if (!status || str(j, "key").empty() || !j.contains("reply") || !j["reply"].is_string())
-      return make_error(fmt::format(
-          "replay: {} lacks a valid \"key\", \"reply\" or \"status\" field; re-record it",
-          f.string()));
+      return make_error(
+          fmt::format(
+              "replay: {} lacks a valid \"key\", \"reply\" or \"status\" field; re-record it",
+              f.string()),
+          ErrorKind::input);
     prompts.push_back(
         {f.filename().string(), str(j, "step_label"), str(j, "system"), str(j, "user")});
     // LLM-level failures carry no usable reply; they are not served.

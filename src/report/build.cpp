@@ -373,35 +373,41 @@ Result<int64_t> resolve_checkpoint(const Store& store, const std::string& ref_in
   std::string ref = trim(ref_in);
   if (ref.empty() || ref == "HEAD") {
     auto h = head_of(store);
-    if (!h) return Error{h.error()};
+    if (!h) return h.status();
     return h->id;
   }
   if (starts_with(ref, "HEAD~")) {
     auto h = head_of(store);
-    if (!h) return Error{h.error()};
+    if (!h) return h.status();
     int n = std::atoi(ref.c_str() + 5);
     CheckpointRecord c = *h;
     for (int i = 0; i < n; ++i) {
-      if (!c.parent) return make_error(fmt::format("{} goes past the seed checkpoint", ref));
+      if (!c.parent)
+        return make_error(fmt::format("{} goes past the seed checkpoint", ref), ErrorKind::input);
       auto p = store.checkpoint(*c.parent);
-      if (!p) return Error{p.error()};
+      if (!p) return p.status();
       c = *p;
     }
     return c.id;
   }
   std::string num = starts_with(ref, "#") ? ref.substr(1) : ref;
-  if (!num.empty() && std::all_of(num.begin(), num.end(), ::isdigit)) {
+  if (!num.empty() && num.size() < 18 && std::all_of(num.begin(), num.end(), ::isdigit)) {
     int64_t id = std::stoll(num);
     auto c = store.checkpoint(id);
-    if (!c) return make_error(fmt::format("no checkpoint {}; `peak log` lists them", id));
+    if (!c)
+      return make_error(fmt::format("no checkpoint {}; `peak log` lists them", id),
+                        ErrorKind::input);
     return id;
   }
   auto r = store.ref(ref);
   if (r && *r) return **r;
   auto t = store.find_tag(ref);
   if (t && *t) return **t;
-  return make_error(fmt::format(
-      "'{}' names no checkpoint, branch or tag; `peak log` lists checkpoints and branches", ref));
+  return make_error(
+      fmt::format(
+          "'{}' names no checkpoint, branch or tag; `peak log` lists checkpoints and branches",
+          ref),
+      ErrorKind::input);
 }
 
 Result<std::unique_ptr<Store>> open_store_for_reading(const fs::path& path) {
