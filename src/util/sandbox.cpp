@@ -41,6 +41,13 @@ uint64_t memory_allowance() {
   return std::clamp<uint64_t>(phys / 2, 4 * kGiB, 64 * kGiB);
 }
 
+// What a runner reads of /etc: the loader's files, the time zone and the name-service files
+// GPU drivers' libraries look up the user with.
+std::vector<fs::path> runner_system_files() {
+  return {"/etc/ld.so.cache", "/etc/ld.so.conf",    "/etc/ld.so.conf.d", "/etc/alternatives",
+          "/etc/localtime",   "/etc/nsswitch.conf", "/etc/passwd",       "/etc/group"};
+}
+
 unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 bool under(const fs::path& p, const fs::path& dir) {
@@ -195,6 +202,7 @@ SandboxSupport probe_support() {
   probe.enabled = true;
   probe.role = "probe";
   probe.gpu = true;
+  probe.system_files = runner_system_files();
   ProcessOptions po;
   po.argv = bwrap_arguments(probe, s.bwrap, {}, -1);
   po.argv.push_back("--");
@@ -227,11 +235,17 @@ SandboxSupport probe_support() {
 // ---------------------------------------------------------------------------------------------
 // Policies
 
-SandboxPolicy SandboxPolicy::compiler(std::vector<fs::path> scratch, std::vector<fs::path> tools) {
+SandboxPolicy SandboxPolicy::compiler(std::vector<fs::path> scratch, std::vector<fs::path> tools,
+                                      std::vector<fs::path> inputs) {
   SandboxPolicy p;
   p.enabled = sandbox_enabled();
   p.role = "compiler";
   p.writable = std::move(scratch);
+  for (auto& i : inputs)
+    if (!i.empty()) p.readable.push_back(std::move(i));
+  // The loader's cache and the alternatives' links (/usr/bin/cc -> /etc/alternatives/cc): no
+  // user names, no host configuration.
+  p.system_files = {"/etc/ld.so.cache", "/etc/alternatives"};
   for (const auto& tool : tools) {
     std::error_code ec;
     fs::path real = fs::weakly_canonical(tool, ec);
@@ -260,6 +274,7 @@ SandboxPolicy SandboxPolicy::runner(const fs::path& executable, std::vector<fs::
   for (auto& i : inputs)
     if (!i.empty()) p.readable.push_back(std::move(i));
   p.writable = std::move(scratch);
+  p.system_files = runner_system_files();
   p.pass_env = {"PATH",
                 "LANG",
                 "LC_*",
@@ -405,8 +420,8 @@ std::vector<std::string> bwrap_arguments(const SandboxPolicy& policy, const fs::
     a.insert(a.end(), items.begin(), items.end());
   };
   std::error_code ec;
-  // The system, read-only: /usr and the merged-/usr links, the loader's and alternatives' files
-  // from /etc (not /etc itself), a fresh /proc, a minimal /dev and a private /tmp.
+  // The system, read-only: /usr and the merged-/usr links, the policy's files of /etc (not /etc
+  // itself), a fresh /proc (this namespace's processes only), a minimal /dev and a private /tmp.
   add({"--ro-bind", "/usr", "/usr"});
   for (const char* d : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     if (fs::is_symlink(d, ec))
@@ -414,10 +429,7 @@ std::vector<std::string> bwrap_arguments(const SandboxPolicy& policy, const fs::
     else if (fs::is_directory(d, ec))
       add({"--ro-bind", d, d});
   }
-  for (const char* f :
-       {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
-        "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group"})
-    add({"--ro-bind-try", f, f});
+  for (const auto& f : policy.system_files) add({"--ro-bind-try", f.string(), f.string()});
   add({"--proc", "/proc", "--dev", "/dev", "--size", std::to_string(policy.limits.tmp_bytes),
        "--tmpfs", "/tmp"});
   std::vector<fs::path> readable = policy.readable;

@@ -37,6 +37,9 @@ struct SandboxPolicy {
   std::string role;      // "compiler", "runner": named in messages
   std::vector<std::filesystem::path> writable;  // scratch folders (created when missing)
   std::vector<std::filesystem::path> readable;  // files or folders beyond the system's
+  // Files and folders of /etc the child reads, bound one by one, read-only (the rest of /etc is
+  // not there): a compiler gets only the loader's cache and the alternatives' links.
+  std::vector<std::filesystem::path> system_files;
   bool gpu = false;        // GPU device nodes, /sys, driver and ICD locations from the environment
   bool allow_fork = true;  // false: the filter refuses new processes (threads stay allowed)
   // Names taken from peak's environment; a trailing '*' matches a prefix. Names that look like
@@ -45,10 +48,12 @@ struct SandboxPolicy {
   ResourceLimits limits;
 
   // The policies peak applies; `enabled` follows sandbox_enabled().
-  // A compiler (nvcc, hipcc): writes only `scratch`; `tools` are executables whose toolkit folder
-  // (the parent of their bin/) is made readable when it lies outside /usr.
+  // A compiler (nvcc, hipcc): writes only `scratch`, reads `inputs` (the candidate's files) and
+  // its toolchain; `tools` are executables whose toolkit folder (the parent of their bin/) is
+  // made readable when it lies outside /usr. Of /etc it sees only `system_files`.
   static SandboxPolicy compiler(std::vector<std::filesystem::path> scratch,
-                                std::vector<std::filesystem::path> tools);
+                                std::vector<std::filesystem::path> tools,
+                                std::vector<std::filesystem::path> inputs = {});
   // A runner: reads its executable and `inputs` (artifacts), writes `scratch` (output folders),
   // reaches the GPUs, starts no process; `wall_budget_s` (the longest the parent lets it live)
   // sets the CPU-time backstop.

@@ -15,6 +15,7 @@
 #include <cstdlib>
 
 #include "util/fs.h"
+#include "util/host_files_testing.h"
 #include "util/process.h"
 
 namespace peak {
@@ -187,6 +188,36 @@ TEST_F(Sandbox, ACompilerCannotIncludeAFileOutsideScratch) {
   auto open = run(SandboxPolicy::compiler({scratch_}, {cc}), {cc.string(), "-E", src.string()});
   ASSERT_TRUE(open) << open.error();
   EXPECT_NE((open->out + open->err).find(kSecret), std::string::npos);
+}
+
+// A compiler sees its toolchain, its inputs and its scratch folder: of /etc only the loader's
+// cache and the alternatives' links, so including a host file by any path fails and shows nothing.
+TEST_F(Sandbox, ACompilerSeesNoHostFileOfEtc) {
+  REQUIRE_NAMESPACES();
+  fs::path cc = find_program("cc");
+  ASSERT_FALSE(cc.empty()) << "no C compiler on PATH";
+  ASSERT_FALSE(testing::host_file_lines().empty()) << "no /etc/passwd to hide";
+  for (const std::string& include : testing::hostile_includes()) {
+    SCOPED_TRACE(include);
+    fs::path src = scratch_ / "kernel.c";
+    ASSERT_TRUE(write_file(src, include + "\nint after;\n"));
+    auto r = run(SandboxPolicy::compiler({scratch_}, {cc}), {cc.string(), "-E", src.string()});
+    ASSERT_TRUE(r) << r.error();
+    EXPECT_FALSE(r->ok());
+    std::string all = r->out + r->err;
+    EXPECT_EQ(testing::host_line_in(all), "") << all;
+    EXPECT_NE(all.find("No such file or directory"), std::string::npos) << all;
+  }
+  auto ls = run(SandboxPolicy::compiler({scratch_}, {cc}), {"ls", "-A", "/etc"});
+  ASSERT_TRUE(ls) << ls.error();
+  std::vector<std::string> names = split_lines(trim(ls->out));
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names)
+    EXPECT_TRUE(n == "ld.so.cache" || n == "alternatives") << "/etc/" << n << " is visible";
+  auto line =
+      join(bwrap_arguments(SandboxPolicy::compiler({scratch_}, {cc}), "bwrap", {}, -1), " ");
+  for (const char* f : {"/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hostname"})
+    EXPECT_EQ(line.find(f), std::string::npos) << f << " in " << line;
 }
 
 TEST_F(Sandbox, NvccCannotIncludeAFileOutsideScratch) {

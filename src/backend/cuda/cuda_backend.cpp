@@ -143,12 +143,8 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
   std::map<std::string, Props> props;
   std::string props_target;
   int current = -1;
-  int64_t global_bytes = 0;
   for (const std::string& raw : split_lines(log)) {
     std::string_view line = raw;
-    if (line.find("ptxas info") != std::string_view::npos &&
-        line.find("bytes gmem") != std::string_view::npos)
-      global_bytes += std::max<int64_t>(0, number_before(line, "bytes gmem"));
     if (size_t p = line.find("Compiling entry function '"); p != std::string_view::npos) {
       size_t b = p + std::strlen("Compiling entry function '");
       size_t e = line.find('\'', b);
@@ -207,7 +203,6 @@ nlohmann::json parse_ptxas_resources(std::string_view log) {
   out["max_registers"] = max_regs;
   out["max_shared_bytes"] = max_smem;
   out["spills"] = spills;
-  out["global_bytes"] = global_bytes;
   return out;
 }
 
@@ -274,12 +269,17 @@ std::optional<nlohmann::json> cubin_sass_mix(const fs::path& cubin,
                                              const nlohmann::json& resources) {
   fs::path tool = find_cuobjdump();
   if (tool.empty()) return std::nullopt;
+  // A scratch folder of its own; of the cache it reads the cubin only.
+  auto work = make_temp_dir(cubin.stem().string().substr(0, 16) + ".sass-", cubin.parent_path());
+  if (!work) return std::nullopt;
   ProcessOptions po;
   po.argv = {tool.string(), "-sass", cubin.string()};
   po.timeout_s = kDisassembleTimeoutS;
-  po.cwd = cubin.parent_path();
-  po.sandbox = SandboxPolicy::compiler({cubin.parent_path()}, {tool});
+  po.cwd = *work;
+  po.sandbox = SandboxPolicy::compiler({*work}, {tool}, {cubin});
   auto proc = run_process(po);
+  std::error_code ec;
+  fs::remove_all(*work, ec);
   if (!proc || !proc->ok()) return std::nullopt;
   nlohmann::json functions = parse_sass_mix(proc->out);
   // The names of the resources' kernels (ptxas's report), by mangled name.
@@ -309,6 +309,60 @@ std::string normalize_diagnostics(std::string_view log) {
   }
   return out;
 }
+
+namespace {
+
+uint64_t saturating_add(uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
+// Sections whose contents live in device memory as long as the module: global data (initialized
+// or not, managed variables included) and the bank of __constant__ variables. Shared and local
+// memory are per block and per thread; the other constant banks are the kernels' parameters and
+// the compiler's own constants.
+bool holds_static_data(std::string_view name, uint64_t flags) {
+  if (starts_with(name, ".nv.global") || name == ".nv.constant3") return true;
+  if (starts_with(name, ".nv.shared") || starts_with(name, ".nv.local")) return false;
+  return (flags & SHF_WRITE) && (flags & SHF_ALLOC);
+}
+
+// The static data of a cubin (CubinInfo::static_data_bytes), or an error when its section names
+// or symbols are out of range.
+Result<int64_t> static_data_bytes(const std::string& d, const Elf64_Ehdr& eh,
+                                  const std::vector<Elf64_Shdr>& sh) {
+  if (eh.e_shstrndx >= sh.size()) return make_error("section names missing");
+  const Elf64_Shdr& names = sh[eh.e_shstrndx];
+  if (names.sh_offset + names.sh_size > d.size()) return make_error("section names out of range");
+  std::vector<uint64_t> size(sh.size(), 0), sum(sh.size(), 0), end(sh.size(), 0);
+  std::vector<bool> counted(sh.size(), false);
+  for (size_t i = 0; i < sh.size(); ++i) {
+    if (sh[i].sh_name >= names.sh_size) continue;
+    const char* p = d.data() + names.sh_offset + sh[i].sh_name;
+    std::string_view name(p, strnlen(p, names.sh_size - sh[i].sh_name));
+    counted[i] = holds_static_data(name, sh[i].sh_flags);
+    size[i] = sh[i].sh_size;
+  }
+  uint64_t common = 0;
+  for (const Elf64_Shdr& s : sh) {
+    if (s.sh_type != SHT_SYMTAB) continue;
+    if (s.sh_offset + s.sh_size > d.size()) return make_error("symbol table out of range");
+    for (size_t i = 1; i < s.sh_size / sizeof(Elf64_Sym); ++i) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, d.data() + s.sh_offset + i * sizeof(Elf64_Sym), sizeof sym);
+      if (sym.st_shndx == SHN_COMMON) common = saturating_add(common, sym.st_size);
+      if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx >= sh.size()) continue;
+      sum[sym.st_shndx] = saturating_add(sum[sym.st_shndx], sym.st_size);
+      end[sym.st_shndx] = std::max(end[sym.st_shndx], saturating_add(sym.st_value, sym.st_size));
+    }
+  }
+  uint64_t total = common;
+  for (size_t i = 0; i < sh.size(); ++i)
+    if (counted[i]) total = saturating_add(total, std::max({size[i], sum[i], end[i]}));
+  return static_cast<int64_t>(std::min<uint64_t>(total, INT64_MAX));
+}
+
+}  // namespace
 
 Result<CubinInfo> inspect_cubin(const fs::path& path) {
   auto data = read_file(path);
@@ -355,6 +409,9 @@ Result<CubinInfo> inspect_cubin(const fs::path& path) {
       }
     }
   }
+  auto data_bytes = static_data_bytes(d, eh, sh);
+  if (!data_bytes) return bad(data_bytes.error());
+  info.static_data_bytes = *data_bytes;
   std::sort(info.undefined.begin(), info.undefined.end());
   info.undefined.erase(std::unique(info.undefined.begin(), info.undefined.end()),
                        info.undefined.end());
@@ -387,9 +444,10 @@ PlanResult check_build_resources(const BuildResult& build, const DeviceFacts& de
   if (int64_t g = r.value("global_bytes", int64_t{0}); g > kStaticGlobalLimit) {
     pr.disposition = Disposition::workspace_exceeded;
     pr.message = fmt::format(
-        "the device code declares {} bytes of static __device__ data (at most {} are allowed "
-        "for constants and printf strings); memory a kernel needs belongs in the launch plan "
-        "as a scratch buffer within the context's workspace",
+        "the device code declares {} bytes of static device data (__device__, __managed__ and "
+        "__constant__ variables and printf strings, as the cubin holds them; at most {} are "
+        "allowed for constant tables and printf strings); memory a kernel needs belongs in the "
+        "launch plan as a scratch buffer within the context's workspace",
         g, kStaticGlobalLimit);
     return pr;
   }
@@ -517,6 +575,11 @@ std::optional<BuildResult> from_meta(const fs::path& meta, const fs::path& so) {
       std::error_code ec;
       if (!fs::exists(so, ec)) return std::nullopt;
       r.artifact = so;
+    }
+    if (*d == Disposition::passed) {  // static data is measured in the cubin, whenever it was built
+      auto info = inspect_cubin(so);
+      if (!info) return std::nullopt;
+      r.resources["global_bytes"] = info->static_data_bytes;
     }
     return r;
   } catch (const nlohmann::json::exception&) {
@@ -679,11 +742,13 @@ class CudaBackend final : public Backend {
         req.cache_dir.empty() ? fs::temp_directory_path() / "peak-cuda-cache" : req.cache_dir;
     std::error_code ec;
     fs::create_directories(dir, ec);
+    fs::path include_dir;
     if (!dialect_.include_files.empty()) {
       // The dialect's headers, in a folder named by their content (concurrent builds agree).
       std::string all;
       for (const auto& [rel, text] : dialect_.include_files) all += rel + '\0' + text + '\0';
       fs::path inc = dir / ("include-" + sha256_hex(all).substr(0, 16));
+      include_dir = inc;
       for (const auto& [rel, text] : dialect_.include_files) {
         fs::path f = inc / rel;
         if (fs::exists(f, ec)) continue;
@@ -726,48 +791,11 @@ class CudaBackend final : public Backend {
       r.log = st.message() + "\n";
       return r;
     }
-    fs::path tmp = unique_temp_name(dir / (key + ".cubin"));
-    ProcessOptions po;
-    po.argv.push_back(nvcc.string());
-    po.argv.insert(po.argv.end(), flags.begin(), flags.end());
-    po.argv.insert(po.argv.end(), defines.begin(), defines.end());
-    po.argv.push_back("-o");
-    po.argv.push_back(tmp.string());
-    po.argv.push_back(cu.string());
-    po.timeout_s = kCompileTimeoutS;
-    po.cwd = dir;
-    // Flags are pinned: environment additions to the nvcc command line are not honoured.
-    po.env = {{"NVCC_PREPEND_FLAGS", ""}, {"NVCC_APPEND_FLAGS", ""}};
-    po.sandbox = SandboxPolicy::compiler({dir}, {nvcc});
-    std::vector<std::string> quoted;
-    for (const auto& a : po.argv) quoted.push_back(shell_quote(a));
-    r.command = join(quoted, " ");
-
-    auto proc = run_process(po);
-    if (!proc) {
-      r.log = fmt::format("cannot run nvcc: {}\n", proc.error());
-      r.seconds = elapsed();
-      return r;
-    }
-    r.log = normalize_diagnostics(proc->out + proc->err);
+    std::vector<fs::path> inputs = {cu};
+    if (!include_dir.empty()) inputs.push_back(include_dir);
+    bool built = run_nvcc(nvcc, flags, defines, inputs, cubin, meta, r);
     r.seconds = elapsed();
-    if (proc->timed_out) {
-      fs::remove(tmp, ec);
-      r.log += fmt::format("nvcc did not finish within {:.0f} s; the build was stopped\n",
-                           kCompileTimeoutS);
-      return r;  // not cached: a slow machine is not a property of the source
-    }
-    if (!proc->ok()) {
-      fs::remove(tmp, ec);
-      r.log += fmt::format("nvcc failed ({})\n", proc->describe());
-      (void)write_file_atomic(meta, to_meta(r).dump(2));
-      return r;
-    }
-    fs::rename(tmp, cubin, ec);
-    if (ec) {
-      r.log += fmt::format("cannot move the artifact into the cache: {}\n", ec.message());
-      return r;
-    }
+    if (!built) return r;
     r.artifact = cubin;
     r.resources = parse_ptxas_resources(r.log);
     check_artifact(cubin, *plan, source_name, r);
@@ -807,6 +835,66 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // Compiles `inputs.front()` (the compile unit) into `cubin`; false (with r.log) when no cubin
+  // came. nvcc runs in the compiler sandbox with a scratch folder of its own: it reads its
+  // toolkit and `inputs` (the unit, peak's headers), and nothing else of the cache or the host.
+  static bool run_nvcc(const fs::path& nvcc, const std::vector<std::string>& flags,
+                       const std::vector<std::string>& defines, const std::vector<fs::path>& inputs,
+                       const fs::path& cubin, const fs::path& meta, BuildResult& r) {
+    const fs::path dir = cubin.parent_path();
+    auto work = make_temp_dir(cubin.stem().string().substr(0, 16) + ".nvcc-", dir);
+    if (!work) {
+      r.log = work.error() + "\n";
+      return false;
+    }
+    std::error_code ec;
+    struct RemoveOnExit {
+      fs::path path;
+      ~RemoveOnExit() {
+        std::error_code e;
+        fs::remove_all(path, e);
+      }
+    } cleanup{*work};
+    fs::path tmp = *work / cubin.filename();
+    ProcessOptions po;
+    po.argv.push_back(nvcc.string());
+    po.argv.insert(po.argv.end(), flags.begin(), flags.end());
+    po.argv.insert(po.argv.end(), defines.begin(), defines.end());
+    po.argv.push_back("-o");
+    po.argv.push_back(tmp.string());
+    po.argv.push_back(inputs.front().string());
+    po.timeout_s = kCompileTimeoutS;
+    po.cwd = *work;
+    // Flags are pinned: environment additions to the nvcc command line are not honoured.
+    po.env = {{"NVCC_PREPEND_FLAGS", ""}, {"NVCC_APPEND_FLAGS", ""}};
+    po.sandbox = SandboxPolicy::compiler({*work}, {nvcc}, inputs);
+    std::vector<std::string> quoted;
+    for (const auto& a : po.argv) quoted.push_back(shell_quote(a));
+    r.command = join(quoted, " ");
+    auto proc = run_process(po);
+    if (!proc) {
+      r.log = fmt::format("cannot run nvcc: {}\n", proc.error());
+      return false;
+    }
+    r.log = normalize_diagnostics(proc->out + proc->err);
+    if (proc->timed_out) {
+      r.log += fmt::format("nvcc did not finish within {:.0f} s; the build was stopped\n",
+                           kCompileTimeoutS);
+      return false;  // not cached: a slow machine is not a property of the source
+    }
+    if (!proc->ok()) {
+      r.log += fmt::format("nvcc failed ({})\n", proc->describe());
+      (void)write_file_atomic(meta, to_meta(r).dump(2));
+      return false;
+    }
+    fs::rename(tmp, cubin, ec);
+    if (ec) {
+      r.log += fmt::format("cannot move the artifact into the cache: {}\n", ec.message());
+      return false;
+    }
+    return true;
+  }
+
   // An artifact passes when it is a cubin, holds every kernel the plan launches and needs
   // nothing from the driver that candidates may not use.
   static void check_artifact(const fs::path& cubin, const ParsedPlan& plan,
@@ -817,6 +905,7 @@ class CudaBackend final : public Backend {
       r.log += info.error() + "\n";
       return;
     }
+    r.resources["global_bytes"] = info->static_data_bytes;
     if (!info->cuda) {
       r.disposition = Disposition::forbidden_api;
       r.log += "the artifact is not a CUDA device-code object (cubin)\n";

@@ -91,6 +91,12 @@ struct CubinInfo {
   int sm = 0;                          // 90 for sm_90/sm_90a (from e_flags)
   std::vector<std::string> kernels;    // mangled names of the entry functions
   std::vector<std::string> undefined;  // symbols the module needs from the driver
+  // Static data the module holds in device memory (bytes, saturated at INT64_MAX): every global
+  // section, initialized (.nv.global.init) or not (.nv.global, NOBITS), and the __constant__ bank
+  // (.nv.constant3). Each section counts the largest of its header's size, the sum of its data
+  // symbols' sizes and the end of its last symbol: section sizes and ptxas's "bytes gmem" wrap at
+  // 4 GiB, symbol sizes do not.
+  int64_t static_data_bytes = 0;
 };
 Result<CubinInfo> inspect_cubin(const std::filesystem::path& path);
 // Why an undefined symbol of a cubin is refused ("device-side allocation", ...), or nullopt when

@@ -10,6 +10,7 @@
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/fma_bench_ptx.h"
 #include "util/fs.h"
+#include "util/host_files_testing.h"
 #include "util/process.h"
 #include "util/sandbox.h"
 
@@ -730,6 +731,103 @@ TEST(CudaBuild, IncludingAFileOutsideTheCandidateShowsNothingOfIt) {
   EXPECT_TRUE(contains(open.log, secret)) << open.log;
   std::error_code ec;
   fs::remove_all(*dir, ec);
+}
+
+// nvcc sees its toolkit, the compile unit and its scratch folder: /etc/passwd, /etc/group (by
+// path, as a system header, by a relative path out of the cache) and the cache's other files are
+// not there, so each include fails and neither the log nor the cache holds a line of them.
+TEST(CudaBuild, IncludingHostFilesShowsNothingOfThem) {
+  REQUIRE_NVCC();
+  if (sandbox_support().level != SandboxSupport::Level::full)
+    GTEST_SKIP() << "the sandbox has no namespaces here: " << sandbox_support().detail;
+  ASSERT_FALSE(testing::host_file_lines().empty()) << "no /etc/passwd to hide";
+  const std::string secret = "sk_planted_neighbour_1a2b3c";
+  ASSERT_TRUE(write_file(cache_dir() / "neighbour.h", "int " + secret + " = ;\n"));
+  std::vector<std::string> includes = testing::hostile_includes();
+  includes.push_back("#include \"neighbour.h\"");
+  auto b = make_cuda_backend();
+  const KernelContext& ctx = fp32_context();
+  for (const std::string& include : includes) {
+    SCOPED_TRACE(include);
+    BuildResult r = build(*b, ctx, matmul_source(include + "\n" + kNaiveDevice, kNaivePlan),
+                          testing::default_tuning(ctx));
+    EXPECT_EQ(r.disposition, Disposition::compile_failed) << r.log;
+    EXPECT_EQ(testing::host_line_in(r.log), "") << r.log;
+    EXPECT_EQ(r.log.find(secret), std::string::npos) << r.log;
+    EXPECT_TRUE(contains(r.log, "No such file or directory")) << r.log;
+  }
+  std::error_code ec;
+  fs::remove(cache_dir() / "neighbour.h", ec);
+  EXPECT_EQ(testing::host_line_under(cache_dir()), "");
+}
+
+// A kernel that keeps `bytes` of static __device__ data (`decl` declares `keep` of that size).
+std::string static_data_source(const std::string& decl) {
+  return matmul_source(
+      decl +
+          "\n__global__ void matmul(const float* A, const float* B, float* C, int M, int N, "
+          "int K) {\n"
+          "  int col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "  int row = blockIdx.y * blockDim.y + threadIdx.y;\n"
+          "  if (row >= M || col >= N) return;\n"
+          "  float acc = 0.0f;\n"
+          "  for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n"
+          "  unsigned long long at = (unsigned long long)row * 65536ull * 1024ull + col;\n"
+          "  keep[at % (sizeof(keep) / sizeof(keep[0]))] = acc;\n"
+          "  C[row * N + col] = acc + keep[col];\n"
+          "}\n",
+      kNaivePlan);
+}
+
+// Static data is read from the cubin's sections and symbols (ptxas's "bytes gmem" wraps at 4 GiB:
+// it says 0 for an 8 GiB array): every size above 64 KiB, initialized or not, is
+// workspace_exceeded at build time, whatever its size; 64 KiB itself passes.
+TEST(CudaBuild, StaticDeviceDataAbove64KiBIsWorkspaceExceeded) {
+  REQUIRE_NVCC();
+  auto b = make_cuda_backend();
+  const KernelContext& ctx = fp32_context();
+  struct Case {
+    std::string decl;
+    int64_t bytes;
+  };
+  const int64_t KiB = 1024, GiB = int64_t{1} << 30;
+  const std::vector<Case> over = {
+      {"__device__ float keep[16385];", 64 * KiB + 4},
+      {"__device__ float keep[16385] = {1.0f, 2.0f};", 64 * KiB + 4},
+      {"__device__ float keep[1u << 28];", 1 * GiB},
+      {"__device__ unsigned char keep[4294967296ull];", 4 * GiB},
+      {"__device__ unsigned char keep[4294967296ull + 65540ull];", 4 * GiB + 64 * KiB + 4},
+      {"__device__ unsigned char keep[8589934592ull];", 8 * GiB},
+      {"__device__ unsigned char keep[4294967296ull];\n"
+       "__device__ unsigned char keep2[4294967296ull];\n"
+       "__global__ void other(float* C) { keep2[(unsigned long long)C[0]] = 1; C[1] = keep2[5]; }",
+       8 * GiB},
+      {"__device__ unsigned char keep[12884901888ull];", 12 * GiB},
+  };
+  for (const Case& c : over) {
+    SCOPED_TRACE(c.decl);
+    BuildResult r = build(*b, ctx, static_data_source(c.decl), testing::default_tuning(ctx));
+    ASSERT_EQ(r.disposition, Disposition::passed) << r.log;
+    EXPECT_GE(r.resources.value("global_bytes", int64_t{0}), c.bytes) << r.resources.dump();
+    PlanResult pr = b->check_resources(r, h100());
+    EXPECT_EQ(pr.disposition, Disposition::workspace_exceeded) << pr.message;
+    EXPECT_TRUE(contains(pr.message, "65536")) << pr.message;
+  }
+  BuildResult fits = build(*b, ctx, static_data_source("__device__ float keep[16384];"),
+                           testing::default_tuning(ctx));
+  ASSERT_EQ(fits.disposition, Disposition::passed) << fits.log;
+  EXPECT_EQ(fits.resources.value("global_bytes", int64_t{0}), 64 * KiB) << fits.resources.dump();
+  EXPECT_EQ(b->check_resources(fits, h100()).disposition, Disposition::passed);
+  // A build cached with a smaller figure is measured again from its cubin.
+  BuildResult big = build(*b, ctx, static_data_source(over[5].decl), testing::default_tuning(ctx));
+  fs::path meta = fs::path(big.artifact).replace_extension(".json");
+  auto j = nlohmann::json::parse(*read_file(meta));
+  j["resources"]["global_bytes"] = 0;
+  ASSERT_TRUE(write_file(meta, j.dump()));
+  BuildResult again =
+      build(*b, ctx, static_data_source(over[5].decl), testing::default_tuning(ctx));
+  EXPECT_TRUE(again.cached);
+  EXPECT_EQ(b->check_resources(again, h100()).disposition, Disposition::workspace_exceeded);
 }
 
 TEST(CudaBuild, PlanLaunchingAKernelTheDeviceRegionLacksFailsTheBuild) {

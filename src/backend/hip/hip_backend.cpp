@@ -527,7 +527,20 @@ class HipBackend final : public Backend {
       b.log = st.message() + "\n";
       return b;
     }
-    fs::path tmp = unique_temp_name(dir / (key + "." + target + ".co"));
+    // hipcc's scratch: a folder of its own; of the cache it reads the compile unit only.
+    auto work = make_temp_dir(key.substr(0, 16) + ".hipcc-", dir);
+    if (!work) {
+      b.log = work.error() + "\n";
+      return b;
+    }
+    struct RemoveOnExit {
+      fs::path path;
+      ~RemoveOnExit() {
+        std::error_code e;
+        fs::remove_all(path, e);
+      }
+    } cleanup{*work};
+    fs::path tmp = *work / (key + "." + target + ".co");
     ProcessOptions po;
     po.argv.push_back(hipcc.string());
     po.argv.insert(po.argv.end(), flags.begin(), flags.end());
@@ -536,11 +549,12 @@ class HipBackend final : public Backend {
     po.argv.push_back(tmp.string());
     po.argv.push_back(src.string());
     po.timeout_s = kCompileTimeoutS;
-    po.cwd = dir;
+    po.cwd = *work;
     // Pinned flags: hipcc's environment additions are not honoured.
     po.env = {{"HIPCC_COMPILE_FLAGS_APPEND", ""},
               {"HIPCC_LINK_FLAGS_APPEND", ""},
               {"HIPCC_VERBOSE", "0"}};
+    po.sandbox = SandboxPolicy::compiler({*work}, {hipcc}, {src});
     std::vector<std::string> quoted;
     for (const auto& a : po.argv) quoted.push_back(shell_quote(a));
     b.command = join(quoted, " ");
@@ -553,13 +567,11 @@ class HipBackend final : public Backend {
     b.resources = parse_amd_resources(all);
     b.log = diagnostics_only(all);
     if (proc->timed_out) {
-      fs::remove(tmp, ec);
       b.log += fmt::format("hipcc did not finish within {:.0f} s; the build was stopped\n",
                            kCompileTimeoutS);
       return b;  // not cached
     }
     if (!proc->ok()) {
-      fs::remove(tmp, ec);
       b.log += fmt::format("hipcc failed for {} ({})\n", target, proc->describe());
       (void)write_file_atomic(meta, amd_to_json(b).dump(2));
       return b;

@@ -9,7 +9,9 @@
 #include "backend/cuda/corpus_testing.h"
 #include "transform/transformation.h"
 #include "util/fs.h"
+#include "util/host_files_testing.h"
 #include "util/process.h"
+#include "util/sandbox.h"
 
 namespace peak {
 namespace {
@@ -502,6 +504,51 @@ TEST(HipBuild, CompileErrorNamesKernelHipAndLine) {
   EXPECT_TRUE(contains(r.log, "hipcc, AMD gfx90a")) << r.log;
   EXPECT_FALSE(contains(r.log, "kernel-resource-usage")) << r.log;
   EXPECT_FALSE(contains(r.log, "hipcc, AMD gfx1030")) << "a failed target ends the build";
+}
+
+// hipcc and nvcc compile in the compiler sandbox: a candidate that includes /etc/passwd or
+// /etc/group (by path, as a system header, by a relative path out of the cache) fails to build,
+// and neither the log nor the build cache holds a line of them.
+TEST(HipBuild, IncludingHostFilesShowsNothingOfThem) {
+  REQUIRE_HIPCC();
+  if (sandbox_support().level != SandboxSupport::Level::full)
+    GTEST_SKIP() << "the sandbox has no namespaces here: " << sandbox_support().detail;
+  ASSERT_FALSE(testing::host_file_lines().empty()) << "no /etc/passwd to hide";
+  KernelContext ctx = load("matmul-hip-fp32");
+  std::string text = example_source(ctx);
+  auto b = make_hip_backend();
+  for (const std::string& include : testing::hostile_includes()) {
+    SCOPED_TRACE(include);
+    std::string src = replace_all(text, "#include <hip/hip_runtime.h>\n",
+                                  "#include <hip/hip_runtime.h>\n" + include + "\n");
+    ASSERT_NE(src, text);
+    BuildResult r = build(*b, ctx, src, testing::default_tuning(ctx));
+    EXPECT_EQ(r.disposition, Disposition::compile_failed) << r.log;
+    EXPECT_EQ(testing::host_line_in(r.log), "") << r.log;
+    EXPECT_TRUE(contains(r.log, "not found") || contains(r.log, "No such file")) << r.log;
+  }
+  EXPECT_EQ(testing::host_line_under(cache_dir()), "");
+}
+
+// On NVIDIA a HIP build runs as a cubin, whose static data is read from the cubin itself: an
+// 8 GiB __device__ array (ptxas's summary says 0 bytes) is workspace_exceeded.
+TEST(HipBuild, StaticDeviceDataAbove64KiBIsWorkspaceExceededOnNvidia) {
+  if (!have_nvcc()) GTEST_SKIP() << "nvcc not found: HIP builds run on NVIDIA only through it";
+  KernelContext ctx = load("matmul-hip-fp32");
+  std::string text = example_source(ctx);
+  std::string src = replace_all(
+      replace_all(text, "// One thread per element of C.\n",
+                  "__device__ unsigned char keep[8589934592ull];\n"),
+      "C[row * N + col] = acc;",
+      "keep[(unsigned long long)row * 4294967296ull + col] = 1;\n  C[row * N + col] = acc + "
+      "keep[col];");
+  ASSERT_NE(src, text);
+  auto b = make_hip_backend();
+  BuildResult r = build(*b, ctx, src, testing::default_tuning(ctx));
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.log;
+  EXPECT_GE(r.resources.value("global_bytes", int64_t{0}), int64_t{8} << 30) << r.resources.dump();
+  PlanResult pr = b->check_resources(r, h100());
+  EXPECT_EQ(pr.disposition, Disposition::workspace_exceeded) << pr.message;
 }
 
 TEST(HipBuild, PlanLaunchingAKernelTheCodeObjectLacksFailsTheBuild) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <memory>
 #include <regex>
 
 #include <fmt/format.h>
@@ -54,6 +55,35 @@ std::string rewrite_diagnostics(const std::string& log, const std::string& file)
   }
   return out;
 }
+
+// A candidate is one file: every #include, by any path, is refused without opening anything, so
+// no file of the host, the workspace or the cache reaches the compile log.
+class RefusingIncluder final : public shaderc::CompileOptions::IncluderInterface {
+ public:
+  shaderc_include_result* GetInclude(const char* requested, shaderc_include_type, const char*,
+                                     size_t) override {
+    auto* held = new Held;
+    held->message = fmt::format(
+        "\"{}\" is not included: a candidate is one file, so #include is not supported (write "
+        "what you need into the device region)",
+        requested);
+    held->result.source_name = "";  // empty: the include failed, `content` says why
+    held->result.source_name_length = 0;
+    held->result.content = held->message.c_str();
+    held->result.content_length = held->message.size();
+    held->result.user_data = held;
+    return &held->result;
+  }
+  void ReleaseInclude(shaderc_include_result* result) override {
+    delete static_cast<Held*>(result->user_data);
+  }
+
+ private:
+  struct Held {
+    std::string message;
+    shaderc_include_result result{};
+  };
+};
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -390,6 +420,7 @@ class HlslBackend final : public Backend {
     options.SetHlsl16BitTypes(false);
     options.SetAutoBindUniforms(false);
     for (const auto& [k, v] : req.defines) options.AddMacroDefinition(k, std::to_string(v));
+    options.SetIncluder(std::make_unique<hlsl::RefusingIncluder>());
     shaderc::SpvCompilationResult result = compiler.CompileGlslToSpv(
         unit, shaderc_compute_shader, file.c_str(), entry.c_str(), options);
     std::string log = hlsl::rewrite_diagnostics(result.GetErrorMessage(), file);

@@ -11,6 +11,7 @@
 #include "context/inputs.h"
 #include "runner/client.h"
 #include "util/fs.h"
+#include "util/host_files_testing.h"
 
 namespace peak {
 namespace {
@@ -151,7 +152,8 @@ TEST_F(HlslBackendTest, IncludesAreRefusedAndShowNothingOfTheFile) {
   ASSERT_TRUE(write_file(dir_ / "cache" / "neighbour.hlsl", secret + "\n"));
   for (const std::string& include :
        {"\"" + (dir_ / "secret.hlsl").string() + "\"", std::string("\"neighbour.hlsl\""),
-        "<" + (dir_ / "secret.hlsl").string() + ">", std::string("\"/etc/passwd\"")}) {
+        "<" + (dir_ / "secret.hlsl").string() + ">", std::string("\"/etc/passwd\""),
+        std::string("</etc/group>"), std::string("\"../../../../../../../../etc/passwd\"")}) {
     std::string src = with_device("#include " + include +
                                   "\n[numthreads(BLOCK_X, BLOCK_Y, 1)]\n"
                                   "void main(uint3 tid : SV_DispatchThreadID) { C[tid.x] = 0; }\n");
@@ -159,8 +161,10 @@ TEST_F(HlslBackendTest, IncludesAreRefusedAndShowNothingOfTheFile) {
     EXPECT_EQ(b.disposition, Disposition::compile_failed) << include << ": " << b.log;
     EXPECT_EQ(b.log.find(secret), std::string::npos) << b.log;
     EXPECT_EQ(b.log.find("root:"), std::string::npos) << b.log;
+    EXPECT_EQ(testing::host_line_in(b.log), "") << b.log;
     EXPECT_NE(b.log.find("#include"), std::string::npos) << include << ": " << b.log;
   }
+  EXPECT_EQ(testing::host_line_under(dir_ / "cache"), "");
 }
 
 TEST_F(HlslBackendTest, ParseErrorNamesLineAndColumn) {
