@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "backend/kernel_params.h"
+
 namespace peak {
 
 expr::Env device_plan_env(const DeviceFacts& d) {
@@ -36,6 +38,31 @@ std::vector<std::pair<std::string, std::string>> Backend::prompt_facts(
   return f;
 }
 
+namespace {
+
+// The task's arrays and the plan's scratch buffers must fit the device's memory (when the device
+// facts give it): a run could not allocate them (launch_failed).
+PlanResult check_device_memory(const LaunchPlan& plan, const KernelContext& ctx, const Shape& shape,
+                               const DeviceFacts& device) {
+  PlanResult pr;
+  if (device.memory_bytes <= 0) return pr;
+  int64_t arrays = 0;
+  if (auto sizes = array_sizes(ctx, shape))
+    for (const auto& a : ctx.arrays)
+      arrays +=
+          sizes->count(a.name) ? sizes->at(a.name) * static_cast<int64_t>(dtype_size(a.dtype)) : 0;
+  const int64_t scratch = plan.scratch_bytes();
+  if (scratch + arrays <= device.memory_bytes) return pr;
+  pr.disposition = Disposition::launch_failed;
+  pr.message = fmt::format(
+      "the plan's scratch buffers ({} bytes) and the arrays ({} bytes) need more memory than {} "
+      "has ({} bytes)",
+      scratch, arrays, device.name.empty() ? "the device" : device.name, device.memory_bytes);
+  return pr;
+}
+
+}  // namespace
+
 PlanResult Backend::plan(const KernelContext& ctx, const SourceRegions& source, const Shape& shape,
                          const Config& config, const DeviceFacts& device,
                          const BuildResult& build) {
@@ -56,6 +83,9 @@ PlanResult Backend::plan(const KernelContext& ctx, const SourceRegions& source, 
     return pr;
   }
   PlanResult r = resolve_plan(o.plan, build, device);
+  if (r.disposition == Disposition::passed) r = check_device_memory(o.plan, ctx, shape, device);
+  if (r.disposition == Disposition::passed && plan_dialect().args)
+    r = check_plan_args(o.plan, build);
   if (r.disposition != Disposition::passed) {
     r.message = fmt::format("{} (shape {}{})", r.message, shape.text(),
                             config.empty() ? "" : ", " + config_text(config));

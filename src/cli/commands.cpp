@@ -77,6 +77,7 @@ struct Options {
   std::string prompt_device;        // JSON file of device facts for prompts
   bool compile_only = false;
   bool sanitize = false;
+  uint64_t validation_seed = 0;  // the hidden validation shapes of a recorded evaluation
   // tuning search
   std::string strategy;
   std::string strategy_budget;
@@ -253,6 +254,7 @@ Result<EvalChoices> eval_choices(const Options& o) {
   c.tuning = *tuning;
   c.compile_only = o.compile_only;
   c.sanitize = o.sanitize;
+  c.validation_seed = o.validation_seed;
   api::EvalArgs t;
   t.strategy = o.strategy;
   t.strategy_budget = o.strategy_budget;
@@ -398,7 +400,11 @@ void add_eval_options(CLI::App* c, Options& o) {
   c->add_flag("--sanitize", o.sanitize,
               "CUDA: also run compute-sanitizer (memcheck, racecheck) on one small shape");
   c->add_flag("--compile-only", o.compile_only,
-              "compile every configuration but run nothing (recording without the target device)");
+              "compile every configuration and check its launch plans against the device facts, "
+              "but run nothing (recording without the target device)");
+  c->add_option("--validation-seed", o.validation_seed,
+                "draw the hidden validation shapes from this seed (an evaluation's recorded "
+                "validation_seed) instead of a fresh one");
 }
 
 int print_apply(const ApplyResult& r, const Options& o) {

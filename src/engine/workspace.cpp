@@ -24,6 +24,7 @@
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "util/sha256.h"
+#include "validate/path_shapes.h"
 #include "validate/task_timeout.h"
 
 namespace peak {
@@ -69,6 +70,7 @@ EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device) {
   e.tuning_overrides = c.tuning;
   e.compile_only = c.compile_only;
   e.sanitize = c.sanitize;
+  e.validation_seed = c.validation_seed;
   e.cancelled = c.cancelled;
   // The kernel's own tuning values on the device's default shapes: comparable with every other
   // evaluation of the same kind (the budget only changes how much of the space is searched).
@@ -86,6 +88,7 @@ json eval_options_json(const EvalOptions& o) {
          {"sanitize", o.sanitize}, {"task_timeout_s", o.task_timeout_s},
          {"standard", o.standard}};
   if (!o.devices.empty()) j["devices"] = o.devices;
+  if (o.validation_seed != 0) j["validation_seed"] = o.validation_seed;
   if (!o.shapes.empty()) {
     json shapes = json::array();
     for (const auto& sh : o.shapes) shapes.push_back(sh.text());
@@ -693,7 +696,39 @@ MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& b
   return mo;
 }
 
+// The shapes a run would validate and time (bench or small shapes first: the first is the
+// tuning shape), each once: what a compile-only evaluation checks the launch plans for.
+std::vector<Shape> compile_only_shapes(const KernelContext& ctx, const EvalOptions& opts) {
+  std::vector<Shape> out;
+  const std::vector<Shape>& bench = !opts.shapes.empty()                      ? opts.shapes
+                                    : opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes
+                                                                              : ctx.bench_shapes;
+  for (const auto* list : {&bench, &ctx.validation_shapes, &ctx.hidden_shapes})
+    for (const Shape& s : *list)
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  return out;
+}
+
+// What a compile-only evaluation cannot check without the device (docs/cli.md).
+std::vector<std::string> checks_without_device(const Backend& be) {
+  std::vector<std::string> out = {
+      "correctness (outputs against the reference on the listed, hidden and sampled shapes)",
+      "timing", "allocation of the arrays and scratch buffers on the device"};
+  if (be.name() == "hlsl") {
+    out.push_back("pipeline creation by the Vulkan driver");
+  } else {
+    out.push_back("module load and the driver's launch checks");
+    out.push_back(
+        "the kernel parameters of extern \"C\" kernels (the others are checked from their "
+        "mangled names)");
+    if (be.name() == "cuda") out.push_back("tensor map encoding (cuTensorMapEncodeTiled)");
+  }
+  return out;
+}
+
 }  // namespace detail
+using detail::checks_without_device;
+using detail::compile_only_shapes;
 using detail::device_lock_for;
 using detail::final_timing_options;
 using detail::lock_json;
@@ -774,19 +809,28 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   const bool per_class = !opts.shapes.empty();
   if (per_class) target.options["per_class"] = true;
   if (opts.compile_only) {
-    // Every configuration the strategy picks is compiled (in parallel), nothing is run.
+    // Every configuration the strategy picks is compiled (in parallel), nothing is run; the
+    // launch plans of the shapes a run would use are checked against each build and the device
+    // facts as a run checks them before it runs anything.
     to.compile_only = true;
     to.cancelled = opts.cancelled;
+    to.plan_shapes = compile_only_shapes(ctx, opts);
+    if (!to.plan_shapes.empty()) to.tune_shapes = {to.plan_shapes.front()};
     Validator unused(be, *dev, RunnerOptions{}, ReferenceSource{});
     StoreRecorder recorder(*store_, target);
     auto tr = tune(be, *dev, RunnerOptions{}, unused, ctx, *regions, to, {&status, &recorder});
     progress_.clear();
     if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
     if (tr.disposition != Disposition::passed) return fail(tr.disposition, tr.message);
+    const std::vector<std::string> unchecked = checks_without_device(be);
     ev.disposition = Disposition::passed;
-    ev.message = tr.message;
+    ev.message = fmt::format(
+        "{}; launch plans checked on {} shapes; not checked without a device: "
+        "{}",
+        tr.message, to.plan_shapes.size(), join(unchecked, "; "));
     ev.summary["disposition"] = "passed";
     ev.summary["compile_only"] = true;
+    ev.summary["compile_only_unchecked"] = unchecked;
     ev.summary["message"] = ev.message;
     return ev;
   }
@@ -898,6 +942,11 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   // The bench shapes rank by the first; a class's shapes rank by their summed times.
   to.tune_shapes = per_class ? bench : std::vector<Shape>{bench.front()};
   to.validation.seeds = opts.seeds;
+  // The hidden shapes of this evaluation: from a seed no candidate can know, recorded so that
+  // `--validation-seed` draws them again.
+  to.validation.shape_seed =
+      opts.validation_seed != 0 ? opts.validation_seed : random_validation_seed();
+  ev.summary["validation_seed"] = to.validation.shape_seed;
   to.validation.sanitize = opts.sanitize;
   to.validation.task_timeout_s = validate_budget.timeout_s;
   to.validation.reference_task_s = validate_budget.reference_s;

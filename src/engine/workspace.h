@@ -59,6 +59,9 @@ struct EvalOptions {
   int top_k = 8;
   int jobs = 0;  // parallel compiles
   int seeds = 2;
+  // The seed of the hidden validation shapes drawn for this evaluation (docs/validation.md); 0: a
+  // fresh one. The evaluation's summary records the one used (`validation_seed`).
+  uint64_t validation_seed = 0;
   TimingPolicy policy;     // final timing of the best configuration
   TimingPolicy screening;  // ranking of configurations
   bool baseline = true;    // time the vendor baseline interleaved (when the backend has one)
@@ -92,6 +95,7 @@ struct EvalChoices {
   std::map<std::string, std::vector<int64_t>> tuning;  // --tune NAME=V1,V2
   bool compile_only = false;
   bool sanitize = false;
+  uint64_t validation_seed = 0;     // --validation-seed: EvalOptions::validation_seed
   std::function<bool()> cancelled;  // EvalOptions::cancelled
   // The tuning search (docs/tuning.md): --strategy ("" = the default), --strategy-budget
   // ("24,15%,600s"; "" = the strategy's default, or `budget` evaluations when that is given; a

@@ -1151,6 +1151,143 @@ TEST_F(WorkspaceTest, RequiresRefusesADeviceWithoutTheArchitectureBeforeAnyPromp
   EXPECT_NE(prompt->find("Requires: sm_90a (this device: sm_90a)\n"), std::string::npos) << *prompt;
 }
 
+// --compile-only where the device is absent (apply --compile-only --prompt-device FILE): the
+// checks of the launch plan that need no device run against the device facts, for every shape a
+// run would use, with the disposition a run would give; the summary names what was not checked.
+Evaluation compile_only(Workspace& ws, const DeviceFacts& facts, const std::string& host,
+                        const std::string& device = "", const std::string& workspace = "") {
+  auto head = ws.head();
+  EXPECT_TRUE(head) << head.error();
+  auto files = ws.checkpoint_files(head->id);
+  EXPECT_TRUE(files) << files.error();
+  KernelContext ctx = files->first;
+  ctx.workspace = workspace;
+  std::string source = replace_region(files->second, "host", host);
+  if (!device.empty()) source = replace_region(source, "device", device);
+  ws.set_device("", facts);
+  EvalOptions o = default_eval_options(false);
+  o.compile_only = true;
+  o.budget = 1;
+  return ws.evaluate(ctx, source, o);
+}
+
+TEST_F(WorkspaceTest, CompileOnlyChecksTheLaunchPlanAgainstTheDeviceFacts) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  auto probed = ws->device("");
+  ASSERT_TRUE(probed) << probed.error();
+  DeviceFacts facts = *probed;
+  facts.memory_bytes = int64_t{1} << 30;
+  Evaluation ok = compile_only(*ws, facts, "launch main\n  grid = (ceil_div(N, BLOCK))\n");
+  EXPECT_EQ(ok.disposition, Disposition::passed) << ok.message;
+  EXPECT_TRUE(ok.summary.value("compile_only_unchecked", json::array()).size() > 0) << ok.summary;
+  EXPECT_NE(ok.message.find("not checked without a device: correctness"), std::string::npos)
+      << ok.message;
+  // A grid of zero blocks at the validation shape N = 100 only.
+  Evaluation zero = compile_only(*ws, facts, "launch main\n  grid = (N == 100 ? 0 : 1)\n");
+  EXPECT_EQ(zero.disposition, Disposition::invalid_config) << zero.message;
+  EXPECT_NE(zero.message.find("grid.x = 0"), std::string::npos) << zero.message;
+  // Scratch the context grants no workspace for; scratch beyond the device's memory; terabytes.
+  const std::string scratch =
+      "scratch s\n  dtype = f32\n  count = COUNT\nlaunch main\n  grid = (1)\n";
+  auto with_count = [&](const std::string& c) {
+    std::string t = scratch;
+    t.replace(t.find("COUNT"), 5, c);
+    return t;
+  };
+  Evaluation none = compile_only(*ws, facts, with_count("N"));
+  EXPECT_EQ(none.disposition, Disposition::workspace_exceeded) << none.message;
+  Evaluation big = compile_only(*ws, facts, with_count("N * 1048576"), "", "1 << 50");
+  EXPECT_EQ(big.disposition, Disposition::launch_failed) << big.message;
+  EXPECT_NE(big.message.find("need more memory than"), std::string::npos) << big.message;
+  Evaluation tera = compile_only(*ws, facts, with_count("1 << 42"), "", "1 << 50");
+  EXPECT_EQ(tera.disposition, Disposition::launch_failed) << tera.message;
+}
+
+TEST_F(WorkspaceTest, CompileOnlyChecksACudaPlanWithoutAGpu) {
+  if (cuda::find_nvcc().empty()) GTEST_SKIP() << "no nvcc";
+  ASSERT_TRUE(write_file(tmp_ / "cuda" / "kernel.toml", cuda_scale_toml()));
+  ASSERT_TRUE(write_file(tmp_ / "cuda" / "kernel.cu", kCudaSource));
+  auto w = Workspace::init(tmp_ / "cuda", tmp_ / "ws-cuda");
+  ASSERT_TRUE(w) << w.error();
+  Workspace& ws = **w;
+  ws.progress().set_quiet(true);
+  const DeviceFacts h100 = cuda_device("NVIDIA H100 80GB HBM3", "sm_90a");
+  const std::string good = "launch scale\n  grid = (ceil_div(N, BLOCK))\n  block = (BLOCK)\n";
+  Evaluation ok = compile_only(ws, h100, good + "  args = (X, Y, N)\n");
+  EXPECT_EQ(ok.disposition, Disposition::passed) << ok.message;
+  Evaluation threads = compile_only(ws, h100,
+                                    "launch scale\n  grid = (1)\n  block = (2048)\n"
+                                    "  args = (X, Y, N)\n");
+  EXPECT_EQ(threads.disposition, Disposition::invalid_config) << threads.message;
+  Evaluation shared = compile_only(ws, h100, good + "  shared = 200 * 1024\n  args = (X, Y, N)\n");
+  EXPECT_EQ(shared.disposition, Disposition::invalid_config) << shared.message;
+  EXPECT_NE(shared.message.find("shared memory"), std::string::npos) << shared.message;
+  Evaluation args = compile_only(ws, h100, good + "  args = (X, Y)\n");
+  EXPECT_EQ(args.disposition, Disposition::launch_failed) << args.message;
+  EXPECT_NE(args.message.find("kernel `scale` takes 3 parameters; the plan's args pass 2"),
+            std::string::npos)
+      << args.message;
+  Evaluation kinds = compile_only(ws, h100, good + "  args = (X, N, Y)\n");
+  EXPECT_EQ(kinds.disposition, Disposition::launch_failed) << kinds.message;
+  const std::string big_data =
+      "__device__ float kept[1 << 28];\n"
+      "__global__ void scale(const float* X, float* Y, int N) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i < N) { kept[i] = X[i]; Y[i] = 2.0f * X[i]; }\n"
+      "}\n";
+  Evaluation data = compile_only(ws, h100, good + "  args = (X, Y, N)\n", big_data);
+  EXPECT_EQ(data.disposition, Disposition::workspace_exceeded) << data.message;
+}
+
+// A plan that dispatches with `when`: its small-N path is wrong on every N that is not a multiple
+// of 8, which the listed shape of that path (N = 32) does not exercise. Each evaluation draws
+// hidden shapes of its own for each path, with tails, from a seed it records.
+TEST_F(WorkspaceTest, EveryWhenPathIsValidatedOnHiddenShapesWithTails) {
+  std::string toml = kToml;
+  auto swap = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(toml.find(from), std::string::npos) << from;
+    toml.replace(toml.find(from), from.size(), to);
+  };
+  swap("name = \"N\"\ndtype = \"i32\"\n", "name = \"N\"\ndtype = \"i32\"\nrange = [1, 4096, 1]\n");
+  swap("validation = [{ N = 100 }]", "validation = [{ N = 100 }, { N = 32 }]");
+  ASSERT_TRUE(write_file(tmp_ / "paths" / "kernel.toml", toml));
+  ASSERT_TRUE(write_file(tmp_ / "paths" / "kernel.hlsl", kSource));
+  auto w = Workspace::init(tmp_ / "paths", tmp_ / "ws-paths");
+  ASSERT_TRUE(w) << w.error();
+  Workspace& ws = **w;
+  ws.progress().set_quiet(true);
+  auto head = ws.head();
+  ASSERT_TRUE(head) << head.error();
+  auto files = ws.checkpoint_files(head->id);
+  ASSERT_TRUE(files) << files.error();
+  std::string source = replace_region(
+      files->second, "device",
+      "[numthreads(BLOCK, 1, 1)]\n"
+      "void main(uint3 id : SV_DispatchThreadID) { if ((int)id.x < N) Y[id.x] = 2.0f * X[id.x]; "
+      "}\n"
+      "[numthreads(64, 1, 1)]\n"
+      "void small(uint3 id : SV_DispatchThreadID) {\n"
+      "  int i = (int)id.x;\n"
+      "  if (i < N) Y[i] = i < (N / 8) * 8 ? 2.0f * X[i] : X[i];\n"
+      "}\n");
+  source = replace_region(source, "host",
+                          "launch main\n  grid = (ceil_div(N, BLOCK))\n  when = N > 64\n"
+                          "launch small\n  grid = (1)\n  when = N <= 64\n");
+  EvalOptions o = default_eval_options(true);
+  o.budget = 1;
+  Evaluation e = ws.evaluate(files->first, source, o);
+  EXPECT_EQ(e.disposition, Disposition::incorrect) << e.message;
+  EXPECT_NE(e.message.find("[hidden shape]"), std::string::npos) << e.message;
+  ASSERT_TRUE(e.summary.contains("validation_seed")) << e.summary;
+  // The recorded seed draws the same shapes again: the evaluation is reproduced.
+  o.validation_seed = e.summary["validation_seed"].get<uint64_t>();
+  Evaluation again = ws.evaluate(files->first, source, o);
+  EXPECT_EQ(again.disposition, e.disposition);
+  EXPECT_EQ(again.message, e.message);
+  EXPECT_EQ(again.summary["validation_seed"], e.summary["validation_seed"]);
+}
+
 TEST(CarriedConfigs, NewParametersAroundTheParentsBest) {
   std::vector<Config> top = {{{"B", 64}}, {{"B", 32}}};
   std::vector<TuningParam> fresh = {{"S", {2, 3}, 2}};

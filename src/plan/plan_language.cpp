@@ -346,6 +346,11 @@ class Evaluator {
       return fail_bool(
           Disposition::invalid_config, count->line,
           fmt::format("scratch `{}` has {} elements; it needs at least 1", s.name, ps.count));
+    if (ps.count > kMaxScratchBytes / static_cast<int64_t>(dtype_size(ps.dtype)))
+      return fail_bool(Disposition::launch_failed, count->line,
+                       fmt::format("scratch `{}` has {} elements of {} bytes: more than the {} "
+                                   "bytes any device can allocate",
+                                   s.name, ps.count, dtype_size(ps.dtype), kMaxScratchBytes));
     ps.bytes = ps.count * static_cast<int64_t>(dtype_size(ps.dtype));
     out_.plan.scratch.push_back(ps);
     int64_t zero = 0;
@@ -509,6 +514,12 @@ class Evaluator {
       if (st.shared < 0)
         return fail_bool(Disposition::invalid_config, sh->line,
                          fmt::format("shared = {} bytes is negative", st.shared));
+      auto optin = env_.find("shared_memory_optin");
+      if (optin != env_.end() && optin->second > 0 && st.shared > optin->second)
+        return fail_bool(Disposition::invalid_config, sh->line,
+                         fmt::format("launch `{}` asks for {} bytes of dynamic shared memory; the "
+                                     "device allows at most {} per block (shared_memory_optin)",
+                                     s.name, st.shared, optin->second));
     }
     if (d_.block) {
       int64_t threads = st.block[0] * st.block[1] * st.block[2];

@@ -52,6 +52,10 @@
 
 namespace peak {
 
+// The most scratch bytes one buffer may ask for (1 TiB: more than any device has); a larger
+// buffer could never be allocated (launch_failed).
+inline constexpr int64_t kMaxScratchBytes = int64_t{1} << 40;
+
 // What a backend's plans may use (the API-specific part; everything else is shared).
 struct PlanDialect {
   std::string backend;       // "cuda", "hip", "hlsl": shown in messages and prompts
@@ -98,15 +102,16 @@ expr::Env plan_env(const KernelContext& ctx, const SourceRegions& source, const 
 
 struct PlanOutcome {
   Disposition disposition = Disposition::passed;  // passed, invalid_config, compile_failed,
-                                                  // workspace_exceeded
+                                                  // workspace_exceeded, launch_failed
   std::string message;
   LaunchPlan plan;
 };
 
 // Evaluates a parsed plan for one shape and configuration. compile_failed: the plan is malformed
 // for this dialect (an unknown name, a missing `grid`); invalid_config: a `require` does not
-// hold, or a size is out of range; workspace_exceeded: the scratch buffers need more bytes than
-// the context's `workspace` grants for this shape.
+// hold, or a size is out of range (a dynamic shared memory size over the device's
+// shared_memory_optin); workspace_exceeded: the scratch buffers need more bytes than the context's
+// `workspace` grants for this shape; launch_failed: a scratch buffer over kMaxScratchBytes.
 PlanOutcome evaluate_plan(const ParsedPlan& plan, const PlanDialect& dialect,
                           const KernelContext& ctx, const expr::Env& env);
 

@@ -214,6 +214,27 @@ TEST(PlanLanguage, WhenDispatchesOnTheShape) {
       << parsed.error();
 }
 
+// What the device facts rule out is refused by the plan itself, with or without the device.
+TEST(PlanLanguage, DynamicSharedMemoryAndScratchBeyondAnyDeviceAreRefused) {
+  const std::string launch = "launch k\n  grid = (1)\n  block = (32)\n  args = (A)\n";
+  PlanRun fits = evaluate(launch + "  shared = 232448\n");
+  EXPECT_EQ(fits.out.disposition, Disposition::passed) << fits.out.message;
+  PlanRun over = evaluate(launch + "  shared = 232449\n");
+  EXPECT_EQ(over.out.disposition, Disposition::invalid_config) << over.out.message;
+  EXPECT_NE(over.out.message.find("232449 bytes of dynamic shared memory; the device allows at "
+                                  "most 232448"),
+            std::string::npos)
+      << over.out.message;
+  KernelContext ctx = matmul();
+  ctx.workspace = "1 << 60";
+  PlanRun tera = evaluate("scratch s\n  dtype = f32\n  count = 1 << 40\n" + launch, {},
+                          Shape{{{"M", 256}, {"N", 512}, {"K", 1024}}}, cuda(), ctx);
+  EXPECT_EQ(tera.out.disposition, Disposition::launch_failed) << tera.out.message;
+  EXPECT_NE(tera.out.message.find("more than the 1099511627776 bytes any device can allocate"),
+            std::string::npos)
+      << tera.out.message;
+}
+
 TEST(PlanLanguage, ScratchBeyondTheWorkspaceIsRefused) {
   const std::string host =
       "scratch s\n  dtype = f32\n  count = M * N\nlaunch k\n  grid = (1)\n  block = (1)\n"

@@ -185,8 +185,19 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
       o.launch = plan.plan;
     }
     if (opts_.compile_only) {
+      // What a run would refuse before running anything, refused here for every shape it runs.
       o.disposition = Disposition::passed;
       o.stage = Stage::compile;
+      for (const Shape& shape : opts_.plan_shapes) {
+        auto valid = shape_is_valid(ctx_, shape);
+        if (!valid || !*valid) continue;
+        PlanResult plan = backend_.plan(ctx_, source_, shape, o.config, device_, o.build);
+        if (plan.disposition == Disposition::passed) continue;
+        o.disposition = plan.disposition;
+        o.stage = plan.disposition == Disposition::compile_failed ? Stage::compile : Stage::launch;
+        o.message = plan.message;
+        break;
+      }
       go[i] = 0;
     }
   }

@@ -34,6 +34,9 @@ struct TuneOptions {
   MeasureOptions screening;  // short timing policy for ranking
   std::filesystem::path cache_dir;
   bool compile_only = false;  // stop after compiling: nothing is run (validator unused)
+  // compile_only: the shapes a run validates and times, whose launch plans are checked against
+  // each build and the device facts as a run would check them (the tuning shape's always is).
+  std::vector<Shape> plan_shapes;
   // Outcomes measured before for this very source, tuning shape and device (record.h,
   // recorded_outcomes): configurations found there are not run again.
   const TuningCache* reuse = nullptr;

@@ -13,6 +13,7 @@
 #include "runner/runner_sandbox.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "validate/path_shapes.h"
 #include "validate/task_timeout.h"
 
 namespace peak {
@@ -643,7 +644,10 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
     for (const auto& s : ctx.validation_shapes) shapes.push_back({s, false});
     if (opts.include_hidden) {
       for (const auto& s : ctx.hidden_shapes) shapes.push_back({s, true});
-      for (const auto& s : sample_shapes(ctx, opts.sampled_hidden_shapes, opts.base_seed))
+      out.shape_seed = opts.shape_seed != 0 ? opts.shape_seed : random_validation_seed();
+      for (const auto& s : hidden_validation_shapes(ctx, source, config, backend_.plan_dialect(),
+                                                    device_plan_env(device_),
+                                                    opts.sampled_hidden_shapes, out.shape_seed))
         shapes.push_back({s, true});
     }
   }

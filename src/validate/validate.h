@@ -40,6 +40,8 @@ struct ValidationOutcome {
   std::string message;  // first failure, or a summary
   std::vector<ShapeCheck> checks;
   std::string sanitizer;  // compute-sanitizer findings, when it ran
+  // The seed the hidden shapes were drawn from.
+  uint64_t shape_seed = 0;
   double seconds = 0;
 };
 
@@ -56,7 +58,11 @@ struct ReferenceSource {
 struct ValidationOptions {
   int seeds = 2;  // input seeds per shape (variants alternate)
   bool include_hidden = true;
-  int sampled_hidden_shapes = 2;       // extra hidden shapes from the scalars' ranges
+  // Extra hidden shapes drawn for this evaluation (validate/path_shapes.h): one inside each path
+  // of the configuration's launch plan, with tails, then draws from the scalars' ranges.
+  int sampled_hidden_shapes = 2;
+  // The seed they are drawn from; 0: a fresh one (std::random_device).
+  uint64_t shape_seed = 0;
   std::vector<Shape> shapes;           // overrides validation+hidden shapes when non-empty
   int64_t full_check_limit = 1 << 20;  // check every element up to this many; sample beyond
   int sampled_elements = 8192;
