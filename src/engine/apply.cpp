@@ -1105,6 +1105,7 @@ ApplyResult Workspace::commit(const std::string& message, const EvalChoices& cho
   Evaluation ev = evaluate(*ctx, *src, eo);
   res.disposition = ev.disposition;
   res.message = ev.message;
+  res.summary = ev.summary;  // a failed evaluation's too (`peak --json commit`)
   if (ev.disposition != Disposition::passed) return res;
   if (parent_eval) add_speedups(ev.summary, parent_eval->summary, seed_summary(*eo0));
   ev.summary["transformation"] = {{"name", "manual"}, {"message", message}};

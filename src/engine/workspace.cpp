@@ -3,6 +3,7 @@
 #include "engine/api.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -863,9 +864,11 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
     }
   } notice_scope;
   std::vector<DeviceLockStats> locks_before;
+  auto runners_started = std::make_shared<std::atomic<int>>(0);
   for (size_t i = 0; i < lane_selectors.size(); ++i) {
     RunnerOptions& r = lane_runners[i];
     r.executable = be.runner();
+    r.runners_started = runners_started;
     r.task_timeout_s = opts.task_timeout_s;
     r.device = several ? runner_selector(lane_facts[i], lane_selectors[i]) : opts.device;
     r.device_lock = device_lock_for(lane_facts[i]);
@@ -875,6 +878,7 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
   }
   const RunnerOptions& ro = lane_runners.front();
   auto record_lock = [&] {
+    ev.summary["runner_starts"] = runners_started->load();
     ev.summary["device_lock"] =
         lock_json(*ro.device_lock, ro.device_lock->stats().since(locks_before.front()));
     if (!several) return;

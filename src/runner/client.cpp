@@ -61,6 +61,7 @@ Status start_runner(Subprocess& p, const RunnerOptions& opts, const RunnerJob& j
   po.stdin_data = job.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
   po.env = opts.env;
   po.sandbox = runner_sandbox(opts, job);
+  if (opts.runners_started) ++*opts.runners_started;
   return p.start(po);
 }
 
@@ -142,6 +143,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
     Subprocess p;
     if (auto s = start_runner(p, opts, sub); !s) return Error{s.message()};
     bool began = false;
+    bool timed_out = false;  // a task timed out: with stop_after_timeout, no fresh runner
     int inflight = -1;
     auto task_start = Clock::now();
     double limit = opts.start_timeout_s;
@@ -181,8 +183,13 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
               finish(i, std::move(r.value()));
             else
               finish(i, charged(Disposition::crashed, r.error(), seconds_since(task_start)));
+            timed_out = results[i].disposition == Disposition::timeout;
           }
           inflight = -1;
+          if (timed_out && opts.stop_after_timeout) {
+            p.kill_group();
+            break;
+          }
           limit = opts.task_timeout_s;
           deadline = after(limit);
         }
@@ -199,6 +206,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
                                      format_seconds(limit)),
                          took));
           why_restarted = fmt::format("after task {} timed out", job.tasks[inflight].id);
+          timed_out = true;
           break;
         }
         if (!began) {
@@ -230,13 +238,14 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
       break;
     }
     if (ndone == n) break;
-    if (++restarts > opts.max_restarts) {
+    const bool stop = timed_out && opts.stop_after_timeout;
+    if (stop || ++restarts > opts.max_restarts) {
+      const std::string why =
+          stop ? std::string(kLeftAfterTimeout)
+               : fmt::format("not run: the runner was restarted {} times, the limit",
+                             opts.max_restarts);
       for (size_t i = 0; i < n; ++i)
-        if (!done[i])
-          finish(i, charged(Disposition::not_run,
-                            fmt::format("not run: the runner was restarted {} times, the limit",
-                                        opts.max_restarts),
-                            0));
+        if (!done[i]) finish(i, charged(Disposition::not_run, why, 0));
       break;
     }
   }

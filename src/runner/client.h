@@ -2,10 +2,13 @@
 // The parent side of the runner protocol: starts runner processes, enforces deadlines, kills
 // the process group on a hang, charges a crash to the task in flight, and restarts a fresh
 // runner for the tasks left.
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runner/protocol.h"
@@ -22,9 +25,19 @@ struct RunnerOptions {
   double start_timeout_s = 120;      // first output of a new runner (device start-up)
   std::map<std::string, std::string> env;
   int max_restarts = 1000;
+  // After a task times out (its deadline passed, or the runner reported `timeout`), no fresh
+  // runner is started for the tasks left: they come back as kLeftAfterTimeout.
+  bool stop_after_timeout = false;
+  // Counts every runner process started with these options (and their copies), when set.
+  std::shared_ptr<std::atomic<int>> runners_started;
   // Held while the runners of a job run (util/device_lock.h): one timer per device.
   std::shared_ptr<DeviceLock> device_lock;
 };
+
+// The result of a task that run_job did not start because an earlier one timed out
+// (RunnerOptions::stop_after_timeout): disposition not_run with this message.
+inline constexpr std::string_view kLeftAfterTimeout =
+    "not run: an earlier task of the job missed its deadline";
 
 using TaskCallback = std::function<void(const TaskResult&, size_t done, size_t total)>;
 

@@ -10,7 +10,8 @@
 //   connect PORT connect to 127.0.0.1:PORT
 //   fork         start up to 1000 processes (each exits at once)
 //   memory       reserve 100 GiB of host memory, 1 GiB at a time (never touched)
-//   hang         never return (a hung kernel)
+//   hang [PATH]  never return (a hung kernel); with PATH, first append the task's id to it (one
+//                line per hung launch)
 //   hang-once PATH  hang when PATH.<task id> does not exist, after creating it; return at once
 //                when it does (a machine busy for a moment: the task misses its deadline once)
 #include <arpa/inet.h>
@@ -200,6 +201,8 @@ class HostileDevice : public Device {
         const std::string marker = target + "." + task.id;
         if (std::ifstream(marker)) return done("ran at once: " + marker + " exists");
         std::ofstream(marker) << "hung once\n";
+      } else if (!target.empty()) {
+        std::ofstream(target, std::ios::app) << task.id << "\n";
       }
       for (;;) ::pause();
     }

@@ -102,20 +102,23 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
     for (size_t i : batch) configs.push_back(space.config(i));
     Fanout fanout(observers);
     std::vector<ConfigOutcome> outcomes = runner.run(configs, &fanout);
-    // Configurations the runner skipped because the search was cancelled were not evaluated.
+    // Configurations the runner skipped (the search was cancelled, or another one hung) were not
+    // evaluated.
     const bool cancelled = opts.cancelled && opts.cancelled();
-    if (cancelled) {
-      std::vector<size_t> kept_batch;
-      std::vector<ConfigOutcome> kept;
-      for (size_t k = 0; k < batch.size(); ++k)
-        if (!(outcomes[k].disposition == Disposition::not_run &&
-              outcomes[k].message == kCancelledOutcome)) {
-          kept_batch.push_back(batch[k]);
-          kept.push_back(std::move(outcomes[k]));
-        }
-      batch = std::move(kept_batch);
-      outcomes = std::move(kept);
+    std::vector<size_t> kept_batch;
+    std::vector<ConfigOutcome> kept;
+    bool hung = false;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      const ConfigOutcome& o = outcomes[k];
+      if (o.disposition == Disposition::not_run &&
+          (o.message == kCancelledOutcome || o.message == kNotRunAfterTimeout))
+        continue;
+      hung = hung || o.disposition == Disposition::timeout;
+      kept_batch.push_back(batch[k]);
+      kept.push_back(std::move(outcomes[k]));
     }
+    batch = std::move(kept_batch);
+    outcomes = std::move(kept);
     std::vector<Observation> obs;
     for (size_t k = 0; k < batch.size(); ++k) {
       evaluated[batch[k]] = 1;
@@ -133,6 +136,10 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
     }
     if (cancelled) {
       res.stop = "cancelled";
+      break;
+    }
+    if (hung) {  // the configurations share the kernel's code: the next would hang as well
+      res.stop = "timeout";
       break;
     }
     if (done) {

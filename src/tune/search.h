@@ -85,6 +85,11 @@ class TuneObserver {
 // The message of a configuration left unevaluated because the search was cancelled; such outcomes
 // are dropped from the search (not told to the strategy, not recorded).
 inline constexpr std::string_view kCancelledOutcome = "cancelled before it was evaluated";
+// The message of a configuration left unevaluated because another one of the search was charged
+// `timeout` (tune/tuner.h); dropped from the search as cancelled ones are. A search ends after a
+// batch with a `timeout` outcome (stop "timeout").
+inline constexpr std::string_view kNotRunAfterTimeout =
+    "not run: another configuration of this kernel hung (timeout)";
 
 struct SearchOptions {
   Budget budget;
@@ -102,7 +107,7 @@ struct SearchResult {
   std::vector<size_t> indices;          // into the space, in evaluation order
   std::vector<ConfigOutcome> outcomes;  // same order
   std::string stop;    // "space exhausted", "evaluation budget", "time budget", "strategy done",
-                       // "target reached", "cancelled"
+                       // "target reached", "cancelled", "timeout"
   double seconds = 0;  // the runner's clock at the end
   // Indices into outcomes of the passing configurations, fastest first.
   std::vector<size_t> ranking() const;

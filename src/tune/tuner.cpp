@@ -82,6 +82,18 @@ void BackendRunner::cancel(ConfigOutcome& o) {
   o.score_ms = 0;
 }
 
+bool BackendRunner::skipped(ConfigOutcome& o) const {
+  if (stopped()) {
+    cancel(o);
+    return true;
+  }
+  if (!hung_) return false;
+  o.disposition = Disposition::not_run;
+  o.message = std::string(kNotRunAfterTimeout);
+  o.score_ms = 0;
+  return true;
+}
+
 std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
                                               TuneObserver* observer) {
   const size_t n = batch.size();
@@ -214,8 +226,7 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   spread(to_check.size(), [&](size_t lane, size_t k) {
     const size_t i = to_check[k];
     ConfigOutcome& o = out[i];
-    if (stopped()) {
-      cancel(o);
+    if (skipped(o)) {
       go[i] = 0;
       return;
     }
@@ -229,6 +240,7 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
     o.message = o.validation.message;
     o.device = lane;
     if (o.disposition != Disposition::passed) go[i] = 0;
+    if (o.disposition == Disposition::timeout) hung_ = true;
     std::lock_guard<std::mutex> lock(mu);
     ++checked;
     if (observer) observer->on_phase("validate", checked, to_check.size());
@@ -243,10 +255,7 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   size_t timed = 0;
   spread(to_time.size(), [&](size_t lane, size_t k) {
     ConfigOutcome& o = out[to_time[k]];
-    if (stopped()) {
-      cancel(o);
-      return;
-    }
+    if (skipped(o)) return;
     auto m0 = std::chrono::steady_clock::now();
     o.stage = Stage::time;
     o.device = lane;
@@ -265,6 +274,7 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
         if (m.disposition != Disposition::passed) {
           o.disposition = m.disposition;
           o.message = m.message;
+          if (o.disposition == Disposition::timeout) hung_ = true;
           break;
         }
         // On a CPU device the kernel shares the cores with every other process, and contention
@@ -392,6 +402,7 @@ TuneResult tune(Backend& backend, const std::vector<DeviceLane>& lanes, const Ke
     return res;
   }
   // The most informative failure: the most common one that is not a pruning, else the first.
+  // A hung configuration outweighs them all: the search stopped there (search.h).
   std::map<Disposition, size_t> counts;
   for (const auto& o : res.outcomes) counts[o.disposition]++;
   Disposition worst = res.outcomes[0].disposition;
@@ -401,6 +412,7 @@ TuneResult tune(Backend& backend, const std::vector<DeviceLane>& lanes, const Ke
       most = c;
       worst = d;
     }
+  if (counts.count(Disposition::timeout)) worst = Disposition::timeout;
   res.disposition = worst;
   for (const auto& o : res.outcomes)
     if (o.disposition == worst) {

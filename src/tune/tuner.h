@@ -3,6 +3,7 @@
 // expression rules out), searches it with a strategy (tune/strategy.h) in batches through the
 // real runner below (launch plan, parallel compile, resource pruning, validation, timing), and
 // keeps the top-k for the next transformation.
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -81,7 +82,9 @@ struct DeviceLane {
 // parallel compiles, the backend's resource check and the pruning rules (tune/prune.h), then
 // validation and timing of the survivors: one configuration at a time on one device; with
 // several, each device takes the next configuration as soon as it is free (one thread per
-// device), validating every survivor before any is timed, as on one.
+// device), validating every survivor before any is timed, as on one. Once a configuration is
+// charged `timeout` (a task hung twice), the configurations not yet validated or timed are not
+// run (kNotRunAfterTimeout): they share the kernel's code, and each would hang as long.
 class BackendRunner : public TuningRunner {
  public:
   BackendRunner(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
@@ -104,6 +107,9 @@ class BackendRunner : public TuningRunner {
  private:
   bool stopped() const;  // opts.cancelled says so
   static void cancel(ConfigOutcome& o);
+  // Ends the evaluation of `o` before it runs when the search was cancelled or a configuration
+  // hung; true when it did.
+  bool skipped(ConfigOutcome& o) const;
   // f(lane, k) for every k below `count`, each device taking the next k when it is free; with
   // one device, in order on this thread.
   void spread(size_t count, const std::function<void(size_t lane, size_t k)>& f);
@@ -116,6 +122,7 @@ class BackendRunner : public TuningRunner {
   std::string full_source_;
   std::optional<ParsedPlan> parsed_plan_;  // the host region; nullopt when it does not parse
   bool sanitized_ = false;
+  std::atomic<bool> hung_{false};  // a configuration was charged `timeout`
   std::chrono::steady_clock::time_point t0_;
 };
 

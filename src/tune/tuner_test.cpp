@@ -319,5 +319,83 @@ TEST(Tuner, OneDeviceValidatesThenTimesInTheBatchsOrder) {
     EXPECT_EQ(run.timed[i].first, expected_timed[i]);
 }
 
+// Every configuration hangs: the first is charged `timeout`; the others of the batch share its
+// code and are neither validated nor timed.
+class HangingRunner : public FakeDevicesRunner {
+ public:
+  using FakeDevicesRunner::FakeDevicesRunner;
+
+ protected:
+  ValidationOutcome validate_on(size_t lane, const ConfigOutcome& o,
+                                const ValidationOptions& vo) override {
+    FakeDevicesRunner::validate_on(lane, o, vo);
+    ValidationOutcome v;
+    v.disposition = Disposition::timeout;
+    v.message = "no result within 10 s";
+    return v;
+  }
+};
+
+TEST(Tuner, AfterAConfigurationHangsTheOthersAreNotRun) {
+  KernelContext ctx;
+  ctx.name = "fake";
+  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
+  DeviceFacts dev;
+  dev.max_threads_per_group = 64;
+  FakeBackend be;
+  Validator v(be, dev, RunnerOptions{}, ReferenceSource{});
+  TuneOptions o;
+  o.tune_shapes = {Shape{{{"N", 64}}}};
+  SourceRegions src = plain_plan();
+  RunnerOptions ro;
+  HangingRunner run(be, dev, ro, v, ctx, src, o);
+  run.devices = 1;
+  const std::vector<Config> batch = xy_batch();
+  auto out = run.run(batch, nullptr);
+  ASSERT_EQ(out.size(), batch.size());
+  ASSERT_EQ(run.validated.size(), 1u);
+  EXPECT_EQ(run.validated[0].first, batch[0]);
+  EXPECT_TRUE(run.timed.empty());
+  EXPECT_EQ(out[0].disposition, Disposition::timeout);
+  for (size_t i = 1; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].disposition, Disposition::not_run) << config_text(batch[i]);
+    EXPECT_EQ(out[i].message, kNotRunAfterTimeout);
+  }
+}
+
+// Outcomes replayed from a cache: a hung configuration among failures of another kind is what the
+// search is charged with, and the search ends after its batch.
+TEST(Tuner, AHungConfigurationIsChargedAndEndsTheSearch) {
+  KernelContext ctx;
+  ctx.name = "fake";
+  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2, 4, 8}, 1}};
+  DeviceFacts dev;
+  dev.max_threads_per_group = 64;
+  FakeBackend be;
+  Validator v(be, dev, RunnerOptions{}, ReferenceSource{});
+  TuningCache known;
+  known.params = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2, 4, 8}, 1}};
+  for (int64_t x : {1, 2, 4, 8})
+    for (int64_t y : {1, 2, 4, 8}) {
+      CacheEntry e;
+      e.config = Config{{"X", x}, {"Y", y}};
+      e.stage = Stage::validate;
+      e.disposition = x == 2 && y == 2 ? Disposition::timeout : Disposition::incorrect;
+      e.reason = e.disposition == Disposition::timeout ? "hung" : "outputs differ";
+      known.add(e);
+    }
+  TuneOptions o;
+  o.strategy = "exhaustive";
+  o.batch = 4;
+  o.start = {Config{{"X", 2}, {"Y", 2}}};  // in the first batch, after the defaults
+  o.reuse = &known;
+  SourceRegions src = plain_plan();
+  auto r = tune(be, dev, RunnerOptions{}, v, ctx, src, o);
+  EXPECT_EQ(r.stop, "timeout");
+  EXPECT_EQ(r.outcomes.size(), 4u);
+  EXPECT_EQ(r.disposition, Disposition::timeout) << r.message;
+  EXPECT_EQ(r.message, "hung");
+}
+
 }  // namespace
 }  // namespace peak

@@ -1,6 +1,8 @@
 #include "validate/task_timeout.h"
 
 #include <algorithm>
+#include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -50,6 +52,14 @@ TaskResult charged(const TaskResult& first, const TaskResult& retry, const TaskB
   r.message = fmt::format("{}; retried alone in a fresh runner: {}; {}. Deadline: {}",
                           first.message, retry.message, ratio, format_seconds(budget.timeout_s));
   if (!budget.basis.empty()) r.message += fmt::format(" ({})", budget.basis);
+  return r;
+}
+
+TaskResult not_run(const std::string& id, std::string message) {
+  TaskResult r;
+  r.id = id;
+  r.disposition = Disposition::not_run;
+  r.message = std::move(message);
   return r;
 }
 
@@ -109,39 +119,54 @@ TaskBudget task_budget(TaskKind kind, bool cpu_device,
 Result<std::vector<TaskResult>> run_job_retrying_timeouts(const RunnerJob& job, RunnerOptions opts,
                                                           const TaskBudget& budget) {
   opts.task_timeout_s = budget.timeout_s;
-  auto results = run_job(job, opts);
-  if (!results) return results;
-  std::vector<size_t> late;
-  for (size_t i = 0; i < results->size(); ++i)
-    if ((*results)[i].disposition == Disposition::timeout) late.push_back(i);
-  if (late.empty()) return results;
-  // The first late task alone, in a fresh runner.
-  RunnerJob one = job;
-  one.tasks = {job.tasks[late.front()]};
-  auto retry = run_job(one, opts);
-  if (!retry) {
+  opts.stop_after_timeout = true;  // a hung kernel would hang every task left: one at a time
+  std::vector<TaskResult> results(job.tasks.size());
+  std::vector<size_t> pending(job.tasks.size());
+  std::iota(pending.begin(), pending.end(), size_t{0});
+  // Each round runs the tasks left in one runner, up to the first that times out, then that task
+  // alone in a fresh runner: every round settles at least that task.
+  for (bool first_round = true; !pending.empty(); first_round = false) {
+    RunnerJob round = job;
+    round.tasks.clear();
+    for (size_t i : pending) round.tasks.push_back(job.tasks[i]);
+    auto got = run_job(round, opts);
+    if (!got && first_round) return got;  // nothing could run
+    std::optional<size_t> late;
+    std::vector<size_t> left;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      const size_t i = pending[k];
+      if (!got) {
+        results[i] =
+            not_run(job.tasks[i].id, "not run: the runner did not start again: " + got.error());
+        continue;
+      }
+      TaskResult& r = (*got)[k];
+      if (r.disposition == Disposition::not_run && r.message == kLeftAfterTimeout) {
+        left.push_back(i);
+        continue;
+      }
+      results[i] = std::move(r);
+      if (results[i].disposition == Disposition::timeout && !late) late = i;
+    }
+    if (!late) break;
+    RunnerJob one = job;
+    one.tasks = {job.tasks[*late]};
+    auto retry = run_job(one, opts);
     TaskResult failed;
-    failed.message = "the runner did not start again: " + retry.error();
-    for (size_t i : late) (*results)[i] = charged((*results)[i], failed, budget);
-    return results;
-  }
-  const TaskResult& again = retry->front();
-  if (again.disposition == Disposition::timeout) {
-    for (size_t i : late) (*results)[i] = charged((*results)[i], again, budget);
-    return results;
-  }
-  // It was the machine: the first late task's second outcome stands, the others get theirs.
-  (*results)[late.front()] = again;
-  if (late.size() == 1) return results;
-  RunnerJob rest = job;
-  rest.tasks.clear();
-  for (size_t k = 1; k < late.size(); ++k) rest.tasks.push_back(job.tasks[late[k]]);
-  auto others = run_job(rest, opts);
-  if (!others) return results;  // the first outcomes (timeouts) stand
-  for (size_t k = 1; k < late.size(); ++k) {
-    const TaskResult& r = (*others)[k - 1];
-    (*results)[late[k]] =
-        r.disposition == Disposition::timeout ? charged((*results)[late[k]], r, budget) : r;
+    if (!retry) failed.message = "the runner did not start again: " + retry.error();
+    const TaskResult& again = retry ? retry->front() : failed;
+    if (!retry || again.disposition == Disposition::timeout) {
+      // Twice late: a hung kernel. It would hang the tasks left as well.
+      results[*late] = charged(results[*late], again, budget);
+      for (size_t i : left)
+        results[i] = not_run(job.tasks[i].id,
+                             fmt::format("not run: task {} missed its deadline twice and was "
+                                         "charged `timeout`",
+                                         job.tasks[*late].id));
+      break;
+    }
+    results[*late] = again;  // it was the machine: the second outcome stands
+    pending = std::move(left);
   }
   return results;
 }

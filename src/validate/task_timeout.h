@@ -6,7 +6,8 @@
 // floor for the device kind; with no measurement it is the caller's default. A task that misses
 // its deadline is retried alone, in a fresh runner, before anything is charged: a machine that
 // was busy for a moment passes the second time; a hung kernel times out again and is charged
-// `timeout`, its message giving the ratio of the time it ran to the reference's.
+// `timeout`, its message giving the ratio of the time it ran to the reference's, and the tasks
+// left are not run (they would hang as well).
 #include <string>
 #include <vector>
 
@@ -49,10 +50,11 @@ TaskBudget task_budget(TaskKind kind, bool cpu_device,
 // doubling every sample.
 double timing_allowance(const TimingPolicy& policy, bool with_baseline);
 
-// run_job with opts.task_timeout_s = budget.timeout_s; then, when tasks timed out, the first is
-// retried alone in a fresh runner. If the retry passes the deadline as well, every timed-out task
-// is charged `timeout` with the measured ratio; otherwise the others are retried too (together)
-// and their second outcome stands.
+// run_job with opts.task_timeout_s = budget.timeout_s, stopping at the first task that times
+// out; that task is retried alone in a fresh runner. When the retry misses the deadline as well,
+// the task is charged `timeout` with the measured ratio and the tasks after it are not_run (two
+// runner starts for a hung kernel, whatever the number of tasks); otherwise its second outcome
+// stands and the tasks after it run in a fresh runner, under the same rule.
 Result<std::vector<TaskResult>> run_job_retrying_timeouts(const RunnerJob& job, RunnerOptions opts,
                                                           const TaskBudget& budget);
 

@@ -122,6 +122,30 @@ TEST_F(Retry, AHungKernelIsChargedTimeoutWithTheRatio) {
   EXPECT_GE(r[0].seconds, budget_.timeout_s);
 }
 
+// However many tasks a job has, a kernel that hangs costs two launches (two runners): the first
+// task in the job's runner, then alone in a fresh one. It is charged `timeout` and the tasks
+// after it are not run.
+TEST_F(Retry, AHungKernelHangsTwiceAndTheTasksLeftAreNotRun) {
+  for (const char* id : {"c", "d", "e"}) {
+    job_.tasks.push_back(job_.tasks.front());
+    job_.tasks.back().id = id;
+  }
+  auto r = run("hang");
+  ASSERT_EQ(r.size(), 5u);
+  EXPECT_EQ(r[0].id, "a");
+  EXPECT_EQ(r[0].disposition, Disposition::timeout) << r[0].message;
+  for (size_t i = 1; i < r.size(); ++i) {
+    SCOPED_TRACE(job_.tasks[i].id);
+    EXPECT_EQ(r[i].id, job_.tasks[i].id);
+    EXPECT_EQ(r[i].disposition, Disposition::not_run) << r[i].message;
+    EXPECT_NE(r[i].message.find("task a missed its deadline twice"), std::string::npos)
+        << r[i].message;
+  }
+  auto launches = read_file(dir_ / "out" / "hung");
+  ASSERT_TRUE(launches) << launches.error();
+  EXPECT_EQ(*launches, "a\na\n");
+}
+
 TEST_F(Retry, TasksThatMissTheDeadlineOnceAreNotCharged) {
   auto r = run("hang-once");
   ASSERT_EQ(r.size(), 2u);

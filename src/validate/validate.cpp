@@ -734,7 +734,10 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
     }
     c.seconds = r.seconds;
     c.hidden = shapes[info.shape].hidden;
-    if (c.disposition != Disposition::passed && first == Disposition::passed) {
+    // A hang is charged first: the tasks it left were not run.
+    if (c.disposition != Disposition::passed &&
+        (first == Disposition::passed ||
+         (c.disposition == Disposition::timeout && first != Disposition::timeout))) {
       first = c.disposition;
       first_msg = c.message;
       if (c.hidden) first_msg += " [hidden shape]";
