@@ -2,12 +2,12 @@
 # GPU-labelled tests and the seeds timed against cuBLAS. Usage: scripts/gpu/gpu-tests.sh [ARGS]
 # With ARGS (e.g. --gtest_filter='Corpus/*'), only the CUDA backend's tests run, with ARGS passed
 # to them. With `all`, every GPU test binary runs (CUDA, HIP on NVIDIA, the CLI with its sandbox
-# and device lock), each with its log and JSON in $OUT.
+# and device lock), each with its log and JSON in $OUT; TESTS names the binaries to run instead.
 source "$(dirname "$0")/env.sh"
 set -o pipefail
 if [ "${1:-}" = all ]; then
   status=0
-  for t in backend_cuda_gpu_tests backend_hip_gpu_tests cli_gpu_tests; do
+  for t in ${TESTS:-backend_cuda_gpu_tests backend_hip_gpu_tests cli_gpu_tests}; do
     start=$(date +%s)
     "$BIN/$t" --gtest_output=json:"$OUT/$t.json" > "$OUT/$t.log" 2>&1
     rc=$?

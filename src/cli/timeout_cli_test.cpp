@@ -1,5 +1,5 @@
 // A compute shader in which one invocation never ends, committed on the CPU Vulkan device
-// (lavapipe): charged `timeout` within the CPU bound, then a correct candidate passes.
+// (lavapipe): charged `timeout` after two runners, then a correct candidate passes.
 #include "cli/timeout_cli_testing.h"
 
 namespace peak {
@@ -14,7 +14,7 @@ TEST_F(TimeoutCli, AHungShaderIsChargedTimeoutOnceAndTheNextCandidatePasses) {
                              "      C[0] = acc;\n"
                              "    }\n"
                              "  }\n");
-  expect_charged_then_passes(c, 180);
+  expect_charged_then_passes(c, 0);  // the time: scripts/cli-cases.sh, case 17
 }
 
 }  // namespace

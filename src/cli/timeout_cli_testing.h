@@ -57,7 +57,9 @@ class HangCli : public PeakCli {
 
   // The hung candidate is charged `timeout` after one configuration and two runner starts (its
   // first task in the job's runner, then alone in a fresh one), its validation within
-  // `bound_s`; the next candidate passes.
+  // `bound_s` when that is given (on a GPU host, where nothing else runs; a CPU device shares the
+  // machine, so there the count of runners is the check and the time is printed); the next
+  // candidate passes.
   static void expect_charged_then_passes(const Commits& c, double bound_s) {
     EXPECT_EQ(c.hung.exit_code, 1) << c.hung.out.dump() << c.hung.err;
     EXPECT_EQ(c.hung.out.value("disposition", ""), "timeout") << c.hung.out.dump();
@@ -74,7 +76,9 @@ class HangCli : public PeakCli {
     std::cout << "[ observed ] charged `timeout` after " << validate_s << " s of validation ("
               << s.value("runner_starts", -1) << " runners)\n";
     EXPECT_GE(validate_s, 0) << s.dump();
-    EXPECT_LT(validate_s, bound_s) << s.dump();
+    if (bound_s > 0) {
+      EXPECT_LT(validate_s, bound_s) << s.dump();
+    }
     EXPECT_EQ(c.next.exit_code, 0) << c.next.out.dump() << c.next.err;
     EXPECT_EQ(c.next.out.value("disposition", ""), "passed") << c.next.out.dump();
   }
