@@ -65,7 +65,7 @@ run() {
   (cd "$dir" && timeout "${CASE_TIMEOUT:-600}" "$@" </dev/null >"$TMP/out" 2>"$TMP/err")
   RC=$?
   end=$(date +%s.%N)
-  show_result "$*" "$(printf '%.1f' "$(echo "$end - $start" | bc)")"
+  show_result "$*" "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')"
 }
 
 # show_result COMMAND SECONDS: the record of the last command (RC, $TMP/out, $TMP/err).
