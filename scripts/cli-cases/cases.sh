@@ -228,9 +228,9 @@ host_lines() {
   grep -rlF -f <(grep -h : /etc/passwd /etc/group) "$@" 2>/dev/null | wc -l
 }
 
-# cuda_workspace NAME: a fresh CUDA workspace, compiled only (for the recordings' H100) by the
+# cuda_workspace NAME: a fresh CUDA workspace, compiled only (no GPU needed) by the
 # commands given CUDA_COMPILE_ONLY.
-CUDA_COMPILE_ONLY=(--compile-only --prompt-device "$REPO/recordings/cuda-fp32/device.json" --budget 1)
+CUDA_COMPILE_ONLY=(--compile-only --budget 1)
 cuda_workspace() {
   command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || { note "nvcc is not installed"; return 1; }
   (cd "$TMP" && "$PEAK" -q init matmul-cuda-fp32 "$1" >/dev/null 2>&1) || return 1
