@@ -309,9 +309,10 @@ case_17() {
     "charged \`timeout\` (CPU device: within 3 minutes), then a correct candidate passes on the same device"
   local ws
   ws=$(workspace hang) || return
-  # Thread (0, 0) waits for a value nobody writes (its own output element).
-  sed -i 's|  if (row >= M \|\| col >= N) return;|&\n  if (row == 0 \&\& col == 0) { [loop] while (C[0] != 12345.0f) { } }|' "$ws/kernel.hlsl"
-  note "the spinning line: \`$(grep -F 'while (C[0]' "$ws/kernel.hlsl" | sed 's/^ *//')\`"
+  # Thread (0, 0) loops while an input in [-1, 1] is below 2, storing each time (a loop with a
+  # side effect: no compiler may remove it).
+  sed -i 's|  if (row >= M \|\| col >= N) return;|&\n  if (row == 0 \&\& col == 0) { [loop] while (A[0] < 2.0f) { C[0] = acc; } }|' "$ws/kernel.hlsl"
+  note "the spinning line: \`$(grep -F 'while (A[0]' "$ws/kernel.hlsl" | sed 's/^ *//')\`"
   run "$ws" "$PEAK" commit -m "spins" --budget 1
   run "$ws" "$PEAK" checkout --force HEAD
   edit_region "$ws/kernel.hlsl" device "// a correct candidate"
