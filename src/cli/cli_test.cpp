@@ -165,8 +165,13 @@ TEST_F(Cli, RunReplaysTheRecordedCampaignEndToEnd) {
   }
   EXPECT_EQ(r["steps"][3]["transformation"], "thread-tiling");
   EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
-  ASSERT_EQ(r["infrastructure_failures"].size(), 1u) << r.dump();
+  // The injected timeout; a busy machine may add real ones, evaluated again and not charged
+  // either.
+  ASSERT_GE(r["infrastructure_failures"].size(), 1u) << r.dump();
   EXPECT_EQ(r["infrastructure_failures"][0]["disposition"], "timeout");
+  EXPECT_NE(r["infrastructure_failures"][0]["error"].get<std::string>().find("injected"),
+            std::string::npos)
+      << r.dump();
   Out d = peak({"diff", "2", "3"}, ws);
   EXPECT_EQ(d.code, 0);
   EXPECT_NE(d.out.find("groupshared"), std::string::npos);
