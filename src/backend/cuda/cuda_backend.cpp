@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "util/scoped_dir.h"
 #include "util/cuda_arch.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -848,13 +849,7 @@ class CudaBackend final : public Backend {
       return false;
     }
     std::error_code ec;
-    struct RemoveOnExit {
-      fs::path path;
-      ~RemoveOnExit() {
-        std::error_code e;
-        fs::remove_all(path, e);
-      }
-    } cleanup{*work};
+    RemoveOnExit cleanup{*work};
     fs::path tmp = *work / cubin.filename();
     ProcessOptions po;
     po.argv.push_back(nvcc.string());

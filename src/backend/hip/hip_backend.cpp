@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "util/scoped_dir.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sha256.h"
@@ -533,13 +534,7 @@ class HipBackend final : public Backend {
       b.log = work.error() + "\n";
       return b;
     }
-    struct RemoveOnExit {
-      fs::path path;
-      ~RemoveOnExit() {
-        std::error_code e;
-        fs::remove_all(path, e);
-      }
-    } cleanup{*work};
+    RemoveOnExit cleanup{*work};
     fs::path tmp = *work / (key + "." + target + ".co");
     ProcessOptions po;
     po.argv.push_back(hipcc.string());
