@@ -307,12 +307,31 @@ PY
 case_17() {
   heading 17 "a kernel that never ends" \
     "charged \`timeout\` (CPU device: within 3 minutes), then a correct candidate passes on the same device"
-  local ws
-  ws=$(workspace hang) || return
-  # Thread (0, 0) loops while an input in [-1, 1] is below 2, storing each time (a loop with a
-  # side effect: no compiler may remove it).
-  sed -i 's|  if (row >= M \|\| col >= N) return;|&\n  if (row == 0 \&\& col == 0) { [loop] while (A[0] < 2.0f) { C[0] = acc; } }|' "$ws/kernel.hlsl"
-  note "the spinning line: \`$(grep -F 'while (A[0]' "$ws/kernel.hlsl" | sed 's/^ *//')\`"
+  # llvmpipe ends every loop of an invocation after 65535 iterations in all, so on the CPU device
+  # the loop below (endless on a GPU) runs ~4 million dependent sines per invocation: minutes for
+  # the larger shapes. Sizes are capped at 128 so the seed's tasks are short and the deadline is
+  # the CPU floor.
+  local ctx="$TMP/matmul-hlsl-fp32-small" ws
+  cp -r "$REPO/examples/matmul-hlsl-fp32" "$ctx"
+  sed -i 's/range = \[1, 1024, 1\]/range = [1, 128, 1]/' "$ctx/kernel.toml"
+  (cd "$TMP" && "$PEAK" -q init "$ctx" hang >/dev/null 2>&1) || { note "peak init failed"; return; }
+  ws="$TMP/hang"
+  note "the context: matmul-hlsl-fp32 with every range capped at 128"
+  python3 - "$ws/kernel.hlsl" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+last = "  C[row * N + col] = acc;\n}\n// peak:end device"
+spin = ("  C[row * N + col] = acc;\n"
+        "  float x = acc;\n"
+        "  [loop] while (A[0] < 2.0f) {\n"
+        "    [unroll] for (int j = 0; j < 64; ++j) x = sin(x) + 0.5f * A[0];\n"
+        "    if (x > 4.0f) C[row * N + col] = x;\n"
+        "  }\n}\n// peak:end device")
+assert last in text
+open(path, "w").write(text.replace(last, spin))
+PY
+  note "the spinning loop: \`$(grep -F -A3 'while (A[0]' "$ws/kernel.hlsl" | sed 's/^ *//' | tr '\n' ' ')\`"
   run "$ws" "$PEAK" commit -m "spins" --budget 1
   run "$ws" "$PEAK" checkout --force HEAD
   edit_region "$ws/kernel.hlsl" device "// a correct candidate"

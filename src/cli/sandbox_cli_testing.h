@@ -51,9 +51,12 @@ class PeakCli : public ::testing::Test {
     return r ? *r : ProcessResult{};
   }
   fs::path workspace(const std::string& name, const std::string& example = "matmul-hlsl-fp32") {
+    return workspace_of(name, fs::path(PEAK_SOURCE_DIR) / "examples" / example);
+  }
+  // A workspace initialized from the kernel context in folder `context`.
+  fs::path workspace_of(const std::string& name, const fs::path& context) {
     fs::path ws = tmp_ / name;
-    auto r =
-        peak({"init", std::string(PEAK_SOURCE_DIR) + "/examples/" + example, ws.string()}, tmp_);
+    auto r = peak({"init", context.string(), ws.string()}, tmp_);
     EXPECT_TRUE(r.ok()) << r.err;
     return ws;
   }

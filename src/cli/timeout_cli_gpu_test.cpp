@@ -8,7 +8,7 @@ namespace {
 class TimeoutCliGpu : public testing::HangCli {};
 
 TEST_F(TimeoutCliGpu, AHungKernelIsChargedTimeoutOnceAndTheNextCandidatePasses) {
-  Commits c = hang_then_pass("matmul-cuda-fp32", "kernel.cu",
+  Commits c = hang_then_pass(fs::path(PEAK_SOURCE_DIR) / "examples" / "matmul-cuda-fp32", "kernel.cu",
                              "  if (row == 0 && col == 0)\n"
                              "    for (;;)\n"
                              "      if (clock64() < 0) break;  // never: the clock only grows\n");

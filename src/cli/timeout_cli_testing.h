@@ -29,13 +29,13 @@ class HangCli : public PeakCli {
     return c;
   }
 
-  // In a workspace of `example`: `spin` (code in which one thread never ends) added after the
-  // seed's last statement, committed with a budget of two configurations; then the seed with a
-  // comment added, committed with one.
-  Commits hang_then_pass(const std::string& example, const std::string& source_file,
+  // In a workspace of the context in folder `context`: `spin` (code that never ends) added after
+  // the seed's last statement, committed with a budget of two configurations; then the seed with
+  // a comment added, committed with one.
+  Commits hang_then_pass(const fs::path& context, const std::string& source_file,
                          const std::string& spin) {
     Commits c;
-    fs::path ws = workspace("ws", example);
+    fs::path ws = workspace_of("ws", context);
     auto seed = read_file(ws / source_file);
     EXPECT_TRUE(seed) << seed.error();
     if (!seed) return c;
