@@ -62,6 +62,12 @@ class Drawer {
     for (const Shape& s : shapes) listed_.push_back(s);
   }
 
+  // The context's own validation sizes bound what is drawn: no drawn shape costs more than the
+  // costliest of its validation and hidden shapes (none listed: no bound).
+  void bound_by(const std::vector<Shape>& shapes) {
+    for (const Shape& s : shapes) max_cost_ = std::max(max_cost_, cost(s));
+  }
+
   // The steps of the plan that run for `shape` (their lines), or nullopt when the configuration
   // does not run it.
   std::optional<std::string> path_of(const Shape& shape) {
@@ -94,13 +100,13 @@ class Drawer {
       if (!listed.count(key)) listed[key] = shapes;
     std::vector<Shape> out;
     for (auto& [key, shapes] : listed) {
-      Shape s = shapes[below(shapes.size())];
+      Shape s = cheapest(shapes);
       with_tails(s, key);
       if (!known(s, out)) out.push_back(s);
     }
     for (const Shape& s : draws) {
       if (static_cast<int>(out.size()) >= count) break;
-      if (path_of(s) && !known(s, out)) out.push_back(s);
+      if (within_bound(s) && path_of(s) && !known(s, out)) out.push_back(s);
     }
     plan_ = nullptr;
     return out;
@@ -113,6 +119,37 @@ class Drawer {
 
  private:
   uint64_t below(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+
+  // What a shape costs to validate: its work (the context's `flops`), else its arrays' bytes,
+  // else its elements.
+  double cost(const Shape& s) const {
+    if (!ctx_.flops.empty())
+      if (auto f = shape_flops(ctx_, s)) return *f;
+    if (!ctx_.bytes.empty())
+      if (auto b = shape_bytes(ctx_, s)) return *b;
+    double n = 0;
+    if (auto sizes = array_sizes(ctx_, s))
+      for (const auto& [name, size] : *sizes) n += static_cast<double>(size);
+    return n;
+  }
+  bool within_bound(const Shape& s) const { return max_cost_ <= 0 || cost(s) <= max_cost_; }
+
+  // A path's starting shape: the cheapest of those that take it (one of them at random where
+  // several cost the same), so that a path is validated at the smallest size that reaches it.
+  Shape cheapest(const std::vector<Shape>& shapes) {
+    std::vector<Shape> best;
+    double least = 0;
+    for (const Shape& s : shapes) {
+      const double c = cost(s);
+      if (best.empty() || c < least) {
+        best = {s};
+        least = c;
+      } else if (c == least) {
+        best.push_back(s);
+      }
+    }
+    return best[below(best.size())];
+  }
 
   // Log-uniform over each scalar's range (small sizes as often as large ones, so that the drawn
   // shapes stay affordable on a CPU device), or one of its values.
@@ -171,6 +208,7 @@ class Drawer {
   std::mt19937_64 rng_;
   std::map<std::string, Domain> domains_;
   std::vector<Shape> listed_;
+  double max_cost_ = 0;
   const ParsedPlan* plan_ = nullptr;
 };
 
@@ -198,6 +236,8 @@ std::vector<Shape> hidden_validation_shapes(const KernelContext& ctx, const Sour
     d.list(*list);
   for (const auto* suite : {&ctx.suite, &ctx.suite_small})
     for (const SuiteShape& s : *suite) d.list({s.shape});
+  d.bound_by(ctx.validation_shapes);
+  d.bound_by(ctx.hidden_shapes);
   if (count <= 0 || !d.domains()) return {};
   return d.shapes(count);
 }

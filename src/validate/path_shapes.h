@@ -23,9 +23,12 @@ int tile_multiples(int64_t v);
 
 // `count` hidden shapes (more when the plan has more paths than that): one per path of the plan
 // of `config` met among the listed shapes and draws from the scalars' values and ranges (starting
-// from a listed shape of the path where there is one, each dimension moved to a nearby tail
-// that keeps the shape valid and on its path), then draws the plan runs. None when no scalar
-// declares values or a range (as sample_shapes). Listed shapes and repeats are left out.
+// from the cheapest listed shape of the path where there is one, else the cheapest draw that
+// takes it, each dimension moved to a nearby tail that keeps the shape valid and on its path),
+// then draws the plan runs that cost no more than the costliest of the context's validation and
+// hidden shapes (cost: the context's `flops`, else `bytes`, else the arrays' elements). None
+// when no scalar declares values or a range (as sample_shapes). Listed shapes and repeats are
+// left out.
 std::vector<Shape> hidden_validation_shapes(const KernelContext& ctx, const SourceRegions& source,
                                             const Config& config, const PlanDialect& dialect,
                                             const expr::Env& device, int count, uint64_t seed);

@@ -89,6 +89,25 @@ TEST(HiddenValidationShapes, EachWhenPathGetsShapesWithTailsInEveryDimension) {
   EXPECT_TRUE(hidden_validation_shapes(ctx, two_paths(), config, hlsl(), {}, 0, 1234).empty());
 }
 
+TEST(HiddenValidationShapes, DrawsCostNoMoreThanTheContextsOwnValidationShapes) {
+  // The ranges reach 4096 and the bench shape is 1024^3; the costliest validation shape is 256^3.
+  // A path starts from its cheapest listed shape (4 x 64 x 64, tails move a value by at most
+  // half), and a draw costs at most 256^3: a bench-sized or range-sized shape never appears.
+  const KernelContext ctx = matmul_context();
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    auto shapes = hidden_validation_shapes(ctx, two_paths(), {{"ROWS", 0}}, hlsl(), {}, 2, seed);
+    ASSERT_EQ(shapes.size(), 2u) << seed;
+    const auto work = [](const Shape& s) {
+      return s.values.at("M") * s.values.at("N") * s.values.at("K");
+    };
+    const Shape& path = shapes[0];
+    EXPECT_LE(path.values.at("M"), 7) << path.text();
+    EXPECT_LE(path.values.at("N"), 97) << path.text();
+    EXPECT_LE(path.values.at("K"), 97) << path.text();
+    EXPECT_LE(work(shapes[1]), int64_t{256} * 256 * 256) << shapes[1].text();
+  }
+}
+
 TEST(HiddenValidationShapes, FreshSeedsDiffer) {
   EXPECT_NE(random_validation_seed(), random_validation_seed());
   EXPECT_LT(random_validation_seed(), uint64_t{1} << 53);
