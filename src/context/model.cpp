@@ -1,5 +1,5 @@
-// The parts of the kernel context model that are not read from kernel.toml section by section:
-// the element types, the source regions' names and the array initializers.
+// The names of the kernel context model's enums (element types, source regions, suite classes)
+// and the array initializers.
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -52,6 +52,30 @@ std::optional<Region> region_from_string(std::string_view s) {
   for (Region r : kAllRegions) {
     if (to_string(r) == s) return r;
   }
+  return std::nullopt;
+}
+
+std::string_view to_string(SuiteClass c) {
+  switch (c) {
+    case SuiteClass::square:
+      return "square";
+    case SuiteClass::irregular:
+      return "irregular";
+    case SuiteClass::large_k:
+      return "large-k";
+    case SuiteClass::small_k:
+      return "small-k";
+    case SuiteClass::small_m:
+      return "small-m";
+    case SuiteClass::wide:
+      return "wide";
+  }
+  return "?";
+}
+
+std::optional<SuiteClass> suite_class_from_string(std::string_view s) {
+  for (SuiteClass c : kAllSuiteClasses)
+    if (to_string(c) == s) return c;
   return std::nullopt;
 }
 

@@ -1,5 +1,6 @@
-// The shape suite (`peak bench`): its classes, the class rules and their application to a shape,
-// and the [suite] table of kernel.toml.
+// The shape suite (`peak bench`): the class rules and their application to a shape, and the
+// [suite] table of kernel.toml. (The names of the classes are with the model's other names, in
+// model.cpp.)
 #include <algorithm>
 #include <map>
 #include <set>
@@ -11,30 +12,6 @@
 #include "context/shape_condition.h"
 
 namespace peak {
-
-std::string_view to_string(SuiteClass c) {
-  switch (c) {
-    case SuiteClass::square:
-      return "square";
-    case SuiteClass::irregular:
-      return "irregular";
-    case SuiteClass::large_k:
-      return "large-k";
-    case SuiteClass::small_k:
-      return "small-k";
-    case SuiteClass::small_m:
-      return "small-m";
-    case SuiteClass::wide:
-      return "wide";
-  }
-  return "?";
-}
-
-std::optional<SuiteClass> suite_class_from_string(std::string_view s) {
-  for (SuiteClass c : kAllSuiteClasses)
-    if (to_string(c) == s) return c;
-  return std::nullopt;
-}
 
 const std::vector<SuiteShape>& suite_for(const KernelContext& ctx, bool small) {
   return small && !ctx.suite_small.empty() ? ctx.suite_small : ctx.suite;
