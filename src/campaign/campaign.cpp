@@ -199,21 +199,32 @@ Result<std::string> resolve_llm(const fs::path& base, const std::string& spec, c
   return s;
 }
 
+// Reads integer `key` (`dflt` when absent, else within [lo, hi]) into `out`.
+Status read_int(const toml::table& t, const std::string& key, const Src& src, int64_t dflt,
+                int64_t lo, int64_t hi, int* out) {
+  auto v = get_int(t, key, src, dflt, lo, hi);
+  if (!v) return v.status();
+  *out = static_cast<int>(*v);
+  return Status::ok();
+}
+
+// Reads string `key` ("" when absent) into `out`, without its surrounding blanks.
+Status read_trimmed(const toml::table& t, const std::string& key, const Src& src,
+                    std::string* out) {
+  auto v = get_string(t, key, src);
+  if (!v) return v.status();
+  *out = trim(*v);
+  return Status::ok();
+}
+
 Result<Device> parse_device(const toml::table& t, const Src& src, const toml::node& where) {
-  if (auto s =
-          check_keys(t, {"name", "select", "devices", "gpus", "gres", "partition", "constraint"},
-                     src, "a [[device]]");
-      !s)
-    return Error{s.message(), ErrorKind::input};
+  PEAK_TRY(check_keys(t, {"name", "select", "devices", "gpus", "gres", "partition", "constraint"},
+                      src, "a [[device]]"));
   Device d;
-  auto name = get_string(t, "name", src);
-  if (!name) return name.status();
-  auto select = get_string(t, "select", src);
-  if (!select) return select.status();
-  d.select = trim(*select);
-  auto devices = get_string(t, "devices", src);
-  if (!devices) return devices.status();
-  d.devices = trim(*devices);
+  std::string name;
+  PEAK_TRY(read_trimmed(t, "name", src, &name));
+  PEAK_TRY(read_trimmed(t, "select", src, &d.select));
+  PEAK_TRY(read_trimmed(t, "devices", src, &d.devices));
   int64_t default_gpus = is_cpu_selector(d.select) ? 0 : 1;
   if (!d.devices.empty()) {
     if (!d.select.empty())
@@ -226,19 +237,174 @@ Result<Device> parse_device(const toml::table& t, const Src& src, const toml::no
     if (!spec->indices.empty()) default_gpus = static_cast<int64_t>(spec->indices.size());
   }
   const std::string& label = d.devices.empty() ? d.select : d.devices;
-  d.name = slug(trim(*name).empty() ? (label.empty() ? "default" : label) : trim(*name));
+  d.name = slug(name.empty() ? (label.empty() ? "default" : label) : name);
   if (d.name.empty())
     return bad(fmt::format("{}: the device needs a name (name = \"h100\")", src.at(where)));
-  auto gpus = get_int(t, "gpus", src, default_gpus, 0, 64);
-  if (!gpus) return gpus.status();
-  d.gpus = static_cast<int>(*gpus);
-  for (auto [key, out] : {std::pair{"gres", &d.gres}, std::pair{"partition", &d.partition},
-                          std::pair{"constraint", &d.constraint}}) {
-    auto v = get_string(t, key, src);
-    if (!v) return v.status();
-    *out = trim(*v);
-  }
+  PEAK_TRY(read_int(t, "gpus", src, default_gpus, 0, 64, &d.gpus));
+  PEAK_TRY(read_trimmed(t, "gres", src, &d.gres));
+  PEAK_TRY(read_trimmed(t, "partition", src, &d.partition));
+  PEAK_TRY(read_trimmed(t, "constraint", src, &d.constraint));
   return d;
+}
+
+// format: required, and not newer than this peak reads.
+Status parse_format(const toml::table& t, const Src& src, Campaign& c) {
+  const toml::node* fn = t.get("format");
+  if (!fn)
+    return bad(fmt::format("{}:1: the campaign has no 'format'; add 'format = {}'", src.file,
+                           kCampaignFormatVersion));
+  auto format = get_int(t, "format", src, 0, 1, 1000000);
+  if (!format) return format.status();
+  if (*format > kCampaignFormatVersion)
+    return bad(fmt::format(
+        "{}: campaign format {} is newer than this peak supports (format {}); upgrade peak or "
+        "rewrite the file in format {}",
+        src.at(*fn), *format, kCampaignFormatVersion, kCampaignFormatVersion));
+  c.format = static_cast<int>(*format);
+  return Status::ok();
+}
+
+// name (a slug), description and dir (default: <name>.campaign next to the file).
+Status parse_identity(const toml::table& t, const Src& src, const fs::path& base, Campaign& c) {
+  auto name = get_string(t, "name", src);
+  if (!name) return name.status();
+  if (!t.get("name"))
+    return bad(
+        fmt::format("{}:1: the campaign has no 'name'; add name = \"matmul-fp32\"", src.file));
+  c.name = trim(*name);
+  if (c.name.empty() || slug(c.name) != c.name)
+    return bad(
+        fmt::format("{}: the campaign name '{}' must be made of letters, digits, '.', '_' and '-'",
+                    src.at(*t.get("name")), c.name));
+  PEAK_TRY(read_trimmed(t, "description", src, &c.description));
+  std::string dir;
+  PEAK_TRY(read_trimmed(t, "dir", src, &dir));
+  c.dir = dir.empty() ? base / (c.name + ".campaign") : fs::path(dir);
+  if (c.dir.is_relative()) c.dir = base / c.dir;
+  c.dir = absolute_clean(c.dir);
+  return Status::ok();
+}
+
+// contexts, sequences and llms: each entry resolved as the command line resolves it.
+Status resolve_matrix(const toml::table& t, const Src& src, const fs::path& base, Campaign& c) {
+  auto contexts = get_strings(t, "contexts", src, true, "\"matmul-hlsl-fp32\"");
+  if (!contexts) return contexts.status();
+  for (const auto& [arg, node] : *contexts) {
+    auto found = api::find_context(near_file(base, arg));
+    if (!found) return bad(fmt::format("{}: {}", src.at(*node), found.error()));
+    fs::path p = absolute_clean(*found);
+    while (!p.empty() && p.filename().empty()) p = p.parent_path();
+    c.contexts.push_back({slug(p.filename().string()), p.string()});
+  }
+  auto sequences = get_strings(t, "sequences", src, true, "\"hlsl-fp32\"");
+  if (!sequences) return sequences.status();
+  for (const auto& [arg, node] : *sequences) {
+    auto found = api::find_sequence(near_file(base, arg));
+    if (!found) return bad(fmt::format("{}: {}", src.at(*node), found.error()));
+    auto seq = load_sequence(*found);
+    if (!seq) return bad(seq.error());
+    c.sequences.push_back({slug(seq->name), absolute_clean(*found).string()});
+  }
+  auto llms = get_strings(t, "llms", src, true, "\"openai:gpt-5\"");
+  if (!llms) return llms.status();
+  for (const auto& [arg, node] : *llms) {
+    auto spec = resolve_llm(base, arg, src, *node);
+    if (!spec) return spec.status();
+    c.llms.push_back({llm_label(*spec), *spec});
+  }
+  return Status::ok();
+}
+
+// [[device]] tables; without any, one default device.
+Status parse_devices(const toml::table& t, const Src& src, Campaign& c) {
+  const toml::node* dn = t.get("device");
+  if (!dn) {
+    c.devices.push_back({"default", "", 0, "", "", "", ""});
+    return Status::ok();
+  }
+  const toml::array* arr = dn->as_array();
+  if (!arr || !arr->is_array_of_tables() || arr->empty())
+    return bad(fmt::format(
+        "{}: 'device' must be [[device]] tables (name = \"h100\", select = \"H100\", gpus = 1)",
+        src.at(*dn)));
+  for (const toml::node& e : *arr) {
+    auto d = parse_device(*e.as_table(), src, e);
+    if (!d) return d.status();
+    c.devices.push_back(*d);
+  }
+  return Status::ok();
+}
+
+Status parse_eval(const toml::table& t, const Src& src, EvalSettings& eval) {
+  const toml::node* en = t.get("eval");
+  if (!en) return Status::ok();
+  if (!en->is_table())
+    return bad(fmt::format("{}: 'eval' must be a table ([eval] budget = 8)", src.at(*en)));
+  const toml::table& e = *en->as_table();
+  PEAK_TRY(check_keys(
+      e,
+      {"shapes", "budget", "jobs", "baseline", "strategy", "strategy_budget", "reuse_measurements"},
+      src, "[eval]"));
+  auto shapes = get_string(e, "shapes", src);
+  if (!shapes) return shapes.status();
+  if (*shapes == "small")
+    eval.small = true;
+  else if (*shapes == "full")
+    eval.small = false;
+  else if (!shapes->empty())
+    return bad(fmt::format("{}: shapes must be \"small\" or \"full\", found \"{}\"",
+                           src.at(*e.get("shapes")), *shapes));
+  PEAK_TRY(read_int(e, "budget", src, 0, 1, 100000, &eval.budget));
+  PEAK_TRY(read_int(e, "jobs", src, 0, 1, 4096, &eval.jobs));
+  auto baseline = get_bool(e, "baseline", src);
+  if (!baseline) return baseline.status();
+  eval.baseline = baseline->value_or(true);
+  auto reuse = get_bool(e, "reuse_measurements", src);
+  if (!reuse) return reuse.status();
+  eval.reuse_measurements = reuse->value_or(false);
+  api::EvalArgs a;
+  PEAK_TRY(read_trimmed(e, "strategy", src, &a.strategy));
+  PEAK_TRY(read_trimmed(e, "strategy_budget", src, &a.strategy_budget));
+  if (auto s = api::check_tuning(a); !s)
+    return bad(fmt::format("{}: {}", src.at(*en), s.message()));
+  eval.strategy = a.strategy;
+  eval.strategy_budget = a.strategy_budget;
+  return Status::ok();
+}
+
+Status parse_slurm(const toml::table& t, const Src& src, const fs::path& base,
+                   SlurmSettings& slurm) {
+  const toml::node* sn = t.get("slurm");
+  if (!sn) return Status::ok();
+  if (!sn->is_table())
+    return bad(
+        fmt::format("{}: 'slurm' must be a table ([slurm] partition = \"gpu\")", src.at(*sn)));
+  const toml::table& s = *sn->as_table();
+  PEAK_TRY(check_keys(s,
+                      {"partition", "account", "qos", "time", "mem", "cpus_per_task", "extra",
+                       "max_requeues", "poll_seconds", "peak"},
+                      src, "[slurm]"));
+  for (auto [key, out] :
+       {std::pair{"partition", &slurm.partition}, std::pair{"account", &slurm.account},
+        std::pair{"qos", &slurm.qos}, std::pair{"time", &slurm.time}, std::pair{"mem", &slurm.mem},
+        std::pair{"peak", &slurm.peak}})
+    PEAK_TRY(read_trimmed(s, key, src, out));
+  if (!slurm.peak.empty() && fs::path(slurm.peak).is_relative())
+    slurm.peak = absolute_clean(base / slurm.peak).string();
+  PEAK_TRY(read_int(s, "cpus_per_task", src, 0, 1, 4096, &slurm.cpus_per_task));
+  PEAK_TRY(read_int(s, "max_requeues", src, 3, 0, 1000, &slurm.max_requeues));
+  auto poll = get_number(s, "poll_seconds", src, 30, 0.1);
+  if (!poll) return poll.status();
+  slurm.poll_s = *poll;
+  auto extra = get_strings(s, "extra", src, false, "\"--constraint=h100\"");
+  if (!extra) return extra.status();
+  for (const auto& [arg, node] : *extra) {
+    if (!starts_with(arg, "-"))
+      return bad(fmt::format("{}: '{}' is not an sbatch option (extra = [\"--exclusive\"])",
+                             src.at(*node), arg));
+    slurm.extra.push_back(arg);
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -269,173 +435,20 @@ Result<Campaign> parse_campaign(std::string_view text, const fs::path& file) {
   } catch (const toml::parse_error& e) {
     return bad(fmt::format("{}:{}: {}", file.string(), e.source().begin.line, e.description()));
   }
-  if (auto s = check_keys(t,
-                          {"format", "name", "description", "dir", "contexts", "sequences", "llms",
-                           "device", "attempts", "llm_deadline", "eval", "slurm"},
-                          src, "a campaign");
-      !s)
-    return Error{s.message(), ErrorKind::input};
-  const toml::node* fn = t.get("format");
-  if (!fn)
-    return bad(fmt::format("{}:1: the campaign has no 'format'; add 'format = {}'", src.file,
-                           kCampaignFormatVersion));
-  auto format = get_int(t, "format", src, 0, 1, 1000000);
-  if (!format) return format.status();
-  if (*format > kCampaignFormatVersion)
-    return bad(fmt::format(
-        "{}: campaign format {} is newer than this peak supports (format {}); upgrade peak or "
-        "rewrite the file in format {}",
-        src.at(*fn), *format, kCampaignFormatVersion, kCampaignFormatVersion));
-  c.format = static_cast<int>(*format);
-
-  auto name = get_string(t, "name", src);
-  if (!name) return name.status();
-  if (!t.get("name"))
-    return bad(
-        fmt::format("{}:1: the campaign has no 'name'; add name = \"matmul-fp32\"", src.file));
-  c.name = trim(*name);
-  if (c.name.empty() || slug(c.name) != c.name)
-    return bad(
-        fmt::format("{}: the campaign name '{}' must be made of letters, digits, '.', '_' and '-'",
-                    src.at(*t.get("name")), c.name));
-  auto desc = get_string(t, "description", src);
-  if (!desc) return desc.status();
-  c.description = trim(*desc);
-  auto dir = get_string(t, "dir", src);
-  if (!dir) return dir.status();
-  c.dir = trim(*dir).empty() ? base / (c.name + ".campaign") : fs::path(trim(*dir));
-  if (c.dir.is_relative()) c.dir = base / c.dir;
-  c.dir = absolute_clean(c.dir);
-
-  auto contexts = get_strings(t, "contexts", src, true, "\"matmul-hlsl-fp32\"");
-  if (!contexts) return contexts.status();
-  for (const auto& [arg, node] : *contexts) {
-    auto found = api::find_context(near_file(base, arg));
-    if (!found) return bad(fmt::format("{}: {}", src.at(*node), found.error()));
-    fs::path p = absolute_clean(*found);
-    while (!p.empty() && p.filename().empty()) p = p.parent_path();
-    c.contexts.push_back({slug(p.filename().string()), p.string()});
-  }
-  auto sequences = get_strings(t, "sequences", src, true, "\"hlsl-fp32\"");
-  if (!sequences) return sequences.status();
-  for (const auto& [arg, node] : *sequences) {
-    auto found = api::find_sequence(near_file(base, arg));
-    if (!found) return bad(fmt::format("{}: {}", src.at(*node), found.error()));
-    auto seq = load_sequence(*found);
-    if (!seq) return bad(seq.error());
-    c.sequences.push_back({slug(seq->name), absolute_clean(*found).string()});
-  }
-  auto llms = get_strings(t, "llms", src, true, "\"openai:gpt-5\"");
-  if (!llms) return llms.status();
-  for (const auto& [arg, node] : *llms) {
-    auto spec = resolve_llm(base, arg, src, *node);
-    if (!spec) return spec.status();
-    c.llms.push_back({llm_label(*spec), *spec});
-  }
-  if (const toml::node* dn = t.get("device")) {
-    const toml::array* arr = dn->as_array();
-    if (!arr || !arr->is_array_of_tables() || arr->empty())
-      return bad(fmt::format(
-          "{}: 'device' must be [[device]] tables (name = \"h100\", select = \"H100\", gpus = 1)",
-          src.at(*dn)));
-    for (const toml::node& e : *arr) {
-      auto d = parse_device(*e.as_table(), src, e);
-      if (!d) return d.status();
-      c.devices.push_back(*d);
-    }
-  } else {
-    c.devices.push_back({"default", "", 0, "", "", "", ""});
-  }
-  auto attempts = get_int(t, "attempts", src, 0, 1, 100);
-  if (!attempts) return attempts.status();
-  c.attempts = static_cast<int>(*attempts);
+  PEAK_TRY(check_keys(t,
+                      {"format", "name", "description", "dir", "contexts", "sequences", "llms",
+                       "device", "attempts", "llm_deadline", "eval", "slurm"},
+                      src, "a campaign"));
+  PEAK_TRY(parse_format(t, src, c));
+  PEAK_TRY(parse_identity(t, src, base, c));
+  PEAK_TRY(resolve_matrix(t, src, base, c));
+  PEAK_TRY(parse_devices(t, src, c));
+  PEAK_TRY(read_int(t, "attempts", src, 0, 1, 100, &c.attempts));
   auto deadline = get_number(t, "llm_deadline", src, 0, 1);
   if (!deadline) return deadline.status();
   c.llm_deadline = *deadline;
-
-  if (const toml::node* en = t.get("eval")) {
-    if (!en->is_table())
-      return bad(fmt::format("{}: 'eval' must be a table ([eval] budget = 8)", src.at(*en)));
-    const toml::table& e = *en->as_table();
-    if (auto s = check_keys(e,
-                            {"shapes", "budget", "jobs", "baseline", "strategy", "strategy_budget",
-                             "reuse_measurements"},
-                            src, "[eval]");
-        !s)
-      return Error{s.message(), ErrorKind::input};
-    auto shapes = get_string(e, "shapes", src);
-    if (!shapes) return shapes.status();
-    if (*shapes == "small")
-      c.eval.small = true;
-    else if (*shapes == "full")
-      c.eval.small = false;
-    else if (!shapes->empty())
-      return bad(fmt::format("{}: shapes must be \"small\" or \"full\", found \"{}\"",
-                             src.at(*e.get("shapes")), *shapes));
-    auto budget = get_int(e, "budget", src, 0, 1, 100000);
-    if (!budget) return budget.status();
-    c.eval.budget = static_cast<int>(*budget);
-    auto jobs = get_int(e, "jobs", src, 0, 1, 4096);
-    if (!jobs) return jobs.status();
-    c.eval.jobs = static_cast<int>(*jobs);
-    auto baseline = get_bool(e, "baseline", src);
-    if (!baseline) return baseline.status();
-    c.eval.baseline = baseline->value_or(true);
-    auto reuse = get_bool(e, "reuse_measurements", src);
-    if (!reuse) return reuse.status();
-    c.eval.reuse_measurements = reuse->value_or(false);
-    auto strategy = get_string(e, "strategy", src);
-    if (!strategy) return strategy.status();
-    auto sb = get_string(e, "strategy_budget", src);
-    if (!sb) return sb.status();
-    api::EvalArgs a;
-    a.strategy = trim(*strategy);
-    a.strategy_budget = trim(*sb);
-    if (auto s = api::check_tuning(a); !s)
-      return bad(fmt::format("{}: {}", src.at(*en), s.message()));
-    c.eval.strategy = a.strategy;
-    c.eval.strategy_budget = a.strategy_budget;
-  }
-
-  if (const toml::node* sn = t.get("slurm")) {
-    if (!sn->is_table())
-      return bad(
-          fmt::format("{}: 'slurm' must be a table ([slurm] partition = \"gpu\")", src.at(*sn)));
-    const toml::table& s = *sn->as_table();
-    if (auto st = check_keys(s,
-                             {"partition", "account", "qos", "time", "mem", "cpus_per_task",
-                              "extra", "max_requeues", "poll_seconds", "peak"},
-                             src, "[slurm]");
-        !st)
-      return Error{st.message(), ErrorKind::input};
-    for (auto [key, out] :
-         {std::pair{"partition", &c.slurm.partition}, std::pair{"account", &c.slurm.account},
-          std::pair{"qos", &c.slurm.qos}, std::pair{"time", &c.slurm.time},
-          std::pair{"mem", &c.slurm.mem}, std::pair{"peak", &c.slurm.peak}}) {
-      auto v = get_string(s, key, src);
-      if (!v) return v.status();
-      *out = trim(*v);
-    }
-    if (!c.slurm.peak.empty() && fs::path(c.slurm.peak).is_relative())
-      c.slurm.peak = absolute_clean(base / c.slurm.peak).string();
-    auto cpus = get_int(s, "cpus_per_task", src, 0, 1, 4096);
-    if (!cpus) return cpus.status();
-    c.slurm.cpus_per_task = static_cast<int>(*cpus);
-    auto requeues = get_int(s, "max_requeues", src, 3, 0, 1000);
-    if (!requeues) return requeues.status();
-    c.slurm.max_requeues = static_cast<int>(*requeues);
-    auto poll = get_number(s, "poll_seconds", src, 30, 0.1);
-    if (!poll) return poll.status();
-    c.slurm.poll_s = *poll;
-    auto extra = get_strings(s, "extra", src, false, "\"--constraint=h100\"");
-    if (!extra) return extra.status();
-    for (const auto& [arg, node] : *extra) {
-      if (!starts_with(arg, "-"))
-        return bad(fmt::format("{}: '{}' is not an sbatch option (extra = [\"--exclusive\"])",
-                               src.at(*node), arg));
-      c.slurm.extra.push_back(arg);
-    }
-  }
+  PEAK_TRY(parse_eval(t, src, c.eval));
+  PEAK_TRY(parse_slurm(t, src, base, c.slurm));
 
   // Every workflow id is unique: two entries with the same label would share a workspace.
   std::set<std::string> ids;

@@ -137,6 +137,174 @@ std::string system_prompt(Region region, const std::vector<std::string>& tuning_
   return s;
 }
 
+// A tuning parameter shown to the model, and whether this transformation introduces it.
+struct ShownParam {
+  const TuningParam* param;
+  bool introduced;
+};
+
+// The context's tuning parameters (which may already hold this transformation's, merged by the
+// caller, with their current value sets), then the ones this transformation introduces that the
+// context lacks.
+std::vector<ShownParam> shown_tuning(const Transformation& tr, const KernelContext& ctx) {
+  std::set<std::string> introduced_names;
+  for (const auto& p : tr.tuning) introduced_names.insert(p.name);
+  std::vector<ShownParam> tuning;
+  std::set<std::string> seen;
+  for (const auto& p : ctx.tuning)
+    if (seen.insert(p.name).second) tuning.push_back({&p, introduced_names.count(p.name) > 0});
+  for (const auto& p : tr.tuning)
+    if (seen.insert(p.name).second) tuning.push_back({&p, true});
+  return tuning;
+}
+
+// The transformation's title, requirement and description, then what this pass must do.
+std::string pass_section(const PromptInput& in, const Transformation& tr, const Pass& pass) {
+  const int total = static_cast<int>(tr.passes.size());
+  std::string u;
+  u += fmt::format("# Transformation: {} ({} v{})\n\n", tr.title, tr.name, tr.version);
+  if (!tr.required_arch.empty())
+    u += fmt::format("Requires: {} (this device: {})\n\n", tr.required_arch,
+                     in.device_arch.empty() ? "unknown" : in.device_arch);
+  if (!tr.description.empty()) u += tr.description + "\n\n";
+
+  u += fmt::format("## This pass ({} of {}): edit the {} region\n\n", in.pass_index, total,
+                   to_string(pass.region));
+  u += pass.instruction + "\n\n";
+  if (in.pass_index < total) {
+    std::vector<std::string> later;
+    for (int i = in.pass_index; i < total; ++i)
+      later.push_back(
+          fmt::format("{} ({})", i + 1, to_string(tr.passes[static_cast<size_t>(i)].region)));
+    u += fmt::format(
+        "Passes still to come: {}. The kernel needs to compile and be correct only after the "
+        "last pass; this pass may leave it temporarily incomplete where later passes finish "
+        "the work.\n\n",
+        join(later, ", "));
+  } else if (total > 1) {
+    u += "This is the last pass: after it the kernel must compile and be correct.\n\n";
+  }
+  return u;
+}
+
+// Device notes whose key occurs in the device name (case-insensitive), in key order.
+std::string device_notes_section(const Transformation& tr, std::string_view device_name) {
+  std::vector<std::pair<std::string, std::string>> notes;
+  const std::string device_lower = lower(device_name);
+  for (const auto& [key, note] : tr.device_notes)
+    if (!key.empty() && device_lower.find(lower(key)) != std::string::npos)
+      notes.emplace_back(key, note);
+  if (notes.empty()) return "";
+  std::string u = "## Device-specific notes\n\n";
+  for (const auto& [key, note] : notes) u += fmt::format("For {}: {}\n\n", key, note);
+  return u;
+}
+
+// How the phrases of the instructions are spelled in the backend: its table, overridden by the
+// transformation's.
+std::string vocabulary_section(const PromptInput& in, const Transformation& tr) {
+  std::map<std::string, std::string> vocabulary = in.backend_translation;
+  if (auto it = tr.translations.find(in.backend); it != tr.translations.end())
+    for (const auto& [phrase, spelling] : it->second) vocabulary[phrase] = spelling;
+  if (vocabulary.empty()) return "";
+  std::string u = fmt::format("## Backend vocabulary ({})\n\n", in.backend);
+  u += fmt::format("How the phrases used above are spelled in {}:\n\n", in.backend);
+  u += fmt::format("| Phrase | {} |\n| --- | --- |\n", in.backend);
+  for (const auto& [phrase, spelling] : vocabulary)
+    u += fmt::format("| {} | {} |\n", table_cell(phrase), table_cell(spelling));
+  return u + "\n";
+}
+
+std::string device_section(const PromptInput& in) {
+  std::vector<std::string> facts;
+  for (const auto& [k, v] : in.device_facts)
+    if (!trim(v).empty()) facts.push_back(fmt::format("- {}: {}", k, v));
+  if (facts.empty()) return "";
+  return "## Device\n\n" + join(facts, "\n") + "\n\n";
+}
+
+// The bench and validation shapes, without repeats and without any hidden shape.
+std::vector<std::string> example_shapes(const KernelContext& ctx) {
+  std::set<std::string> hidden;
+  for (const auto& s : ctx.hidden_shapes) hidden.insert(s.text());
+  std::vector<std::string> shown;
+  for (const auto* list : {&ctx.bench_shapes, &ctx.validation_shapes})
+    for (const auto& s : *list) {
+      std::string t = s.text();
+      if (hidden.count(t) || std::find(shown.begin(), shown.end(), t) != shown.end()) continue;
+      shown.push_back(std::move(t));
+    }
+  return shown;
+}
+
+std::string context_section(const PromptInput& in, const KernelContext& ctx,
+                            const std::vector<ShownParam>& tuning) {
+  std::string u = "## Kernel context\n\n";
+  u += fmt::format("- Backend: {}\n", in.backend);
+  if (!ctx.precision.empty()) u += fmt::format("- Precision: {}\n", ctx.precision);
+  if (!ctx.arrays.empty()) {
+    u += "- Arrays (in binding order):\n";
+    for (const auto& a : ctx.arrays)
+      u += fmt::format("  - {}: {}, {} elements, {}\n", a.name, to_string(a.dtype), a.size,
+                       a.output ? "output" : "input");
+  }
+  if (!ctx.scalars.empty()) {
+    u += "- Scalars:\n";
+    for (const auto& s : ctx.scalars) u += fmt::format("  - {}: {}\n", s.name, to_string(s.dtype));
+  }
+  u += fmt::format("- Validity expression: {}\n", ctx.valid.empty() ? "(none)" : ctx.valid);
+  if (!ctx.supports.empty())
+    u += fmt::format("- Shapes this kernel supports (narrowed by earlier transformations): {}\n",
+                     ctx.supports);
+  if (const auto shown = example_shapes(ctx); !shown.empty()) {
+    u += "- Example shapes (the kernel must also work for other valid shapes):\n";
+    for (const auto& t : shown) u += "  - " + t + "\n";
+  }
+  if (!tuning.empty()) {
+    u += "- Tuning parameters (preprocessor names whose values the tool injects and tunes):\n";
+    for (const auto& [p, introduced] : tuning)
+      u += fmt::format("  - {}: values {} (default {}){}\n", p->name, join_values(p->values),
+                       p->default_value, introduced ? "; introduced by this transformation" : "");
+  }
+  if (!ctx.tuning_valid.empty())
+    u += fmt::format("- Tuning constraint (configurations that break it are skipped): {}\n",
+                     ctx.tuning_valid);
+  return u + "\n";
+}
+
+// The launch-plan language: in full for a pass over the host region, else what it is.
+std::string plan_section(const PromptInput& in, const Pass& pass) {
+  if (trim(in.plan_reference).empty()) return "";
+  std::string u = "## The launch plan (host region)\n\n";
+  if (pass.region == Region::host) return u + in.plan_reference + "\n";
+  return u +
+         "The host region is a launch plan that the tool evaluates (it is not compiled): its "
+         "`launch` statements name the kernels of the device region and give their grid and "
+         "arguments in order. A kernel's parameters must keep matching the plan's `args`.\n\n";
+}
+
+// The whole source, the region to edit flagged.
+std::string source_section(const PromptInput& in, const Pass& pass) {
+  const std::string source = render_source(*in.source, pass.region);
+  const std::string fence = fence_for(source);
+  std::string u = "## Current source\n\n";
+  u += fmt::format(
+      "The whole file. Each region lies between its marker comments; the line `{}` (not part "
+      "of the file) flags the {} region, the one to edit.\n\n",
+      kEditFlag, to_string(pass.region));
+  u += fence + fence_language(in.backend) + "\n" + source;
+  if (!source.empty() && source.back() != '\n') u += "\n";
+  return u + fence + "\n\n";
+}
+
+std::string feedback_section(const PromptInput& in) {
+  const std::string feedback = trim(in.feedback);
+  if (feedback.empty()) return "";
+  return "## The previous attempt failed\n\n" + feedback +
+         "\n\n"
+         "Start again from the current source above and avoid this problem.\n\n";
+}
+
 }  // namespace
 
 std::string Prompt::key() const {
@@ -155,155 +323,27 @@ Prompt build_prompt(const PromptInput& in) {
   const int total = static_cast<int>(tr.passes.size());
   if (in.pass_index < 1 || in.pass_index > total) fail("pass index out of range");
   const Pass& pass = tr.passes[static_cast<size_t>(in.pass_index - 1)];
-  const std::string region(to_string(pass.region));
 
-  // Tuning parameters: the context's (which may already hold this transformation's, merged
-  // by the caller, with their current value sets), then the ones this transformation
-  // introduces that the context lacks.
-  std::set<std::string> introduced_names;
-  for (const auto& p : tr.tuning) introduced_names.insert(p.name);
-  std::vector<std::pair<const TuningParam*, bool>> tuning;  // (param, introduced here)
-  std::set<std::string> seen;
-  for (const auto& p : ctx.tuning)
-    if (seen.insert(p.name).second) tuning.emplace_back(&p, introduced_names.count(p.name) > 0);
-  for (const auto& p : tr.tuning)
-    if (seen.insert(p.name).second) tuning.emplace_back(&p, true);
+  const std::vector<ShownParam> tuning = shown_tuning(tr, ctx);
   std::vector<std::string> tuning_names;
   for (const auto& [p, introduced] : tuning) tuning_names.push_back(p->name);
 
   Prompt prompt;
   prompt.system = system_prompt(pass.region, tuning_names);
-
-  std::string u;
-  u += fmt::format("# Transformation: {} ({} v{})\n\n", tr.title, tr.name, tr.version);
-  if (!tr.required_arch.empty())
-    u += fmt::format("Requires: {} (this device: {})\n\n", tr.required_arch,
-                     in.device_arch.empty() ? "unknown" : in.device_arch);
-  if (!tr.description.empty()) u += tr.description + "\n\n";
-
-  u += fmt::format("## This pass ({} of {}): edit the {} region\n\n", in.pass_index, total, region);
-  u += pass.instruction + "\n\n";
-  if (in.pass_index < total) {
-    std::vector<std::string> later;
-    for (int i = in.pass_index; i < total; ++i)
-      later.push_back(
-          fmt::format("{} ({})", i + 1, to_string(tr.passes[static_cast<size_t>(i)].region)));
-    u += fmt::format(
-        "Passes still to come: {}. The kernel needs to compile and be correct only after the "
-        "last pass; this pass may leave it temporarily incomplete where later passes finish "
-        "the work.\n\n",
-        join(later, ", "));
-  } else if (total > 1) {
-    u += "This is the last pass: after it the kernel must compile and be correct.\n\n";
-  }
-
-  // Device notes whose key occurs in the device name (case-insensitive), in key order.
-  std::vector<std::pair<std::string, std::string>> notes;
-  const std::string device_lower = lower(in.device_name);
-  for (const auto& [key, note] : tr.device_notes)
-    if (!key.empty() && device_lower.find(lower(key)) != std::string::npos)
-      notes.emplace_back(key, note);
-  if (!notes.empty()) {
-    u += "## Device-specific notes\n\n";
-    for (const auto& [key, note] : notes) u += fmt::format("For {}: {}\n\n", key, note);
-  }
-
+  std::string u = pass_section(in, tr, pass);
+  u += device_notes_section(tr, in.device_name);
   const std::string extra = trim(in.extra_instructions);
   if (!extra.empty()) u += "## Additional instructions\n\n" + extra + "\n\n";
-
-  std::map<std::string, std::string> vocabulary = in.backend_translation;
-  if (auto it = tr.translations.find(in.backend); it != tr.translations.end())
-    for (const auto& [phrase, spelling] : it->second) vocabulary[phrase] = spelling;
-  if (!vocabulary.empty()) {
-    u += fmt::format("## Backend vocabulary ({})\n\n", in.backend);
-    u += fmt::format("How the phrases used above are spelled in {}:\n\n", in.backend);
-    u += fmt::format("| Phrase | {} |\n| --- | --- |\n", in.backend);
-    for (const auto& [phrase, spelling] : vocabulary)
-      u += fmt::format("| {} | {} |\n", table_cell(phrase), table_cell(spelling));
-    u += "\n";
-  }
-
-  std::vector<std::string> facts;
-  for (const auto& [k, v] : in.device_facts)
-    if (!trim(v).empty()) facts.push_back(fmt::format("- {}: {}", k, v));
-  if (!facts.empty()) u += "## Device\n\n" + join(facts, "\n") + "\n\n";
-
-  u += "## Kernel context\n\n";
-  u += fmt::format("- Backend: {}\n", in.backend);
-  if (!ctx.precision.empty()) u += fmt::format("- Precision: {}\n", ctx.precision);
-  if (!ctx.arrays.empty()) {
-    u += "- Arrays (in binding order):\n";
-    for (const auto& a : ctx.arrays)
-      u += fmt::format("  - {}: {}, {} elements, {}\n", a.name, to_string(a.dtype), a.size,
-                       a.output ? "output" : "input");
-  }
-  if (!ctx.scalars.empty()) {
-    u += "- Scalars:\n";
-    for (const auto& s : ctx.scalars) u += fmt::format("  - {}: {}\n", s.name, to_string(s.dtype));
-  }
-  u += fmt::format("- Validity expression: {}\n", ctx.valid.empty() ? "(none)" : ctx.valid);
-  if (!ctx.supports.empty())
-    u += fmt::format("- Shapes this kernel supports (narrowed by earlier transformations): {}\n",
-                     ctx.supports);
-  {
-    std::set<std::string> hidden;
-    for (const auto& s : ctx.hidden_shapes) hidden.insert(s.text());
-    std::vector<std::string> shown;
-    for (const auto* list : {&ctx.bench_shapes, &ctx.validation_shapes})
-      for (const auto& s : *list) {
-        std::string t = s.text();
-        if (hidden.count(t) || std::find(shown.begin(), shown.end(), t) != shown.end()) continue;
-        shown.push_back(std::move(t));
-      }
-    if (!shown.empty()) {
-      u += "- Example shapes (the kernel must also work for other valid shapes):\n";
-      for (const auto& t : shown) u += "  - " + t + "\n";
-    }
-  }
-  if (!tuning.empty()) {
-    u += "- Tuning parameters (preprocessor names whose values the tool injects and tunes):\n";
-    for (const auto& [p, introduced] : tuning)
-      u += fmt::format("  - {}: values {} (default {}){}\n", p->name, join_values(p->values),
-                       p->default_value, introduced ? "; introduced by this transformation" : "");
-  }
-  if (!ctx.tuning_valid.empty())
-    u += fmt::format("- Tuning constraint (configurations that break it are skipped): {}\n",
-                     ctx.tuning_valid);
-  u += "\n";
-
-  if (!trim(in.plan_reference).empty()) {
-    u += "## The launch plan (host region)\n\n";
-    if (pass.region == Region::host) {
-      u += in.plan_reference + "\n";
-    } else {
-      u += "The host region is a launch plan that the tool evaluates (it is not compiled): its "
-           "`launch` statements name the kernels of the device region and give their grid and "
-           "arguments in order. A kernel's parameters must keep matching the plan's `args`.\n\n";
-    }
-  }
-
-  const std::string source = render_source(*in.source, pass.region);
-  const std::string fence = fence_for(source);
-  u += "## Current source\n\n";
-  u += fmt::format(
-      "The whole file. Each region lies between its marker comments; the line `{}` (not part "
-      "of the file) flags the {} region, the one to edit.\n\n",
-      kEditFlag, region);
-  u += fence + fence_language(in.backend) + "\n" + source;
-  if (!source.empty() && source.back() != '\n') u += "\n";
-  u += fence + "\n\n";
-
-  const std::string feedback = trim(in.feedback);
-  if (!feedback.empty()) {
-    u += "## The previous attempt failed\n\n";
-    u += feedback + "\n\n";
-    u += "Start again from the current source above and avoid this problem.\n\n";
-  }
-
+  u += vocabulary_section(in, tr);
+  u += device_section(in);
+  u += context_section(in, ctx, tuning);
+  u += plan_section(in, pass);
+  u += source_section(in, pass);
+  u += feedback_section(in);
   u += fmt::format(
       "Reply with exactly one fenced code block holding the complete new text of the {} region "
       "(without its marker comments), and nothing else as code.\n",
-      region);
+      to_string(pass.region));
   prompt.user = std::move(u);
   return prompt;
 }

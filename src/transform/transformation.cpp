@@ -173,15 +173,32 @@ Status check_format(const toml::table& t, const TomlSource& src, int supported,
 
 // ---- transformation front matter ----
 
-Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
-  RETURN_IF_ERROR(check_keys(
-      t,
-      {"format", "name", "version", "title", "backends", "tuning", "tuning_valid", "workspace",
-       "valid", "requires", "retires", "translations", "devices", "helpers"},
-      src, "the front matter"));
-  RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
-  const int top = src.first_line - 1;  // the opening "+++" line
+// Reads string `key` of table `t` into `out` (see get_string; unchanged on failure).
+Status read_string(const toml::table& t, std::string_view key, const TomlSource& src,
+                   int missing_line, bool required, std::string_view what, std::string* out) {
+  auto s = get_string(t, key, src, missing_line, required, what);
+  if (!s) return s.status();
+  *out = *s;
+  return Status::ok();
+}
 
+// Calls `parse` on each table of the array of tables `key` ([[key]]), when the key is there;
+// `form` says in the error what the tables hold.
+template <typename Parse>
+Status for_each_table(const toml::table& t, std::string_view key, const TomlSource& src,
+                      std::string_view form, Parse parse) {
+  const toml::node* n = t.get(key);
+  if (!n) return Status::ok();
+  const toml::array* arr = n->as_array();
+  if (!arr || !arr->is_array_of_tables())
+    return Status::error(
+        fmt::format("{}: '{}' must be an array of tables ({})", src.at(*n), key, form));
+  for (const toml::node& e : *arr) RETURN_IF_ERROR(parse(e));
+  return Status::ok();
+}
+
+// name (kebab-case), version (1 or more) and title.
+Status parse_identity(const toml::table& t, const TomlSource& src, int top, Transformation& tr) {
   auto name = get_string(t, "name", src, top, true, "the front matter");
   if (!name) return name.status();
   if (!is_kebab(*name))
@@ -196,208 +213,216 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
     return Status::error(fmt::format("{}: version must be 1 or more", src.at(*t.get("version"))));
   tr.version = static_cast<int>(*version);
 
-  auto title = get_string(t, "title", src, top, true, "the front matter");
-  if (!title) return title.status();
-  tr.title = *title;
+  return read_string(t, "title", src, top, true, "the front matter", &tr.title);
+}
 
-  if (const toml::node* b = t.get("backends")) {
-    const toml::array* arr = b->as_array();
-    if (!arr)
+Status parse_backends(const toml::table& t, const TomlSource& src, Transformation& tr) {
+  const toml::node* b = t.get("backends");
+  if (!b) return Status::ok();
+  const toml::array* arr = b->as_array();
+  if (!arr)
+    return Status::error(
+        fmt::format("{}: 'backends' must be an array of strings such as "
+                    "[\"cuda\", \"hlsl\"], found {}",
+                    src.at(*b), toml_type_name(*b)));
+  for (const toml::node& e : *arr) {
+    if (!e.is_string() || !is_known_backend(e.as_string()->get()))
       return Status::error(
-          fmt::format("{}: 'backends' must be an array of strings such as "
-                      "[\"cuda\", \"hlsl\"], found {}",
-                      src.at(*b), toml_type_name(*b)));
-    for (const toml::node& e : *arr) {
-      if (!e.is_string() || !is_known_backend(e.as_string()->get()))
-        return Status::error(
-            fmt::format("{}: unknown backend {}; expected one of: {}", src.at(e),
-                        e.is_string() ? "'" + e.as_string()->get() + "'" : toml_type_name(e),
-                        known_backends_text()));
-      tr.backends.push_back(e.as_string()->get());
-    }
+          fmt::format("{}: unknown backend {}; expected one of: {}", src.at(e),
+                      e.is_string() ? "'" + e.as_string()->get() + "'" : toml_type_name(e),
+                      known_backends_text()));
+    tr.backends.push_back(e.as_string()->get());
   }
+  return Status::ok();
+}
 
-  if (t.get("workspace")) {
-    auto ws = get_string(t, "workspace", src, top, false, "the front matter");
-    if (!ws) return ws.status();
-    if (auto e = expr::Expression::parse(*ws); !e)
-      return Status::error(fmt::format("{}: cannot parse workspace = \"{}\": {}",
-                                       src.at(*t.get("workspace")), *ws, e.error()));
-    tr.workspace = *ws;
-  }
+// Reads the optional expression `key` into `out` (unchanged when absent). Only its syntax is
+// checked: the names it may use are known when the transformation is applied to a kernel.
+Status read_expression(const toml::table& t, std::string_view key, const TomlSource& src, int top,
+                       std::string* out) {
+  if (!t.get(key)) return Status::ok();
+  auto text = get_string(t, key, src, top, false, "the front matter");
+  if (!text) return text.status();
+  if (auto e = expr::Expression::parse(*text); !e)
+    return Status::error(fmt::format("{}: cannot parse {} = \"{}\": {}", src.at(*t.get(key)), key,
+                                     *text, e.error()));
+  *out = *text;
+  return Status::ok();
+}
 
-  if (t.get("tuning_valid")) {
-    auto tv = get_string(t, "tuning_valid", src, top, false, "the front matter");
-    if (!tv) return tv.status();
-    if (auto e = expr::Expression::parse(*tv); !e)
-      return Status::error(fmt::format("{}: cannot parse tuning_valid = \"{}\": {}",
-                                       src.at(*t.get("tuning_valid")), *tv, e.error()));
-    tr.tuning_valid = trim(*tv);
-  }
+// `requires`: the CUDA architecture the transformation needs ("sm_80", "sm_90a").
+Status parse_requires(const toml::table& t, const TomlSource& src, int top, Transformation& tr) {
+  if (!t.get("requires")) return Status::ok();
+  auto req = get_string(t, "requires", src, top, false, "the front matter");
+  if (!req) return req.status();
+  auto arch = parse_cuda_arch(*req);
+  if (!arch || (arch->suffix != 0 && arch->suffix != 'a'))
+    return Status::error(fmt::format(
+        "{}: requires = \"{}\" is not a device architecture; expected a CUDA architecture "
+        "such as \"sm_80\" (compute capability 8.0 or newer) or \"sm_90a\" (with the "
+        "architecture-specific features of 9.0)",
+        src.at(*t.get("requires")), *req));
+  tr.required_arch = *req;
+  return Status::ok();
+}
 
-  if (t.get("valid")) {
-    auto v = get_string(t, "valid", src, top, false, "the front matter");
-    if (!v) return v.status();
-    if (auto e = expr::Expression::parse(*v); !e)
-      return Status::error(fmt::format("{}: cannot parse valid = \"{}\": {}",
-                                       src.at(*t.get("valid")), *v, e.error()));
-    tr.valid = *v;
-  }
-
-  if (t.get("requires")) {
-    auto req = get_string(t, "requires", src, top, false, "the front matter");
-    if (!req) return req.status();
-    auto arch = parse_cuda_arch(*req);
-    if (!arch || (arch->suffix != 0 && arch->suffix != 'a'))
+Status parse_retires(const toml::table& t, const TomlSource& src, Transformation& tr) {
+  const toml::node* r = t.get("retires");
+  if (!r) return Status::ok();
+  const toml::array* arr = r->as_array();
+  if (!arr)
+    return Status::error(fmt::format(
+        "{}: 'retires' must be an array of tuning parameter names such as [\"BLOCK_X\"]",
+        src.at(*r)));
+  for (const toml::node& e : *arr) {
+    if (!e.is_string() || !is_identifier(e.as_string()->get()))
       return Status::error(fmt::format(
-          "{}: requires = \"{}\" is not a device architecture; expected a CUDA architecture "
-          "such as \"sm_80\" (compute capability 8.0 or newer) or \"sm_90a\" (with the "
-          "architecture-specific features of 9.0)",
-          src.at(*t.get("requires")), *req));
-    tr.required_arch = *req;
+          "{}: 'retires' must list tuning parameter names (preprocessor identifiers such as "
+          "BLOCK_X)",
+          src.at(e)));
+    tr.retires.push_back(e.as_string()->get());
   }
+  return Status::ok();
+}
 
-  if (const toml::node* r = t.get("retires")) {
-    const toml::array* arr = r->as_array();
-    if (!arr)
-      return Status::error(fmt::format(
-          "{}: 'retires' must be an array of tuning parameter names such as [\"BLOCK_X\"]",
-          src.at(*r)));
-    for (const toml::node& e : *arr) {
-      if (!e.is_string() || !is_identifier(e.as_string()->get()))
-        return Status::error(fmt::format(
-            "{}: 'retires' must list tuning parameter names (preprocessor identifiers such as "
-            "BLOCK_X)",
-            src.at(e)));
-      tr.retires.push_back(e.as_string()->get());
-    }
-  }
+// One [[tuning]] entry: a new parameter, its values and its default.
+Status parse_tuning_param(const toml::node& e, const TomlSource& src, Transformation& tr) {
+  const toml::table& pt = *e.as_table();
+  int line = src.line_of(e);
+  RETURN_IF_ERROR(check_keys(pt, {"name", "values", "default"}, src, "a [[tuning]] entry"));
+  TuningParam p;
+  auto pname = get_string(pt, "name", src, line, true, "a [[tuning]] entry");
+  if (!pname) return pname.status();
+  if (!is_identifier(*pname))
+    return Status::error(fmt::format(
+        "{}: tuning parameter name '{}' must be a preprocessor identifier (e.g. TILE_K)",
+        src.at(*pt.get("name")), *pname));
+  p.name = *pname;
+  for (const auto& q : tr.tuning)
+    if (q.name == p.name)
+      return Status::error(fmt::format("{}: tuning parameter '{}' is declared twice",
+                                       src.at(*pt.get("name")), p.name));
+  const toml::node* vn = pt.get("values");
+  if (!vn)
+    return Status::error(
+        fmt::format("{}: tuning parameter '{}' has no 'values'", src.at_line(line), p.name));
+  auto values = get_int_list(*vn, "values", src);
+  if (!values) return values.status();
+  p.values = *values;
+  auto def = get_int(pt, "default", src, line, p.values.front(), "a [[tuning]] entry");
+  if (!def) return def.status();
+  if (std::find(p.values.begin(), p.values.end(), *def) == p.values.end())
+    return Status::error(fmt::format("{}: default {} of '{}' is not one of its values",
+                                     src.at(*pt.get("default")), *def, p.name));
+  p.default_value = *def;
+  tr.tuning.push_back(std::move(p));
+  return Status::ok();
+}
 
-  if (const toml::node* tn = t.get("tuning")) {
-    const toml::array* arr = tn->as_array();
-    if (!arr || !arr->is_array_of_tables())
-      return Status::error(fmt::format(
-          "{}: 'tuning' must be an array of tables ([[tuning]] with name, values, default)",
-          src.at(*tn)));
-    for (const toml::node& e : *arr) {
-      const toml::table& pt = *e.as_table();
-      int line = src.line_of(e);
-      RETURN_IF_ERROR(check_keys(pt, {"name", "values", "default"}, src, "a [[tuning]] entry"));
-      TuningParam p;
-      auto pname = get_string(pt, "name", src, line, true, "a [[tuning]] entry");
-      if (!pname) return pname.status();
-      if (!is_identifier(*pname))
-        return Status::error(fmt::format(
-            "{}: tuning parameter name '{}' must be a preprocessor identifier (e.g. TILE_K)",
-            src.at(*pt.get("name")), *pname));
-      p.name = *pname;
-      for (const auto& q : tr.tuning)
-        if (q.name == p.name)
-          return Status::error(fmt::format("{}: tuning parameter '{}' is declared twice",
-                                           src.at(*pt.get("name")), p.name));
-      const toml::node* vn = pt.get("values");
-      if (!vn)
-        return Status::error(
-            fmt::format("{}: tuning parameter '{}' has no 'values'", src.at_line(line), p.name));
-      auto values = get_int_list(*vn, "values", src);
-      if (!values) return values.status();
-      p.values = *values;
-      auto def = get_int(pt, "default", src, line, p.values.front(), "a [[tuning]] entry");
-      if (!def) return def.status();
-      if (std::find(p.values.begin(), p.values.end(), *def) == p.values.end())
-        return Status::error(fmt::format("{}: default {} of '{}' is not one of its values",
-                                         src.at(*pt.get("default")), *def, p.name));
-      p.default_value = *def;
-      tr.tuning.push_back(std::move(p));
-    }
-  }
-
-  if (const toml::node* tn = t.get("translations")) {
-    const toml::table* tt = tn->as_table();
-    if (!tt)
-      return Status::error(fmt::format(
-          "{}: 'translations' must be tables like [translations.cuda] \"phrase\" = \"spelling\"",
-          src.at(*tn)));
-    for (auto&& [backend, table] : *tt) {
-      if (!is_known_backend(backend.str()))
-        return Status::error(
-            fmt::format("{}: unknown backend '{}' in translations; expected "
-                        "one of: {}",
-                        src.at(table), backend.str(), known_backends_text()));
-      const toml::table* bt = table.as_table();
-      if (!bt)
-        return Status::error(
-            fmt::format("{}: translations.{} must be a table of \"phrase\" = "
-                        "\"spelling\"",
-                        src.at(table), backend.str()));
-      auto& dst = tr.translations[std::string(backend.str())];
-      for (auto&& [phrase, spelling] : *bt) {
-        if (!spelling.is_string())
-          return Status::error(fmt::format("{}: translation of '{}' must be a string, found {}",
-                                           src.at(spelling), phrase.str(),
-                                           toml_type_name(spelling)));
-        dst[std::string(phrase.str())] = spelling.as_string()->get();
-      }
-    }
-  }
-
-  if (const toml::node* dn = t.get("devices")) {
-    const toml::table* dt = dn->as_table();
-    if (!dt)
-      return Status::error(fmt::format(
-          "{}: 'devices' must be tables like [devices.\"H100\"] note = \"...\"", src.at(*dn)));
-    for (auto&& [device, table] : *dt) {
-      const toml::table* nt = table.as_table();
-      if (!nt)
-        return Status::error(fmt::format("{}: devices.\"{}\" must be a table with a 'note' string",
-                                         src.at(table), device.str()));
-      RETURN_IF_ERROR(check_keys(*nt, {"note"}, src, fmt::format("devices.\"{}\"", device.str())));
-      auto note = get_string(*nt, "note", src, src.line_of(table), true,
-                             fmt::format("devices.\"{}\"", device.str()));
-      if (!note) return note.status();
-      if (device.str().empty())
-        return Status::error(
-            fmt::format("{}: a device key must be a non-empty name substring", src.at(table)));
-      tr.device_notes[std::string(device.str())] = trim(*note);
-    }
-  }
-
-  if (const toml::node* hn = t.get("helpers")) {
-    const toml::array* arr = hn->as_array();
-    if (!arr || !arr->is_array_of_tables())
-      return Status::error(fmt::format(
-          "{}: 'helpers' must be an array of tables ([[helpers]] with name, region, code)",
-          src.at(*hn)));
-    for (const toml::node& e : *arr) {
-      const toml::table& ht = *e.as_table();
-      int line = src.line_of(e);
-      RETURN_IF_ERROR(
-          check_keys(ht, {"name", "region", "backend", "code"}, src, "a [[helpers]] entry"));
-      HelperSnippet h;
-      auto hname = get_string(ht, "name", src, line, true, "a [[helpers]] entry");
-      if (!hname) return hname.status();
-      h.name = *hname;
-      auto region = get_string(ht, "region", src, line, true, "a [[helpers]] entry");
-      if (!region) return region.status();
-      auto r = region_from_string(*region);
-      if (!r)
-        return Status::error(fmt::format("{}: unknown region '{}'; expected macros, device or host",
-                                         src.at(*ht.get("region")), *region));
-      h.region = *r;
-      auto backend = get_string(ht, "backend", src, line, false, "a [[helpers]] entry");
-      if (!backend) return backend.status();
-      if (!backend->empty() && !is_known_backend(*backend))
-        return Status::error(fmt::format("{}: unknown backend '{}'; expected one of: {}",
-                                         src.at(*ht.get("backend")), *backend,
-                                         known_backends_text()));
-      h.backend = *backend;
-      auto code = get_string(ht, "code", src, line, true, "a [[helpers]] entry");
-      if (!code) return code.status();
-      h.code = *code;
-      tr.helpers.push_back(std::move(h));
+// [translations.BACKEND] "phrase" = "spelling".
+Status parse_translations(const toml::table& t, const TomlSource& src, Transformation& tr) {
+  const toml::node* tn = t.get("translations");
+  if (!tn) return Status::ok();
+  const toml::table* tt = tn->as_table();
+  if (!tt)
+    return Status::error(fmt::format(
+        "{}: 'translations' must be tables like [translations.cuda] \"phrase\" = \"spelling\"",
+        src.at(*tn)));
+  for (auto&& [backend, table] : *tt) {
+    if (!is_known_backend(backend.str()))
+      return Status::error(
+          fmt::format("{}: unknown backend '{}' in translations; expected "
+                      "one of: {}",
+                      src.at(table), backend.str(), known_backends_text()));
+    const toml::table* bt = table.as_table();
+    if (!bt)
+      return Status::error(
+          fmt::format("{}: translations.{} must be a table of \"phrase\" = "
+                      "\"spelling\"",
+                      src.at(table), backend.str()));
+    auto& dst = tr.translations[std::string(backend.str())];
+    for (auto&& [phrase, spelling] : *bt) {
+      if (!spelling.is_string())
+        return Status::error(fmt::format("{}: translation of '{}' must be a string, found {}",
+                                         src.at(spelling), phrase.str(), toml_type_name(spelling)));
+      dst[std::string(phrase.str())] = spelling.as_string()->get();
     }
   }
   return Status::ok();
+}
+
+// [devices."NAME"] note = "...": notes for devices whose name contains NAME.
+Status parse_device_notes(const toml::table& t, const TomlSource& src, Transformation& tr) {
+  const toml::node* dn = t.get("devices");
+  if (!dn) return Status::ok();
+  const toml::table* dt = dn->as_table();
+  if (!dt)
+    return Status::error(fmt::format(
+        "{}: 'devices' must be tables like [devices.\"H100\"] note = \"...\"", src.at(*dn)));
+  for (auto&& [device, table] : *dt) {
+    const toml::table* nt = table.as_table();
+    if (!nt)
+      return Status::error(fmt::format("{}: devices.\"{}\" must be a table with a 'note' string",
+                                       src.at(table), device.str()));
+    RETURN_IF_ERROR(check_keys(*nt, {"note"}, src, fmt::format("devices.\"{}\"", device.str())));
+    auto note = get_string(*nt, "note", src, src.line_of(table), true,
+                           fmt::format("devices.\"{}\"", device.str()));
+    if (!note) return note.status();
+    if (device.str().empty())
+      return Status::error(
+          fmt::format("{}: a device key must be a non-empty name substring", src.at(table)));
+    tr.device_notes[std::string(device.str())] = trim(*note);
+  }
+  return Status::ok();
+}
+
+// One [[helpers]] entry: code inserted into a region (of one backend, or of all).
+Status parse_helper(const toml::node& e, const TomlSource& src, Transformation& tr) {
+  const toml::table& ht = *e.as_table();
+  int line = src.line_of(e);
+  RETURN_IF_ERROR(
+      check_keys(ht, {"name", "region", "backend", "code"}, src, "a [[helpers]] entry"));
+  HelperSnippet h;
+  RETURN_IF_ERROR(read_string(ht, "name", src, line, true, "a [[helpers]] entry", &h.name));
+  auto region = get_string(ht, "region", src, line, true, "a [[helpers]] entry");
+  if (!region) return region.status();
+  auto r = region_from_string(*region);
+  if (!r)
+    return Status::error(fmt::format("{}: unknown region '{}'; expected macros, device or host",
+                                     src.at(*ht.get("region")), *region));
+  h.region = *r;
+  RETURN_IF_ERROR(read_string(ht, "backend", src, line, false, "a [[helpers]] entry", &h.backend));
+  if (!h.backend.empty() && !is_known_backend(h.backend))
+    return Status::error(fmt::format("{}: unknown backend '{}'; expected one of: {}",
+                                     src.at(*ht.get("backend")), h.backend, known_backends_text()));
+  RETURN_IF_ERROR(read_string(ht, "code", src, line, true, "a [[helpers]] entry", &h.code));
+  tr.helpers.push_back(std::move(h));
+  return Status::ok();
+}
+
+Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
+  RETURN_IF_ERROR(check_keys(
+      t,
+      {"format", "name", "version", "title", "backends", "tuning", "tuning_valid", "workspace",
+       "valid", "requires", "retires", "translations", "devices", "helpers"},
+      src, "the front matter"));
+  RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
+  const int top = src.first_line - 1;  // the opening "+++" line
+  RETURN_IF_ERROR(parse_identity(t, src, top, tr));
+  RETURN_IF_ERROR(parse_backends(t, src, tr));
+  RETURN_IF_ERROR(read_expression(t, "workspace", src, top, &tr.workspace));
+  RETURN_IF_ERROR(read_expression(t, "tuning_valid", src, top, &tr.tuning_valid));
+  tr.tuning_valid = trim(tr.tuning_valid);
+  RETURN_IF_ERROR(read_expression(t, "valid", src, top, &tr.valid));
+  RETURN_IF_ERROR(parse_requires(t, src, top, tr));
+  RETURN_IF_ERROR(parse_retires(t, src, tr));
+  RETURN_IF_ERROR(
+      for_each_table(t, "tuning", src, "[[tuning]] with name, values, default",
+                     [&](const toml::node& e) { return parse_tuning_param(e, src, tr); }));
+  RETURN_IF_ERROR(parse_translations(t, src, tr));
+  RETURN_IF_ERROR(parse_device_notes(t, src, tr));
+  return for_each_table(t, "helpers", src, "[[helpers]] with name, region, code",
+                        [&](const toml::node& e) { return parse_helper(e, src, tr); });
 }
 
 // ---- Markdown body ----
@@ -761,6 +786,118 @@ Result<Transformation> find_transformation(const std::vector<Transformation>& li
 
 // ---- sequences ----
 
+namespace {
+
+// Keys that sequence format 1 did not have are refused there, so that a file states what it
+// needs.
+Status needs_format_2(const toml::table& tbl, std::string_view key, const TomlSource& src,
+                      int format) {
+  const toml::node* n = tbl.get(key);
+  if (!n || format >= 2) return Status::ok();
+  return Status::error(
+      fmt::format("{}: '{}' needs sequence format 2; write 'format = 2'", src.at(*n), key));
+}
+
+// `budget` of the sequence or of a step (0 when absent).
+Status read_budget(const toml::table& tbl, int line, const TomlSource& src, int format, int* out) {
+  RETURN_IF_ERROR(needs_format_2(tbl, "budget", src, format));
+  auto b = get_int(tbl, "budget", src, line, 0, "the sequence");
+  if (!b) return Status::error(b.error());
+  if (tbl.get("budget") && (*b < 1 || *b > 100000))
+    return Status::error(fmt::format("{}: budget must be between 1 and 100000, found {}",
+                                     src.at(*tbl.get("budget")), *b));
+  *out = static_cast<int>(*b);
+  return Status::ok();
+}
+
+// NAME = [values] for each tuning parameter of table `tt`.
+Status read_tuning_table(const toml::table& tt, const TomlSource& src,
+                         std::map<std::string, std::vector<int64_t>>* out) {
+  for (auto&& [k, v] : tt) {
+    if (!is_identifier(k.str()))
+      return Status::error(
+          fmt::format("{}: '{}' is not a tuning parameter name (a preprocessor identifier)",
+                      src.at(v), k.str()));
+    auto values = get_int_list(v, k.str(), src);
+    if (!values) return Status::error(values.error());
+    (*out)[std::string(k.str())] = *values;
+  }
+  return Status::ok();
+}
+
+// Reads string `key` of a [[step]] (optional) into `out`, without its surrounding blanks.
+Status read_step_text(const toml::table& st, std::string_view key, const TomlSource& src, int line,
+                      std::string* out) {
+  RETURN_IF_ERROR(read_string(st, key, src, line, false, "a [[step]]", out));
+  *out = trim(*out);
+  return Status::ok();
+}
+
+Result<SequenceStep> parse_step(const toml::node& e, const TomlSource& src, int format) {
+  const toml::table& st = *e.as_table();
+  const int line = src.line_of(e);
+  RETURN_IF_ERROR(check_keys(st,
+                             {"transformation", "attempts", "budget", "keep", "instructions",
+                              "tuning", "strategy", "strategy_budget"},
+                             src, "a [[step]]"));
+  SequenceStep step;
+  RETURN_IF_ERROR(
+      read_string(st, "transformation", src, line, true, "a [[step]]", &step.transformation));
+  if (step.transformation.empty())
+    return make_error(fmt::format("{}: 'transformation' is empty; name a transformation",
+                                  src.at(*st.get("transformation"))));
+  auto a = get_int(st, "attempts", src, line, 0, "a [[step]]");
+  if (!a) return make_error(a.error());
+  if (st.get("attempts") && (*a < 1 || *a > 100))
+    return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
+                                  src.at(*st.get("attempts")), *a));
+  step.attempts = static_cast<int>(*a);
+  RETURN_IF_ERROR(read_budget(st, line, src, format, &step.budget));
+  RETURN_IF_ERROR(needs_format_2(st, "keep", src, format));
+  if (const toml::node* k = st.get("keep")) {
+    if (!k->is_boolean())
+      return make_error(fmt::format("{}: 'keep' must be true or false, found {}", src.at(*k),
+                                    toml_type_name(*k)));
+    step.keep = k->as_boolean()->get();
+  }
+  RETURN_IF_ERROR(read_step_text(st, "instructions", src, line, &step.instructions));
+  RETURN_IF_ERROR(read_step_text(st, "strategy", src, line, &step.strategy));
+  RETURN_IF_ERROR(read_step_text(st, "strategy_budget", src, line, &step.strategy_budget));
+  if (const toml::node* tn = st.get("tuning")) {
+    if (!tn->as_table())
+      return make_error(fmt::format(
+          "{}: step tuning must be a table ([step.tuning] NAME = [values])", src.at(*tn)));
+    RETURN_IF_ERROR(read_tuning_table(*tn->as_table(), src, &step.tuning));
+  }
+  return step;
+}
+
+// name, description, attempts, budget and [tuning]: what the steps share.
+Status parse_sequence_header(const toml::table& t, const TomlSource& src, Sequence& seq) {
+  RETURN_IF_ERROR(read_string(t, "name", src, 1, true, "the sequence", &seq.name));
+  if (seq.name.empty())
+    return Status::error(fmt::format("{}: the sequence name is empty", src.at(*t.get("name"))));
+  RETURN_IF_ERROR(read_string(t, "description", src, 1, false, "the sequence", &seq.description));
+  seq.description = trim(seq.description);
+  auto attempts = get_int(t, "attempts", src, 1, 3, "the sequence");
+  if (!attempts) return Status::error(attempts.error());
+  if (*attempts < 1 || *attempts > 100)
+    return Status::error(fmt::format("{}: attempts must be between 1 and 100, found {}",
+                                     src.at(*t.get("attempts")), *attempts));
+  seq.attempts = static_cast<int>(*attempts);
+  RETURN_IF_ERROR(read_budget(t, 1, src, seq.format, &seq.budget));
+  if (const toml::node* tn = t.get("tuning")) {
+    RETURN_IF_ERROR(needs_format_2(t, "tuning", src, seq.format));
+    if (!tn->as_table())
+      return Status::error(fmt::format(
+          "{}: the sequence's tuning must be a table ([tuning] NAME = [values])", src.at(*tn)));
+    RETURN_IF_ERROR(read_tuning_table(*tn->as_table(), src, &seq.tuning));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<Sequence> parse_sequence(std::string_view text, std::string_view filename) {
   const std::string norm = normalize_newlines(text);
   TomlSource src{filename, 1};
@@ -772,114 +909,20 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
       check_keys(t, {"format", "name", "description", "attempts", "budget", "tuning", "step"}, src,
                  "a sequence"));
   RETURN_IF_ERROR(check_format(t, src, kSequenceFormatVersion, "sequence", &seq.format));
-  // Keys that format 1 did not have are refused there, so that a file states what it needs.
-  auto needs_format_2 = [&](const toml::table& tbl, std::string_view key) -> Status {
-    const toml::node* n = tbl.get(key);
-    if (!n || seq.format >= 2) return Status::ok();
-    return Status::error(
-        fmt::format("{}: '{}' needs sequence format 2; write 'format = 2'", src.at(*n), key));
-  };
-  auto get_budget = [&](const toml::table& tbl, int line, int* out) -> Status {
-    RETURN_IF_ERROR(needs_format_2(tbl, "budget"));
-    auto b = get_int(tbl, "budget", src, line, 0, "the sequence");
-    if (!b) return Status::error(b.error());
-    if (tbl.get("budget") && (*b < 1 || *b > 100000))
-      return Status::error(fmt::format("{}: budget must be between 1 and 100000, found {}",
-                                       src.at(*tbl.get("budget")), *b));
-    *out = static_cast<int>(*b);
-    return Status::ok();
-  };
-  auto name = get_string(t, "name", src, 1, true, "the sequence");
-  if (!name) return make_error(name.error());
-  if (name->empty())
-    return make_error(fmt::format("{}: the sequence name is empty", src.at(*t.get("name"))));
-  seq.name = *name;
-  auto desc = get_string(t, "description", src, 1, false, "the sequence");
-  if (!desc) return make_error(desc.error());
-  seq.description = trim(*desc);
-  auto attempts = get_int(t, "attempts", src, 1, 3, "the sequence");
-  if (!attempts) return make_error(attempts.error());
-  if (*attempts < 1 || *attempts > 100)
-    return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
-                                  src.at(*t.get("attempts")), *attempts));
-  seq.attempts = static_cast<int>(*attempts);
-  RETURN_IF_ERROR(get_budget(t, 1, &seq.budget));
-  auto get_tuning_table = [&](const toml::table& tt,
-                              std::map<std::string, std::vector<int64_t>>* out) -> Status {
-    for (auto&& [k, v] : tt) {
-      if (!is_identifier(k.str()))
-        return Status::error(
-            fmt::format("{}: '{}' is not a tuning parameter name (a preprocessor identifier)",
-                        src.at(v), k.str()));
-      auto values = get_int_list(v, k.str(), src);
-      if (!values) return Status::error(values.error());
-      (*out)[std::string(k.str())] = *values;
-    }
-    return Status::ok();
-  };
-  if (const toml::node* tn = t.get("tuning")) {
-    RETURN_IF_ERROR(needs_format_2(t, "tuning"));
-    if (!tn->as_table())
-      return make_error(fmt::format(
-          "{}: the sequence's tuning must be a table ([tuning] NAME = [values])", src.at(*tn)));
-    RETURN_IF_ERROR(get_tuning_table(*tn->as_table(), &seq.tuning));
-  }
+  RETURN_IF_ERROR(parse_sequence_header(t, src, seq));
 
   const toml::node* steps = t.get("step");
   if (!steps)
     return make_error(fmt::format(
         "{}:1: the sequence has no steps; add [[step]] tables with transformation = \"NAME\"",
         filename));
-  const toml::array* arr = steps->as_array();
-  if (!arr || !arr->is_array_of_tables())
-    return make_error(fmt::format(
-        "{}: 'step' must be an array of tables ([[step]] with transformation = \"NAME\")",
-        src.at(*steps)));
-  for (const toml::node& e : *arr) {
-    const toml::table& st = *e.as_table();
-    const int line = src.line_of(e);
-    RETURN_IF_ERROR(check_keys(st,
-                               {"transformation", "attempts", "budget", "keep", "instructions",
-                                "tuning", "strategy", "strategy_budget"},
-                               src, "a [[step]]"));
-    SequenceStep step;
-    auto tr = get_string(st, "transformation", src, line, true, "a [[step]]");
-    if (!tr) return make_error(tr.error());
-    if (tr->empty())
-      return make_error(fmt::format("{}: 'transformation' is empty; name a transformation",
-                                    src.at(*st.get("transformation"))));
-    step.transformation = *tr;
-    auto a = get_int(st, "attempts", src, line, 0, "a [[step]]");
-    if (!a) return make_error(a.error());
-    if (st.get("attempts") && (*a < 1 || *a > 100))
-      return make_error(fmt::format("{}: attempts must be between 1 and 100, found {}",
-                                    src.at(*st.get("attempts")), *a));
-    step.attempts = static_cast<int>(*a);
-    RETURN_IF_ERROR(get_budget(st, line, &step.budget));
-    RETURN_IF_ERROR(needs_format_2(st, "keep"));
-    if (const toml::node* k = st.get("keep")) {
-      if (!k->is_boolean())
-        return make_error(fmt::format("{}: 'keep' must be true or false, found {}", src.at(*k),
-                                      toml_type_name(*k)));
-      step.keep = k->as_boolean()->get();
-    }
-    auto ins = get_string(st, "instructions", src, line, false, "a [[step]]");
-    if (!ins) return make_error(ins.error());
-    step.instructions = trim(*ins);
-    auto strategy = get_string(st, "strategy", src, line, false, "a [[step]]");
-    if (!strategy) return make_error(strategy.error());
-    step.strategy = trim(*strategy);
-    auto budget = get_string(st, "strategy_budget", src, line, false, "a [[step]]");
-    if (!budget) return make_error(budget.error());
-    step.strategy_budget = trim(*budget);
-    if (const toml::node* tn = st.get("tuning")) {
-      if (!tn->as_table())
-        return make_error(fmt::format(
-            "{}: step tuning must be a table ([step.tuning] NAME = [values])", src.at(*tn)));
-      RETURN_IF_ERROR(get_tuning_table(*tn->as_table(), &step.tuning));
-    }
-    seq.steps.push_back(std::move(step));
-  }
+  RETURN_IF_ERROR(for_each_table(t, "step", src, "[[step]] with transformation = \"NAME\"",
+                                 [&](const toml::node& e) -> Status {
+                                   auto step = parse_step(e, src, seq.format);
+                                   if (!step) return step.status();
+                                   seq.steps.push_back(std::move(*step));
+                                   return Status::ok();
+                                 }));
   if (seq.steps.empty())
     return make_error(fmt::format("{}: the sequence has no steps", src.at(*steps)));
   return seq;
