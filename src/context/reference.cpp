@@ -297,26 +297,35 @@ Result<std::map<std::string, ReferenceValues>> cpu_reference_values(
   return out;
 }
 
+namespace {
+
+// One part of each output's reference values: the values or their magnitudes.
+Result<std::map<std::string, std::vector<double>>> reference_part(
+    const KernelContext& ctx, const Shape& shape,
+    const std::map<std::string, std::vector<uint8_t>>& inputs,
+    const std::map<std::string, std::vector<int64_t>>& indices,
+    std::vector<double> ReferenceValues::*part) {
+  auto r = cpu_reference_values(ctx, shape, inputs, indices);
+  if (!r) return Error{r.error()};
+  std::map<std::string, std::vector<double>> out;
+  for (auto& [name, v] : *r) out[name] = std::move(v.*part);
+  return out;
+}
+
+}  // namespace
+
 Result<std::map<std::string, std::vector<double>>> cpu_reference(
     const KernelContext& ctx, const Shape& shape,
     const std::map<std::string, std::vector<uint8_t>>& inputs,
     const std::map<std::string, std::vector<int64_t>>& indices) {
-  auto r = cpu_reference_values(ctx, shape, inputs, indices);
-  if (!r) return Error{r.error()};
-  std::map<std::string, std::vector<double>> out;
-  for (auto& [name, v] : *r) out[name] = std::move(v.value);
-  return out;
+  return reference_part(ctx, shape, inputs, indices, &ReferenceValues::value);
 }
 
 Result<std::map<std::string, std::vector<double>>> cpu_reference_abs(
     const KernelContext& ctx, const Shape& shape,
     const std::map<std::string, std::vector<uint8_t>>& inputs,
     const std::map<std::string, std::vector<int64_t>>& indices) {
-  auto r = cpu_reference_values(ctx, shape, inputs, indices);
-  if (!r) return Error{r.error()};
-  std::map<std::string, std::vector<double>> out;
-  for (auto& [name, v] : *r) out[name] = std::move(v.abs);
-  return out;
+  return reference_part(ctx, shape, inputs, indices, &ReferenceValues::abs);
 }
 
 }  // namespace peak
