@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,166 @@ SampleStats compute_stats(std::vector<double> s) {
   return st;
 }
 
+namespace {
+
+// The runner task that times shape `i`; nullopt, with the reason in `m`, where there is none.
+std::optional<RunnerTask> timing_task(Backend& backend, const DeviceFacts& device,
+                                      const KernelContext& ctx, const SourceRegions& source,
+                                      const BuildResult& build, const Config& config,
+                                      const std::vector<Shape>& shapes, size_t i,
+                                      const MeasureOptions& opts, const std::string& baseline,
+                                      const fs::path& dir, Measurement& m) {
+  auto plan = backend.plan(ctx, source, shapes[i], config, device, build);
+  if (plan.disposition != Disposition::passed) {
+    m.disposition = plan.disposition;
+    m.message = plan.message;
+    return std::nullopt;
+  }
+  auto sizes = array_sizes(ctx, shapes[i]);
+  if (!sizes) {
+    m.disposition = Disposition::not_run;
+    m.message = sizes.error();
+    return std::nullopt;
+  }
+  RunnerTask t;
+  t.id = fmt::format("t{}", i);
+  t.artifact = build.artifact.string();
+  t.plan = plan.plan;
+  t.shape = shapes[i];
+  t.sizes = *sizes;
+  t.seed = opts.seed + i;
+  t.variant = 0;
+  t.check = false;
+  t.repeat = false;
+  t.timing = opts.policy;
+  t.baseline = baseline;
+  t.output_dir = dir.string();
+  return t;
+}
+
+// The numbers of a passed task with samples: statistics, rates, throttling and whether the device
+// timer agrees with the host clock. Returns the statistics of the host times.
+SampleStats read_timing(const KernelContext& ctx, const Shape& shape, const TaskResult& r,
+                        const MeasureOptions& opts, Measurement& m) {
+  m.stats = compute_stats(r.samples_ms);
+  auto host = compute_stats(r.host_ms);
+  auto flops = shape_flops(ctx, shape);
+  double f = flops ? *flops : 0;
+  if (m.stats.median > 0) m.gflops = f / (m.stats.median * 1e-3) / 1e9;
+  if (!r.baseline_samples_ms.empty()) {
+    m.baseline_stats = compute_stats(r.baseline_samples_ms);
+    if (m.baseline_stats.median > 0) {
+      m.baseline_gflops = f / (m.baseline_stats.median * 1e-3) / 1e9;
+      m.pct_of_baseline = 100.0 * m.baseline_stats.median / m.stats.median;
+    }
+  }
+  if (opts.peak_tflops > 0) m.pct_of_peak = 100.0 * m.gflops / (opts.peak_tflops * 1e3);
+  if (m.clock_mhz_before > 0 && m.clock_mhz_after > 0 &&
+      m.clock_mhz_after < 0.9 * m.clock_mhz_before)
+    m.throttled = true;
+  // Device timers must agree with the host clock: the host interval contains the device one.
+  if (host.median > 0 && m.stats.median > host.median * 1.05 + 0.05) m.host_clock_mismatch = true;
+  m.input_ms = r.input_ms;
+  m.module_bytes = r.module_bytes;
+  m.memory_growth_bytes = r.memory_growth_bytes;
+  m.kernel_statistics = r.kernel_statistics;
+  m.outlived = r.outlived;
+  return host;
+}
+
+// The output of every timed launch must be right for that launch's inputs (a kernel must not be
+// fast only when unobserved, nor answer from memory). False, with the reason in `m`, when one is
+// wrong.
+bool check_timed_launches(Validator& validator, const KernelContext& ctx, const Shape& shape,
+                          const TaskResult& r, Measurement& m) {
+  bool timed_ok = true;
+  auto check_start = std::chrono::steady_clock::now();
+  for (const TimedCheck& tc : r.timed_checks) {
+    ShapeCheck c = validator.check_timed_launch(ctx, shape, tc);
+    if (c.disposition == Disposition::not_run) break;  // no CPU reference for this family
+    ++m.timed_launches_checked;
+    if (c.disposition != Disposition::passed) {
+      m.disposition = c.disposition;
+      m.message = fmt::format("timed sample {}: {}", tc.sample + 1, c.message);
+      timed_ok = false;
+      break;
+    }
+  }
+  for (const FullCheck& fc : r.full_checks) {
+    if (!timed_ok) break;
+    ShapeCheck c = validator.compare_with_baseline(ctx, shape, fc);
+    if (c.disposition == Disposition::not_run) continue;
+    ++m.full_comparisons;
+    if (c.disposition != Disposition::passed) {
+      m.disposition = c.disposition;
+      m.message = fmt::format("timed sample {}: {}", fc.sample + 1, c.message);
+      timed_ok = false;
+    }
+  }
+  m.check_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+  return timed_ok;
+}
+
+// Timing on the same inputs as the checked run (fresh_inputs off): its outputs again. False,
+// with the reason in `m`, when they are wrong.
+bool check_timed_outputs(Validator& validator, const KernelContext& ctx, const Shape& shape,
+                         uint64_t seed, const TaskResult& r, Measurement& m) {
+  if (!r.timed_checks.empty() || r.timed_outputs.empty()) return true;
+  ValidationOptions vo;
+  vo.full_check_limit = 1 << 16;
+  vo.sampled_elements = 2048;
+  ShapeCheck c = validator.compare_outputs(ctx, shape, seed, 0, r.timed_outputs, vo);
+  if (c.disposition != Disposition::passed && c.disposition != Disposition::not_run) {
+    m.disposition = c.disposition;
+    m.message = "outputs of the timed runs: " + c.message;
+    return false;
+  }
+  return true;
+}
+
+// Rejects a time the device cannot have taken: one the host clock contradicts, or one faster than
+// the device's peak.
+void reject_impossible(const SampleStats& host, const MeasureOptions& opts, Measurement& m) {
+  if (m.host_clock_mismatch) {
+    m.disposition = Disposition::faster_than_peak;
+    m.message =
+        fmt::format("device timer ({:.4f} ms) disagrees with the host clock ({:.4f} ms): rejected",
+                    m.stats.median, host.median);
+    return;
+  }
+  if (opts.peak_tflops > 0 && m.gflops > opts.peak_tflops * 1e3 * 1.02) {
+    m.disposition = Disposition::faster_than_peak;
+    m.message = fmt::format("{:.0f} GFLOP/s exceeds the device's peak of {:.0f} GFLOP/s: rejected",
+                            m.gflops, opts.peak_tflops * 1e3);
+  }
+}
+
+// The measurement of shape `i` from its task's result, checked.
+void read_result(Validator& validator, const KernelContext& ctx, const Shape& shape, size_t i,
+                 const TaskResult& r, const MeasureOptions& opts, Measurement& m) {
+  m.disposition = r.disposition;
+  m.message = r.message;
+  m.samples_ms = r.samples_ms;
+  m.host_ms = r.host_ms;
+  m.baseline_samples_ms = r.baseline_samples_ms;
+  m.clock_mhz_before = r.clock_mhz_before;
+  m.clock_mhz_after = r.clock_mhz_after;
+  m.seconds = r.seconds;
+  if (r.disposition != Disposition::passed) return;
+  if (r.samples_ms.empty()) {
+    m.disposition = Disposition::not_run;
+    m.message = "the runner returned no timing samples";
+    return;
+  }
+  SampleStats host = read_timing(ctx, shape, r, opts, m);
+  if (!check_timed_launches(validator, ctx, shape, r, m)) return;
+  if (!check_timed_outputs(validator, ctx, shape, opts.seed + i, r, m)) return;
+  reject_impossible(host, opts, m);
+}
+
+}  // namespace
+
 std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
                                  const RunnerOptions& runner, Validator& validator,
                                  const KernelContext& ctx, const SourceRegions& source,
@@ -59,138 +220,23 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
       out.back().message = dir.error();
       continue;
     }
-    auto plan = backend.plan(ctx, source, shapes[i], config, device, build);
-    if (plan.disposition != Disposition::passed) {
-      out.back().disposition = plan.disposition;
-      out.back().message = plan.message;
-      continue;
-    }
-    auto sizes = array_sizes(ctx, shapes[i]);
-    if (!sizes) {
-      out.back().disposition = Disposition::not_run;
-      out.back().message = sizes.error();
-      continue;
-    }
-    RunnerTask t;
-    t.id = fmt::format("t{}", i);
-    t.artifact = build.artifact.string();
-    t.plan = plan.plan;
-    t.shape = shapes[i];
-    t.sizes = *sizes;
-    t.seed = opts.seed + i;
-    t.variant = 0;
-    t.check = false;
-    t.repeat = false;
-    t.timing = opts.policy;
-    t.baseline = baseline;
-    t.output_dir = dir->string();
+    auto t = timing_task(backend, device, ctx, source, build, config, shapes, i, opts, baseline,
+                         *dir, out.back());
+    if (!t) continue;
     task_of_shape[i] = job.tasks.size();
-    job.tasks.push_back(t);
+    job.tasks.push_back(*t);
   }
   if (job.tasks.empty()) return out;
   auto results = run_job_retrying_timeouts(
       job, runner, TaskBudget{opts.task_timeout_s, opts.reference_task_s, opts.timeout_basis});
   for (size_t i = 0; i < shapes.size(); ++i) {
     if (task_of_shape[i] == SIZE_MAX) continue;
-    Measurement& m = out[i];
     if (!results) {
-      m.disposition = Disposition::crashed;
-      m.message = results.error();
+      out[i].disposition = Disposition::crashed;
+      out[i].message = results.error();
       continue;
     }
-    const TaskResult& r = (*results)[task_of_shape[i]];
-    m.disposition = r.disposition;
-    m.message = r.message;
-    m.samples_ms = r.samples_ms;
-    m.host_ms = r.host_ms;
-    m.baseline_samples_ms = r.baseline_samples_ms;
-    m.clock_mhz_before = r.clock_mhz_before;
-    m.clock_mhz_after = r.clock_mhz_after;
-    m.seconds = r.seconds;
-    if (r.disposition != Disposition::passed) continue;
-    if (r.samples_ms.empty()) {
-      m.disposition = Disposition::not_run;
-      m.message = "the runner returned no timing samples";
-      continue;
-    }
-    m.stats = compute_stats(r.samples_ms);
-    auto host = compute_stats(r.host_ms);
-    auto flops = shape_flops(ctx, shapes[i]);
-    double f = flops ? *flops : 0;
-    if (m.stats.median > 0) m.gflops = f / (m.stats.median * 1e-3) / 1e9;
-    if (!r.baseline_samples_ms.empty()) {
-      m.baseline_stats = compute_stats(r.baseline_samples_ms);
-      if (m.baseline_stats.median > 0) {
-        m.baseline_gflops = f / (m.baseline_stats.median * 1e-3) / 1e9;
-        m.pct_of_baseline = 100.0 * m.baseline_stats.median / m.stats.median;
-      }
-    }
-    if (opts.peak_tflops > 0) m.pct_of_peak = 100.0 * m.gflops / (opts.peak_tflops * 1e3);
-    if (m.clock_mhz_before > 0 && m.clock_mhz_after > 0 &&
-        m.clock_mhz_after < 0.9 * m.clock_mhz_before)
-      m.throttled = true;
-    // Device timers must agree with the host clock: the host interval contains the device one.
-    if (host.median > 0 && m.stats.median > host.median * 1.05 + 0.05) m.host_clock_mismatch = true;
-    m.input_ms = r.input_ms;
-    m.module_bytes = r.module_bytes;
-    m.memory_growth_bytes = r.memory_growth_bytes;
-    m.kernel_statistics = r.kernel_statistics;
-    m.outlived = r.outlived;
-    // The output of every timed launch must be right for that launch's inputs (a kernel must
-    // not be fast only when unobserved, nor answer from memory).
-    bool timed_ok = true;
-    auto check_start = std::chrono::steady_clock::now();
-    for (const TimedCheck& tc : r.timed_checks) {
-      ShapeCheck c = validator.check_timed_launch(ctx, shapes[i], tc);
-      if (c.disposition == Disposition::not_run) break;  // no CPU reference for this family
-      ++m.timed_launches_checked;
-      if (c.disposition != Disposition::passed) {
-        m.disposition = c.disposition;
-        m.message = fmt::format("timed sample {}: {}", tc.sample + 1, c.message);
-        timed_ok = false;
-        break;
-      }
-    }
-    for (const FullCheck& fc : r.full_checks) {
-      if (!timed_ok) break;
-      ShapeCheck c = validator.compare_with_baseline(ctx, shapes[i], fc);
-      if (c.disposition == Disposition::not_run) continue;
-      ++m.full_comparisons;
-      if (c.disposition != Disposition::passed) {
-        m.disposition = c.disposition;
-        m.message = fmt::format("timed sample {}: {}", fc.sample + 1, c.message);
-        timed_ok = false;
-      }
-    }
-    m.check_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
-    if (!timed_ok) continue;
-    if (r.timed_checks.empty() && !r.timed_outputs.empty()) {
-      // Timing on the same inputs as the checked run (fresh_inputs off): its outputs again.
-      ValidationOptions vo;
-      vo.full_check_limit = 1 << 16;
-      vo.sampled_elements = 2048;
-      ShapeCheck c =
-          validator.compare_outputs(ctx, shapes[i], opts.seed + i, 0, r.timed_outputs, vo);
-      if (c.disposition != Disposition::passed && c.disposition != Disposition::not_run) {
-        m.disposition = c.disposition;
-        m.message = "outputs of the timed runs: " + c.message;
-        continue;
-      }
-    }
-    if (m.host_clock_mismatch) {
-      m.disposition = Disposition::faster_than_peak;
-      m.message = fmt::format(
-          "device timer ({:.4f} ms) disagrees with the host clock ({:.4f} ms): rejected",
-          m.stats.median, host.median);
-      continue;
-    }
-    if (opts.peak_tflops > 0 && m.gflops > opts.peak_tflops * 1e3 * 1.02) {
-      m.disposition = Disposition::faster_than_peak;
-      m.message =
-          fmt::format("{:.0f} GFLOP/s exceeds the device's peak of {:.0f} GFLOP/s: rejected",
-                      m.gflops, opts.peak_tflops * 1e3);
-    }
+    read_result(validator, ctx, shapes[i], i, (*results)[task_of_shape[i]], opts, out[i]);
   }
   if (dir) {
     std::error_code ec;

@@ -38,9 +38,8 @@ BackendRunner::BackendRunner(Backend& backend, std::vector<DeviceLane> lanes,
       opts_(opts),
       full_source_(join_regions(source)),
       parsed_plan_([&]() -> std::optional<ParsedPlan> {
-        auto p = parse_plan(source, ctx.source_file.empty()
-                                        ? "kernel" + backend.source_extension()
-                                        : ctx.source_file);
+        auto p = parse_plan(source, ctx.source_file.empty() ? "kernel" + backend.source_extension()
+                                                            : ctx.source_file);
         if (!p) return std::nullopt;
         return std::move(*p);
       }()),
@@ -94,15 +93,23 @@ bool BackendRunner::skipped(ConfigOutcome& o) const {
   return true;
 }
 
-std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
-                                              TuneObserver* observer) {
-  const size_t n = batch.size();
-  std::vector<ConfigOutcome> out(n);
-  std::vector<uint8_t> go(n, 1);  // still to be evaluated further
-  // 1. The launch plan of the tuning shape, evaluated before compiling: a requirement that fails
-  //    or a size out of range rules the configuration out uncompiled. (A plan that does not parse
-  //    fails every build, which says why.)
-  for (size_t i = 0; i < n; ++i) {
+namespace {
+// The indices of the configurations still to be evaluated further.
+std::vector<size_t> still_going(const std::vector<uint8_t>& go) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < go.size(); ++i)
+    if (go[i]) out.push_back(i);
+  return out;
+}
+}  // namespace
+
+// The launch plan of the tuning shape, evaluated before compiling: a requirement that fails or a
+// size out of range rules the configuration out uncompiled. (A plan that does not parse fails
+// every build, which says why.)
+void BackendRunner::plan_uncompiled(const std::vector<Config>& batch,
+                                    std::vector<ConfigOutcome>& out,
+                                    std::vector<uint8_t>& go) const {
+  for (size_t i = 0; i < batch.size(); ++i) {
     out[i].config = batch[i];
     if (opts_.tune_shapes.empty() || !parsed_plan_) continue;
     const Shape& shape = opts_.tune_shapes.front();
@@ -112,18 +119,18 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
         po.disposition == Disposition::workspace_exceeded) {
       out[i].disposition = po.disposition;
       out[i].stage = Stage::launch;
-      out[i].message = fmt::format("{} (shape {}, {})", po.message, shape.text(),
-                                   config_text(batch[i]));
+      out[i].message =
+          fmt::format("{} (shape {}, {})", po.message, shape.text(), config_text(batch[i]));
       go[i] = 0;
     } else if (po.disposition == Disposition::passed) {
       out[i].launch = po.plan.to_json();
     }
   }
-  // 2. Compile in parallel.
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < n; ++i)
-    if (go[i]) todo.push_back(i);
+}
+
+// Compiles the configurations `todo` in parallel.
+void BackendRunner::compile(std::vector<ConfigOutcome>& out, const std::vector<size_t>& todo,
+                            TuneObserver* observer) {
   const int jobs = opts_.jobs > 0
                        ? opts_.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -153,73 +160,75 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   for (int j = 0; j < std::min<int>(jobs, static_cast<int>(todo.size())); ++j)
     pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  compile_seconds += elapsed(t0);
-  // 3. Resources: the backend's own check, then the rules against the device's limits.
-  const DeviceLimits limits = device_limits(device_);
-  for (size_t i : todo) {
-    ConfigOutcome& o = out[i];
-    if (stopped() && o.build.disposition == Disposition::not_run && o.build.log.empty()) {
-      cancel(o);
-      go[i] = 0;
-      continue;
-    }
-    if (o.build.disposition != Disposition::passed) {
-      o.disposition = o.build.disposition;
-      o.stage = Stage::compile;
-      o.message = o.build.log;
-      go[i] = 0;
-      continue;
-    }
-    PlanResult check = backend_.check_resources(o.build, device_);
-    std::string why =
-        check.disposition == Disposition::passed
-            ? resource_prune_reason(resource_usage(o.build.resources, o.launch), limits)
-            : check.message;
-    if (check.disposition != Disposition::passed || !why.empty()) {
-      o.disposition = check.disposition != Disposition::passed ? check.disposition
-                                                               : Disposition::invalid_config;
-      o.stage = Stage::resources;
-      o.message = why;
-      go[i] = 0;
-      continue;
-    }
-    // The plan resolved against the build: what this device cannot launch is ruled out here.
-    if (!opts_.tune_shapes.empty()) {
-      PlanResult plan =
-          backend_.plan(ctx_, source_, opts_.tune_shapes.front(), o.config, device_, o.build);
-      if (plan.disposition != Disposition::passed) {
-        o.disposition = plan.disposition;
-        o.stage = plan.disposition == Disposition::compile_failed ? Stage::compile : Stage::launch;
-        o.message = plan.message;
-        go[i] = 0;
-        continue;
-      }
-      o.launch = plan.plan;
-    }
-    if (opts_.compile_only) {
-      // What a run would refuse before running anything, refused here for every shape it runs.
-      o.disposition = Disposition::passed;
-      o.stage = Stage::compile;
-      for (const Shape& shape : opts_.plan_shapes) {
-        auto valid = shape_is_valid(ctx_, shape);
-        if (!valid || !*valid) continue;
-        PlanResult plan = backend_.plan(ctx_, source_, shape, o.config, device_, o.build);
-        if (plan.disposition == Disposition::passed) continue;
-        o.disposition = plan.disposition;
-        o.stage = plan.disposition == Disposition::compile_failed ? Stage::compile : Stage::launch;
-        o.message = plan.message;
-        break;
-      }
-      go[i] = 0;
-    }
+}
+
+// The checks of a compiled configuration before it runs: the backend's own check of its
+// resources, the rules against the device's limits, and its launch plan. False when it is ruled
+// out (or, compiling only, when its evaluation ends here).
+bool BackendRunner::check_built(ConfigOutcome& o, const DeviceLimits& limits) {
+  if (stopped() && o.build.disposition == Disposition::not_run && o.build.log.empty()) {
+    cancel(o);
+    return false;
   }
-  // 4. Validate, on every device at once when there are several. The outcome of each
-  //    configuration is written by the one thread that took it; what the threads share (the
-  //    observer, the counts, on_timed) is taken under `mu`.
-  t0 = std::chrono::steady_clock::now();
-  std::vector<size_t> to_check;
-  for (size_t i = 0; i < n; ++i)
-    if (go[i]) to_check.push_back(i);
+  if (o.build.disposition != Disposition::passed) {
+    o.disposition = o.build.disposition;
+    o.stage = Stage::compile;
+    o.message = o.build.log;
+    return false;
+  }
+  PlanResult check = backend_.check_resources(o.build, device_);
+  std::string why = check.disposition == Disposition::passed
+                        ? resource_prune_reason(resource_usage(o.build.resources, o.launch), limits)
+                        : check.message;
+  if (check.disposition != Disposition::passed || !why.empty()) {
+    o.disposition =
+        check.disposition != Disposition::passed ? check.disposition : Disposition::invalid_config;
+    o.stage = Stage::resources;
+    o.message = why;
+    return false;
+  }
+  // The plan resolved against the build: what this device cannot launch is ruled out here.
+  if (!opts_.tune_shapes.empty()) {
+    PlanResult plan =
+        backend_.plan(ctx_, source_, opts_.tune_shapes.front(), o.config, device_, o.build);
+    if (plan.disposition != Disposition::passed) {
+      o.disposition = plan.disposition;
+      o.stage = plan.disposition == Disposition::compile_failed ? Stage::compile : Stage::launch;
+      o.message = plan.message;
+      return false;
+    }
+    o.launch = plan.plan;
+  }
+  if (opts_.compile_only) {
+    check_plans(o);
+    return false;
+  }
+  return true;
+}
+
+// What a run would refuse before running anything, refused here for every shape it runs.
+void BackendRunner::check_plans(ConfigOutcome& o) {
+  o.disposition = Disposition::passed;
+  o.stage = Stage::compile;
+  for (const Shape& shape : opts_.plan_shapes) {
+    auto valid = shape_is_valid(ctx_, shape);
+    if (!valid || !*valid) continue;
+    PlanResult plan = backend_.plan(ctx_, source_, shape, o.config, device_, o.build);
+    if (plan.disposition == Disposition::passed) continue;
+    o.disposition = plan.disposition;
+    o.stage = plan.disposition == Disposition::compile_failed ? Stage::compile : Stage::launch;
+    o.message = plan.message;
+    break;
+  }
+}
+
+// Validates the configurations still going, on every device at once when there are several.
+// The outcome of each configuration is written by the one thread that took it; what the threads
+// share (the observer, the count) is taken under `mu`.
+void BackendRunner::validate_all(std::vector<ConfigOutcome>& out, std::vector<uint8_t>& go,
+                                 TuneObserver* observer) {
+  const std::vector<size_t> to_check = still_going(go);
+  std::mutex mu;
   size_t checked = 0;
   // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
   const bool sanitize_first = opts_.validation.sanitize && !sanitized_ && !to_check.empty();
@@ -246,12 +255,44 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
     if (observer) observer->on_phase("validate", checked, to_check.size());
   });
   sanitized_ = sanitized_ || sanitize_first;
-  validate_seconds += elapsed(t0);
-  // 5. Time the survivors on the tuning shapes, each on the device that takes it.
-  t0 = std::chrono::steady_clock::now();
-  std::vector<size_t> to_time;
-  for (size_t i = 0; i < n; ++i)
-    if (go[i]) to_time.push_back(i);
+}
+
+// Times one validated configuration on the tuning shapes on device `lane`: its score is the sum
+// over the shapes. `mu` guards on_timed, shared by the devices' threads.
+void BackendRunner::screen(size_t lane, ConfigOutcome& o, std::mutex& mu) {
+  MeasureOptions mo = opts_.screening;
+  mo.with_baseline = false;
+  o.measurements = time_on(lane, o, mo);
+  // What the driver made of the code (Vulkan: registers) joins the compiler's report.
+  for (const auto& m : o.measurements)
+    if (!m.kernel_statistics.empty()) {
+      add_driver_statistics(o.build.resources, m.kernel_statistics);
+      break;
+    }
+  double total = 0;
+  for (const auto& m : o.measurements) {
+    if (m.disposition != Disposition::passed) {
+      o.disposition = m.disposition;
+      o.message = m.message;
+      if (o.disposition == Disposition::timeout) hung_ = true;
+      break;
+    }
+    // On a CPU device the kernel shares the cores with every other process, and contention
+    // only ever adds time: the fastest sample ranks best. A GPU ranks by the median.
+    total += device_.is_cpu ? m.stats.min : m.stats.median;
+  }
+  o.score_ms = total;
+  if (opts_.on_timed) {
+    std::lock_guard<std::mutex> lock(mu);
+    opts_.on_timed(o);
+  }
+}
+
+// Times the survivors on the tuning shapes, each on the device that takes it.
+void BackendRunner::time_all(std::vector<ConfigOutcome>& out, const std::vector<uint8_t>& go,
+                             TuneObserver* observer) {
+  const std::vector<size_t> to_time = still_going(go);
+  std::mutex mu;
   size_t timed = 0;
   spread(to_time.size(), [&](size_t lane, size_t k) {
     ConfigOutcome& o = out[to_time[k]];
@@ -259,39 +300,35 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
     auto m0 = std::chrono::steady_clock::now();
     o.stage = Stage::time;
     o.device = lane;
-    if (!opts_.tune_shapes.empty()) {
-      MeasureOptions mo = opts_.screening;
-      mo.with_baseline = false;
-      o.measurements = time_on(lane, o, mo);
-      // What the driver made of the code (Vulkan: registers) joins the compiler's report.
-      for (const auto& m : o.measurements)
-        if (!m.kernel_statistics.empty()) {
-          add_driver_statistics(o.build.resources, m.kernel_statistics);
-          break;
-        }
-      double total = 0;
-      for (const auto& m : o.measurements) {
-        if (m.disposition != Disposition::passed) {
-          o.disposition = m.disposition;
-          o.message = m.message;
-          if (o.disposition == Disposition::timeout) hung_ = true;
-          break;
-        }
-        // On a CPU device the kernel shares the cores with every other process, and contention
-        // only ever adds time: the fastest sample ranks best. A GPU ranks by the median.
-        total += device_.is_cpu ? m.stats.min : m.stats.median;
-      }
-      o.score_ms = total;
-      if (opts_.on_timed) {
-        std::lock_guard<std::mutex> lock(mu);
-        opts_.on_timed(o);
-      }
-    }
+    if (!opts_.tune_shapes.empty()) screen(lane, o, mu);
     o.time_seconds = elapsed(m0);
     std::lock_guard<std::mutex> lock(mu);
     ++timed;
     if (observer) observer->on_phase("time", timed, to_time.size());
   });
+}
+
+std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
+                                              TuneObserver* observer) {
+  std::vector<ConfigOutcome> out(batch.size());
+  std::vector<uint8_t> go(batch.size(), 1);  // still to be evaluated further
+  plan_uncompiled(batch, out, go);
+
+  auto t0 = std::chrono::steady_clock::now();
+  const std::vector<size_t> todo = still_going(go);
+  compile(out, todo, observer);
+  compile_seconds += elapsed(t0);
+
+  const DeviceLimits limits = device_limits(device_);
+  for (size_t i : todo)
+    if (!check_built(out[i], limits)) go[i] = 0;
+
+  t0 = std::chrono::steady_clock::now();
+  validate_all(out, go, observer);
+  validate_seconds += elapsed(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  time_all(out, go, observer);
   time_seconds += elapsed(t0);
   return out;
 }

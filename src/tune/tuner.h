@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@
 #include "validate/validate.h"
 
 namespace peak {
+
+struct DeviceLimits;  // tune/prune.h
 
 struct TuneOptions {
   std::string strategy = std::string(kDefaultStrategy);
@@ -113,6 +116,18 @@ class BackendRunner : public TuningRunner {
   // f(lane, k) for every k below `count`, each device taking the next k when it is free; with
   // one device, in order on this thread.
   void spread(size_t count, const std::function<void(size_t lane, size_t k)>& f);
+  // The phases of run(), in order; `go` marks the configurations still to be evaluated further.
+  void plan_uncompiled(const std::vector<Config>& batch, std::vector<ConfigOutcome>& out,
+                       std::vector<uint8_t>& go) const;
+  void compile(std::vector<ConfigOutcome>& out, const std::vector<size_t>& todo,
+               TuneObserver* observer);
+  bool check_built(ConfigOutcome& o, const DeviceLimits& limits);
+  void check_plans(ConfigOutcome& o);
+  void validate_all(std::vector<ConfigOutcome>& out, std::vector<uint8_t>& go,
+                    TuneObserver* observer);
+  void screen(size_t lane, ConfigOutcome& o, std::mutex& mu);
+  void time_all(std::vector<ConfigOutcome>& out, const std::vector<uint8_t>& go,
+                TuneObserver* observer);
   Backend& backend_;
   std::vector<DeviceLane> lanes_;
   const DeviceFacts& device_;  // the first lane's

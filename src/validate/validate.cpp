@@ -616,6 +616,101 @@ ShapeCheck Validator::compare_with_baseline(const KernelContext& ctx, const Shap
   return c;
 }
 
+namespace {
+
+struct PlannedShape {
+  Shape shape;
+  bool hidden;
+};
+
+// The shapes a validation checks: those asked for, else kernel.toml's validation shapes and, with
+// include_hidden, its hidden shapes and a sample of shapes along the plan's paths (drawn with
+// `shape_seed`, set here).
+std::vector<PlannedShape> shapes_to_validate(const Backend& backend, const DeviceFacts& device,
+                                             const KernelContext& ctx, const SourceRegions& source,
+                                             const Config& config, const ValidationOptions& opts,
+                                             uint64_t& shape_seed) {
+  std::vector<PlannedShape> shapes;
+  if (!opts.shapes.empty()) {
+    for (const auto& s : opts.shapes) shapes.push_back({s, false});
+    return shapes;
+  }
+  for (const auto& s : ctx.validation_shapes) shapes.push_back({s, false});
+  if (opts.include_hidden) {
+    for (const auto& s : ctx.hidden_shapes) shapes.push_back({s, true});
+    shape_seed = opts.shape_seed != 0 ? opts.shape_seed : random_validation_seed();
+    for (const auto& s :
+         hidden_validation_shapes(ctx, source, config, backend.plan_dialect(),
+                                  device_plan_env(device), opts.sampled_hidden_shapes, shape_seed))
+      shapes.push_back({s, true});
+  }
+  return shapes;
+}
+
+struct TaskInfo {  // what a validation task checks
+  size_t shape;
+  uint64_t seed;
+  int variant;
+};
+
+// The check of one task's outputs: against the reference, then the threads it left and whether
+// its two runs on the same inputs agree. Counts in `within_tolerance` the checks whose two runs
+// differed within the tolerance.
+ShapeCheck check_task(Validator& validator, const KernelContext& ctx, const Shape& shape,
+                      const TaskInfo& info, const TaskResult& r, const ValidationOptions& opts,
+                      int& within_tolerance) {
+  ShapeCheck c;
+  if (r.disposition != Disposition::passed) {
+    c.shape = shape;
+    c.seed = info.seed;
+    c.variant = info.variant;
+    c.disposition = r.disposition;
+    c.message = r.message;
+    return c;
+  }
+  c = validator.compare_outputs(ctx, shape, info.seed, info.variant, r.outputs, opts);
+  if (r.threads_after > r.threads_before && c.disposition == Disposition::passed) {
+    c.disposition = Disposition::forbidden_api;
+    c.message = fmt::format("the candidate left {} thread(s) running in the runner",
+                            r.threads_after - r.threads_before);
+  } else if (r.nondeterministic && c.disposition == Disposition::passed &&
+             !r.repeat_outputs.empty()) {
+    // Different bytes from the two runs: rounding when both stay within the tolerance.
+    ShapeCheck runs = validator.compare_runs(ctx, shape, info.seed, info.variant, r.outputs,
+                                             r.repeat_outputs, opts);
+    c.disposition = runs.disposition;
+    c.message = runs.message;
+    c.run_to_run_differences = runs.run_to_run_differences;
+    c.run_to_run_max_fraction = runs.run_to_run_max_fraction;
+    c.max_abs_err = std::max(c.max_abs_err, runs.max_abs_err);
+    c.max_rel_err = std::max(c.max_rel_err, runs.max_rel_err);
+    if (c.disposition == Disposition::passed) ++within_tolerance;
+  } else if (r.nondeterministic &&
+             (c.disposition == Disposition::passed || c.disposition == Disposition::incorrect)) {
+    c.disposition = Disposition::nondeterministic;
+    c.message = fmt::format("two runs on the same inputs wrote different outputs at {} (a race?)",
+                            c.shape.text()) +
+                (c.message.empty() ? "" : "; " + c.message);
+  }
+  return c;
+}
+
+// compute-sanitizer on the job's first task, run once.
+SanitizerOutcome sanitize_first_task(const RunnerOptions& runner, const RunnerJob& job,
+                                     const ValidationOptions& opts) {
+  RunnerJob one = job;
+  one.tasks = {job.tasks.front()};
+  auto sdir = make_temp_dir("peak-sanitize-out-");
+  if (sdir) one.tasks[0].output_dir = sdir->string();
+  one.tasks[0].repeat = false;
+  SanitizerOutcome so = run_sanitizer(runner, one, opts.task_timeout_s * 10);
+  std::error_code ec;
+  if (sdir) fs::remove_all(*sdir, ec);
+  return so;
+}
+
+}  // namespace
+
 ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegions& source,
                                       const BuildResult& build, const Config& config,
                                       const ValidationOptions& opts) {
@@ -633,34 +728,13 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   if (PlanResult r = backend_.check_resources(build, device_); r.disposition != Disposition::passed)
     return finish(r.disposition, r.message);
 
-  struct Planned {
-    Shape shape;
-    bool hidden;
-  };
-  std::vector<Planned> shapes;
-  if (!opts.shapes.empty()) {
-    for (const auto& s : opts.shapes) shapes.push_back({s, false});
-  } else {
-    for (const auto& s : ctx.validation_shapes) shapes.push_back({s, false});
-    if (opts.include_hidden) {
-      for (const auto& s : ctx.hidden_shapes) shapes.push_back({s, true});
-      out.shape_seed = opts.shape_seed != 0 ? opts.shape_seed : random_validation_seed();
-      for (const auto& s : hidden_validation_shapes(ctx, source, config, backend_.plan_dialect(),
-                                                    device_plan_env(device_),
-                                                    opts.sampled_hidden_shapes, out.shape_seed))
-        shapes.push_back({s, true});
-    }
-  }
+  std::vector<PlannedShape> shapes =
+      shapes_to_validate(backend_, device_, ctx, source, config, opts, out.shape_seed);
   if (shapes.empty()) return finish(Disposition::not_run, "kernel.toml lists no validation shapes");
 
   auto dir = make_temp_dir("peak-val-");
   if (!dir) return finish(Disposition::crashed, dir.error());
   RunnerJob job = RunnerJob::for_context(ctx);
-  struct TaskInfo {
-    size_t shape;
-    uint64_t seed;
-    int variant;
-  };
   std::vector<TaskInfo> infos;
   for (size_t si = 0; si < shapes.size(); ++si) {
     const Shape& shape = shapes[si].shape;
@@ -696,43 +770,10 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   std::string first_msg;
   int within_tolerance = 0;  // checks whose two runs differed, within the tolerance
   for (size_t i = 0; i < results->size(); ++i) {
-    const TaskResult& r = (*results)[i];
     const auto& info = infos[i];
-    ShapeCheck c;
-    if (r.disposition != Disposition::passed) {
-      c.shape = shapes[info.shape].shape;
-      c.seed = info.seed;
-      c.variant = info.variant;
-      c.disposition = r.disposition;
-      c.message = r.message;
-    } else {
-      c = compare_outputs(ctx, shapes[info.shape].shape, info.seed, info.variant, r.outputs, opts);
-      if (r.threads_after > r.threads_before && c.disposition == Disposition::passed) {
-        c.disposition = Disposition::forbidden_api;
-        c.message = fmt::format("the candidate left {} thread(s) running in the runner",
-                                r.threads_after - r.threads_before);
-      } else if (r.nondeterministic && c.disposition == Disposition::passed &&
-                 !r.repeat_outputs.empty()) {
-        // Different bytes from the two runs: rounding when both stay within the tolerance.
-        ShapeCheck runs = compare_runs(ctx, shapes[info.shape].shape, info.seed, info.variant,
-                                       r.outputs, r.repeat_outputs, opts);
-        c.disposition = runs.disposition;
-        c.message = runs.message;
-        c.run_to_run_differences = runs.run_to_run_differences;
-        c.run_to_run_max_fraction = runs.run_to_run_max_fraction;
-        c.max_abs_err = std::max(c.max_abs_err, runs.max_abs_err);
-        c.max_rel_err = std::max(c.max_rel_err, runs.max_rel_err);
-        if (c.disposition == Disposition::passed) ++within_tolerance;
-      } else if (r.nondeterministic && (c.disposition == Disposition::passed ||
-                                        c.disposition == Disposition::incorrect)) {
-        c.disposition = Disposition::nondeterministic;
-        c.message =
-            fmt::format("two runs on the same inputs wrote different outputs at {} (a race?)",
-                        c.shape.text()) +
-            (c.message.empty() ? "" : "; " + c.message);
-      }
-    }
-    c.seconds = r.seconds;
+    ShapeCheck c = check_task(*this, ctx, shapes[info.shape].shape, info, (*results)[i], opts,
+                              within_tolerance);
+    c.seconds = (*results)[i].seconds;
     c.hidden = shapes[info.shape].hidden;
     // A hang is charged first: the tasks it left were not run.
     if (c.disposition != Disposition::passed &&
@@ -748,13 +789,7 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   fs::remove_all(*dir, ec);
   if (first != Disposition::passed) return finish(first, first_msg);
   if (opts.sanitize && backend_.name() == "cuda" && !job.tasks.empty()) {
-    RunnerJob one = job;
-    one.tasks = {job.tasks.front()};
-    auto sdir = make_temp_dir("peak-sanitize-out-");
-    if (sdir) one.tasks[0].output_dir = sdir->string();
-    one.tasks[0].repeat = false;
-    SanitizerOutcome so = run_sanitizer(runner_, one, opts.task_timeout_s * 10);
-    if (sdir) fs::remove_all(*sdir, ec);
+    SanitizerOutcome so = sanitize_first_task(runner_, job, opts);
     out.sanitizer = so.report;
     if (so.disposition != Disposition::passed && so.disposition != Disposition::not_run)
       return finish(so.disposition, "compute-sanitizer: " + so.report);

@@ -536,7 +536,7 @@ Status CudaDevice::fill_u32(DeviceBuffer& b, uint32_t word) {
 }
 
 Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, const RunnerJob&,
-                                                      const LaunchPlan& plan) {
+                                                       const LaunchPlan& plan) {
   if (lost_) return load_error(Disposition::crashed, "the CUDA device was lost (sticky error)");
   std::ifstream in(task.artifact, std::ios::binary);
   std::string image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -554,8 +554,7 @@ Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, c
   // Dynamic shared memory each function needs at most (its limit is raised to that).
   std::map<std::string, int64_t> shared;
   for (const PlanStep& st : plan.steps)
-    if (st.op == PlanStep::Op::launch)
-      shared[st.symbol] = std::max(shared[st.symbol], st.shared);
+    if (st.op == PlanStep::Op::launch) shared[st.symbol] = std::max(shared[st.symbol], st.shared);
   for (const auto& [symbol, bytes] : shared) {
     CudaKernel::Function f;
     if (CUresult r = g_cu.ModuleGetFunction(&f.fn, module, symbol.c_str()); r != CUDA_SUCCESS)
@@ -565,10 +564,10 @@ Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, c
       CUresult r = g_cu.FuncSetAttribute(f.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          static_cast<int>(bytes));
       if (r != CUDA_SUCCESS)
-        return load_error(is_config_result(r) ? Disposition::invalid_config
-                                              : Disposition::launch_failed,
-                          fmt::format("cannot allow {} bytes of dynamic shared memory for {}: {}",
-                                      bytes, symbol, cu_text(r)));
+        return load_error(
+            is_config_result(r) ? Disposition::invalid_config : Disposition::launch_failed,
+            fmt::format("cannot allow {} bytes of dynamic shared memory for {}: {}", bytes, symbol,
+                        cu_text(r)));
     }
     if (g_cu.FuncGetParamInfo) {
       f.param_info = true;
@@ -600,8 +599,8 @@ LaunchOutcome CudaDevice::run(const std::function<CUresult()>& enqueue, bool tim
     gate_flag_[1] = 0;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     CUdeviceptr flag = 0;
-    if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag),
-                                 const_cast<unsigned*>(gate_flag_), 0) != cudaSuccess) {
+    if (cudaHostGetDevicePointer(reinterpret_cast<void**>(&flag), const_cast<unsigned*>(gate_flag_),
+                                 0) != cudaSuccess) {
       (void)cudaGetLastError();
       flag = reinterpret_cast<CUdeviceptr>(gate_flag_);
     }
@@ -647,8 +646,7 @@ LaunchOutcome CudaDevice::run(const std::function<CUresult()>& enqueue, bool tim
   cudaError_t dev_err = cudaDeviceSynchronize();
   auto h2 = Clock::now();
   o.host_ms = std::chrono::duration<double, std::milli>((timed ? h1 : h2) - h0).count();
-  if (timed && std::chrono::duration<double, std::milli>(h2 - h1).count() > 1.0)
-    o.outlived = true;
+  if (timed && std::chrono::duration<double, std::milli>(h2 - h1).count() > 1.0) o.outlived = true;
   if (sync_err == cudaSuccess) sync_err = dev_err;
   if (launched != CUDA_SUCCESS) {
     (void)cudaGetLastError();
@@ -686,8 +684,8 @@ LaunchOutcome CudaDevice::run(const std::function<CUresult()>& enqueue, bool tim
   }
   if (gated && gate_flag_[1] != 0) {
     o.disposition = Disposition::launch_failed;
-    o.message = fmt::format("the timing gate before {} timed out before the host released it",
-                            what);
+    o.message =
+        fmt::format("the timing gate before {} timed out before the host released it", what);
     return o;
   }
   if (timed) {
@@ -732,6 +730,183 @@ CUtensorMapSwizzle tensor_map_swizzle(int bytes) {
   }
 }
 
+// The buffers of one task as a launch plan names them.
+struct PlanBuffers {
+  const RunnerTask& task;
+  const RunnerJob& job;
+  const LaunchPlan& plan;
+  TaskBuffers& buffers;
+
+  const DeviceBuffer& of(PlanBufferRef r) const {
+    return r.kind == PlanBufferRef::Kind::array ? buffers.arrays[static_cast<size_t>(r.index)]
+                                                : buffers.scratch[static_cast<size_t>(r.index)];
+  }
+  // Bytes a plan may touch in a buffer: the array's elements (the guard zone stays the runner's).
+  size_t logical_bytes(PlanBufferRef r) const {
+    if (r.kind == PlanBufferRef::Kind::scratch)
+      return static_cast<size_t>(plan.scratch[static_cast<size_t>(r.index)].bytes);
+    const ArraySpec& a = job.arrays[static_cast<size_t>(r.index)];
+    auto it = task.sizes.find(a.name);
+    return it == task.sizes.end() ? 0 : static_cast<size_t>(it->second) * dtype_size(a.dtype);
+  }
+};
+
+// Tensor maps over this task's buffers (host-side encoding, before the timed window). False, with
+// the reason in `bad`, when one cannot be made.
+bool encode_tensor_maps(const PlanBuffers& pb, std::vector<CUtensorMap>& maps, LaunchOutcome& bad) {
+  const LaunchPlan& plan = pb.plan;
+  maps.resize(plan.tensor_maps.size());
+  for (size_t i = 0; i < plan.tensor_maps.size(); ++i) {
+    const PlanTensorMap& t = plan.tensor_maps[i];
+    std::vector<cuuint64_t> dims(t.dims.begin(), t.dims.end());
+    std::vector<cuuint64_t> strides(t.global_strides.begin(), t.global_strides.end());
+    std::vector<cuuint32_t> box(t.box.begin(), t.box.end());
+    std::vector<cuuint32_t> estr(t.element_strides.begin(), t.element_strides.end());
+    // The map may not reach past the buffer's elements.
+    uint64_t extent = dtype_size(t.dtype);
+    for (size_t d = 0; d < dims.size(); ++d)
+      extent =
+          std::max<uint64_t>(extent, (d == 0 ? dtype_size(t.dtype) : strides[d - 1]) * dims[d]);
+    if (extent > pb.logical_bytes(t.buffer)) {
+      bad.disposition = Disposition::invalid_config;
+      bad.message = fmt::format("tensor_map `{}` spans {} bytes; its buffer holds {}", t.name,
+                                extent, pb.logical_bytes(t.buffer));
+      return false;
+    }
+    CUresult r = g_cu.TensorMapEncodeTiled(
+        &maps[i], tensor_map_type(t.dtype), static_cast<cuuint32_t>(dims.size()),
+        pb.of(t.buffer).handle, dims.data(), strides.data(), box.data(), estr.data(),
+        CU_TENSOR_MAP_INTERLEAVE_NONE, tensor_map_swizzle(t.swizzle),
+        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+      bad.disposition = Disposition::invalid_config;
+      bad.message =
+          fmt::format("cuTensorMapEncodeTiled refused tensor_map `{}`: {}", t.name, cu_text(r));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Parameter storage of one launch step.
+struct PreparedStep {
+  CUfunction fn = nullptr;
+  std::vector<std::vector<unsigned char>> storage;
+  std::vector<void*> params;
+};
+
+// The bytes of argument `a` of launch step `st` (`want`: the kernel's parameter size, 0 when the
+// driver cannot tell) and, in `what`, what they are. False, with the reason in `bad`, when the
+// value does not fit.
+bool pack_arg(const PlanStep& st, size_t a, size_t want, const PlanBuffers& pb,
+              const std::vector<CUtensorMap>& maps, std::vector<unsigned char>& bytes,
+              std::string& what, LaunchOutcome& bad) {
+  const PlanArg& arg = st.args[a];
+  auto put = [&](const void* src, size_t n) {
+    bytes.assign(static_cast<const unsigned char*>(src),
+                 static_cast<const unsigned char*>(src) + n);
+  };
+  switch (arg.kind) {
+    case PlanArg::Kind::array:
+    case PlanArg::Kind::scratch: {
+      PlanBufferRef r{arg.kind == PlanArg::Kind::array ? PlanBufferRef::Kind::array
+                                                       : PlanBufferRef::Kind::scratch,
+                      arg.index};
+      void* ptr = pb.of(r).handle;
+      put(&ptr, sizeof ptr);
+      what = "a pointer (8 bytes)";
+      break;
+    }
+    case PlanArg::Kind::tensor_map:
+      put(&maps[static_cast<size_t>(arg.index)], sizeof(CUtensorMap));
+      what = "a CUtensorMap (128 bytes)";
+      break;
+    case PlanArg::Kind::value: {
+      if (want == 8) {
+        long long v = arg.value;
+        put(&v, 8);
+      } else {
+        if (arg.value < INT32_MIN || arg.value > INT32_MAX) {
+          bad.message = fmt::format(
+              "line {}: argument {} of `{}` ({} = {}) does not fit in a "
+              "32-bit parameter",
+              st.line, a + 1, st.kernel, arg.text, arg.value);
+          return false;
+        }
+        int v = static_cast<int>(arg.value);
+        put(&v, 4);
+      }
+      what = "an integer";
+      break;
+    }
+  }
+  return true;
+}
+
+// The function and parameters of launch step `st`. False, with the reason in `bad`, when the
+// plan's arguments do not match the kernel's parameters.
+bool prepare_step(const PlanStep& st, const CudaKernel& ck, const PlanBuffers& pb,
+                  const std::vector<CUtensorMap>& maps, PreparedStep& p, LaunchOutcome& bad) {
+  auto fit = ck.functions.find(st.symbol);
+  if (fit == ck.functions.end()) {
+    bad.message = fmt::format("internal: kernel `{}` was not loaded", st.kernel);
+    return false;
+  }
+  const CudaKernel::Function& f = fit->second;
+  if (f.param_info && f.param_sizes.size() != st.args.size()) {
+    bad.message = fmt::format("line {}: kernel `{}` takes {} parameters; the plan's args pass {}",
+                              st.line, st.kernel, f.param_sizes.size(), st.args.size());
+    return false;
+  }
+  p.fn = f.fn;
+  for (size_t a = 0; a < st.args.size(); ++a) {
+    const PlanArg& arg = st.args[a];
+    size_t want = f.param_info ? f.param_sizes[a] : 0;
+    std::vector<unsigned char> bytes;
+    std::string what;
+    if (!pack_arg(st, a, want, pb, maps, bytes, what, bad)) return false;
+    if (f.param_info && want != bytes.size() &&
+        !(arg.kind == PlanArg::Kind::value && (want == 4 || want == 8))) {
+      bad.message = fmt::format(
+          "line {}: argument {} of `{}` (`{}`) is {}, but the kernel's "
+          "parameter {} takes {} bytes",
+          st.line, a + 1, st.kernel, arg.text, what, a + 1, want);
+      return false;
+    }
+    p.storage.push_back(std::move(bytes));
+  }
+  for (auto& b : p.storage) p.params.push_back(b.data());
+  return true;
+}
+
+// Puts one step of the plan on `stream`: a memset, or a launch (with its cluster shape).
+CUresult enqueue_step(const PlanStep& st, PreparedStep& p, const PlanBuffers& pb, CUstream stream) {
+  if (st.op == PlanStep::Op::memset) {
+    auto base = reinterpret_cast<CUdeviceptr>(pb.of(st.target).handle);
+    return g_cu.MemsetD8Async(base, static_cast<unsigned char>(st.value),
+                              pb.logical_bytes(st.target), stream);
+  }
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = static_cast<unsigned>(st.grid[0]);
+  cfg.gridDimY = static_cast<unsigned>(st.grid[1]);
+  cfg.gridDimZ = static_cast<unsigned>(st.grid[2]);
+  cfg.blockDimX = static_cast<unsigned>(st.block[0]);
+  cfg.blockDimY = static_cast<unsigned>(st.block[1]);
+  cfg.blockDimZ = static_cast<unsigned>(st.block[2]);
+  cfg.sharedMemBytes = static_cast<unsigned>(st.shared);
+  cfg.hStream = stream;
+  CUlaunchAttribute attr{};
+  if (st.cluster[0] * st.cluster[1] * st.cluster[2] > 1) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = static_cast<unsigned>(st.cluster[0]);
+    attr.value.clusterDim.y = static_cast<unsigned>(st.cluster[1]);
+    attr.value.clusterDim.z = static_cast<unsigned>(st.cluster[2]);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  return g_cu.LaunchKernelEx(&cfg, p.fn, p.params.data(), nullptr);
+}
+
 }  // namespace
 
 LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
@@ -749,159 +924,24 @@ LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const 
                               plan.scratch.size());
     return bad;
   }
-  auto buffer_of = [&](PlanBufferRef r) -> const DeviceBuffer& {
-    return r.kind == PlanBufferRef::Kind::array ? buffers.arrays[static_cast<size_t>(r.index)]
-                                                : buffers.scratch[static_cast<size_t>(r.index)];
-  };
-  // Bytes a plan may touch in a buffer: the array's elements (the guard zone stays the runner's).
-  auto logical_bytes = [&](PlanBufferRef r) -> size_t {
-    if (r.kind == PlanBufferRef::Kind::scratch)
-      return static_cast<size_t>(plan.scratch[static_cast<size_t>(r.index)].bytes);
-    const ArraySpec& a = job.arrays[static_cast<size_t>(r.index)];
-    auto it = task.sizes.find(a.name);
-    return it == task.sizes.end() ? 0 : static_cast<size_t>(it->second) * dtype_size(a.dtype);
-  };
-  // Tensor maps over this task's buffers (host-side encoding, before the timed window).
-  std::vector<CUtensorMap> maps(plan.tensor_maps.size());
-  for (size_t i = 0; i < plan.tensor_maps.size(); ++i) {
-    const PlanTensorMap& t = plan.tensor_maps[i];
-    std::vector<cuuint64_t> dims(t.dims.begin(), t.dims.end());
-    std::vector<cuuint64_t> strides(t.global_strides.begin(), t.global_strides.end());
-    std::vector<cuuint32_t> box(t.box.begin(), t.box.end());
-    std::vector<cuuint32_t> estr(t.element_strides.begin(), t.element_strides.end());
-    // The map may not reach past the buffer's elements.
-    uint64_t extent = dtype_size(t.dtype);
-    for (size_t d = 0; d < dims.size(); ++d)
-      extent = std::max<uint64_t>(extent, (d == 0 ? dtype_size(t.dtype) : strides[d - 1]) * dims[d]);
-    if (extent > logical_bytes(t.buffer)) {
-      bad.disposition = Disposition::invalid_config;
-      bad.message = fmt::format("tensor_map `{}` spans {} bytes; its buffer holds {}", t.name,
-                                extent, logical_bytes(t.buffer));
+  const PlanBuffers pb{task, job, plan, buffers};
+  std::vector<CUtensorMap> maps;
+  if (!encode_tensor_maps(pb, maps, bad)) return bad;
+  std::vector<PreparedStep> prepared(plan.steps.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    if (plan.steps[s].op == PlanStep::Op::launch &&
+        !prepare_step(plan.steps[s], *ck, pb, maps, prepared[s], bad))
       return bad;
-    }
-    CUresult r = g_cu.TensorMapEncodeTiled(
-        &maps[i], tensor_map_type(t.dtype), static_cast<cuuint32_t>(dims.size()),
-        buffer_of(t.buffer).handle, dims.data(), strides.data(), box.data(), estr.data(),
-        CU_TENSOR_MAP_INTERLEAVE_NONE, tensor_map_swizzle(t.swizzle),
-        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-      bad.disposition = Disposition::invalid_config;
-      bad.message = fmt::format("cuTensorMapEncodeTiled refused tensor_map `{}`: {}", t.name,
-                                cu_text(r));
-      return bad;
-    }
-  }
-  // Parameter storage per launch step.
-  struct Prepared {
-    CUfunction fn = nullptr;
-    std::vector<std::vector<unsigned char>> storage;
-    std::vector<void*> params;
-  };
-  std::vector<Prepared> prepared(plan.steps.size());
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const PlanStep& st = plan.steps[s];
-    if (st.op != PlanStep::Op::launch) continue;
-    auto fit = ck->functions.find(st.symbol);
-    if (fit == ck->functions.end()) {
-      bad.message = fmt::format("internal: kernel `{}` was not loaded", st.kernel);
-      return bad;
-    }
-    const CudaKernel::Function& f = fit->second;
-    if (f.param_info && f.param_sizes.size() != st.args.size()) {
-      bad.message = fmt::format("line {}: kernel `{}` takes {} parameters; the plan's args pass {}",
-                                st.line, st.kernel, f.param_sizes.size(), st.args.size());
-      return bad;
-    }
-    Prepared& p = prepared[s];
-    p.fn = f.fn;
-    for (size_t a = 0; a < st.args.size(); ++a) {
-      const PlanArg& arg = st.args[a];
-      size_t want = f.param_info ? f.param_sizes[a] : 0;
-      std::vector<unsigned char> bytes;
-      auto put = [&](const void* src, size_t n) {
-        bytes.assign(static_cast<const unsigned char*>(src),
-                     static_cast<const unsigned char*>(src) + n);
-      };
-      std::string what;
-      switch (arg.kind) {
-        case PlanArg::Kind::array:
-        case PlanArg::Kind::scratch: {
-          PlanBufferRef r{arg.kind == PlanArg::Kind::array ? PlanBufferRef::Kind::array
-                                                           : PlanBufferRef::Kind::scratch,
-                          arg.index};
-          void* ptr = buffer_of(r).handle;
-          put(&ptr, sizeof ptr);
-          what = "a pointer (8 bytes)";
-          break;
-        }
-        case PlanArg::Kind::tensor_map:
-          put(&maps[static_cast<size_t>(arg.index)], sizeof(CUtensorMap));
-          what = "a CUtensorMap (128 bytes)";
-          break;
-        case PlanArg::Kind::value: {
-          if (want == 8) {
-            long long v = arg.value;
-            put(&v, 8);
-          } else {
-            if (arg.value < INT32_MIN || arg.value > INT32_MAX) {
-              bad.message = fmt::format("line {}: argument {} of `{}` ({} = {}) does not fit in a "
-                                        "32-bit parameter",
-                                        st.line, a + 1, st.kernel, arg.text, arg.value);
-              return bad;
-            }
-            int v = static_cast<int>(arg.value);
-            put(&v, 4);
-          }
-          what = "an integer";
-          break;
-        }
-      }
-      if (f.param_info && want != bytes.size() &&
-          !(arg.kind == PlanArg::Kind::value && (want == 4 || want == 8))) {
-        bad.message = fmt::format("line {}: argument {} of `{}` (`{}`) is {}, but the kernel's "
-                                  "parameter {} takes {} bytes",
-                                  st.line, a + 1, st.kernel, arg.text, what, a + 1, want);
-        return bad;
-      }
-      p.storage.push_back(std::move(bytes));
-    }
-    for (auto& b : p.storage) p.params.push_back(b.data());
-  }
   auto stream = reinterpret_cast<CUstream>(stream_);
   std::string failing;
   auto enqueue = [&]() -> CUresult {
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const PlanStep& st = plan.steps[s];
-      CUresult r = CUDA_SUCCESS;
-      if (st.op == PlanStep::Op::memset) {
-        auto base = reinterpret_cast<CUdeviceptr>(buffer_of(st.target).handle);
-        r = g_cu.MemsetD8Async(base, static_cast<unsigned char>(st.value),
-                               logical_bytes(st.target), stream);
-      } else {
-        CUlaunchConfig cfg{};
-        cfg.gridDimX = static_cast<unsigned>(st.grid[0]);
-        cfg.gridDimY = static_cast<unsigned>(st.grid[1]);
-        cfg.gridDimZ = static_cast<unsigned>(st.grid[2]);
-        cfg.blockDimX = static_cast<unsigned>(st.block[0]);
-        cfg.blockDimY = static_cast<unsigned>(st.block[1]);
-        cfg.blockDimZ = static_cast<unsigned>(st.block[2]);
-        cfg.sharedMemBytes = static_cast<unsigned>(st.shared);
-        cfg.hStream = stream;
-        CUlaunchAttribute attr{};
-        if (st.cluster[0] * st.cluster[1] * st.cluster[2] > 1) {
-          attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-          attr.value.clusterDim.x = static_cast<unsigned>(st.cluster[0]);
-          attr.value.clusterDim.y = static_cast<unsigned>(st.cluster[1]);
-          attr.value.clusterDim.z = static_cast<unsigned>(st.cluster[2]);
-          cfg.attrs = &attr;
-          cfg.numAttrs = 1;
-        }
-        r = g_cu.LaunchKernelEx(&cfg, prepared[s].fn, prepared[s].params.data(), nullptr);
-      }
+      CUresult r = enqueue_step(st, prepared[s], pb, stream);
       if (r != CUDA_SUCCESS) {
-        failing = st.op == PlanStep::Op::memset ? fmt::format("memset (line {})", st.line)
-                                                : fmt::format("launch `{}` (line {})", st.kernel,
-                                                              st.line);
+        failing = st.op == PlanStep::Op::memset
+                      ? fmt::format("memset (line {})", st.line)
+                      : fmt::format("launch `{}` (line {})", st.kernel, st.line);
         return r;
       }
     }
@@ -951,8 +991,9 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
   }
   DType ta = job.arrays[ia].dtype, tb = job.arrays[ib].dtype, tc = job.arrays[ic].dtype;
   bool fp32 = ta == DType::f32 && tb == DType::f32 && tc == DType::f32;
-  bool fp16 = ((ta == DType::f16 && tb == DType::f16) || (ta == DType::bf16 && tb == DType::bf16)) &&
-              (tc == DType::f32 || tc == ta);
+  bool fp16 =
+      ((ta == DType::f16 && tb == DType::f16) || (ta == DType::bf16 && tb == DType::bf16)) &&
+      (tc == DType::f32 || tc == ta);
   const cudaDataType in_type = ta == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   const cudaDataType out_type =
       tc == DType::f32 ? CUDA_R_32F : (tc == DType::bf16 ? CUDA_R_16BF : CUDA_R_16F);
@@ -975,9 +1016,9 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
                            static_cast<const float*>(B), n, static_cast<const float*>(A), k, &beta,
                            static_cast<float*>(C), n);
     } else {
-      status = cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, in_type, n, A,
-                            in_type, k, &beta, C, out_type, n,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      status =
+          cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, in_type, n, A,
+                       in_type, k, &beta, C, out_type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
     return CUDA_SUCCESS;
   };

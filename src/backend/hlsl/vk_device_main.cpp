@@ -233,6 +233,14 @@ class VulkanDevice final : public Device {
     if (r == VK_ERROR_DEVICE_LOST) lost_ = true;
     return make_error(fmt::format("{} failed: {}", what, vk_result_name(r)));
   }
+  // The steps of init(), in order.
+  Status create_instance();
+  Status choose_device(const std::string& selector);
+  void read_optional_properties(const std::vector<VkExtensionProperties>& exts);
+  Status choose_queue();
+  Status create_device(const std::vector<VkExtensionProperties>& exts);
+  Status create_command_objects();
+  void choose_memory_path();
   int memory_type(uint32_t bits, VkMemoryPropertyFlags want) const;
   Result<Buf> create_buffer(VkDeviceSize size, VkBufferUsageFlags usage, bool host_visible);
   void destroy_buffer(Buf& b);
@@ -325,8 +333,64 @@ VulkanDevice::~VulkanDevice() {
   if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
+namespace {
+
+// The device `selector` names (an index, or part of a name; empty: the best type of Vulkan 1.1+
+// device); -1 when none does.
+int select_device(const std::vector<VkPhysicalDeviceProperties>& all, const std::string& sel) {
+  int chosen = -1;
+  if (sel.empty()) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].apiVersion < VK_API_VERSION_1_1) continue;
+      if (chosen < 0 || type_rank(all[i].deviceType) < type_rank(all[chosen].deviceType))
+        chosen = static_cast<int>(i);
+    }
+  } else if (std::all_of(sel.begin(), sel.end(),
+                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    size_t idx = std::stoul(sel);
+    if (idx < all.size()) chosen = static_cast<int>(idx);
+  } else {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (lower(all[i].deviceName).find(lower(sel)) != std::string::npos) {
+        chosen = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  return chosen;
+}
+
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice phys) {
+  uint32_t ext_count = 0;
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &ext_count, nullptr);
+  std::vector<VkExtensionProperties> exts(ext_count);
+  if (ext_count) vkEnumerateDeviceExtensionProperties(phys, nullptr, &ext_count, exts.data());
+  return exts;
+}
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* n) {
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, n) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 Status VulkanDevice::init(const std::string& selector) {
   fence_timeout_s_ = env_double("PEAK_RUNNER_FENCE_TIMEOUT_S", 30.0);
+  if (Status st = create_instance(); !st) return st;
+  if (Status st = choose_device(selector); !st) return st;
+  vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
+  const std::vector<VkExtensionProperties> exts = device_extensions(phys_);
+  read_optional_properties(exts);
+  if (Status st = choose_queue(); !st) return st;
+  if (Status st = create_device(exts); !st) return st;
+  if (Status st = create_command_objects(); !st) return st;
+  choose_memory_path();
+  return Status::ok();
+}
+
+Status VulkanDevice::create_instance() {
   uint32_t loader_version = VK_API_VERSION_1_0;
   if (vkEnumerateInstanceVersion(&loader_version) != VK_SUCCESS)
     loader_version = VK_API_VERSION_1_0;
@@ -345,7 +409,10 @@ Status VulkanDevice::init(const std::string& selector) {
         "cannot create a Vulkan instance ({}): no usable Vulkan driver; install the GPU's "
         "Vulkan driver, or mesa-vulkan-drivers for a CPU device (lavapipe)",
         vk_result_name(r)));
+  return Status::ok();
+}
 
+Status VulkanDevice::choose_device(const std::string& selector) {
   uint32_t count = 0;
   vkEnumeratePhysicalDevices(instance_, &count, nullptr);
   std::vector<VkPhysicalDevice> devices(count);
@@ -361,26 +428,8 @@ Status VulkanDevice::init(const std::string& selector) {
     listing += fmt::format("\n  {}: {} ({}, Vulkan {})", i, all[i].deviceName,
                            type_name(all[i].deviceType), version_text(all[i].apiVersion));
   }
-  int chosen = -1;
   std::string sel = trim(selector);
-  if (sel.empty()) {
-    for (size_t i = 0; i < devices.size(); ++i) {
-      if (all[i].apiVersion < VK_API_VERSION_1_1) continue;
-      if (chosen < 0 || type_rank(all[i].deviceType) < type_rank(all[chosen].deviceType))
-        chosen = static_cast<int>(i);
-    }
-  } else if (std::all_of(sel.begin(), sel.end(),
-                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    size_t idx = std::stoul(sel);
-    if (idx < devices.size()) chosen = static_cast<int>(idx);
-  } else {
-    for (size_t i = 0; i < devices.size(); ++i) {
-      if (lower(all[i].deviceName).find(lower(sel)) != std::string::npos) {
-        chosen = static_cast<int>(i);
-        break;
-      }
-    }
-  }
+  int chosen = select_device(all, sel);
   if (chosen < 0)
     return Status::error(fmt::format("no Vulkan device matches `{}`; the devices are:{}",
                                      sel.empty() ? "(any, Vulkan 1.1+)" : sel, listing));
@@ -390,18 +439,13 @@ Status VulkanDevice::init(const std::string& selector) {
   if (props_.apiVersion < VK_API_VERSION_1_1)
     return Status::error(fmt::format("{} supports only Vulkan {}; peak needs Vulkan 1.1",
                                      props_.deviceName, version_text(props_.apiVersion)));
-  vkGetPhysicalDeviceMemoryProperties(phys_, &mem_props_);
+  return Status::ok();
+}
 
-  // Extensions that carry optional facts (queried, never enabled).
-  uint32_t ext_count = 0;
-  vkEnumerateDeviceExtensionProperties(phys_, nullptr, &ext_count, nullptr);
-  std::vector<VkExtensionProperties> exts(ext_count);
-  if (ext_count) vkEnumerateDeviceExtensionProperties(phys_, nullptr, &ext_count, exts.data());
-  auto has_ext = [&](const char* n) {
-    for (const auto& e : exts)
-      if (std::strcmp(e.extensionName, n) == 0) return true;
-    return false;
-  };
+// Extensions that carry optional facts (queried, never enabled): subgroup size, driver, SM count,
+// PCI bus id, AMD compute units.
+void VulkanDevice::read_optional_properties(const std::vector<VkExtensionProperties>& exts) {
+  auto has_ext = [&](const char* n) { return has_extension(exts, n); };
   auto p2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   auto subgroup = vk_struct<VkPhysicalDeviceSubgroupProperties>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
@@ -451,8 +495,10 @@ Status VulkanDevice::init(const std::string& selector) {
   if (have_amd)
     compute_units_ = static_cast<int>(amd.shaderEngineCount * amd.shaderArraysPerEngineCount *
                                       amd.computeUnitsPerShaderArray);
+}
 
-  // A compute queue, preferably one with timestamps.
+// A compute queue, preferably one with timestamps.
+Status VulkanDevice::choose_queue() {
   uint32_t qcount = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys_, &qcount, nullptr);
   std::vector<VkQueueFamilyProperties> qprops(qcount);
@@ -466,7 +512,10 @@ Status VulkanDevice::init(const std::string& selector) {
   if (family < 0) return Status::error(fmt::format("{} has no compute queue", props_.deviceName));
   queue_family_ = static_cast<uint32_t>(family);
   timestamp_bits_ = qprops[family].timestampValidBits;
+  return Status::ok();
+}
 
+Status VulkanDevice::create_device(const std::vector<VkExtensionProperties>& exts) {
   float priority = 1.0f;
   auto qci = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   qci.queueFamilyIndex = queue_family_;
@@ -481,7 +530,7 @@ Status VulkanDevice::init(const std::string& selector) {
   auto exec_features = vk_struct<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
   const char* exec_ext = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
-  if (has_ext(exec_ext)) {
+  if (has_extension(exts, exec_ext)) {
     auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     f2.pNext = &exec_features;
     vkGetPhysicalDeviceFeatures2(phys_, &f2);
@@ -507,7 +556,11 @@ Status VulkanDevice::init(const std::string& selector) {
       get_statistics_ = nullptr;
     }
   }
+  return Status::ok();
+}
 
+// The command pool and buffer, the fence, and the timestamp queries where the queue has them.
+Status VulkanDevice::create_command_objects() {
   auto pci = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pci.queueFamilyIndex = queue_family_;
@@ -531,8 +584,11 @@ Status VulkanDevice::init(const std::string& selector) {
       timestamp_bits_ = 0;
     }
   }
+  return Status::ok();
+}
 
-  // Unified memory (CPU devices, integrated GPUs): device-local memory that the host can map.
+// Unified memory (CPU devices, integrated GPUs): device-local memory that the host can map.
+void VulkanDevice::choose_memory_path() {
   bool uma = props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
              props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
   // PEAK_RUNNER_VK_STAGING=1 takes the staging path anyway (how the tests cover it on lavapipe).
@@ -541,7 +597,6 @@ Status VulkanDevice::init(const std::string& selector) {
       uma && !(staging && std::string(staging) == "1") &&
       memory_type(~0u, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) >= 0;
-  return Status::ok();
 }
 
 DeviceFacts VulkanDevice::facts() {

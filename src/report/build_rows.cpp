@@ -1,0 +1,386 @@
+// The rows of a store read once for a report, and what one evaluation's rows say: its
+// configurations and, where no summary holds them, its final timings.
+#include "report/build_rows.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "util/fs.h"
+
+namespace peak {
+
+using json = nlohmann::json;
+
+namespace report_build {
+
+json parse_object(const std::string& text) {
+  if (text.empty()) return json::object();
+  json j = json::parse(text, nullptr, false);
+  return j.is_object() ? j : json::object();
+}
+
+double finite_or_zero(double v) { return std::isfinite(v) ? v : 0.0; }
+
+std::string first_line(const std::string& s, size_t max) {
+  std::string line = s.substr(0, s.find('\n'));
+  if (line.size() > max) line = line.substr(0, max - 3) + "...";
+  return line;
+}
+
+// The first lines of a message, for attempt tables.
+std::string first_lines(const std::string& s, size_t lines, size_t max) {
+  auto all = split_lines(s);
+  std::string out;
+  for (size_t i = 0; i < all.size() && i < lines; ++i) out += (i ? "\n" : "") + all[i];
+  if (all.size() > lines) out += "\n...";
+  if (out.size() > max) out = out.substr(0, max - 3) + "...";
+  return out;
+}
+
+// "BLOCK_X=16 BLOCK_Y=8" from a configuration object (keys in order).
+std::string config_words(const json& c) {
+  std::string out;
+  if (!c.is_object()) return out;
+  for (const auto& [k, v] : c.items())
+    out += (out.empty() ? "" : " ") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+  return out;
+}
+
+std::string config_words(const std::string& config_json) {
+  return config_words(parse_object(config_json));
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t i = static_cast<size_t>(pos);
+  double f = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+std::vector<double> samples_of(const std::string& samples_json) {
+  std::vector<double> out;
+  json j = json::parse(samples_json.empty() ? "[]" : samples_json, nullptr, false);
+  if (!j.is_array()) return out;
+  for (const auto& v : j)
+    if (v.is_number()) out.push_back(v.get<double>());
+  return out;
+}
+
+double sum_seconds(const std::vector<double>& ms) {
+  double s = 0;
+  for (double v : ms) s += v;
+  return s / 1000.0;
+}
+
+// Compiler resources of a build (CUDA: ptxas; HLSL: SPIR-V reflection; HIP: the AMD names),
+// in words.
+std::string describe_resources(const json& r) {
+  if (!r.is_object()) return "";
+  std::vector<std::string> parts;
+  auto num = [&](const char* k) { return r.contains(k) && r[k].is_number(); };
+  if (num("max_registers"))
+    parts.push_back(fmt::format("{} registers", r.value("max_registers", 0)));
+  if (num("vgprs")) parts.push_back(fmt::format("{} VGPRs", r.value("vgprs", 0)));
+  if (num("sgprs")) parts.push_back(fmt::format("{} SGPRs", r.value("sgprs", 0)));
+  int64_t shared = r.value("max_shared_bytes", r.value("shared_bytes", int64_t{-1}));
+  if (shared >= 0)
+    parts.push_back(fmt::format("{:.1f} KiB shared", static_cast<double>(shared) / 1024.0));
+  if (num("lds_bytes"))
+    parts.push_back(fmt::format("{:.1f} KiB LDS", r.value("lds_bytes", 0.0) / 1024.0));
+  if (num("scratch_bytes"))
+    parts.push_back(fmt::format("{} B scratch", r.value("scratch_bytes", 0)));
+  if (num("max_local_bytes"))
+    parts.push_back(fmt::format("{} B local memory per thread", r.value("max_local_bytes", 0)));
+  if (num("occupancy")) parts.push_back(fmt::format("occupancy {}", r.value("occupancy", 0)));
+  if (num("threads")) parts.push_back(fmt::format("{} threads/group", r.value("threads", 0)));
+  if (r.contains("spills")) parts.push_back(r.value("spills", false) ? "SPILLS" : "no spills");
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  // A build also compiled for targets it does not run on (HIP: AMD gfx90a, gfx1030) carries each
+  // target's report under "targets", with its own "summary", shown after the run target's.
+  if (r.contains("targets") && r["targets"].is_object())
+    for (const auto& [target, t] : r["targets"].items())
+      if (t.is_object() && t.contains("summary") && t["summary"].is_string() &&
+          !t["summary"].get<std::string>().empty())
+        out += fmt::format("{}{} (compiled, not run): {}", out.empty() ? "" : "; ", target,
+                           t["summary"].get<std::string>());
+  return out;
+}
+
+namespace {
+// Moves the rows a store query returned into `into`; its error when it failed.
+template <typename T>
+Status take(Result<std::vector<T>> rows, std::vector<T>& into) {
+  if (!rows) return Error{rows.error()};
+  into = std::move(*rows);
+  return Status::ok();
+}
+}  // namespace
+
+Result<Rows> read_rows(const Store& store) {
+  Rows rows;
+  Status st = take(store.checkpoints(), rows.checkpoints);
+  if (st) st = take(store.attempts(), rows.attempts);
+  if (st) st = take(store.builds(), rows.builds);
+  if (st) st = take(store.validations(), rows.validations);
+  if (st) st = take(store.measurements(), rows.measurements);
+  if (st) st = take(store.workflows(), rows.workflows);
+  if (!st) return st;
+  return rows;
+}
+
+EvalRows eval_rows(const Rows& rows, const std::set<int64_t>& attempt_ids, int64_t checkpoint,
+                   const std::string& source_hash) {
+  EvalRows e;
+  auto mine = [&](const std::optional<int64_t>& a, const std::optional<int64_t>& c) {
+    return (a && attempt_ids.count(*a)) || (c && *c == checkpoint);
+  };
+  for (const auto& b : rows.builds)
+    if ((b.attempt_id && attempt_ids.count(*b.attempt_id)) ||
+        (!b.attempt_id && attempt_ids.empty() && !source_hash.empty() &&
+         b.source_hash == source_hash))
+      e.builds.push_back(&b);
+  for (const auto& v : rows.validations)
+    if (mine(v.attempt_id, v.checkpoint_id)) e.validations.push_back(&v);
+  for (const auto& m : rows.measurements) {
+    if (!mine(m.attempt_id, m.checkpoint_id)) continue;
+    // A class's search (`peak tune --classes`) timed the suite's shapes, not the checkpoint's.
+    if (m.what.rfind(kClassMeasurementPrefix, 0) == 0) continue;
+    if (m.what == "screening")
+      e.screening.push_back(&m);
+    else
+      e.final_timing.push_back(&m);
+  }
+  return e;
+}
+
+std::vector<ConfigRow> config_rows(const EvalRows& e, const json& summary) {
+  std::vector<ConfigRow> out;
+  std::map<std::string, size_t> index;  // config text -> row
+  auto row = [&](const std::string& config_json) -> ConfigRow& {
+    std::string key = config_words(config_json);
+    auto it = index.find(key);
+    if (it != index.end()) return out[it->second];
+    index[key] = out.size();
+    out.push_back(ConfigRow{});
+    out.back().config = key;
+    out.back().disposition = "not_run";
+    return out.back();
+  };
+  for (const auto* b : e.builds) {
+    ConfigRow& c = row(b->config_json);
+    c.compile_s += finite_or_zero(b->seconds);
+    c.cached = b->cached;
+    c.resources = describe_resources(parse_object(b->resources_json));
+    c.disposition = b->disposition;
+    if (b->disposition != "passed") c.message = fmt::format("compiler exit code {}", b->exit_code);
+  }
+  for (const auto* v : e.validations) {
+    ConfigRow& c = row(v->config_json);
+    c.checks++;
+    if (v->disposition != "passed") {
+      if (c.failed_checks == 0 && (c.disposition == "passed" || c.disposition == "not_run")) {
+        c.disposition = v->disposition;
+        c.message = first_line(v->message);
+      }
+      c.failed_checks++;
+    } else if (c.disposition == "not_run") {
+      c.disposition = "passed";
+    }
+  }
+  for (const auto* m : e.screening) {
+    ConfigRow& c = row(m->config_json);
+    auto samples = samples_of(m->samples_json);
+    c.shape = m->shape;
+    c.score_ms = finite_or_zero(m->median_ms);
+    c.score_gflops = finite_or_zero(m->gflops);
+    c.spread = finite_or_zero(m->spread);
+    c.gpu_s += sum_seconds(samples);
+    if (m->disposition != "passed" && (c.disposition == "passed" || c.disposition == "not_run")) {
+      c.disposition = m->disposition;
+      c.message = "timing on the tuning shape";
+    } else if (c.disposition == "not_run") {
+      c.disposition = m->disposition;
+    }
+  }
+  if (summary.contains("top") && summary["top"].is_array())
+    for (const auto& t : summary["top"]) {
+      ConfigRow& c = row(t.value("config", json::object()).dump());
+      c.top = true;
+      if (c.score_ms == 0) c.score_ms = t.value("score_ms", 0.0);
+      if (c.disposition == "not_run") c.disposition = "passed";
+    }
+  if (summary.contains("best") && summary["best"].contains("config")) {
+    ConfigRow& c = row(summary["best"]["config"].dump());
+    c.best = true;
+  }
+  return out;
+}
+
+BenchRow bench_from_summary(const json& m) {
+  BenchRow b;
+  b.shape = m.value("shape", "");
+  b.disposition = m.value("disposition", "");
+  b.median_ms = m.value("median_ms", 0.0);
+  b.spread = m.value("spread", 0.0);
+  b.gflops = m.value("gflops", 0.0);
+  b.pct_of_peak = m.value("pct_of_peak", 0.0);
+  b.baseline = m.value("baseline", "");
+  b.baseline_gflops = m.value("baseline_gflops", 0.0);
+  b.baseline_median_ms = m.value("baseline_median_ms", 0.0);
+  b.baseline_spread = m.value("baseline_spread", 0.0);
+  b.pct_of_baseline = m.value("pct_of_baseline", 0.0);
+  b.speedup_vs_seed = m.value("speedup_vs_seed", 0.0);
+  b.speedup_vs_parent = m.value("speedup_vs_parent", 0.0);
+  if (m.contains("samples_ms") && m["samples_ms"].is_array())
+    b.samples_ms = m["samples_ms"].get<std::vector<double>>();
+  if (m.contains("baseline_samples_ms") && m["baseline_samples_ms"].is_array())
+    b.baseline_samples_ms = m["baseline_samples_ms"].get<std::vector<double>>();
+  b.samples = b.samples_ms.size();
+  b.p25_ms = m.value("p25_ms", percentile(b.samples_ms, 0.25));
+  b.p75_ms = m.value("p75_ms", percentile(b.samples_ms, 0.75));
+  b.clock_mhz_before = m.value("clock_mhz_before", 0.0);
+  b.clock_mhz_after = m.value("clock_mhz_after", 0.0);
+  b.throttled = m.value("throttled", false);
+  return b;
+}
+
+void finish_bench(BenchRow& b) {
+  if (b.gflops > 0 && b.median_ms > 0) {
+    b.gflops_low = b.p75_ms > 0 ? b.gflops * b.median_ms / b.p75_ms : b.gflops;
+    b.gflops_high = b.p25_ms > 0 ? b.gflops * b.median_ms / b.p25_ms : b.gflops;
+  }
+  if (b.baseline_gflops > 0 && b.baseline_median_ms > 0 && !b.baseline_samples_ms.empty()) {
+    double p25 = percentile(b.baseline_samples_ms, 0.25),
+           p75 = percentile(b.baseline_samples_ms, 0.75);
+    b.baseline_gflops_low = p75 > 0 ? b.baseline_gflops * b.baseline_median_ms / p75 : 0;
+    b.baseline_gflops_high = p25 > 0 ? b.baseline_gflops * b.baseline_median_ms / p25 : 0;
+  }
+}
+
+std::vector<BenchRow> bench_from_measurements(const EvalRows& e, bool seed, json& summary) {
+  std::map<std::string, BenchRow> by_shape;
+  std::vector<std::string> order;
+  for (const auto* m : e.final_timing) {
+    if (!by_shape.count(m->shape)) order.push_back(m->shape);
+    BenchRow& b = by_shape[m->shape];
+    b.shape = m->shape;
+    json dj = parse_object(m->device_json);
+    if (m->what == "candidate") {
+      b.disposition = m->disposition;
+      b.samples_ms = samples_of(m->samples_json);
+      b.samples = b.samples_ms.size();
+      b.median_ms = finite_or_zero(m->median_ms);
+      b.spread = finite_or_zero(m->spread);
+      b.gflops = finite_or_zero(m->gflops);
+      b.p25_ms = percentile(b.samples_ms, 0.25);
+      b.p75_ms = percentile(b.samples_ms, 0.75);
+      b.clock_mhz_before = dj.value("clock_mhz_before", 0.0);
+      b.clock_mhz_after = dj.value("clock_mhz_after", 0.0);
+      if (!summary.contains("device")) summary["device"] = dj;
+      if (!summary.contains("best")) summary["best"] = {{"config", parse_object(m->config_json)}};
+    } else if (m->what.rfind("baseline:", 0) == 0) {
+      b.baseline = m->what.substr(9);
+      b.baseline_samples_ms = samples_of(m->samples_json);
+      b.baseline_median_ms = finite_or_zero(m->median_ms);
+      b.baseline_spread = finite_or_zero(m->spread);
+      b.baseline_gflops = finite_or_zero(m->gflops);
+    }
+  }
+  std::vector<BenchRow> out;
+  for (const auto& shape : order) {
+    BenchRow& b = by_shape[shape];
+    if (b.baseline_gflops > 0 && b.gflops > 0)
+      b.pct_of_baseline = 100.0 * b.gflops / b.baseline_gflops;
+    if (seed) b.speedup_vs_seed = b.speedup_vs_parent = b.gflops > 0 ? 1.0 : 0.0;
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace report_build
+
+using report_build::describe_resources;
+using report_build::parse_object;
+
+std::string resources_text(const json& resources) { return describe_resources(resources); }
+
+std::string instruction_mix_text(const json& resources) {
+  if (!resources.is_object() || !resources.contains("sass") || !resources["sass"].is_object())
+    return "";
+  const json& sass = resources["sass"];
+  if (!sass.contains("kernels") || !sass["kernels"].is_object()) return "";
+  std::map<std::string, int64_t> opcodes;
+  int64_t total = 0;
+  size_t kernels = 0;
+  for (const auto& [name, k] : sass["kernels"].items()) {
+    if (!k.is_object()) continue;
+    ++kernels;
+    if (k.contains("instructions") && k["instructions"].is_number_integer())
+      total += k["instructions"].get<int64_t>();
+    if (k.contains("opcodes") && k["opcodes"].is_object())
+      for (const auto& [op, n] : k["opcodes"].items())
+        if (n.is_number_integer()) opcodes[op] += n.get<int64_t>();
+  }
+  if (kernels == 0) return "";
+  auto count = [&](const std::string& op) {
+    auto it = opcodes.find(op);
+    return it == opcodes.end() ? int64_t{0} : it->second;
+  };
+  std::vector<std::string> parts;
+  // Tensor cores: Hopper's warpgroup MMA and the warp-level MMA always, the others when used
+  // (IMMA, QGMMA, then any other *MMA: IGMMA, DMMA, Blackwell's UTC*MMA, ...).
+  std::vector<std::string> mma = {"HGMMA", "HMMA"};
+  for (const char* op : {"IMMA", "QGMMA"})
+    if (count(op) > 0) mma.push_back(op);
+  for (const auto& [op, n] : opcodes)
+    if (n > 0 && op.size() > 3 && op.compare(op.size() - 3, 3, "MMA") == 0 &&
+        std::find(mma.begin(), mma.end(), op) == mma.end())
+      mma.push_back(op);
+  for (const auto& op : mma) parts.push_back(fmt::format("{} {}", op, count(op)));
+  for (const char* op : {"FFMA", "LDS", "LDG", "STS", "STG", "BAR"})
+    parts.push_back(fmt::format("{} {}", op, count(op)));
+  std::string out = "SASS: ";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  out += fmt::format(" of {} instructions", total);
+  if (kernels > 1) out += fmt::format(" in {} kernels", kernels);
+  return out;
+}
+
+namespace {
+// The evaluation summary in blob `hash` of checkpoint `checkpoint` (empty when it holds none);
+// where the store does not hold the blob, says so in `note`.
+json summary_in_blob(const Store& store, const std::string& hash, int64_t checkpoint,
+                     std::string* note) {
+  if (auto blob = store.get_blob(hash)) return parse_object(*blob);
+  if (note)
+    *note = fmt::format(
+        "checkpoint {}: its evaluation is in a blob this store does not hold; its numbers are "
+        "rebuilt from the measurement rows",
+        checkpoint);
+  return json::object();
+}
+}  // namespace
+
+json checkpoint_summary(const Store& store, const CheckpointRecord& c, std::string* note) {
+  json s = parse_object(c.summary_json);
+  // The result among the checkpoint's evaluations (store/store.h, result_evaluation).
+  if (auto ev = store.evaluations(c.id); ev && !ev->empty()) {
+    if (auto i = result_evaluation(*ev)) {
+      json e = summary_in_blob(store, (*ev)[*i].summary_blob, c.id, note);
+      if (!e.empty()) return e;
+    }
+  }
+  auto m = store.meta(fmt::format("eval.{}", c.id));
+  if (m && *m) {
+    json e = summary_in_blob(store, **m, c.id, note);
+    if (!e.empty()) return e;
+  }
+  return s;
+}
+
+}  // namespace peak
