@@ -839,6 +839,19 @@ TEST_F(StoreTest, Schema1IsUpgradedThroughEveryStep) {
   EXPECT_NE(rc, SQLITE_OK);
 }
 
+// A new store's schema text is the one every peak has written (the stores kept under results/
+// hold it): tables, columns, indexes and triggers, byte for byte and in the same order, made
+// from each table's column list. Compare a failure's text with
+// sqlite3 results/h100/hip-fp32-whole/store/peak.db "SELECT sql FROM sqlite_master".
+TEST_F(StoreTest, FreshSchemaIsTheRecordedOne) {
+  { ASSERT_TRUE(open_store(true)); }
+  std::string schema = raw_sql(
+      "SELECT group_concat(sql || ';', char(10)) FROM (SELECT sql FROM sqlite_master WHERE sql "
+      "IS NOT NULL ORDER BY rowid)");
+  EXPECT_EQ(sha256_hex(schema), "f5d11d12357616ff43ee09f1d528f1833d3481d776fe6172c3ae9b3cd8bc3773")
+      << schema;
+}
+
 TEST_F(StoreTest, AFailedUpgradeChangesNothing) {
   ASSERT_TRUE(write_file(dir_ / "FORMAT", "peak-store 1\n"));
   auto sql = read_file(fs::path(PEAK_SOURCE_DIR) / "src/store/testdata/schema1.sql");
