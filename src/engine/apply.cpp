@@ -429,13 +429,7 @@ void step_did_not_pass(RunResult& rr, const ApplyResult& ar, WorkflowStatus ende
 ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, int64_t workflow_id,
                              const std::map<std::string, std::vector<int64_t>>& tuning) {
   ApplyResult res;
-  auto fail_kind = [&](ErrorKind k, std::string msg) {
-    res.input_error = k == ErrorKind::input;
-    res.environment_error = k == ErrorKind::environment;
-    res.disposition = Disposition::not_run;
-    res.message = std::move(msg);
-    return res;
-  };
+  auto fail_kind = [&](ErrorKind k, std::string msg) { return not_run(res, k, std::move(msg)); };
   // Everything that can be checked without the device is checked first: the transformation,
   // the driver spec, its key and its endpoint, the working files.
   auto lib = library();
@@ -685,13 +679,7 @@ RefUpdate Workspace::head_update(int64_t id) const {
 
 ApplyResult Workspace::commit(const std::string& message, const EvalChoices& choices) {
   ApplyResult res;
-  auto fail_kind = [&](ErrorKind k, std::string msg) {
-    res.input_error = k == ErrorKind::input;
-    res.environment_error = k == ErrorKind::environment;
-    res.disposition = Disposition::not_run;
-    res.message = std::move(msg);
-    return res;
-  };
+  auto fail_kind = [&](ErrorKind k, std::string msg) { return not_run(res, k, std::move(msg)); };
   if (auto s = lock(); !s) return fail_kind(s.kind(), s.message());
   auto head_cp = head();
   if (!head_cp) return fail_kind(head_cp.error_kind(), head_cp.error());

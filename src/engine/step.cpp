@@ -193,9 +193,7 @@ ApplyResult Workspace::StepRun::fail(Disposition d, std::string msg) {
 }
 
 ApplyResult Workspace::StepRun::fail_kind(ErrorKind k, std::string msg) {
-  res.input_error = k == ErrorKind::input;
-  res.environment_error = k == ErrorKind::environment;
-  return fail(Disposition::not_run, std::move(msg));
+  return not_run(res, k, std::move(msg));
 }
 
 // Stopped between passes or configurations: every row written so far stays, no checkpoint.

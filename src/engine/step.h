@@ -42,4 +42,14 @@ struct StepHooks {
 };
 StepHooks step_hooks(Store& store, Progress& progress);
 
+// `res` as the result of a step or command that could not run (disposition not_run), with the
+// kind of its error and its message.
+inline ApplyResult not_run(ApplyResult& res, ErrorKind k, std::string msg) {
+  res.input_error = k == ErrorKind::input;
+  res.environment_error = k == ErrorKind::environment;
+  res.disposition = Disposition::not_run;
+  res.message = std::move(msg);
+  return res;
+}
+
 }  // namespace peak
