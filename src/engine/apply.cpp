@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/step.h"
 #include "engine/workspace.h"
 #include "transform/prompt.h"
 #include "transform/reply.h"
@@ -35,39 +36,6 @@ void add_speedups(json& summary, const json& parent, const json& seed) {
     if (p.count(shape) && mine[shape] > 0) m["speedup_vs_parent"] = p[shape] / mine[shape];
     if (s.count(shape) && mine[shape] > 0) m["speedup_vs_seed"] = s[shape] / mine[shape];
   }
-}
-
-// The reply of a workflow's last recorded attempt (`done`: its attempts, oldest first) when that
-// attempt is the one about to be made
-// (same pass, attempt number and prompt) and its outcome never reached the step's saved state:
-// the process stopped in between. Infrastructure failures are asked again, as they always are.
-std::optional<LlmReply> unsaved_reply(const Store& store, const std::vector<AttemptRecord>& done,
-                                      int pass, int attempt, const std::string& prompt_key) {
-  if (done.empty()) return std::nullopt;
-  const AttemptRecord& last = done.back();
-  if (last.pass_index != pass || last.attempt != attempt || last.prompt_key != prompt_key ||
-      last.infrastructure)
-    return std::nullopt;
-  LlmReply r;
-  r.driver = last.driver;
-  r.model = last.model;
-  r.producer = last.producer;
-  r.prompt_tokens = last.prompt_tokens;
-  r.completion_tokens = last.completion_tokens;
-  r.latency_s = last.latency_s;
-  if (!last.reply_blob.empty()) {
-    auto text = store.get_blob(last.reply_blob);
-    if (!text) return std::nullopt;
-    r.text = *text;
-  }
-  if (last.disposition == to_string(Disposition::llm_error)) {
-    r.status = LlmStatus::failed;
-    r.error = last.error;
-  } else {
-    if (r.text.empty()) return std::nullopt;
-    r.status = LlmStatus::ok;
-  }
-  return r;
 }
 
 }  // namespace
@@ -117,38 +85,9 @@ std::vector<Config> carried_configs(const std::vector<Config>& top,
 
 namespace {
 
-// What the next prompt says about a failed attempt. It never depends on timing (a slower or
-// busier machine must send the same prompt, so that replays find their recordings): for the
-// dispositions that timing decides, only the disposition is said.
-std::string feedback_for(Disposition d, const std::string& message) {
-  if (d == Disposition::timeout || d == Disposition::faster_than_peak)
-    return fmt::format("Disposition: {} ({}).", to_string(d), describe(d));
-  std::string msg = message;
-  // Never leak hidden validation shapes into a prompt.
-  if (msg.find("[hidden shape]") != std::string::npos)
-    msg = fmt::format("{} on a hidden validation shape (not shown).", describe(d));
-  auto lines = split_lines(msg);
-  if (lines.size() > 40) {
-    lines.resize(40);
-    lines.push_back("... (truncated)");
-  }
-  return fmt::format("Disposition: {} ({}).\n{}", to_string(d), describe(d), join(lines, "\n"));
-}
-
-// Dispositions the harness can cause on its own (a loaded machine, a lost device): the
-// evaluation is repeated once before the candidate is charged with them.
-bool harness_suspect(Disposition d) {
-  return d == Disposition::timeout || d == Disposition::crashed;
-}
-
 json parse_object(const std::string& text) {
   json j = json::parse(text.empty() ? "{}" : text, nullptr, false);
   return j.is_object() ? j : json::object();
-}
-
-std::string first_line(const std::string& text) {
-  auto lines = split_lines(text);
-  return lines.empty() ? "" : lines.front();
 }
 
 }  // namespace
@@ -284,410 +223,6 @@ Result<Report> Workspace::report(int64_t tip, const std::string& title) const {
   return r;
 }
 
-// ---------------------------------------------------------------------------------------------
-// One step: the LLM passes, the evaluation, the checkpoint. Resumable from its state.
-
-struct Workspace::StepContext {
-  std::string name;  // the transformation
-  const ApplyOptions* opts = nullptr;
-  int64_t workflow_id = 0;
-  std::map<std::string, std::vector<int64_t>> tuning;  // the step's overrides
-  LlmDriver* driver = nullptr;
-  int attempts = 3;  // charged attempts allowed
-  // The resumable state: {"transformation", "parent", "failures", "pass", "feedback",
-  // "source_blob"}; saved through `save` after every recorded attempt.
-  json state = json::object();
-  std::function<void(const json&)> save;
-};
-
-ApplyResult Workspace::apply_step(StepContext& sc) {
-  ApplyResult res;
-  res.workflow_id = sc.workflow_id;
-  const ApplyOptions& opts = *sc.opts;
-  auto fail = [&](Disposition d, std::string msg) {
-    res.disposition = d;
-    res.message = std::move(msg);
-    return res;
-  };
-  auto fail_kind = [&](ErrorKind k, std::string msg) {
-    res.input_error = k == ErrorKind::input;
-    res.environment_error = k == ErrorKind::environment;
-    return fail(Disposition::not_run, std::move(msg));
-  };
-  auto cancelled = [&] { return opts.eval.cancelled && opts.eval.cancelled(); };
-  // Stopped between passes or configurations: every row written so far stays, no checkpoint.
-  auto stop = [&](int64_t at, const std::string& where) {
-    res.cancelled = true;
-    return fail(Disposition::not_run,
-                fmt::format("{}: {} stopped {}; nothing was checkpointed and the workspace stays "
-                            "at checkpoint {}",
-                            kCancelledMessage, sc.name, where, at));
-  };
-  auto lib = library();
-  if (!lib) return fail_kind(ErrorKind::input, lib.error());
-  auto tr = find_transformation(*lib, sc.name);
-  if (!tr) return fail_kind(ErrorKind::input, tr.error());
-  const Transformation& T = *tr;
-  auto head_cp = head();
-  if (!head_cp) return fail_kind(head_cp.error_kind(), head_cp.error());
-  auto files = checkpoint_files(head_cp->id);
-  if (!files) return fail_kind(files.error_kind(), files.error());
-  const KernelContext& ctx = files->first;
-  if (!T.supports(ctx.backend))
-    return fail_kind(ErrorKind::input,
-                     fmt::format("transformation {} does not support backend {} (it supports: {})",
-                                 T.name, ctx.backend, join(T.backends, ", ")));
-  // `requires` names a CUDA architecture: on another backend it is refused before any probing.
-  if (auto why = requirement_problem(T, ctx.backend, "", ""); !why.empty())
-    return fail_kind(ErrorKind::input, why);
-
-  // The device: this machine's (probed), shown in prompts unless a campaign's facts are given.
-  auto be = backend();
-  if (!be) return fail_kind(be.error_kind(), be.error());
-  if (opts.eval.compile_only && opts.prompt_device)
-    set_device(opts.eval.device, *opts.prompt_device);
-  auto selector = device_selector(opts.eval);  // with --devices, the first of them
-  if (!selector) return fail_kind(selector.error_kind(), selector.error());
-  auto probed = device(*selector);
-  if (!probed) return fail_kind(ErrorKind::environment, probed.error());
-  std::optional<DeviceFacts> prompt_device = opts.prompt_device;
-  if (!prompt_device && starts_with(opts.llm, "replay:")) {
-    fs::path recorded = fs::path(opts.llm.substr(7)) / "device.json";
-    if (fs::exists(recorded)) {
-      auto facts = read_device_facts(recorded);
-      if (!facts) return fail_kind(ErrorKind::input, facts.error());
-      prompt_device = *facts;
-    }
-  }
-  DeviceFacts dev = prompt_device ? *prompt_device : *probed;
-  // A transformation for a newer architecture than the device's (the facts the prompts show: the
-  // probed device, --prompt-device or a replayed recording's) stops here, before any prompt.
-  if (auto why = requirement_problem(T, ctx.backend, dev.name, dev.arch); !why.empty())
-    return fail_kind(ErrorKind::input, why);
-  if (!opts.record_dir.empty() && !fs::exists(opts.record_dir / "device.json"))
-    (void)write_file(opts.record_dir / "device.json", dev.to_json().dump(2) + "\n");
-  auto base_eval = eval_options(opts.eval);
-  if (!base_eval) return fail_kind(base_eval.error_kind(), base_eval.error());
-
-  // The parent's evaluation: the baseline for speedups and the configurations carried forward.
-  progress_.print(fmt::format("evaluating checkpoint {} (parent) ...", head_cp->id));
-  auto parent_eval = evaluate_checkpoint(head_cp->id, *base_eval, false, "parent");
-  if (cancelled()) return stop(head_cp->id, "while evaluating the parent");
-  if (!parent_eval) return fail_kind(ErrorKind::environment, parent_eval.error());
-  if (parent_eval->disposition != Disposition::passed)
-    return fail_kind(
-        ErrorKind::environment,
-        fmt::format("the parent checkpoint {} does not pass its own evaluation ({}): {}",
-                    head_cp->id, to_string(parent_eval->disposition), parent_eval->message));
-
-  // The new context: the transformation's tuning parameters, constraint and workspace join.
-  KernelContext ctx2 = transformed_context(T, ctx);
-  EvalOptions eo = *base_eval;
-  for (const auto& [k, v] : sc.tuning) eo.tuning_overrides[k] = v;
-  // A run's overrides name the parameters of all its steps: this step takes its context's.
-  const std::set<std::string> params2 = tuning_names(ctx2);
-  std::erase_if(eo.tuning_overrides, [&](const auto& o) { return !params2.count(o.first); });
-  std::vector<TuningParam> fresh;
-  for (const auto& p : ctx2.tuning)
-    if (std::none_of(ctx.tuning.begin(), ctx.tuning.end(),
-                     [&](const TuningParam& q) { return q.name == p.name; })) {
-      fresh.push_back(p);
-      if (auto it = eo.tuning_overrides.find(p.name); it != eo.tuning_overrides.end())
-        fresh.back().values = it->second;
-    }
-  // A parameter this transformation retires keeps its one value, and no override widens it again.
-  std::vector<Config> top = top_configs(parent_eval->summary, ctx2);
-  for (const auto& name : T.retires) {
-    auto p = std::find_if(ctx2.tuning.begin(), ctx2.tuning.end(),
-                          [&](const TuningParam& q) { return q.name == name; });
-    if (p == ctx2.tuning.end()) continue;
-    eo.tuning_overrides.erase(name);
-    for (auto& c : top) c[name] = p->default_value;
-  }
-  eo.must_include = carried_configs(top, fresh, eo.budget);
-
-  auto regions0 = split_regions(files->second, ctx.source_file);
-  if (!regions0) return fail_kind(ErrorKind::input, regions0.error());
-  // Helper snippets are peak's to insert, before the first pass; the model only calls them.
-  regions0 = insert_helpers(T, ctx.backend, *regions0);
-  const std::vector<std::pair<std::string, std::string>> facts = (*be)->prompt_facts(dev);
-  const std::string plan_text = plan_reference((*be)->plan_dialect());
-
-  // Where the step stands: from its saved state when it belongs to this transformation on this
-  // checkpoint (a rerun or a resume), else from the start.
-  const int passes = static_cast<int>(T.passes.size());
-  int failures = 0, pass = 1;
-  std::string feedback;
-  SourceRegions regions = *regions0;
-  json& st = sc.state;
-  if (st.value("transformation", "") == T.name && st.value("parent", int64_t{-1}) == head_cp->id) {
-    failures = st.value("failures", 0);
-    pass = std::clamp(st.value("pass", 1), 1, passes + 1);
-    feedback = st.value("feedback", "");
-    if (auto blob = st.value("source_blob", ""); !blob.empty()) {
-      auto text = store_->get_blob(blob);
-      auto r = text ? split_regions(*text, ctx.source_file)
-                    : Result<SourceRegions>(Error{text ? "" : text.error()});
-      if (r) {
-        regions = *r;
-      } else {
-        pass = 1;  // the saved source is unusable: the attempt starts over
-      }
-    }
-  } else {
-    st = json::object();
-  }
-  auto save = [&] {
-    st["transformation"] = T.name;
-    st["parent"] = head_cp->id;
-    st["failures"] = failures;
-    st["pass"] = pass;
-    st["feedback"] = feedback;
-    if (auto b = store_->put_blob(join_regions(regions))) st["source_blob"] = *b;
-    if (sc.save) sc.save(st);
-  };
-  auto charge = [&](std::string next_feedback) {
-    ++failures;
-    feedback = std::move(next_feedback);
-    regions = *regions0;
-    pass = 1;
-    save();
-  };
-  // An infrastructure failure: recorded apart, charged to nobody, the state kept as it was.
-  auto stop_for_infrastructure = [&](const std::string& what) {
-    res.environment_error = true;
-    res.attempts = failures + 1;
-    return fail(Disposition::not_run,
-                fmt::format("{}\nNothing was charged to {}; the workflow stays where it was. Fix "
-                            "the cause and run the same command again to continue",
-                            what, T.name));
-  };
-  AttemptRecord base;
-  base.workflow_id = sc.workflow_id;
-  base.parent_checkpoint = head_cp->id;
-  base.transformation = T.name;
-
-  while (failures < sc.attempts) {
-    const int attempt_no = failures + 1;
-    res.attempts = attempt_no;
-    if (pass <= passes) {
-      if (cancelled()) return stop(head_cp->id, fmt::format("before pass {}/{}", pass, passes));
-      const Pass& P = T.passes[static_cast<size_t>(pass - 1)];
-      PromptInput in;
-      in.transformation = &T;
-      in.pass_index = pass;
-      in.context = &ctx2;
-      in.source = &regions;
-      in.backend = ctx.backend;
-      in.backend_translation = (*be)->translation_table();
-      in.device_facts = facts;
-      in.device_name = dev.name;
-      in.device_arch = dev.arch;
-      in.plan_reference = plan_text;
-      in.extra_instructions = opts.extra_instructions;
-      in.feedback = opts.feedback ? feedback : "";
-      Prompt prompt = build_prompt(in);
-      LlmRequest req;
-      req.system = prompt.system;
-      req.user = prompt.user;
-      req.key = prompt.key();
-      req.attempt = attempt_no;
-      // Answers to this very prompt that the workflow already used (it resumed after them).
-      std::vector<AttemptRecord> done;
-      if (sc.workflow_id > 0)
-        if (auto rows = store_->attempts(sc.workflow_id)) done = std::move(*rows);
-      req.served_before =
-          static_cast<int>(std::count_if(done.begin(), done.end(), [&](const AttemptRecord& a) {
-            return a.prompt_key == req.key && !a.infrastructure;
-          }));
-      req.step_label = fmt::format("{} pass {}/{} ({})", T.name, pass, passes, to_string(P.region));
-      // A reply recorded just before the process stopped (killed after the attempt's row and
-      // before the step's state was saved): it is this very attempt, and its reply is used
-      // again instead of asking the model a second time; no second row is recorded.
-      std::optional<LlmReply> recorded = unsaved_reply(*store_, done, pass, attempt_no, req.key);
-      if (recorded)
-        progress_.print(fmt::format("  {} attempt {}: the reply recorded before the stop is used",
-                                    req.step_label, attempt_no));
-      else
-        progress_.status(fmt::format("{}: asking the LLM ({}, attempt {})", req.step_label,
-                                     sc.driver->describe(), attempt_no),
-                         true);
-      LlmReply reply = recorded ? *recorded : sc.driver->complete(req);
-      progress_.clear();
-      if (cancelled()) return stop(head_cp->id, fmt::format("during pass {}/{}", pass, passes));
-      if (reply.status == LlmStatus::pending) {
-        save();
-        res.pending = true;
-        res.prompt_id = reply.pending_id;
-        res.prompt_path = reply.pending_path;
-        res.disposition = Disposition::not_run;
-        res.message = reply.error;
-        return res;
-      }
-      AttemptRecord ar = base;
-      ar.pass_index = pass;
-      ar.attempt = attempt_no;
-      ar.region = std::string(to_string(P.region));
-      ar.driver = reply.driver;
-      ar.model = reply.model;
-      ar.producer = reply.producer;
-      ar.prompt_key = req.key;
-      if (auto pb = store_->put_blob(req.system + "\n\n" + req.user)) ar.prompt_blob = *pb;
-      if (!reply.text.empty())
-        if (auto rb = store_->put_blob(reply.text)) ar.reply_blob = *rb;
-      ar.prompt_tokens = reply.prompt_tokens;
-      ar.completion_tokens = reply.completion_tokens;
-      ar.latency_s = reply.latency_s;
-      if (!reply.ok()) {
-        ar.disposition = std::string(to_string(Disposition::llm_error));
-        ar.error = reply.error;
-        ar.infrastructure = reply.infrastructure;
-        if (!recorded) (void)store_->add_attempt(ar);
-        fault_point("apply.attempt-recorded");
-        progress_.print(fmt::format("  {} attempt {}: {}: {}", req.step_label, attempt_no,
-                                    reply.infrastructure ? "infrastructure" : "llm_error",
-                                    first_line(reply.error)));
-        if (reply.infrastructure) {
-          save();
-          return stop_for_infrastructure(reply.error);
-        }
-        charge("");  // the model's mistake (a truncated reply, a refusal): asked afresh
-        continue;
-      }
-      SpliceOutcome sp = splice_reply(reply.text, regions, P.region);
-      ar.disposition = std::string(to_string(sp.disposition));
-      ar.error = sp.message;
-      if (!recorded) (void)store_->add_attempt(ar);
-      fault_point("apply.attempt-recorded");
-      if (sp.disposition != Disposition::passed) {
-        progress_.print(fmt::format("  {} attempt {}: {}: {}", req.step_label, attempt_no,
-                                    to_string(sp.disposition), first_line(sp.message)));
-        charge(feedback_for(sp.disposition, sp.message));
-        continue;
-      }
-      regions = sp.source;
-      ++pass;
-      save();
-      continue;
-    }
-
-    // All passes done: compile, validate, tune, time.
-    progress_.print(
-        fmt::format("{}: evaluating the candidate (attempt {}) ...", T.name, attempt_no));
-    std::string new_source = join_regions(regions);
-    AttemptRecord er = base;
-    er.pass_index = 0;
-    er.attempt = attempt_no;
-    er.driver = "peak";
-    if (auto sb = store_->put_blob(new_source)) er.reply_blob = *sb;
-    er.disposition = "not_run";
-    auto eval_attempt = store_->add_attempt(er);
-    std::optional<int64_t> eval_attempt_id;
-    if (eval_attempt) eval_attempt_id = *eval_attempt;
-    // Tests inject a harness-side timeout here, in place of the first evaluation.
-    Evaluation ev;
-    if (fault_active("eval.task-timeout")) {
-      ev.disposition = Disposition::timeout;
-      ev.message = "a runner task did not finish within its deadline (injected: PEAK_FAULT)";
-    } else {
-      ev = evaluate(ctx2, new_source, eo, eval_attempt_id);
-    }
-    auto cancelled_eval = [&] {
-      er.error = kCancelledMessage;
-      (void)store_->add_attempt(er);
-      return stop(head_cp->id, "while evaluating the candidate");
-    };
-    if (cancelled()) return cancelled_eval();
-    if (harness_suspect(ev.disposition)) {
-      // A slow or disturbed machine can time out or lose a runner: evaluate once more before
-      // the candidate is charged. The first outcome is recorded as the harness's.
-      AttemptRecord ir = er;
-      ir.disposition = std::string(to_string(ev.disposition));
-      ir.error = "evaluated again before charging the candidate: " + first_line(ev.message);
-      ir.infrastructure = true;
-      (void)store_->add_attempt(ir);
-      progress_.print(fmt::format("  {} attempt {}: {} (evaluating again before charging it)",
-                                  T.name, attempt_no, to_string(ev.disposition)));
-      ev = evaluate(ctx2, new_source, eo, eval_attempt_id);
-      if (cancelled()) return cancelled_eval();
-    }
-    if (ev.disposition == Disposition::passed) {
-      add_speedups(ev.summary, parent_eval->summary, seed_summary(*base_eval));
-      ev.summary["transformation"] = {{"name", T.name}, {"version", T.version}};
-      ev.summary["attempts"] = attempt_no;
-      auto id =
-          make_checkpoint(head_cp->id, T.name, "apply " + T.name, ctx2, new_source, ev.summary);
-      if (!id) return fail_kind(ErrorKind::environment, id.error());
-      record_evaluation(*id,
-                        sc.workflow_id > 0 ? std::optional<int64_t>(sc.workflow_id) : std::nullopt,
-                        "checkpoint", eo, ev.summary);
-      if (eval_attempt_id) (void)store_->attach_attempt_to_checkpoint(*eval_attempt_id, *id);
-      // HEAD's branch moves to the new checkpoint (a detached HEAD moves itself) together with
-      // the working files. Edits made to the files while the step ran are stashed first.
-      auto h = store_->head();
-      RefUpdate u;
-      if (h && !starts_with(*h, "#"))
-        u.branches = {{*h, *id}};
-      else
-        u.head = fmt::format("#{}", *id);
-      ctx2.dir = root_;
-      std::map<std::string, std::string> target = {{"kernel.toml", to_toml(ctx2)},
-                                                   {ctx2.source_file, new_source}};
-      if (auto w = working_state(); w && !w->clean)
-        if (auto stashed = stash_push("changes made while " + T.name + " ran")) {
-          res.stash = *stashed;
-          progress_.print(
-              fmt::format("the working files changed while {} ran: they are stash "
-                          "{} (`peak stash pop` brings them back)",
-                          T.name, *stashed));
-        }
-      if (auto s = switch_files(target, u); !s) return fail_kind(s.kind(), s.message());
-      st["checkpoint"] = *id;
-      res.disposition = Disposition::passed;
-      res.checkpoint = *id;
-      res.summary = ev.summary;
-      res.message = ev.message;
-      return res;
-    }
-    // Record the evaluation's outcome as its own attempt row (append-only).
-    er.disposition = std::string(to_string(ev.disposition));
-    er.error = ev.message;
-    if (ev.disposition == Disposition::not_run) {
-      // The evaluation could not run (device, toolchain, reference): not the candidate's fault.
-      er.infrastructure = true;
-      (void)store_->add_attempt(er);
-      return stop_for_infrastructure("the candidate could not be evaluated: " + ev.message);
-    }
-    (void)store_->add_attempt(er);
-    // Keep the failed candidate for inspection.
-    (void)write_file(root_ / ".peak" / "failed" /
-                         fmt::format("{}-{}-attempt{}{}", sc.workflow_id, T.name, attempt_no,
-                                     fs::path(ctx.source_file).extension().string()),
-                     new_source);
-    progress_.print(fmt::format("  {} attempt {}: {}: {}", T.name, attempt_no,
-                                to_string(ev.disposition), first_line(ev.message)));
-    charge(feedback_for(ev.disposition, ev.message));
-  }
-  // Every attempt failed: the last charged failure is the step's disposition.
-  res.disposition = Disposition::not_run;
-  std::string last;
-  if (auto attempts = store_->attempts(sc.workflow_id > 0 ? std::optional<int64_t>(sc.workflow_id)
-                                                          : std::nullopt)) {
-    for (auto it = attempts->rbegin(); it != attempts->rend(); ++it)
-      if (it->transformation == T.name && !it->infrastructure && it->disposition != "passed" &&
-          it->disposition != "not_run") {
-        res.disposition = disposition_from_string(it->disposition).value_or(Disposition::not_run);
-        last = it->error;
-        break;
-      }
-  }
-  res.attempts = failures;
-  res.message = fmt::format(
-      "{} failed after {} attempt(s); the workspace stays at checkpoint {}. Last failure: {}",
-      T.name, failures, head_cp->id, last);
-  return res;
-}
-
 Status Workspace::check_overrides(const std::vector<Transformation>& steps,
                                   const std::map<std::string, std::vector<int64_t>>& overrides) {
   if (overrides.empty()) return Status::ok();
@@ -717,18 +252,184 @@ std::string how_to_go_on(const std::string& rerun, int attempts) {
 
 std::string state_text(const json& j) { return j.dump(); }
 
+// Where a workflow stands, as the store records it (WorkflowRecord::status).
+enum class WorkflowStatus { running, waiting, interrupted, failed, passed };
+
+const char* status_text(WorkflowStatus s) {
+  switch (s) {
+    case WorkflowStatus::running:
+      return "running";
+    case WorkflowStatus::waiting:
+      return "waiting";
+    case WorkflowStatus::interrupted:
+      return "interrupted";
+    case WorkflowStatus::failed:
+      return "failed";
+    case WorkflowStatus::passed:
+      return "passed";
+  }
+  return "running";
+}
+
+// Where a workflow stands once a step has ended: passed; waiting for a manual reply;
+// interrupted (stopped by the caller, the input or the environment: the same command goes on);
+// or failed (the transformation used up its attempts).
+WorkflowStatus status_after(const ApplyResult& r) {
+  if (r.disposition == Disposition::passed) return WorkflowStatus::passed;
+  if (r.pending) return WorkflowStatus::waiting;
+  if (r.environment_error || r.input_error || r.cancelled) return WorkflowStatus::interrupted;
+  return WorkflowStatus::failed;
+}
+
+// A workflow's LLM driver, checked before anything runs (its key, its endpoint), and recording
+// its exchanges when asked.
+Result<std::unique_ptr<LlmDriver>> open_driver(const ApplyOptions& o) {
+  auto drv = o.make_llm ? o.make_llm() : make_driver(o.llm, o.driver);
+  if (!drv) return drv;
+  std::unique_ptr<LlmDriver> driver = std::move(*drv);
+  if (auto s = preflight(*driver); !s) return s;
+  if (!o.record_dir.empty())
+    driver = make_recording_driver(std::move(driver), o.record_dir, o.record_note);
+  return driver;
+}
+
+// Local changes to the working files, which a workflow (`command` `name`) would replace: refused
+// unless `force`, which stashes them first (the stash's id).
+Result<std::optional<int64_t>> set_aside_changes(Workspace& ws, bool force,
+                                                 const std::string& command,
+                                                 const std::string& name) {
+  auto w = ws.working_state();
+  if (!w) return w.status();
+  if (w->clean) return std::optional<int64_t>{};
+  if (!force)
+    return make_error(
+        fmt::format("{} {} starts from HEAD and would replace local changes to {}. Keep them "
+                    "with `peak commit -m MESSAGE`, set them aside with `peak stash`, or run "
+                    "again with --force (they are stashed first)",
+                    command, name, join(w->changes, ", ")),
+        ErrorKind::input);
+  auto id = ws.stash_push(fmt::format("auto-stash before {} {}", command, name));
+  if (!id) return id.status();
+  return std::optional<int64_t>(*id);
+}
+
+// The workflow a standalone apply continues: the latest of the same transformation on the same
+// checkpoint with the same driver, unless that one passed.
+std::optional<WorkflowRecord> unfinished_apply(const std::vector<WorkflowRecord>& all,
+                                               const std::string& name, int64_t parent,
+                                               const std::string& driver) {
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (it->kind != "apply") continue;
+    json args = parse_object(it->args_json);
+    if (args.value("transformation", "") != name || args.value("parent", int64_t{-1}) != parent ||
+        args.value("llm", "") != driver)
+      continue;
+    if (it->status == status_text(WorkflowStatus::passed)) return std::nullopt;
+    return *it;
+  }
+  return std::nullopt;
+}
+
+// A failed workflow asked to go on with no more attempts than it already used: nothing is tried,
+// and the result says how to go on.
+std::optional<ApplyResult> no_attempts_left(Store& store, const WorkflowRecord& w, int used,
+                                            int attempts, const std::string& name, int64_t parent,
+                                            const std::string& rerun) {
+  if (attempts > used) return std::nullopt;
+  ApplyResult res;
+  res.workflow_id = w.id;
+  res.attempts = used;
+  res.disposition = Disposition::not_run;
+  if (auto rows = store.attempts(w.id))
+    for (auto it = rows->rbegin(); it != rows->rend(); ++it)
+      if (!it->infrastructure && it->disposition != "passed" && it->disposition != "not_run") {
+        res.disposition = disposition_from_string(it->disposition).value_or(Disposition::not_run);
+        break;
+      }
+  res.message = fmt::format(
+      "{} already failed {} attempt(s) on checkpoint {} (workflow {}); nothing new was "
+      "tried. {}",
+      name, used, parent, w.id, how_to_go_on(rerun, used));
+  return res;
+}
+
+// A new workflow owned by this process.
+Result<int64_t> add_workflow(Store& store, const std::string& kind, const json& args,
+                             const std::string& state_json) {
+  ProcessIdentity me = this_process();
+  WorkflowRecord w;
+  w.kind = kind;
+  w.args_json = args.dump();
+  w.status = status_text(WorkflowStatus::running);
+  w.state_json = state_json;
+  w.owner_pid = me.pid;
+  w.owner_host = me.host;
+  w.owner_start = me.start;
+  return store.add_workflow(w);
+}
+
+// A sequence's resumable state: the next step, and that step's own state.
+std::string run_state(const std::string& sequence, int next, const json& step) {
+  json j = {{"sequence", sequence}, {"next_step", next}};
+  if (!step.empty()) j["step"] = step;
+  return j.dump();
+}
+
+// The options of one step of a sequence: the command line's, with the step's instructions,
+// budget and strategy.
+ApplyOptions step_options(const Sequence& seq, const SequenceStep& st, const ApplyOptions& ao0) {
+  ApplyOptions step_opts = ao0;
+  if (!st.instructions.empty())
+    step_opts.extra_instructions = step_opts.extra_instructions.empty()
+                                       ? st.instructions
+                                       : step_opts.extra_instructions + "\n" + st.instructions;
+  if (const int budget = st.budget > 0 ? st.budget : seq.budget; budget > 0)
+    step_opts.eval.budget = step_opts.eval.budget == 0
+                                ? static_cast<size_t>(budget)
+                                : std::min(step_opts.eval.budget, static_cast<size_t>(budget));
+  // A step's tuning strategy wins over the command line's; its budget spec wins over the
+  // budgets (the sequence's, the step's, `--budget`) but not over a `--strategy-budget` given
+  // on the command line, which bounds every step of the run.
+  if (!st.strategy.empty()) step_opts.eval.strategy = st.strategy;
+  if (!st.strategy_budget.empty() && ao0.eval.strategy_budget.empty())
+    step_opts.eval.strategy_budget = st.strategy_budget;
+  return step_opts;
+}
+
+// The result of a run whose step `i` ended without passing (`ended`: the workflow's status).
+void step_did_not_pass(RunResult& rr, const ApplyResult& ar, WorkflowStatus ended, size_t i,
+                       const SequenceStep& st, const std::string& resume) {
+  if (ar.cancelled) {
+    rr.cancelled = true;
+    rr.message = fmt::format("step {} ({}): {}; continue with `{}`", i + 1, st.transformation,
+                             ar.message, resume);
+    return;
+  }
+  if (ended == WorkflowStatus::waiting) {
+    rr.pending = true;
+    rr.prompt_id = ar.prompt_id;
+    rr.prompt_path = ar.prompt_path;
+    rr.message = ar.message;
+    return;
+  }
+  rr.disposition = ar.disposition;
+  rr.message =
+      ended == WorkflowStatus::interrupted
+          ? fmt::format("step {} ({}) stopped: {}\nContinue with `{}`.", i + 1, st.transformation,
+                        ar.message, resume)
+          : fmt::format(
+                "step {} ({}) failed: {}\nTo go on: `{} --attempts {}` tries more "
+                "times, or edit the working files by hand and `peak commit -m "
+                "MESSAGE`, then `{} --from {}` goes on with the next step.",
+                i + 1, st.transformation, ar.message, resume, ar.attempts + 3, resume, i + 1);
+}
+
 }  // namespace
 
 ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, int64_t workflow_id,
                              const std::map<std::string, std::vector<int64_t>>& tuning) {
   ApplyResult res;
-  auto fail_kind = [&](ErrorKind k, std::string msg) {
-    res.input_error = k == ErrorKind::input;
-    res.environment_error = k == ErrorKind::environment;
-    res.disposition = Disposition::not_run;
-    res.message = std::move(msg);
-    return res;
-  };
+  auto fail_kind = [&](ErrorKind k, std::string msg) { return not_run(res, k, std::move(msg)); };
   // Everything that can be checked without the device is checked first: the transformation,
   // the driver spec, its key and its endpoint, the working files.
   auto lib = library();
@@ -737,31 +438,14 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (!tr) return fail_kind(ErrorKind::input, tr.error());
   if (auto s = check_overrides({*tr}, opts.eval.tuning); !s)
     return fail_kind(s.kind(), s.message());
-  auto drv = opts.make_llm ? opts.make_llm() : make_driver(opts.llm, opts.driver);
-  if (!drv) return fail_kind(drv.error_kind(), drv.error());
-  std::unique_ptr<LlmDriver> driver = std::move(*drv);
-  if (auto s = preflight(*driver); !s) return fail_kind(s.kind(), s.message());
-  if (!opts.record_dir.empty())
-    driver = make_recording_driver(std::move(driver), opts.record_dir, opts.record_note);
+  auto driver = open_driver(opts);
+  if (!driver) return fail_kind(driver.error_kind(), driver.error());
   if (auto s = lock(); !s) return fail_kind(s.kind(), s.message());
   auto head_cp = head();
   if (!head_cp) return fail_kind(head_cp.error_kind(), head_cp.error());
-  {
-    auto w = working_state();
-    if (!w) return fail_kind(w.error_kind(), w.error());
-    if (!w->clean) {
-      if (!opts.force)
-        return fail_kind(
-            ErrorKind::input,
-            fmt::format("apply {} starts from HEAD and would replace local changes to {}. Keep "
-                        "them with `peak commit -m MESSAGE`, set them aside with `peak stash`, "
-                        "or run again with --force (they are stashed first)",
-                        name, join(w->changes, ", ")));
-      auto id = stash_push("auto-stash before apply " + name);
-      if (!id) return fail_kind(id.error_kind(), id.error());
-      res.stash = *id;
-    }
-  }
+  auto stash = set_aside_changes(*this, opts.force, "apply", name);
+  if (!stash) return fail_kind(stash.error_kind(), stash.error());
+  res.stash = *stash;
 
   // The command that continues this step, with the options it runs with.
   const std::string rerun =
@@ -770,89 +454,120 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   sc.name = name;
   sc.opts = &opts;
   sc.tuning = tuning;
-  sc.driver = driver.get();
+  sc.driver = driver->get();
   sc.attempts = opts.attempts;
-  bool standalone = workflow_id == 0;
-  std::string status_before;
+  const bool standalone = workflow_id == 0;
   if (standalone) {
     // A rerun continues the workflow of the same transformation on the same checkpoint with
     // the same driver, unless it passed.
-    auto all = workflows();
-    for (auto it = all.rbegin(); it != all.rend(); ++it) {
-      if (it->kind != "apply") continue;
-      json args = parse_object(it->args_json);
-      if (args.value("transformation", "") != name ||
-          args.value("parent", int64_t{-1}) != head_cp->id ||
-          args.value("llm", "") != driver->describe())
-        continue;
-      if (it->status == "passed") break;
-      workflow_id = it->id;
-      status_before = it->status;
-      sc.state = parse_object(it->state_json);
-      break;
+    const std::string llm = (*driver)->describe();
+    if (auto w = unfinished_apply(workflows(), name, head_cp->id, llm)) {
+      workflow_id = w->id;
+      sc.state = parse_object(w->state_json);
+      if (w->status == status_text(WorkflowStatus::failed))
+        if (auto r = no_attempts_left(*store_, *w, sc.state.value("failures", 0), opts.attempts,
+                                      name, head_cp->id, rerun)) {
+          r->stash = res.stash;
+          return *r;
+        }
     }
-    if (workflow_id != 0 && status_before == "failed") {
-      int used = sc.state.value("failures", 0);
-      if (opts.attempts <= used) {
-        res.workflow_id = workflow_id;
-        res.attempts = used;
-        res.disposition = Disposition::not_run;
-        if (auto attempts = store_->attempts(workflow_id))
-          for (auto it = attempts->rbegin(); it != attempts->rend(); ++it)
-            if (!it->infrastructure && it->disposition != "passed" &&
-                it->disposition != "not_run") {
-              res.disposition =
-                  disposition_from_string(it->disposition).value_or(Disposition::not_run);
-              break;
-            }
-        res.message = fmt::format(
-            "{} already failed {} attempt(s) on checkpoint {} (workflow {}); nothing new was "
-            "tried. {}",
-            name, used, head_cp->id, workflow_id, how_to_go_on(rerun, used));
-        return res;
-      }
-    }
-    ProcessIdentity me = this_process();
     if (workflow_id == 0) {
-      WorkflowRecord w;
-      w.kind = "apply";
-      w.args_json = json{{"transformation", name},
-                         {"llm", driver->describe()},
-                         {"parent", head_cp->id},
-                         {"options", opts.rerun_options}}
-                        .dump();
-      w.status = "running";
-      w.owner_pid = me.pid;
-      w.owner_host = me.host;
-      w.owner_start = me.start;
-      auto id = store_->add_workflow(w);
+      json args = {{"transformation", name},
+                   {"llm", llm},
+                   {"parent", head_cp->id},
+                   {"options", opts.rerun_options}};
+      auto id = add_workflow(*store_, "apply", args, "");
       if (!id) return fail_kind(id.error_kind(), id.error());
       workflow_id = *id;
     } else {
+      ProcessIdentity me = this_process();
       (void)store_->set_workflow_owner(workflow_id, me.pid, me.host, me.start);
-      (void)store_->update_workflow(workflow_id, "running", state_text(sc.state));
+      (void)store_->update_workflow(workflow_id, status_text(WorkflowStatus::running),
+                                    state_text(sc.state));
       progress_.print(fmt::format("continuing workflow {} ({} on checkpoint {})", workflow_id, name,
                                   head_cp->id));
     }
     register_workflow(workflow_id, true);
     sc.save = [this, workflow_id](const json& st) {
-      (void)store_->update_workflow(workflow_id, "running", state_text(st));
+      (void)store_->update_workflow(workflow_id, status_text(WorkflowStatus::running),
+                                    state_text(st));
     };
   }
   sc.workflow_id = workflow_id;
   ApplyResult r = apply_step(sc);
   r.stash = res.stash;
   if (standalone) {
-    std::string status = r.disposition == Disposition::passed                    ? "passed"
-                         : r.pending                                             ? "waiting"
-                         : (r.environment_error || r.input_error || r.cancelled) ? "interrupted"
-                                                                                 : "failed";
-    (void)store_->update_workflow(workflow_id, status, state_text(sc.state));
+    const WorkflowStatus status = status_after(r);
+    (void)store_->update_workflow(workflow_id, status_text(status), state_text(sc.state));
     register_workflow(workflow_id, false);
-    if (status == "failed" && r.disposition != Disposition::not_run)
+    if (status == WorkflowStatus::failed && r.disposition != Disposition::not_run)
       r.message += "\n" + how_to_go_on(rerun, r.attempts);
   }
   return r;
+}
+
+Result<std::vector<Transformation>> Workspace::check_sequence(const Sequence& seq,
+                                                              const RunOptions& opts) {
+  auto lib = library();
+  if (!lib) return make_error(lib.error(), ErrorKind::input);
+  std::vector<Transformation> steps;
+  for (const auto& st : seq.steps) {
+    auto tr = find_transformation(*lib, st.transformation);
+    if (!tr)
+      return make_error(fmt::format("{}: {}", seq.path.string(), tr.error()), ErrorKind::input);
+    steps.push_back(*tr);
+  }
+  if (opts.from_step >= static_cast<int>(seq.steps.size()))
+    return make_error(
+        fmt::format("--from {}: sequence {} has {} step{}, numbered from 0 (the "
+                    "first); nothing was run",
+                    opts.from_step, seq.name, seq.steps.size(), seq.steps.size() == 1 ? "" : "s"),
+        ErrorKind::input);
+  if (auto s = check_overrides(steps, opts.apply.eval.tuning); !s) return s;
+  for (size_t i = 0; i < seq.steps.size(); ++i) {
+    const SequenceStep& st = seq.steps[i];
+    auto bad = [&](const std::string& why) {
+      return make_error(
+          fmt::format("{}: step {} ({}): {}", seq.path.string(), i + 1, st.transformation, why),
+          ErrorKind::input);
+    };
+    if (!st.strategy.empty())
+      if (auto s = make_strategy(st.strategy); !s) return bad(s.error());
+    if (!st.strategy_budget.empty())
+      if (auto b = Budget::parse(st.strategy_budget); !b) return bad(b.error());
+  }
+  return steps;
+}
+
+Result<int64_t> Workspace::open_run_workflow(const Sequence& seq, const RunOptions& opts,
+                                             const std::string& llm, int& start, json& step_state) {
+  if (!opts.resume)
+    return add_workflow(
+        *store_, "run",
+        json{{"sequence", seq.path.string()}, {"llm", llm}, {"options", opts.apply.rerun_options}},
+        run_state(seq.name, start, json::object()));
+  int64_t wid = 0;
+  auto all = workflows();
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const WorkflowRecord& w = *it;
+    if (w.kind != "run") continue;
+    json st = parse_object(w.state_json);
+    if (w.status == status_text(WorkflowStatus::passed) || st.value("sequence", "") != seq.name)
+      break;
+    wid = w.id;
+    start = opts.from_step > 0 ? opts.from_step : st.value("next_step", 0);
+    if (st.value("next_step", 0) == start) step_state = st.value("step", json::object());
+    break;
+  }
+  if (wid == 0)
+    return make_error(fmt::format("no unfinished run of sequence {} to resume; start one with "
+                                  "`peak run {}`",
+                                  seq.name, seq.path.string()),
+                      ErrorKind::input);
+  ProcessIdentity me = this_process();
+  (void)store_->set_workflow_owner(wid, me.pid, me.host, me.start);
+  progress_.print(fmt::format("resuming run {} of {} at step {}", wid, seq.name, start + 1));
+  return wid;
 }
 
 RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
@@ -864,173 +579,53 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     return rr;
   };
   // The checks that need no device, for every step, before anything runs.
-  auto lib = library();
-  if (!lib) return fail_kind(ErrorKind::input, lib.error());
-  std::vector<Transformation> steps;
-  for (const auto& st : seq.steps) {
-    auto tr = find_transformation(*lib, st.transformation);
-    if (!tr)
-      return fail_kind(ErrorKind::input, fmt::format("{}: {}", seq.path.string(), tr.error()));
-    steps.push_back(*tr);
-  }
-  if (opts.from_step >= static_cast<int>(seq.steps.size()))
-    return fail_kind(
-        ErrorKind::input,
-        fmt::format("--from {}: sequence {} has {} step{}, numbered from 0 (the "
-                    "first); nothing was run",
-                    opts.from_step, seq.name, seq.steps.size(), seq.steps.size() == 1 ? "" : "s"));
-  if (auto s = check_overrides(steps, opts.apply.eval.tuning); !s)
-    return fail_kind(s.kind(), s.message());
-  for (size_t i = 0; i < seq.steps.size(); ++i) {
-    const SequenceStep& st = seq.steps[i];
-    auto bad = [&](const std::string& why) {
-      return fail_kind(ErrorKind::input, fmt::format("{}: step {} ({}): {}", seq.path.string(),
-                                                     i + 1, st.transformation, why));
-    };
-    if (!st.strategy.empty())
-      if (auto s = make_strategy(st.strategy); !s) return bad(s.error());
-    if (!st.strategy_budget.empty())
-      if (auto b = Budget::parse(st.strategy_budget); !b) return bad(b.error());
-  }
+  if (auto steps = check_sequence(seq, opts); !steps)
+    return fail_kind(steps.error_kind(), steps.error());
   const ApplyOptions& ao0 = opts.apply;
-  auto drv = ao0.make_llm ? ao0.make_llm() : make_driver(ao0.llm, ao0.driver);
-  if (!drv) return fail_kind(drv.error_kind(), drv.error());
-  std::unique_ptr<LlmDriver> driver = std::move(*drv);
-  if (auto s = preflight(*driver); !s) return fail_kind(s.kind(), s.message());
-  if (!ao0.record_dir.empty())
-    driver = make_recording_driver(std::move(driver), ao0.record_dir, ao0.record_note);
+  auto driver = open_driver(ao0);
+  if (!driver) return fail_kind(driver.error_kind(), driver.error());
   if (auto s = lock(); !s) return fail_kind(s.kind(), s.message());
-  if (auto w = working_state(); !w) {
-    return fail_kind(w.error_kind(), w.error());
-  } else if (!w->clean) {
-    if (!ao0.force)
-      return fail_kind(
-          ErrorKind::input,
-          fmt::format("run {} starts from HEAD and would replace local changes to {}. Keep them "
-                      "with `peak commit -m MESSAGE`, set them aside with `peak stash`, or run "
-                      "again with --force (they are stashed first)",
-                      seq.name, join(w->changes, ", ")));
-    if (auto id = stash_push("auto-stash before run " + seq.name); !id)
-      return fail_kind(id.error_kind(), id.error());
-  }
+  if (auto stash = set_aside_changes(*this, ao0.force, "run", seq.name); !stash)
+    return fail_kind(stash.error_kind(), stash.error());
 
-  int64_t wid = 0;
   int start = opts.from_step;
   json step_state = json::object();
-  ProcessIdentity me = this_process();
-  if (opts.resume) {
-    for (const auto& w : [&] {
-           auto all = workflows();
-           std::reverse(all.begin(), all.end());
-           return all;
-         }()) {
-      if (w.kind != "run") continue;
-      json st = parse_object(w.state_json);
-      if (w.status == "passed" || st.value("sequence", "") != seq.name) break;
-      wid = w.id;
-      start = opts.from_step > 0 ? opts.from_step : st.value("next_step", 0);
-      if (st.value("next_step", 0) == start) step_state = st.value("step", json::object());
-      break;
-    }
-    if (wid == 0)
-      return fail_kind(ErrorKind::input,
-                       fmt::format("no unfinished run of sequence {} to resume; start one with "
-                                   "`peak run {}`",
-                                   seq.name, seq.path.string()));
-    (void)store_->set_workflow_owner(wid, me.pid, me.host, me.start);
-    progress_.print(fmt::format("resuming run {} of {} at step {}", wid, seq.name, start + 1));
-  } else {
-    WorkflowRecord w;
-    w.kind = "run";
-    w.args_json = json{{"sequence", seq.path.string()},
-                       {"llm", driver->describe()},
-                       {"options", ao0.rerun_options}}
-                      .dump();
-    w.status = "running";
-    w.state_json = json{{"sequence", seq.name}, {"next_step", start}}.dump();
-    w.owner_pid = me.pid;
-    w.owner_host = me.host;
-    w.owner_start = me.start;
-    auto id = store_->add_workflow(w);
-    if (!id) return fail_kind(id.error_kind(), id.error());
-    wid = *id;
-  }
+  auto id = open_run_workflow(seq, opts, (*driver)->describe(), start, step_state);
+  if (!id) return fail_kind(id.error_kind(), id.error());
+  const int64_t wid = *id;
   rr.workflow_id = wid;
   register_workflow(wid, true);
-  auto state = [&](int next, const json& step) {
-    json j = {{"sequence", seq.name}, {"next_step", next}};
-    if (!step.empty()) j["step"] = step;
-    return j.dump();
-  };
-  (void)store_->update_workflow(wid, "running", state(start, step_state));
+  const char* running = status_text(WorkflowStatus::running);
+  (void)store_->update_workflow(wid, running, run_state(seq.name, start, step_state));
+  const std::string resume = fmt::format("peak run {} --resume --llm {}{}", seq.path.string(),
+                                         ao0.llm, options_text(ao0.rerun_options));
   for (int i = start; i < static_cast<int>(seq.steps.size()); ++i) {
     const SequenceStep& st = seq.steps[static_cast<size_t>(i)];
+    const ApplyOptions step_opts = step_options(seq, st, ao0);
     StepContext sc;
     sc.name = st.transformation;
-    sc.opts = &ao0;
+    sc.opts = &step_opts;
     sc.workflow_id = wid;
     sc.tuning = step_tuning(seq, st);
-    sc.driver = driver.get();
+    sc.driver = driver->get();
     // The command line wins over the sequence file, which wins over the default.
     sc.attempts = opts.attempts      ? *opts.attempts
                   : st.attempts > 0  ? st.attempts
                   : seq.attempts > 0 ? seq.attempts
                                      : ao0.attempts;
-    ApplyOptions step_opts = ao0;
-    if (!st.instructions.empty())
-      step_opts.extra_instructions = step_opts.extra_instructions.empty()
-                                         ? st.instructions
-                                         : step_opts.extra_instructions + "\n" + st.instructions;
-    if (const int budget = st.budget > 0 ? st.budget : seq.budget; budget > 0)
-      step_opts.eval.budget = step_opts.eval.budget == 0
-                                  ? static_cast<size_t>(budget)
-                                  : std::min(step_opts.eval.budget, static_cast<size_t>(budget));
-    // A step's tuning strategy wins over the command line's; its budget spec wins over the
-    // budgets (the sequence's, the step's, `--budget`) but not over a `--strategy-budget` given
-    // on the command line, which bounds every step of the run.
-    if (!st.strategy.empty()) step_opts.eval.strategy = st.strategy;
-    if (!st.strategy_budget.empty() && ao0.eval.strategy_budget.empty())
-      step_opts.eval.strategy_budget = st.strategy_budget;
-    sc.opts = &step_opts;
     sc.state = i == start ? step_state : json::object();
-    sc.save = [&, i](const json& s) { (void)store_->update_workflow(wid, "running", state(i, s)); };
+    sc.save = [&, i](const json& s) {
+      (void)store_->update_workflow(wid, running, run_state(seq.name, i, s));
+    };
     progress_.print(fmt::format("step {}/{}: {}", i + 1, seq.steps.size(), st.transformation));
     ApplyResult ar = apply_step(sc);
     rr.steps.push_back(ar);
     rr.input_error = ar.input_error;
     rr.environment_error = ar.environment_error;
-    std::string resume = fmt::format("peak run {} --resume --llm {}{}", seq.path.string(), ao0.llm,
-                                     options_text(ao0.rerun_options));
-    if (ar.cancelled) {
-      (void)store_->update_workflow(wid, "interrupted", state(i, sc.state));
+    if (const WorkflowStatus ended = status_after(ar); ended != WorkflowStatus::passed) {
+      (void)store_->update_workflow(wid, status_text(ended), run_state(seq.name, i, sc.state));
       register_workflow(wid, false);
-      rr.cancelled = true;
-      rr.message = fmt::format("step {} ({}): {}; continue with `{}`", i + 1, st.transformation,
-                               ar.message, resume);
-      return rr;
-    }
-    if (ar.pending) {
-      (void)store_->update_workflow(wid, "waiting", state(i, sc.state));
-      register_workflow(wid, false);
-      rr.pending = true;
-      rr.prompt_id = ar.prompt_id;
-      rr.prompt_path = ar.prompt_path;
-      rr.message = ar.message;
-      return rr;
-    }
-    if (ar.disposition != Disposition::passed) {
-      bool stopped = ar.environment_error || ar.input_error;
-      (void)store_->update_workflow(wid, stopped ? "interrupted" : "failed", state(i, sc.state));
-      register_workflow(wid, false);
-      rr.disposition = ar.disposition;
-      rr.message = stopped ? fmt::format("step {} ({}) stopped: {}\nContinue with `{}`.", i + 1,
-                                         st.transformation, ar.message, resume)
-                           : fmt::format(
-                                 "step {} ({}) failed: {}\nTo go on: `{} --attempts {}` tries more "
-                                 "times, or edit the working files by hand and `peak commit -m "
-                                 "MESSAGE`, then `{} --from {}` goes on with the next step.",
-                                 i + 1, st.transformation, ar.message, resume, ar.attempts + 3,
-                                 resume, i + 1);
+      step_did_not_pass(rr, ar, ended, static_cast<size_t>(i), st, resume);
       return rr;
     }
     if (!st.keep && ar.checkpoint) {
@@ -1050,10 +645,11 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
       }
     }
     rr.steps_done = i + 1;
-    (void)store_->update_workflow(wid, "running", state(i + 1, json::object()));
+    (void)store_->update_workflow(wid, running, run_state(seq.name, i + 1, json::object()));
   }
-  (void)store_->update_workflow(wid, "passed",
-                                state(static_cast<int>(seq.steps.size()), json::object()));
+  (void)store_->update_workflow(
+      wid, status_text(WorkflowStatus::passed),
+      run_state(seq.name, static_cast<int>(seq.steps.size()), json::object()));
   register_workflow(wid, false);
   rr.disposition = Disposition::passed;
   rr.steps_done = static_cast<int>(seq.steps.size());
@@ -1061,15 +657,29 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
   return rr;
 }
 
+Result<int64_t> Workspace::checkpoint_passed(const PassedCandidate& c, json& summary) {
+  if (c.parent_summary) add_speedups(summary, *c.parent_summary, seed_summary(*c.seed_opts));
+  summary["transformation"] = c.made_by;
+  auto id = make_checkpoint(c.parent, c.transformation, c.message, *c.ctx, *c.source, summary,
+                            c.context_text);
+  if (!id) return id;
+  record_evaluation(*id, c.workflow, "checkpoint", *c.opts, summary);
+  return id;
+}
+
+RefUpdate Workspace::head_update(int64_t id) const {
+  auto h = store_->head();
+  RefUpdate u;
+  if (h && !starts_with(*h, "#"))
+    u.branches = {{*h, id}};
+  else
+    u.head = fmt::format("#{}", id);
+  return u;
+}
+
 ApplyResult Workspace::commit(const std::string& message, const EvalChoices& choices) {
   ApplyResult res;
-  auto fail_kind = [&](ErrorKind k, std::string msg) {
-    res.input_error = k == ErrorKind::input;
-    res.environment_error = k == ErrorKind::environment;
-    res.disposition = Disposition::not_run;
-    res.message = std::move(msg);
-    return res;
-  };
+  auto fail_kind = [&](ErrorKind k, std::string msg) { return not_run(res, k, std::move(msg)); };
   if (auto s = lock(); !s) return fail_kind(s.kind(), s.message());
   auto head_cp = head();
   if (!head_cp) return fail_kind(head_cp.error_kind(), head_cp.error());
@@ -1107,20 +717,21 @@ ApplyResult Workspace::commit(const std::string& message, const EvalChoices& cho
   res.message = ev.message;
   res.summary = ev.summary;  // a failed evaluation's too (`peak --json commit`)
   if (ev.disposition != Disposition::passed) return res;
-  if (parent_eval) add_speedups(ev.summary, parent_eval->summary, seed_summary(*eo0));
-  ev.summary["transformation"] = {{"name", "manual"}, {"message", message}};
-  auto id = make_checkpoint(head_cp->id, "manual", message.empty() ? "manual edit" : message, *ctx,
-                            *src, ev.summary, &*toml);
+  PassedCandidate made;
+  made.parent = head_cp->id;
+  made.transformation = "manual";
+  made.message = message.empty() ? "manual edit" : message;
+  made.made_by = {{"name", "manual"}, {"message", message}};
+  made.ctx = &*ctx;
+  made.source = &*src;
+  made.context_text = &*toml;
+  made.parent_summary = parent_eval ? &parent_eval->summary : nullptr;
+  made.seed_opts = &*eo0;
+  made.opts = &eo;
+  auto id = checkpoint_passed(made, ev.summary);
   if (!id) return fail_kind(id.error_kind(), id.error());
-  record_evaluation(*id, std::nullopt, "checkpoint", eo, ev.summary);
   // The working files stay as they are; HEAD (its branch, or itself when detached) moves.
-  auto h = store_->head();
-  RefUpdate u;
-  if (h && !starts_with(*h, "#"))
-    u.branches = {{*h, *id}};
-  else
-    u.head = fmt::format("#{}", *id);
-  if (auto s = store_->update_refs(u); !s) return fail_kind(s.kind(), s.message());
+  if (auto s = store_->update_refs(head_update(*id)); !s) return fail_kind(s.kind(), s.message());
   res.checkpoint = *id;
   res.summary = ev.summary;
   return res;

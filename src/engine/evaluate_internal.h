@@ -1,9 +1,13 @@
 #pragma once
-// Pieces of an evaluation (engine/workspace.cpp) that the suite benchmark (engine/suite.cpp)
-// uses the same way: the peak a kernel is measured against, the device lock, and the JSON form
-// of one measurement.
+// Pieces of an evaluation (engine/evaluate.cpp) that the suite benchmark and the class searches
+// (engine/suite.cpp) use the same way: the backend, device and peak an evaluation starts from,
+// the runner with its device lock, the reference, the deadlines, and the JSON form of one
+// measurement.
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,8 +27,44 @@ struct PeakInfo {
 };
 // The documented peak for the kernel's input precision, else the measured FP32 throughput.
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev);
+
+// What every evaluation of a kernel resolves first: the workspace's backend, the device (by its
+// selector), the peak the kernel is measured against, and where builds are cached.
+struct EvalSetup {
+  Backend* be = nullptr;
+  DeviceFacts dev;
+  PeakInfo peak;
+  std::filesystem::path cache;
+};
+// The backend's or the device's error, with its kind, when either is missing.
+Result<EvalSetup> eval_setup(Workspace& ws, const KernelContext& ctx, const std::string& device);
+// The facts of the setup an evaluation summary records: "device", "peak" (with the documented
+// FP32 peak when `documented_peak` and one is known), "toolchain" and "sandbox".
+void describe_setup(nlohmann::json& summary, const EvalSetup& setup, bool documented_peak);
+
 // The device's lock (one timer per device), with its label for the waiting line.
 std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev);
+// Runners whose device locks print their waiting lines on the workspace's progress while this
+// scope lives: a lock outlives the workspace, so its notice must not call back into it later.
+class LockNotices {
+ public:
+  explicit LockNotices(Progress& progress) : progress_(progress) {}
+  ~LockNotices();
+  LockNotices(const LockNotices&) = delete;
+  LockNotices& operator=(const LockNotices&) = delete;
+  // A runner of `be` on `dev`, holding the device's lock while it runs, with the default
+  // deadline of a task.
+  RunnerOptions runner(const Backend& be, const DeviceFacts& dev, double task_timeout_s);
+
+ private:
+  Progress& progress_;
+  std::vector<std::shared_ptr<DeviceLock>> locks_;
+};
+
+// The task times an evaluation summary recorded ("task_seconds"), named `who`, as a reference
+// for deadlines; none when it recorded none.
+void add_task_reference(std::vector<std::pair<std::string, TaskSeconds>>& refs,
+                        const nlohmann::json& summary, const std::string& who);
 // One final-timing measurement as the evaluation summary records it (raw samples included).
 nlohmann::json measurement_json(const Measurement& m);
 // The reference the validator compares with: for a context whose reference is the seed, the seed

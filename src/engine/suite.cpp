@@ -67,15 +67,15 @@ Config best_config(const json& result, const KernelContext& ctx, bool* defaults)
 
 }  // namespace
 
-// The checkpoint's context with its suite: the checkpoint's own, or, for a checkpoint made before
-// its context had one, the working kernel.toml's (the suite and its class rules say how to
-// measure, not what the kernel is). `command` names the command in the error.
-Result<std::pair<KernelContext, std::string>> Workspace::suite_context(
-    int64_t id, std::string* suite_from, const std::string& command) const {
+Result<Workspace::SuiteCheckpoint> Workspace::suite_checkpoint(int64_t id,
+                                                               const std::string& command) const {
+  auto cp = store_->checkpoint(id);
+  if (!cp) return cp.status();
   auto files = checkpoint_files(id);
   if (!files) return files.status();
-  KernelContext& ctx = files->first;
-  *suite_from = fmt::format("checkpoint {}'s kernel.toml", id);
+  SuiteCheckpoint out{*cp, files->first, files->second,
+                      fmt::format("checkpoint {}'s kernel.toml", id)};
+  KernelContext& ctx = out.ctx;
   if (ctx.suite.empty() && ctx.suite_small.empty()) {
     auto working = load_context(root_);
     if (working && (!working->suite.empty() || !working->suite_small.empty()) &&
@@ -83,7 +83,7 @@ Result<std::pair<KernelContext, std::string>> Workspace::suite_context(
       ctx.suite = working->suite;
       ctx.suite_small = working->suite_small;
       if (ctx.classes.empty()) ctx.classes = working->classes;
-      *suite_from = "the working kernel.toml";
+      out.suite_from = "the working kernel.toml";
     }
   }
   if (ctx.suite.empty() && ctx.suite_small.empty())
@@ -95,178 +95,257 @@ Result<std::pair<KernelContext, std::string>> Workspace::suite_context(
                     "\"[suite]\"); `{}` then reads it from the working kernel.toml",
                     id, kContextFormatSuite, command),
         ErrorKind::input);
-  return files;
+  return out;
 }
 
-Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choices, bool single) {
-  auto cp = store_->checkpoint(id);
-  if (!cp) return cp.status();
-  std::string suite_from;
-  auto files = suite_context(id, &suite_from, "peak bench");
-  if (!files) return files.status();
-  const KernelContext& ctx = files->first;
-  const std::string& source = files->second;
-  auto regions = split_regions(source, ctx.source_file);
-  if (!regions) return make_error(regions.error(), ErrorKind::input);
+namespace {
 
-  if (auto s = lock(); !s) return s;  // the benchmark is recorded in the store
-  auto eo = eval_options(choices);
+// The evaluation just recorded for checkpoint `id`, when it is of `kind`.
+std::optional<EvaluationRecord> recorded_evaluation(Store& store, int64_t id,
+                                                    const std::string& kind) {
+  auto ev = store.evaluations(id);
+  if (!ev || ev->empty() || ev->back().kind != kind) return std::nullopt;
+  return ev->back();
+}
+
+// The evaluation options of `peak bench` and `peak tune --classes`, taken under the workspace
+// lock (both record their result in the store): never the checkpoint's result (docs/store.md,
+// "Results").
+Result<EvalOptions> suite_options(Workspace& ws, const EvalChoices& choices) {
+  if (auto s = ws.lock(); !s) return s;
+  auto eo = ws.eval_options(choices);
   if (!eo) return eo.status();
   EvalOptions opts = *eo;
-  opts.standard = false;  // never the checkpoint's result (docs/store.md, "Results")
+  opts.standard = false;
+  return opts;
+}
+
+// The suite these options measure; a context with a small suite only is an input error that says
+// to `verb` it with --small.
+Result<const std::vector<SuiteShape>*> suite_shapes(const KernelContext& ctx,
+                                                    const EvalOptions& opts,
+                                                    const std::string& suite_from,
+                                                    const std::string& verb) {
   const std::vector<SuiteShape>& suite = suite_for(ctx, opts.small);
   if (suite.empty())
-    return make_error(fmt::format("{} has a small suite only; time it with --small", suite_from),
-                      ErrorKind::input);
+    return make_error(
+        fmt::format("{} has a small suite only; {} it with --small", suite_from, verb),
+        ErrorKind::input);
+  return &suite;
+}
 
-  auto b = backend();
-  if (!b) return b.status();
-  Backend& be = **b;
-  auto dev = device(opts.device);
-  if (!dev) return dev.status();
-  detail::PeakInfo peak = detail::peak_for(ctx, *dev);
+// A dispatch table tuned on this device for the checkpoint (none with `single`): each shape runs
+// the configuration of its class. A table tuned on another device is not used; `note` says so.
+std::optional<DispatchTable> usable_dispatch(const Store& store, int64_t id, bool single,
+                                             const std::string& device, std::string& note) {
+  std::optional<DispatchTable> table = single ? std::nullopt : latest_dispatch(store, id);
+  if (table && table->device != device) {
+    note = fmt::format(
+        "the dispatch table of evaluation {} was tuned on {}, not on {}: every shape runs the "
+        "best configuration; `peak tune --classes` tunes one here",
+        table->evaluation, table->device, device);
+    table.reset();
+  }
+  return table;
+}
+
+// The builds of a checkpoint's source, each configuration built once, when a shape first needs it.
+class SuiteBuilds {
+ public:
+  SuiteBuilds(const KernelContext& ctx, const std::string& source, int64_t id,
+              const detail::EvalSetup& setup, Progress& progress)
+      : ctx_(ctx), source_(source), id_(id), setup_(setup), progress_(progress) {}
+  Result<const BuildResult*> build_for(const Config& c) {
+    const std::string text = config_text(c);
+    if (auto it = builds_.find(text); it != builds_.end()) return &it->second;
+    progress_.status(fmt::format("building checkpoint {} ({})", id_, text), true);
+    BuildResult b = setup_.be->build(BuildRequest{&ctx_, source_, c, setup_.dev, setup_.cache});
+    progress_.clear();
+    if (b.disposition != Disposition::passed)
+      return make_error(fmt::format("checkpoint {} does not build with {} ({}):\n{}", id_, text,
+                                    to_string(b.disposition), b.log),
+                        ErrorKind::failed);
+    return &builds_.emplace(text, std::move(b)).first->second;
+  }
+
+ private:
+  const KernelContext& ctx_;
+  const std::string& source_;
+  int64_t id_;
+  const detail::EvalSetup& setup_;
+  Progress& progress_;
+  std::map<std::string, BuildResult> builds_;
+};
+
+// Deadlines of the suite's timings from what the final timings of the seed and this checkpoint
+// took here.
+TaskBudget suite_budget(Workspace& ws, int64_t id, const json& result, const EvalOptions& opts,
+                        bool cpu) {
+  std::vector<std::pair<std::string, TaskSeconds>> refs;
+  detail::add_task_reference(refs, result, fmt::format("checkpoint {}", id));
+  if (auto seed = ws.store().find_tag("seed"); seed && *seed && **seed != id)
+    if (auto sc = ws.store().checkpoint(**seed))
+      detail::add_task_reference(refs, ws.summary(*sc), "seed");
+  return task_budget(TaskKind::bench, cpu, refs, opts.task_timeout_s * 4,
+                     timing_allowance(opts.policy, opts.baseline));
+}
+
+// Timing the shapes of a suite one at a time, each a row of the result (`r.rows`) and of the
+// evaluation's measurements (`rows`).
+struct SuiteTimer {
+  const KernelContext& ctx;
+  const SourceRegions& regions;
+  const detail::EvalSetup& setup;
+  const RunnerOptions& ro;
+  Validator& validator;
+  MeasureOptions mo;
+  SuiteBuilds& builds;
+  Progress& progress;
+  const Config& config;                       // every shape's, without a dispatch table
+  const std::optional<DispatchTable>& table;  // each class's configuration
+
+  // Shape `i` of `suite`; an error ends the benchmark.
+  Status time_shape(const std::vector<SuiteShape>& suite, size_t i, SuiteResult& r, json& rows);
+  // A shape the checkpoint's kernel does not accept is a row, not a failure of the bench.
+  static bool unsupported(const KernelContext& ctx, const SuiteShape& ss, SuiteRow& row,
+                          SuiteResult& r, json& rows);
+};
+
+bool SuiteTimer::unsupported(const KernelContext& ctx, const SuiteShape& ss, SuiteRow& row,
+                             SuiteResult& r, json& rows) {
+  auto valid = shape_is_valid(ctx, ss.shape);
+  if (valid && *valid) return false;
+  row.disposition = std::string(to_string(Disposition::not_run));
+  row.message =
+      valid
+          ? (ctx.supports.empty()
+                 ? fmt::format("the kernel does not accept this shape (valid = \"{}\")", ctx.valid)
+                 : fmt::format("the kernel does not support this shape (it supports {})",
+                               ctx.supports))
+          : valid.error();
+  r.rows.push_back(row);
+  rows.push_back({{"suite", ss.name},
+                  {"shape", row.shape},
+                  {"disposition", row.disposition},
+                  {"message", row.message}});
+  return true;
+}
+
+Status SuiteTimer::time_shape(const std::vector<SuiteShape>& suite, size_t i, SuiteResult& r,
+                              json& rows) {
+  const SuiteShape& ss = suite[i];
+  SuiteRow row;
+  row.name = ss.name;
+  row.cls = std::string(to_string(ss.cls));
+  row.dims = dims_of(ctx, ss.shape);
+  row.shape = ss.shape.text();
+  if (unsupported(ctx, ss, row, r, rows)) return Status::ok();
+  Config shape_config = config;
+  if (table) {
+    auto cls = classify_shape(ctx, ss.shape);
+    if (!cls) return make_error(cls.error(), ErrorKind::input);
+    if (*cls) row.dispatched_class = std::string(to_string(**cls));
+    shape_config = dispatch_config(*table, row.dispatched_class);
+    row.config = config_text(shape_config);
+  }
+  auto build = builds.build_for(shape_config);
+  if (!build) return build.status();
+  progress.status(fmt::format("  timing {} at {} ({}/{}: {})", config_text(shape_config), ss.name,
+                              i + 1, suite.size(), row.dims),
+                  true);
+  // One runner per shape: a shape that takes the runner down (out of memory, a fault) costs
+  // that shape alone.
+  mo.seed = 0x5e1 + i;
+  auto ms = measure(*setup.be, setup.dev, ro, validator, ctx, regions, **build, shape_config,
+                    {ss.shape}, mo);
+  progress.clear();
+  Measurement m = ms.empty() ? Measurement{} : ms.front();
+  if (ms.empty()) m.message = "nothing was timed";
+  const detail::PeakInfo& peak = setup.peak;
+  if (peak.tflops > 0 && m.gflops > 0) m.pct_of_peak = 100.0 * m.gflops / (peak.tflops * 1e3);
+  row.disposition = std::string(to_string(m.disposition));
+  row.message = m.message;
+  if (m.disposition == Disposition::passed) {
+    row.gflops = m.gflops;
+    row.pct_of_peak = m.pct_of_peak;
+    row.median_ms = m.stats.median;
+    row.spread = m.stats.rel_spread;
+    row.samples_ms = m.samples_ms;
+    if (!m.baseline_samples_ms.empty()) {
+      row.baseline_gflops = m.baseline_gflops;
+      row.baseline_median_ms = m.baseline_stats.median;
+      row.baseline_samples_ms = m.baseline_samples_ms;
+    }
+  }
+  json mj = detail::measurement_json(m);
+  mj["suite"] = ss.name;
+  mj["class"] = row.cls;
+  if (table) mj["dispatched_class"] = row.dispatched_class;
+  rows.push_back(std::move(mj));
+  r.rows.push_back(std::move(row));
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choices, bool single) {
+  auto sc = suite_checkpoint(id, "peak bench");
+  if (!sc) return sc.status();
+  const KernelContext& ctx = sc->ctx;
+  const std::string& source = sc->source;
+  const std::string& suite_from = sc->suite_from;
+  auto regions = split_regions(source, ctx.source_file);
+  if (!regions) return make_error(regions.error(), ErrorKind::input);
+  auto eo = suite_options(*this, choices);
+  if (!eo) return eo.status();
+  const EvalOptions& opts = *eo;
+  auto suite = suite_shapes(ctx, opts, suite_from, "time");
+  if (!suite) return suite.status();
+  auto setup = detail::eval_setup(*this, ctx, opts.device);
+  if (!setup) return setup.status();
+  const DeviceFacts& dev = setup->dev;
 
   SuiteResult r;
   r.checkpoint = id;
-  r.device = dev->name;
+  r.device = dev.name;
   r.small = opts.small && !ctx.suite_small.empty();
   r.dims_names = dims_names_of(ctx);
-  r.peak_tflops = peak.tflops;
-  r.peak_source = peak.source;
-  r.baseline = opts.baseline ? be.baseline(ctx, *dev) : "";
-
+  r.peak_tflops = setup->peak.tflops;
+  r.peak_source = setup->peak.source;
+  r.baseline = opts.baseline ? setup->be->baseline(ctx, dev) : "";
   // The configuration: the checkpoint's result's best one; its default values when it has none.
-  json result = summary(*cp);
+  json result = summary(sc->record);
   const Config config = best_config(result, ctx, &r.default_config);
   r.config = config_text(config);
-  // A dispatch table tuned on this device: each shape runs the configuration of its class.
-  std::optional<DispatchTable> table = single ? std::nullopt : latest_dispatch(*store_, id);
-  if (table && table->device != dev->name) {
-    r.dispatch_note = fmt::format(
-        "the dispatch table of evaluation {} was tuned on {}, not on {}: every shape runs the "
-        "best configuration; `peak tune --classes` tunes one here",
-        table->evaluation, table->device, dev->name);
-    table.reset();
-  }
+  const std::optional<DispatchTable> table =
+      usable_dispatch(*store_, id, single, dev.name, r.dispatch_note);
   if (table) r.dispatch = table->evaluation;
-
-  // Each configuration is built once, when a shape first needs it.
-  fs::path cache = root_ / ".peak" / "cache";
-  std::map<std::string, BuildResult> builds;
-  auto build_for = [&](const Config& c) -> Result<const BuildResult*> {
-    const std::string text = config_text(c);
-    if (auto it = builds.find(text); it != builds.end()) return &it->second;
-    progress_.status(fmt::format("building checkpoint {} ({})", id, text), true);
-    BuildResult b = be.build(BuildRequest{&ctx, source, c, *dev, cache});
-    progress_.clear();
-    if (b.disposition != Disposition::passed)
-      return make_error(fmt::format("checkpoint {} does not build with {} ({}):\n{}", id, text,
-                                    to_string(b.disposition), b.log),
-                        ErrorKind::failed);
-    return &builds.emplace(text, std::move(b)).first->second;
-  };
-  if (auto b = build_for(config); !b) return b.status();
+  SuiteBuilds builds(ctx, source, id, *setup, progress_);
+  if (auto b = builds.build_for(config); !b) return b.status();
 
   // The runner, the device lock and the reference, as Workspace::evaluate sets them up.
-  RunnerOptions ro;
-  ro.executable = be.runner();
-  ro.task_timeout_s = opts.task_timeout_s;
-  ro.device_lock = detail::device_lock_for(*dev);
-  ro.device_lock->set_wait_notice([this](const std::string& m) { progress_.status(m, true); });
-  struct NoticeScope {  // the lock outlives this workspace: it must not call back into it
-    std::shared_ptr<DeviceLock> lock;
-    ~NoticeScope() { lock->set_wait_notice({}); }
-  } notice_scope{ro.device_lock};
-  auto ref = detail::reference_source(*this, ctx, be, *dev, cache);
+  detail::LockNotices notices(progress_);
+  const RunnerOptions ro = notices.runner(*setup->be, dev, opts.task_timeout_s);
+  auto ref = detail::reference_source(*this, ctx, *setup->be, dev, setup->cache);
   if (!ref) return make_error(ref.error(), ErrorKind::environment);
-  Validator validator(be, *dev, ro, *ref);
-
-  // Deadlines from what the final timings of the seed and this checkpoint took here.
-  std::vector<std::pair<std::string, TaskSeconds>> refs;
-  if (result.contains("task_seconds"))
-    refs.emplace_back(fmt::format("checkpoint {}", id),
-                      TaskSeconds::from_json(result["task_seconds"]));
-  if (auto seed = store_->find_tag("seed"); seed && *seed && **seed != id)
-    if (auto sc = store_->checkpoint(**seed)) {
-      json ss = summary(*sc);
-      if (ss.contains("task_seconds"))
-        refs.emplace_back("seed", TaskSeconds::from_json(ss["task_seconds"]));
-    }
-  const TaskBudget budget = task_budget(TaskKind::bench, dev->is_cpu, refs, opts.task_timeout_s * 4,
-                                        timing_allowance(opts.policy, opts.baseline));
-  MeasureOptions mo = detail::final_timing_options(opts, budget, peak);
-
+  Validator validator(*setup->be, dev, ro, *ref);
+  SuiteTimer timer{ctx,
+                   *regions,
+                   *setup,
+                   ro,
+                   validator,
+                   detail::final_timing_options(
+                       opts, suite_budget(*this, id, result, opts, dev.is_cpu), setup->peak),
+                   builds,
+                   progress_,
+                   config,
+                   table};
   json rows = json::array();
   auto t0 = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < suite.size(); ++i) {
-    const SuiteShape& ss = suite[i];
+  for (size_t i = 0; i < (*suite)->size(); ++i) {
     if (opts.cancelled && opts.cancelled())
       return make_error(kCancelledMessage, ErrorKind::environment);
-    SuiteRow row;
-    row.name = ss.name;
-    row.cls = std::string(to_string(ss.cls));
-    row.dims = dims_of(ctx, ss.shape);
-    row.shape = ss.shape.text();
-    // A shape the checkpoint's kernel does not accept is a row, not a failure of the bench.
-    auto valid = shape_is_valid(ctx, ss.shape);
-    if (!valid || !*valid) {
-      row.disposition = std::string(to_string(Disposition::not_run));
-      row.message =
-          valid ? (ctx.supports.empty()
-                       ? fmt::format("the kernel does not accept this shape (valid = \"{}\")",
-                                     ctx.valid)
-                       : fmt::format("the kernel does not support this shape (it supports {})",
-                                     ctx.supports))
-                : valid.error();
-      r.rows.push_back(row);
-      rows.push_back({{"suite", ss.name},
-                      {"shape", row.shape},
-                      {"disposition", row.disposition},
-                      {"message", row.message}});
-      continue;
-    }
-    Config shape_config = config;
-    if (table) {
-      auto cls = classify_shape(ctx, ss.shape);
-      if (!cls) return make_error(cls.error(), ErrorKind::input);
-      if (*cls) row.dispatched_class = std::string(to_string(**cls));
-      shape_config = dispatch_config(*table, row.dispatched_class);
-      row.config = config_text(shape_config);
-    }
-    auto build = build_for(shape_config);
-    if (!build) return build.status();
-    progress_.status(fmt::format("  timing {} at {} ({}/{}: {})", config_text(shape_config),
-                                 ss.name, i + 1, suite.size(), row.dims),
-                     true);
-    // One runner per shape: a shape that takes the runner down (out of memory, a fault) costs
-    // that shape alone.
-    mo.seed = 0x5e1 + i;
-    auto ms =
-        measure(be, *dev, ro, validator, ctx, *regions, **build, shape_config, {ss.shape}, mo);
-    progress_.clear();
-    Measurement m = ms.empty() ? Measurement{} : ms.front();
-    if (ms.empty()) m.message = "nothing was timed";
-    if (peak.tflops > 0 && m.gflops > 0) m.pct_of_peak = 100.0 * m.gflops / (peak.tflops * 1e3);
-    row.disposition = std::string(to_string(m.disposition));
-    row.message = m.message;
-    if (m.disposition == Disposition::passed) {
-      row.gflops = m.gflops;
-      row.pct_of_peak = m.pct_of_peak;
-      row.median_ms = m.stats.median;
-      row.spread = m.stats.rel_spread;
-      row.samples_ms = m.samples_ms;
-      if (!m.baseline_samples_ms.empty()) {
-        row.baseline_gflops = m.baseline_gflops;
-        row.baseline_median_ms = m.baseline_stats.median;
-        row.baseline_samples_ms = m.baseline_samples_ms;
-      }
-    }
-    json mj = detail::measurement_json(m);
-    mj["suite"] = ss.name;
-    mj["class"] = row.cls;
-    if (table) mj["dispatched_class"] = row.dispatched_class;
-    rows.push_back(std::move(mj));
-    r.rows.push_back(std::move(row));
+    if (auto s = timer.time_shape(**suite, i, r, rows); !s) return s;
   }
   finish_suite(r);
 
@@ -275,18 +354,7 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   s["format"] = kSummaryFormatVersion;
   s["kind"] = kSuiteEvaluationKind;
   s["peak_version"] = PEAK_VERSION;
-  s["device"] = {{"name", dev->name},
-                 {"backend", be.name()},
-                 {"driver", dev->driver},
-                 {"api", dev->api_version},
-                 {"arch", dev->arch},
-                 {"is_cpu", dev->is_cpu},
-                 {"measured_fp32_tflops", dev->measured_fp32_tflops}};
-  s["peak"] = {{"tflops", peak.tflops}, {"source", peak.source}};
-  json tc = json::object();
-  for (const auto& [k, v] : be.toolchain()) tc[k] = v;
-  s["toolchain"] = tc;
-  s["sandbox"] = sandbox_status();
+  detail::describe_setup(s, *setup, false);
   s["suite_from"] = suite_from;
   s["config"] = config_json(config);
   if (table) s["dispatch"] = table->evaluation;
@@ -302,24 +370,33 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
                              : "no shape of the suite has a ratio";
   s["suite"] = suite_json(r);
   record_evaluation(id, std::nullopt, kSuiteEvaluationKind, opts, s);
-  if (auto ev = store_->evaluations(id);
-      ev && !ev->empty() && ev->back().kind == kSuiteEvaluationKind) {
-    r.evaluation = ev->back().id;
-    r.created_at = ev->back().created_at;
+  if (auto e = recorded_evaluation(*store_, id, kSuiteEvaluationKind)) {
+    r.evaluation = e->id;
+    r.created_at = e->created_at;
   }
   return r;
 }
 
-Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& choices,
-                                              const std::vector<std::string>& only) {
-  auto cp = store_->checkpoint(id);
-  if (!cp) return cp.status();
-  std::string suite_from;
-  auto files = suite_context(id, &suite_from, "peak tune --classes");
-  if (!files) return files.status();
-  const KernelContext& ctx = files->first;
-  const std::string& source = files->second;
-  const std::vector<ClassRule> rules = class_rules(ctx);
+namespace {
+
+// How a class came by its entry of a dispatch table in this call. A class left out of the search
+// is written with its own disposition (DispatchVariant::disposition, as the table's JSON has it).
+enum class ClassEntry { searched, kept, not_searched };
+
+const char* disposition_text(ClassEntry e) {
+  return e == ClassEntry::kept ? "kept" : "not_searched";
+}
+
+ClassEntry entry_of(const DispatchVariant& v) {
+  if (v.disposition == disposition_text(ClassEntry::kept)) return ClassEntry::kept;
+  if (v.disposition == disposition_text(ClassEntry::not_searched)) return ClassEntry::not_searched;
+  return ClassEntry::searched;
+}
+
+// The class rules of checkpoint `id`'s context; `only` must name classes of them.
+Result<std::vector<ClassRule>> checked_rules(const KernelContext& ctx, int64_t id,
+                                             const std::vector<std::string>& only) {
+  std::vector<ClassRule> rules = class_rules(ctx);
   if (rules.empty())
     return make_error(
         fmt::format("checkpoint {}'s kernel context has no class rules: add suite.classes to "
@@ -339,45 +416,17 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
                         ErrorKind::input);
     }
   }
-  if (auto s = check_tuning_overrides(choices.tuning, tuning_names(ctx),
-                                      fmt::format("checkpoint {}", id));
-      !s)
-    return s;
-  if (auto s = lock(); !s) return s;  // the searches are recorded in the store
-  auto eo = eval_options(choices);
-  if (!eo) return eo.status();
-  EvalOptions opts = *eo;
-  opts.standard = false;  // never the checkpoint's result (docs/store.md, "Results")
-  if (opts.compile_only)
-    return make_error("--classes times every class's shapes; it cannot be --compile-only",
-                      ErrorKind::input);
-  const std::vector<SuiteShape>& suite = suite_for(ctx, opts.small);
-  if (suite.empty())
-    return make_error(fmt::format("{} has a small suite only; tune it with --small", suite_from),
-                      ErrorKind::input);
-  auto dev = device(opts.device);
-  if (!dev) return dev.status();
+  return rules;
+}
 
-  DispatchTable t;
-  t.checkpoint = id;
-  t.device = dev->name;
-  t.small = opts.small && !ctx.suite_small.empty();
-  json result = summary(*cp);
-  t.fallback = best_config(result, ctx, nullptr);
-  t.fallback_text = config_text(t.fallback);
-  // Every class's search starts from the checkpoint's best configurations, and a class that the
-  // newest table of this checkpoint (tuned on this device, same suite variant) found a
-  // configuration for first from that one: tuning again refines the table instead of starting
-  // over.
-  std::vector<Config> start = {t.fallback};
-  for (const Config& c : detail::top_configs(result, ctx)) start.push_back(c);
-  std::optional<DispatchTable> earlier = latest_dispatch(*store_, id);
-  if (earlier && (earlier->device != dev->name || earlier->small != t.small)) earlier.reset();
+using ShapesByClass = std::map<std::string, std::vector<const SuiteShape*>>;
 
-  // The suite's shapes by the class the rules give them (not their labels); the shapes the kernel
-  // does not support are left out, and a class without a shape is not tuned.
-  std::map<std::string, std::vector<const SuiteShape*>> by_class;
-  std::vector<std::string> left_out;
+// The suite's shapes by the class the rules give them (not their labels); the shapes the kernel
+// does not support are left out (named in `left_out`), and a class without a shape is not tuned.
+Result<ShapesByClass> shapes_by_class(const KernelContext& ctx,
+                                      const std::vector<SuiteShape>& suite,
+                                      std::vector<std::string>& left_out) {
+  ShapesByClass by_class;
   for (const auto& ss : suite) {
     auto valid = shape_is_valid(ctx, ss.shape);
     if (!valid) return make_error(valid.error(), ErrorKind::input);
@@ -389,99 +438,99 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     if (!cls) return make_error(cls.error(), ErrorKind::input);
     if (*cls) by_class[std::string(to_string(**cls))].push_back(&ss);
   }
-  json classes = json::array();
-  auto t0 = std::chrono::steady_clock::now();
-  // Every class there came from a rule; `only` names known classes.
-  auto searched_class = [&](const std::string& cls) {
-    return only.empty() || std::find(only.begin(), only.end(), cls) != only.end();
-  };
-  const size_t n_classes = static_cast<size_t>(std::count_if(
-      by_class.begin(), by_class.end(), [&](const auto& kv) { return searched_class(kv.first); }));
-  size_t done = 0;
-  std::set<std::string> tuned;
-  for (const auto& rule : rules) {
-    const std::string cls(to_string(rule.cls));
-    auto it = by_class.find(cls);
-    if (it == by_class.end() || !tuned.insert(cls).second) continue;
-    DispatchVariant v;
-    v.cls = cls;
-    v.when = rule.when;
-    for (const SuiteShape* ss : it->second) v.shapes.push_back(ss->name);
-    // What the newest table found for this class, where that is not the best configuration.
-    const DispatchVariant* before = earlier ? dispatch_variant(*earlier, cls) : nullptr;
-    if (before && before->config == t.fallback) before = nullptr;
-    if (!searched_class(cls)) {
-      // Left out by the caller: the configuration the newest table found for it stays (so that
-      // searching one class at a time builds up the table); without one, its shapes run the
-      // checkpoint's best configuration.
-      if (before) {
-        v.config = before->config;
-        v.config_text = before->config_text;
-        v.space = before->space;
-        v.gflops = before->gflops;
-        v.baseline_gflops = before->baseline_gflops;
-        v.disposition = "kept";
-        v.message = fmt::format("not searched; kept from dispatch table {}", earlier->evaluation);
-        progress_.print(fmt::format("class {}: not searched, keeps dispatch table {}'s {}", cls,
-                                    earlier->evaluation, v.config_text));
-      } else {
-        v.disposition = "not_searched";
-        v.message = "not searched (peak tune --classes --class names the classes searched)";
-        progress_.print(fmt::format("class {}: not searched, runs {}", cls, t.fallback_text));
-      }
-      t.variants.push_back(std::move(v));
-      continue;
-    }
-    EvalOptions co = opts;
-    co.must_include = start;
-    for (const SuiteShape* ss : it->second) co.shapes.push_back(ss->shape);
-    progress_.print(fmt::format("class {} ({}/{}): tuning on {}", cls, ++done, n_classes,
-                                join(v.shapes, ", ")));
-    if (before) {
-      co.must_include.insert(co.must_include.begin(), before->config);
-      progress_.print(fmt::format("  starting from dispatch table {}'s configuration: {}",
-                                  earlier->evaluation, config_text(before->config)));
-    }
-    auto c0 = std::chrono::steady_clock::now();
-    Evaluation ev = evaluate(ctx, source, co, std::nullopt, id);
-    v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-    if (opts.cancelled && opts.cancelled())
-      return make_error(kCancelledMessage, ErrorKind::environment);
-    v.disposition = std::string(to_string(ev.disposition));
-    v.message = ev.message;
-    const json& s = ev.summary;
-    if (s.contains("configs")) {
-      v.evaluated = s["configs"].value("evaluated", size_t{0});
-      v.space = s["configs"].value("space", size_t{0}) -
-                s["configs"].value("rejected_by_constraint", size_t{0});
-    }
-    if (ev.disposition == Disposition::passed && s.contains("best")) {
-      v.config = config_from(s["best"]["config"]);
-      v.config_text = config_text(v.config);
-    }
-    if (s.contains("bench") && s["bench"].is_array() && !s["bench"].empty()) {
-      v.gflops = s["bench"][0].value("gflops", 0.0);
-      v.baseline_gflops = s["bench"][0].value("baseline_gflops", 0.0);
-    }
-    progress_.print(fmt::format("  {}: {} ({} of {} configurations evaluated, {:.1f} s)", cls,
-                                v.config.empty()
-                                    ? fmt::format("none found ({}: {})", v.disposition,
-                                                  v.message.substr(0, v.message.find('\n')))
-                                    : v.config_text,
-                                v.evaluated, v.space, v.seconds));
-    json cj = s;
-    cj["class"] = cls;
-    classes.push_back(std::move(cj));
-    t.variants.push_back(std::move(v));
+  return by_class;
+}
+
+// A class left out by the caller: the configuration the newest table (`earlier`) found for it
+// stays (so that searching one class at a time builds up the table); without one (`before`), its
+// shapes run the checkpoint's best configuration.
+void leave_unsearched(DispatchVariant& v, const DispatchVariant* before,
+                      const std::optional<DispatchTable>& earlier, const DispatchTable& t,
+                      Progress& progress) {
+  if (before) {
+    v.config = before->config;
+    v.config_text = before->config_text;
+    v.space = before->space;
+    v.gflops = before->gflops;
+    v.baseline_gflops = before->baseline_gflops;
+    v.disposition = disposition_text(ClassEntry::kept);
+    v.message = fmt::format("not searched; kept from dispatch table {}", earlier->evaluation);
+    progress.print(fmt::format("class {}: not searched, keeps dispatch table {}'s {}", v.cls,
+                               earlier->evaluation, v.config_text));
+  } else {
+    v.disposition = disposition_text(ClassEntry::not_searched);
+    v.message = "not searched (peak tune --classes --class names the classes searched)";
+    progress.print(fmt::format("class {}: not searched, runs {}", v.cls, t.fallback_text));
   }
+}
+
+// What a class's search found, from its evaluation.
+void read_class_search(DispatchVariant& v, const Evaluation& ev) {
+  v.disposition = std::string(to_string(ev.disposition));
+  v.message = ev.message;
+  const json& s = ev.summary;
+  if (s.contains("configs")) {
+    v.evaluated = s["configs"].value("evaluated", size_t{0});
+    v.space = s["configs"].value("space", size_t{0}) -
+              s["configs"].value("rejected_by_constraint", size_t{0});
+  }
+  if (ev.disposition == Disposition::passed && s.contains("best")) {
+    v.config = config_from(s["best"]["config"]);
+    v.config_text = config_text(v.config);
+  }
+  if (s.contains("bench") && s["bench"].is_array() && !s["bench"].empty()) {
+    v.gflops = s["bench"][0].value("gflops", 0.0);
+    v.baseline_gflops = s["bench"][0].value("baseline_gflops", 0.0);
+  }
+}
+
+// One class's search: a tuning evaluation over its shapes, starting from `start` and from what the
+// newest table found for it (`before`, from `earlier`).
+Result<json> search_class(Workspace& ws, int64_t id, const KernelContext& ctx,
+                          const std::string& source, EvalOptions co,
+                          const std::vector<const SuiteShape*>& shapes,
+                          const DispatchVariant* before,
+                          const std::optional<DispatchTable>& earlier, DispatchVariant& v) {
+  for (const SuiteShape* ss : shapes) co.shapes.push_back(ss->shape);
+  if (before) {
+    co.must_include.insert(co.must_include.begin(), before->config);
+    ws.progress().print(fmt::format("  starting from dispatch table {}'s configuration: {}",
+                                    earlier->evaluation, config_text(before->config)));
+  }
+  auto c0 = std::chrono::steady_clock::now();
+  Evaluation ev = ws.evaluate(ctx, source, co, std::nullopt, id);
+  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+  if (co.cancelled && co.cancelled()) return make_error(kCancelledMessage, ErrorKind::environment);
+  read_class_search(v, ev);
+  ws.progress().print(fmt::format("  {}: {} ({} of {} configurations evaluated, {:.1f} s)", v.cls,
+                                  v.config.empty()
+                                      ? fmt::format("none found ({}: {})", v.disposition,
+                                                    v.message.substr(0, v.message.find('\n')))
+                                      : v.config_text,
+                                  v.evaluated, v.space, v.seconds));
+  json cj = ev.summary;
+  cj["class"] = v.cls;
+  return cj;
+}
+
+// The summary of a `tune --classes` call's table, and, when no class searched found a
+// configuration, the error the call ends with (after the table is recorded); an input error when
+// no class was searched.
+struct DispatchSummary {
+  json summary;
+  std::string none_found;
+};
+Result<DispatchSummary> dispatch_summary(const DispatchTable& t, const DeviceFacts& dev,
+                                         const std::string& suite_from,
+                                         const std::vector<std::string>& left_out,
+                                         const json& classes,
+                                         std::chrono::steady_clock::time_point t0) {
   if (t.variants.empty())
     return make_error(fmt::format("no shape of the suite{} is one the kernel supports{}",
                                   t.small ? " (small variant)" : "",
                                   left_out.empty() ? "" : " (" + join(left_out, ", ") + ")"),
                       ErrorKind::input);
-  auto was_searched = [](const DispatchVariant& v) {
-    return v.disposition != "not_searched" && v.disposition != "kept";
-  };
+  auto was_searched = [](const DispatchVariant& v) { return entry_of(v) == ClassEntry::searched; };
   // The classes whose search in this call found a configuration (a kept one says nothing about
   // them).
   const auto found = std::count_if(t.variants.begin(), t.variants.end(), [&](const auto& v) {
@@ -493,11 +542,12 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   if (searched == t.variants.end())
     return make_error("--class names no class that has a shape in the suite", ErrorKind::input);
 
-  json s;
+  DispatchSummary d;
+  json& s = d.summary;
   s["format"] = kSummaryFormatVersion;
   s["kind"] = kDispatchKind;
   s["peak_version"] = PEAK_VERSION;
-  s["device"] = {{"name", dev->name}, {"arch", dev->arch}, {"is_cpu", dev->is_cpu}};
+  s["device"] = {{"name", dev.name}, {"arch", dev.arch}, {"is_cpu", dev.is_cpu}};
   s["suite_from"] = suite_from;
   if (!left_out.empty()) s["not_supported"] = left_out;
   s["dispatch"] = dispatch_json(t);
@@ -506,19 +556,103 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
       {"tune_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
   s["disposition"] = any ? "passed" : searched->disposition;
   const auto kept = std::count_if(t.variants.begin(), t.variants.end(),
-                                  [](const auto& v) { return v.disposition == "kept"; });
+                                  [](const auto& v) { return entry_of(v) == ClassEntry::kept; });
   s["message"] =
       fmt::format("{} of {} classes tuned{}, {} configurations evaluated", found, t.variants.size(),
                   kept ? fmt::format(", {} kept", kept) : "", dispatch_evaluations(t));
-  record_evaluation(id, std::nullopt, kDispatchKind, opts, s);
-  if (auto ev = store_->evaluations(id); ev && !ev->empty() && ev->back().kind == kDispatchKind) {
-    t.evaluation = ev->back().id;
-    t.created_at = ev->back().created_at;
-  }
   if (!any)
-    return make_error(fmt::format("no class found a configuration that passes; the first: {}: {}",
-                                  searched->disposition, searched->message),
-                      ErrorKind::failed);
+    d.none_found = fmt::format("no class found a configuration that passes; the first: {}: {}",
+                               searched->disposition, searched->message);
+  return d;
+}
+
+}  // namespace
+
+Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& choices,
+                                              const std::vector<std::string>& only) {
+  auto sc = suite_checkpoint(id, "peak tune --classes");
+  if (!sc) return sc.status();
+  const KernelContext& ctx = sc->ctx;
+  const std::string& source = sc->source;
+  const std::string& suite_from = sc->suite_from;
+  auto rules = checked_rules(ctx, id, only);
+  if (!rules) return rules.status();
+  if (auto s = check_tuning_overrides(choices.tuning, tuning_names(ctx),
+                                      fmt::format("checkpoint {}", id));
+      !s)
+    return s;
+  auto eo = suite_options(*this, choices);  // the searches are recorded in the store
+  if (!eo) return eo.status();
+  const EvalOptions& opts = *eo;
+  if (opts.compile_only)
+    return make_error("--classes times every class's shapes; it cannot be --compile-only",
+                      ErrorKind::input);
+  auto suite = suite_shapes(ctx, opts, suite_from, "tune");
+  if (!suite) return suite.status();
+  auto dev = device(opts.device);
+  if (!dev) return dev.status();
+
+  DispatchTable t;
+  t.checkpoint = id;
+  t.device = dev->name;
+  t.small = opts.small && !ctx.suite_small.empty();
+  json result = summary(sc->record);
+  t.fallback = best_config(result, ctx, nullptr);
+  t.fallback_text = config_text(t.fallback);
+  // Every class's search starts from the checkpoint's best configurations, and a class that the
+  // newest table of this checkpoint (tuned on this device, same suite variant) found a
+  // configuration for first from that one: tuning again refines the table instead of starting
+  // over.
+  EvalOptions co = opts;
+  co.must_include = {t.fallback};
+  for (const Config& c : detail::top_configs(result, ctx)) co.must_include.push_back(c);
+  std::optional<DispatchTable> earlier = latest_dispatch(*store_, id);
+  if (earlier && (earlier->device != dev->name || earlier->small != t.small)) earlier.reset();
+
+  std::vector<std::string> left_out;
+  auto by_class = shapes_by_class(ctx, **suite, left_out);
+  if (!by_class) return by_class.status();
+  json classes = json::array();
+  auto t0 = std::chrono::steady_clock::now();
+  // Every class there came from a rule; `only` names known classes.
+  auto searched_class = [&](const std::string& cls) {
+    return only.empty() || std::find(only.begin(), only.end(), cls) != only.end();
+  };
+  const size_t n_classes =
+      static_cast<size_t>(std::count_if(by_class->begin(), by_class->end(),
+                                        [&](const auto& kv) { return searched_class(kv.first); }));
+  size_t done = 0;
+  std::set<std::string> tuned;
+  for (const auto& rule : *rules) {
+    const std::string cls(to_string(rule.cls));
+    auto it = by_class->find(cls);
+    if (it == by_class->end() || !tuned.insert(cls).second) continue;
+    DispatchVariant v;
+    v.cls = cls;
+    v.when = rule.when;
+    for (const SuiteShape* ss : it->second) v.shapes.push_back(ss->name);
+    // What the newest table found for this class, where that is not the best configuration.
+    const DispatchVariant* before = earlier ? dispatch_variant(*earlier, cls) : nullptr;
+    if (before && before->config == t.fallback) before = nullptr;
+    if (!searched_class(cls)) {
+      leave_unsearched(v, before, earlier, t, progress_);
+    } else {
+      progress_.print(fmt::format("class {} ({}/{}): tuning on {}", cls, ++done, n_classes,
+                                  join(v.shapes, ", ")));
+      auto cj = search_class(*this, id, ctx, source, co, it->second, before, earlier, v);
+      if (!cj) return cj.status();
+      classes.push_back(std::move(*cj));
+    }
+    t.variants.push_back(std::move(v));
+  }
+  auto d = dispatch_summary(t, *dev, suite_from, left_out, classes, t0);
+  if (!d) return d.status();
+  record_evaluation(id, std::nullopt, kDispatchKind, opts, d->summary);
+  if (auto e = recorded_evaluation(*store_, id, kDispatchKind)) {
+    t.evaluation = e->id;
+    t.created_at = e->created_at;
+  }
+  if (!d->none_found.empty()) return make_error(d->none_found, ErrorKind::failed);
   return t;
 }
 

@@ -359,11 +359,16 @@ class Workspace {
   Result<StashMerge> merge_stash(const StashRecord& r, int64_t head_id) const;
   Workspace() = default;
   Status write_working_files(const KernelContext& ctx, const std::string& source);
-  // A checkpoint's files with the shape suite its benchmarks use: its own, else the working
-  // kernel.toml's (same scalars); `suite_from` says which. No suite: an input error that says
-  // how to add one to `command`.
-  Result<std::pair<KernelContext, std::string>> suite_context(int64_t id, std::string* suite_from,
-                                                              const std::string& command) const;
+  // A checkpoint with the shape suite its benchmarks use (`peak bench`, `peak tune --classes`):
+  // its context's own, else the working kernel.toml's (same scalars); `suite_from` says which.
+  // No suite: an input error that says how to add one to `command`.
+  struct SuiteCheckpoint {
+    CheckpointRecord record;
+    KernelContext ctx;
+    std::string source;
+    std::string suite_from;
+  };
+  Result<SuiteCheckpoint> suite_checkpoint(int64_t id, const std::string& command) const;
   // Replaces the working files with `files` and applies `refs`, atomically: temporaries are
   // written, a journal is recorded, the temporaries are renamed into place, then HEAD, branches
   // and the journal change in one store transaction (docs/store.md, "Checkout").
@@ -386,6 +391,13 @@ class Workspace {
   // an unknown name is an input error, before any device work.
   Status check_overrides(const std::vector<Transformation>& steps,
                          const std::map<std::string, std::vector<int64_t>>& overrides);
+  // The steps of a sequence, checked before anything runs (the transformations, --from,
+  // --tune, each step's strategy and budget); an input error names the step.
+  Result<std::vector<Transformation>> check_sequence(const Sequence& seq, const RunOptions& opts);
+  // The workflow of a run: a new one, or with --resume the unfinished one of the same sequence
+  // (`start` and `step_state` then say where it stands).
+  Result<int64_t> open_run_workflow(const Sequence& seq, const RunOptions& opts,
+                                    const std::string& llm, int& start, json& step_state);
   // A step's value-set overrides: its own, then the sequence's for the parameters it will have.
   std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
                                                           const SequenceStep& st);
@@ -400,8 +412,34 @@ class Workspace {
   // Adds an evaluation to a checkpoint's history.
   void record_evaluation(int64_t checkpoint, std::optional<int64_t> workflow,
                          const std::string& kind, const EvalOptions& opts, const json& summary);
-  // One step of a workflow (apply, or one step of run), resumable from `state`.
+  // A passed evaluation about to become a checkpoint (apply's candidate, commit's working
+  // files): where it goes and what made it.
+  struct PassedCandidate {
+    int64_t parent = 0;
+    std::string transformation;  // the checkpoint's transformation ("manual" for a commit)
+    std::string message;
+    json made_by;  // the summary's "transformation"
+    const KernelContext* ctx = nullptr;
+    const std::string* source = nullptr;
+    const std::string* context_text = nullptr;  // see make_checkpoint
+    // The parent's evaluation summary (none: no speedups), and the options the seed's
+    // evaluation is found with.
+    const json* parent_summary = nullptr;
+    const EvalOptions* seed_opts = nullptr;
+    const EvalOptions* opts = nullptr;  // the options the candidate was evaluated with
+    std::optional<int64_t> workflow;
+  };
+  // Checkpoints a passed evaluation: its speedups over the parent and the seed and what made it
+  // are added to `summary`, the checkpoint is made, and the evaluation recorded as its result.
+  // HEAD does not move (head_update says how it would).
+  Result<int64_t> checkpoint_passed(const PassedCandidate& c, json& summary);
+  // The update that moves HEAD's branch (or a detached HEAD itself) to checkpoint `id`.
+  RefUpdate head_update(int64_t id) const;
+  // One evaluation under way (Workspace::evaluate), phase by phase (engine/evaluate.cpp).
+  struct EvalRun;
+  // One step of a workflow (apply, or one step of run), resumable from `state` (engine/step.h).
   struct StepContext;
+  struct StepRun;
   ApplyResult apply_step(StepContext& step);
   // Marks this process's running workflows interrupted (on a signal).
   friend void interrupt_workspaces();
