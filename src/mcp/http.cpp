@@ -154,6 +154,218 @@ Result<HttpOptions> parse_listen_address(const std::string& text) {
   return o;
 }
 
+namespace {
+
+// The sessions of one server, by Mcp-Session-Id.
+struct Sessions {
+  std::mutex mu;
+  std::map<std::string, std::shared_ptr<Session>> by_id;
+
+  std::shared_ptr<Session> find(const std::string& sid) {
+    std::lock_guard lock(mu);
+    auto it = by_id.find(sid);
+    return it == by_id.end() ? nullptr : it->second;
+  }
+  void add(const std::string& sid, std::shared_ptr<Session> s) {
+    std::lock_guard lock(mu);
+    by_id[sid] = std::move(s);
+  }
+  // Removes the session and returns it (nothing when there is none).
+  std::shared_ptr<Session> take(const std::string& sid) {
+    std::lock_guard lock(mu);
+    auto it = by_id.find(sid);
+    if (it == by_id.end()) return nullptr;
+    auto s = it->second;
+    by_id.erase(it);
+    return s;
+  }
+  void shutdown_all() {
+    std::lock_guard lock(mu);
+    for (auto& [id, s] : by_id) s->server->shutdown();
+  }
+};
+
+// Every request, before its route: Host and Origin must name this machine (DNS rebinding), and
+// the bearer token must match when one is set.
+httplib::Server::HandlerResponse check_request(const httplib::Request& req, httplib::Response& res,
+                                               const HttpOptions& http, const std::string& token) {
+  auto allowed_host = [&](const std::string& h) {
+    return is_loopback_host(h) || h == host_of(http.host);
+  };
+  if (req.has_header("Host") && !allowed_host(host_of(req.get_header_value("Host")))) {
+    json_error(res, 403, kInvalidRequest,
+               "forbidden: the Host header does not name this server (DNS rebinding "
+               "protection)");
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (req.has_header("Origin") && !allowed_host(host_of(req.get_header_value("Origin")))) {
+    json_error(res, 403, kInvalidRequest,
+               "forbidden: requests from origin " + req.get_header_value("Origin") +
+                   " are not accepted (DNS rebinding protection)");
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (!token.empty()) {
+    std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.rfind(prefix, 0) != 0 || !equal_constant_time(auth.substr(prefix.size()), token)) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"peak\"");
+      json_error(res, 401, kInvalidRequest,
+                 "unauthorized: send Authorization: Bearer <the token in " + http.token_env +
+                     " where peak mcp runs>");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
+// The POSTed JSON-RPC message, or nothing when the request was answered with an error (media
+// type, Accept, JSON).
+std::optional<json> posted_message(const httplib::Request& req, httplib::Response& res) {
+  std::string ctype = req.get_header_value("Content-Type");
+  if (ctype.find("application/json") == std::string::npos) {
+    json_error(res, 415, kInvalidRequest,
+               "unsupported media type: POST a JSON-RPC message as application/json");
+    return std::nullopt;
+  }
+  std::string accept = req.get_header_value("Accept");
+  if (!accept.empty() && accept.find("application/json") == std::string::npos &&
+      accept.find("text/event-stream") == std::string::npos &&
+      accept.find("*/*") == std::string::npos) {
+    json_error(res, 406, kInvalidRequest,
+               "not acceptable: accept application/json and text/event-stream");
+    return std::nullopt;
+  }
+  json msg = json::parse(req.body, nullptr, false);
+  if (msg.is_discarded()) {
+    json_error(res, 400, kParseError,
+               "parse error: the body is not valid JSON (one JSON-RPC 2.0 message)");
+    return std::nullopt;
+  }
+  return msg;
+}
+
+// The session a POST (not initialize) belongs to, or nothing when the request was answered with
+// an error (no or an unknown session id, an unsupported protocol version).
+std::shared_ptr<Session> session_of(const httplib::Request& req, httplib::Response& res,
+                                    const json& msg, bool is_request, Sessions& sessions) {
+  std::string sid = req.get_header_value("Mcp-Session-Id");
+  if (sid.empty()) {
+    json_error(res, 400, kInvalidRequest,
+               "bad request: no Mcp-Session-Id header; start with initialize",
+               is_request ? msg["id"] : json(nullptr));
+    return nullptr;
+  }
+  auto session = sessions.find(sid);
+  if (!session) {
+    json_error(res, 404, kInvalidRequest,
+               "session not found (it ended or the server restarted): initialize "
+               "again",
+               is_request ? msg["id"] : json(nullptr));
+    return nullptr;
+  }
+  std::string v = req.get_header_value("MCP-Protocol-Version");
+  if (!v.empty() && !supported_protocol_version(v)) {
+    json_error(res, 400, kInvalidRequest,
+               fmt::format("unsupported MCP-Protocol-Version {}; this server speaks "
+                           "2025-11-25, 2025-06-18 and 2025-03-26",
+                           v));
+    return nullptr;
+  }
+  return session;
+}
+
+// The answer to request `id`: plain JSON when it is the only message ready, else an event
+// stream of everything the server sends about it, ending with the answer.
+void reply(httplib::Response& res, std::shared_ptr<QueueOutbox> q, const json& id) {
+  if (q->size() == 1) {
+    auto m = q->pop(std::chrono::milliseconds(0));
+    if (m && is_response_to(*m, id)) {
+      res.set_content(m->dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+      return;
+    }
+    if (m) q->send(*m);  // not the answer: stream it
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [q, id](size_t, httplib::DataSink& sink) {
+        for (;;) {
+          if (!sink.is_writable()) {
+            q->close();
+            return false;
+          }
+          auto m = q->pop(std::chrono::milliseconds(15000));
+          std::string chunk = m ? sse_event(*m) : std::string(": keep-alive\n\n");
+          if (!sink.write(chunk.data(), chunk.size())) {
+            q->close();
+            return false;
+          }
+          if (m && is_response_to(*m, id)) {
+            sink.done();
+            return true;
+          }
+        }
+      },
+      [q](bool) { q->close(); });
+}
+
+void handle_post(const httplib::Request& req, httplib::Response& res, const ServerOptions& opts,
+                 Sessions& sessions) {
+  auto msg = posted_message(req, res);
+  if (!msg) return;
+  bool is_request = msg->is_object() && msg->contains("method") && msg->contains("id");
+  bool is_init = is_request && (*msg)["method"] == "initialize";
+  std::shared_ptr<Session> session;
+  std::string sid;
+  if (is_init) {
+    session = std::make_shared<Session>();
+    ServerOptions so = opts;
+    so.transport = "http";
+    session->server = std::make_unique<McpServer>(so);
+    sid = random_hex(16);
+  } else {
+    session = session_of(req, res, *msg, is_request, sessions);
+    if (!session) return;
+  }
+  auto q = std::make_shared<QueueOutbox>();
+  session->server->handle_json(*msg, q);
+  if (!is_request) {
+    // A notification or a response: accepted; a malformed message gets its error.
+    if (auto m = q->pop(std::chrono::milliseconds(0))) {
+      res.status = 400;
+      res.set_content(m->dump(), "application/json");
+      return;
+    }
+    res.status = 202;
+    return;
+  }
+  if (is_init) {
+    sessions.add(sid, session);
+    res.set_header("Mcp-Session-Id", sid);
+  }
+  reply(res, q, (*msg)["id"]);
+}
+
+// Binds the address; returns the port, or -1 (said on standard error).
+int bind(httplib::Server& svr, const HttpOptions& http) {
+  if (http.port == 0) {
+    int port = svr.bind_to_any_port(http.host.c_str());
+    if (port < 0) std::fprintf(stderr, "peak mcp: cannot listen on %s\n", http.host.c_str());
+    return port < 0 ? -1 : port;
+  }
+  if (!svr.bind_to_port(http.host.c_str(), http.port)) {
+    std::fprintf(stderr, "peak mcp: %s\n",
+                 listen_failure(http.host, http.port,
+                                "choose another port (`--http HOST:0` picks a "
+                                "free one)")
+                     .c_str());
+    return -1;
+  }
+  return http.port;
+}
+
+}  // namespace
+
 int serve_http(const ServerOptions& opts, const HttpOptions& http) {
   const char* tok = std::getenv(http.token_env.c_str());
   const std::string token = tok ? tok : "";
@@ -173,177 +385,30 @@ int serve_http(const ServerOptions& opts, const HttpOptions& http) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  std::mutex sessions_mu;
-  std::map<std::string, std::shared_ptr<Session>> sessions;
-  auto allowed_host = [&](const std::string& h) {
-    return is_loopback_host(h) || h == host_of(http.host);
-  };
-
+  Sessions sessions;
   httplib::Server svr;
   svr.set_socket_options(exclusive_listen_options);
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_header("Host") && !allowed_host(host_of(req.get_header_value("Host")))) {
-      json_error(res, 403, kInvalidRequest,
-                 "forbidden: the Host header does not name this server (DNS rebinding "
-                 "protection)");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.has_header("Origin") && !allowed_host(host_of(req.get_header_value("Origin")))) {
-      json_error(res, 403, kInvalidRequest,
-                 "forbidden: requests from origin " + req.get_header_value("Origin") +
-                     " are not accepted (DNS rebinding protection)");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!token.empty()) {
-      std::string auth = req.get_header_value("Authorization");
-      const std::string prefix = "Bearer ";
-      if (auth.rfind(prefix, 0) != 0 || !equal_constant_time(auth.substr(prefix.size()), token)) {
-        res.set_header("WWW-Authenticate", "Bearer realm=\"peak\"");
-        json_error(res, 401, kInvalidRequest,
-                   "unauthorized: send Authorization: Bearer <the token in " + http.token_env +
-                       " where peak mcp runs>");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return check_request(req, res, http, token);
   });
-
   svr.Post("/mcp", [&](const httplib::Request& req, httplib::Response& res) {
-    std::string ctype = req.get_header_value("Content-Type");
-    if (ctype.find("application/json") == std::string::npos)
-      return json_error(res, 415, kInvalidRequest,
-                        "unsupported media type: POST a JSON-RPC message as application/json");
-    std::string accept = req.get_header_value("Accept");
-    if (!accept.empty() && accept.find("application/json") == std::string::npos &&
-        accept.find("text/event-stream") == std::string::npos &&
-        accept.find("*/*") == std::string::npos)
-      return json_error(res, 406, kInvalidRequest,
-                        "not acceptable: accept application/json and text/event-stream");
-    json msg = json::parse(req.body, nullptr, false);
-    if (msg.is_discarded())
-      return json_error(res, 400, kParseError,
-                        "parse error: the body is not valid JSON (one JSON-RPC 2.0 message)");
-    bool is_request = msg.is_object() && msg.contains("method") && msg.contains("id");
-    bool is_init = is_request && msg["method"] == "initialize";
-    std::shared_ptr<Session> session;
-    std::string sid = req.get_header_value("Mcp-Session-Id");
-    if (is_init) {
-      session = std::make_shared<Session>();
-      ServerOptions so = opts;
-      so.transport = "http";
-      session->server = std::make_unique<McpServer>(so);
-      sid = random_hex(16);
-    } else {
-      if (sid.empty())
-        return json_error(res, 400, kInvalidRequest,
-                          "bad request: no Mcp-Session-Id header; start with initialize",
-                          is_request ? msg["id"] : json(nullptr));
-      std::lock_guard lock(sessions_mu);
-      auto it = sessions.find(sid);
-      if (it == sessions.end())
-        return json_error(res, 404, kInvalidRequest,
-                          "session not found (it ended or the server restarted): initialize "
-                          "again",
-                          is_request ? msg["id"] : json(nullptr));
-      session = it->second;
-      std::string v = req.get_header_value("MCP-Protocol-Version");
-      if (!v.empty() && !supported_protocol_version(v))
-        return json_error(res, 400, kInvalidRequest,
-                          fmt::format("unsupported MCP-Protocol-Version {}; this server speaks "
-                                      "2025-11-25, 2025-06-18 and 2025-03-26",
-                                      v));
-    }
-    if (!is_request) {
-      // A notification or a response: accepted; a malformed message gets its error.
-      auto q = std::make_shared<QueueOutbox>();
-      session->server->handle_json(msg, q);
-      if (auto m = q->pop(std::chrono::milliseconds(0))) {
-        res.status = 400;
-        res.set_content(m->dump(), "application/json");
-        return;
-      }
-      res.status = 202;
-      return;
-    }
-    auto q = std::make_shared<QueueOutbox>();
-    session->server->handle_json(msg, q);
-    if (is_init) {
-      std::lock_guard lock(sessions_mu);
-      sessions[sid] = session;
-      res.set_header("Mcp-Session-Id", sid);
-    }
-    const json id = msg["id"];
-    if (q->size() == 1) {
-      auto m = q->pop(std::chrono::milliseconds(0));
-      if (m && is_response_to(*m, id)) {
-        res.set_content(m->dump(-1, ' ', false, json::error_handler_t::replace),
-                        "application/json");
-        return;
-      }
-      if (m) q->send(*m);  // not the answer: stream it
-    }
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [q, id](size_t, httplib::DataSink& sink) {
-          for (;;) {
-            if (!sink.is_writable()) {
-              q->close();
-              return false;
-            }
-            auto m = q->pop(std::chrono::milliseconds(15000));
-            std::string chunk = m ? sse_event(*m) : std::string(": keep-alive\n\n");
-            if (!sink.write(chunk.data(), chunk.size())) {
-              q->close();
-              return false;
-            }
-            if (m && is_response_to(*m, id)) {
-              sink.done();
-              return true;
-            }
-          }
-        },
-        [q](bool) { q->close(); });
+    handle_post(req, res, opts, sessions);
   });
-
   svr.Get("/mcp", [](const httplib::Request&, httplib::Response& res) {
     res.status = 405;
     res.set_header("Allow", "POST, DELETE");
     res.set_content("peak sends every message on the stream of the request it concerns\n",
                     "text/plain");
   });
-
   svr.Delete("/mcp", [&](const httplib::Request& req, httplib::Response& res) {
-    std::string sid = req.get_header_value("Mcp-Session-Id");
-    std::shared_ptr<Session> session;
-    {
-      std::lock_guard lock(sessions_mu);
-      auto it = sessions.find(sid);
-      if (it != sessions.end()) {
-        session = it->second;
-        sessions.erase(it);
-      }
-    }
+    auto session = sessions.take(req.get_header_value("Mcp-Session-Id"));
     if (!session) return json_error(res, 404, kInvalidRequest, "session not found");
     std::thread([session] { session->server->shutdown(); }).detach();
     res.status = 200;
   });
 
-  int port = http.port;
-  if (port == 0) {
-    port = svr.bind_to_any_port(http.host.c_str());
-    if (port < 0) {
-      std::fprintf(stderr, "peak mcp: cannot listen on %s\n", http.host.c_str());
-      return 4;
-    }
-  } else if (!svr.bind_to_port(http.host.c_str(), port)) {
-    std::fprintf(stderr, "peak mcp: %s\n",
-                 listen_failure(http.host, port,
-                                "choose another port (`--http HOST:0` picks a "
-                                "free one)")
-                     .c_str());
-    return 4;
-  }
+  int port = bind(svr, http);
+  if (port < 0) return 4;
   std::thread signals([&svr, set] {
     int sig = 0;
     sigwait(&set, &sig);
@@ -356,8 +421,7 @@ int serve_http(const ServerOptions& opts, const HttpOptions& http) {
                opts.root.string().c_str(), token.empty() ? "" : ", bearer token required");
   std::fflush(stderr);
   svr.listen_after_bind();
-  std::lock_guard lock(sessions_mu);
-  for (auto& [id, s] : sessions) s->server->shutdown();
+  sessions.shutdown_all();
   return 0;
 }
 

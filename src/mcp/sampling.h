@@ -6,7 +6,7 @@
 #include <functional>
 #include <memory>
 
-#include "llm/llm.h"
+#include "engine/front.h"  // LlmDriver
 
 namespace peak::mcp {
 

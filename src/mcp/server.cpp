@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/front.h"  // utc_now_iso8601: the times of the store
 #include "mcp/tools.h"
 #include "peak/version.h"
-#include "store/store.h"
 
 namespace peak::mcp {
 

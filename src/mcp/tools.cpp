@@ -6,13 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "engine/api.h"
-#include "engine/demo.h"
-#include "engine/paths.h"
-#include "engine/workspace.h"
+#include "engine/front.h"
 #include "mcp/sampling.h"
 #include "mcp/server.h"
-#include "tune/strategy.h"
 #include "util/fs.h"
 
 namespace peak::mcp {
@@ -60,7 +56,7 @@ json eval_props(json props) {
   props["jobs"] = integer("parallel compiles (default: all cores)");
   props["no_baseline"] = boolean("do not time the vendor library");
   json names = json::array();
-  for (const auto& n : strategy_names()) names.push_back(n);
+  for (const auto& n : api::strategy_names()) names.push_back(n);
   props["strategy"] = {{"type", "string"},
                        {"enum", names},
                        {"description", "tuning strategy (default auto; docs/tuning.md)"}};
@@ -637,9 +633,9 @@ ToolResult t_report(const json& a, ToolContext& ctx) {
   return ok({{"format", format}, {"report", *text}}, *text);
 }
 
-std::vector<Tool> make_tools() {
-  json ref_prop = str("checkpoint: a number (3 or #3), HEAD, HEAD~N, a branch or a tag");
-  std::vector<Tool> t;
+// The table in four parts, in the order tools/list gives them.
+// The machine, the workspace's creation and the library of transformations and sequences.
+void add_library_tools(std::vector<Tool>& t) {
   auto add = [&](Tool tool) { t.push_back(std::move(tool)); };
   add({"doctor", "Check the machine",
        "Toolchains, runners, devices and their documented peaks, and what is missing (with how to "
@@ -687,6 +683,11 @@ std::vector<Tool> make_tools() {
        object_schema({{"name", str("sequence name, e.g. hlsl-fp32")}}, {"name"}),
        out_schema({{"name", str("")}, {"steps", {{"type", "array"}}}}, {"name", "steps"}), false,
        false, true, t_sequence_show});
+}
+
+// The LLM steps and the replies of manual mode.
+void add_step_tools(std::vector<Tool>& t) {
+  auto add = [&](Tool tool) { t.push_back(std::move(tool)); };
   add({"apply", "Apply a transformation",
        "Apply one transformation to HEAD: each pass asks the model to rewrite one region, then the "
        "candidate is compiled, validated (hidden shapes included), tuned and timed; on success a "
@@ -723,6 +724,17 @@ std::vector<Tool> make_tools() {
                      {"id", "reply"}),
        out_schema({{"id", str("")}, {"answered", boolean("")}}, {"id", "answered"}), false, false,
        false, t_respond});
+}
+
+const json& ref_schema() {
+  static const json p = str("checkpoint: a number (3 or #3), HEAD, HEAD~N, a branch or a tag");
+  return p;
+}
+
+// The history: where the workspace stands, its checkpoints, branches and tags.
+void add_history_tools(std::vector<Tool>& t) {
+  const json& ref_prop = ref_schema();
+  auto add = [&](Tool tool) { t.push_back(std::move(tool)); };
   add({"status", "Status",
        "The running step (with its latest progress), HEAD, branches, recent workflows and the "
        "manual prompts that wait for a reply. Answers while a step runs.",
@@ -772,6 +784,12 @@ std::vector<Tool> make_tools() {
        object_schema(with_workspace({{"name", str("tag name")}, {"ref", ref_prop}}), {"name"}),
        out_schema({{"tag", str("")}, {"checkpoint", {{"type", {"integer", "null"}}}}}, {"tag"}),
        false, false, false, t_tag});
+}
+
+// Evaluations of a checkpoint, the shape suite and the report.
+void add_evaluation_tools(std::vector<Tool>& t) {
+  const json& ref_prop = ref_schema();
+  auto add = [&](Tool tool) { t.push_back(std::move(tool)); };
   add({"evaluate", "Validate, tune and time a checkpoint",
        "Evaluate a checkpoint again: validation on visible and hidden shapes, tuning over its "
        "parameters (tuning overrides the values), timing of the best configuration against the "
@@ -834,6 +852,14 @@ std::vector<Tool> make_tools() {
              {{"type", "string"}, {"enum", formats}, {"description", "default markdown"}}}})),
        out_schema({{"format", str("")}, {"report", str("")}}, {"format", "report"}), false, false,
        true, t_report});
+}
+
+std::vector<Tool> make_tools() {
+  std::vector<Tool> t;
+  add_library_tools(t);
+  add_step_tools(t);
+  add_history_tools(t);
+  add_evaluation_tools(t);
   return t;
 }
 
