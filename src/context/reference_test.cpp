@@ -6,44 +6,19 @@
 #include <gtest/gtest.h>
 
 #include "context/inputs.h"
+#include "context/testing.h"
 
 namespace peak {
 namespace {
 
 std::string matmul_toml(std::string_view a_type, std::string_view b_type,
                         std::string_view extra_arrays = "") {
-  std::string s = R"(name = "mm"
+  return R"(name = "mm"
 backend = "cuda"
 family = "matmul"
 source = "k.cu"
-[[arrays]]
-name = "A"
-dtype = ")";
-  s += a_type;
-  s += R"("
-size = "M * K"
-[[arrays]]
-name = "B"
-dtype = ")";
-  s += b_type;
-  s += R"("
-size = "K * N"
-[[arrays]]
-name = "C"
-dtype = "f32"
-size = "M * N"
-output = true
-)";
-  s += extra_arrays;
-  s += R"(
-[[scalars]]
-name = "M"
-[[scalars]]
-name = "N"
-[[scalars]]
-name = "K"
-)";
-  return s;
+)" + testing::matmul_arrays_toml(a_type, b_type) +
+         std::string(extra_arrays) + "\n" + std::string(testing::kMatmulScalarsToml);
 }
 
 KernelContext matmul_context(std::string_view a_type = "f32", std::string_view b_type = "f32") {

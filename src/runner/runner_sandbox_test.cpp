@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "plan/launch_plan.h"
+#include "runner/hostile_testing.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -32,20 +32,7 @@ class RunnerSandbox : public ::testing::Test {
     scratch_ = dir_ / "scratch";
     outside_ = dir_ / "outside";
     fs::create_directories(outside_);
-    job_.family = "copy";
-    job_.arrays = {ArraySpec{"X", DType::f32, "16", Initializer{}, false},
-                   ArraySpec{"Y", DType::f32, "16", Initializer{}, true}};
-    RunnerTask t;
-    t.id = "attack";
-    t.sizes = {{"X", 16}, {"Y", 16}};
-    t.repeat = false;
-    t.output_dir = (scratch_ / "out").string();
-    LaunchPlan plan;  // one launch of the device's only kernel
-    PlanStep step;
-    step.kernel = step.symbol = "attack";
-    plan.steps.push_back(step);
-    t.plan = plan.to_json();
-    job_.tasks = {t};
+    job_ = testing::hostile_job({"attack"}, (scratch_ / "out").string());
     opts_.executable = fs::path(PEAK_BINARY_DIR) / "peak-hostile-runner";
     opts_.task_timeout_s = 120;
     opts_.start_timeout_s = 120;

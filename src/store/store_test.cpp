@@ -19,21 +19,17 @@
 
 #include "util/fs.h"
 #include "util/sha256.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public testing::TempDirTest {
  protected:
+  StoreTest() : TempDirTest("peak-store-test-") {}
   void SetUp() override {
-    auto d = make_temp_dir("peak-store-test-");
-    ASSERT_TRUE(d.is_ok()) << d.error();
-    root_ = *d;
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
     dir_ = root_ / ".peak";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
   }
   std::unique_ptr<Store> open_store(bool create = true) {
     auto s = Store::open(dir_, create);
@@ -77,7 +73,8 @@ class StoreTest : public ::testing::Test {
     return c;
   }
 
-  std::filesystem::path root_, dir_;
+  const std::filesystem::path& root_ = temp_dir();
+  std::filesystem::path dir_;
 };
 
 const std::regex kTimestamp(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");

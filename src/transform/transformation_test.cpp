@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "util/fs.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
@@ -311,24 +312,16 @@ TEST(Transformation, ErrorsNameFileLineAndWhatWasExpected) {
   }
 }
 
-class TempDir : public ::testing::Test {
+class TempDir : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    auto d = make_temp_dir("peak-transform-test-");
-    ASSERT_TRUE(d.is_ok()) << d.error();
-    dir_ = *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  TempDir() : TempDirTest("peak-transform-test-") {}
   void put(const std::string& rel, const std::string& text) {
     ASSERT_TRUE(write_file(dir_ / rel, text).is_ok());
   }
   static std::string named(const std::string& name) {
     return "+++\nformat = 1\nname = \"" + name + "\"\ntitle = \"T\"\n+++\n## Pass 1: device\nDo.\n";
   }
-  std::filesystem::path dir_;
+  const std::filesystem::path& dir_ = temp_dir();
 };
 
 using Library = TempDir;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runner/device_testing.h"
+
 namespace peak {
 namespace {
 
@@ -10,14 +12,7 @@ using json = nlohmann::json;
 // The limits of the project's H100 as its CUDA runner reports them
 // (results/h100/probe-cuda.json).
 DeviceFacts h100() {
-  DeviceFacts d;
-  d.backend = "cuda";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.compute_units = 132;
-  d.subgroup_size = 32;
-  d.max_threads_per_group = 1024;
-  d.shared_memory_per_group = 49152;
-  d.shared_memory_per_group_optin = 232448;
+  DeviceFacts d = testing::h100_facts();
   d.extra = {{"registers_per_block", "65536"},
              {"registers_per_sm", "65536"},
              {"max_threads_per_sm", "2048"},

@@ -9,16 +9,16 @@
 #include "tune/testing.h"
 #include "tune/tuner.h"
 #include "util/fs.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
 
-class RecordTest : public ::testing::Test {
+class RecordTest : public testing::TempDirTest {
  protected:
+  RecordTest() : TempDirTest("peak-record-test-") {}
   void SetUp() override {
-    auto d = make_temp_dir("peak-record-test-");
-    ASSERT_TRUE(d);
-    dir_ = *d;
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
     auto s = Store::open(dir_ / ".peak", true);
     ASSERT_TRUE(s) << s.error();
     store_ = std::move(*s);
@@ -31,8 +31,7 @@ class RecordTest : public ::testing::Test {
   }
   void TearDown() override {
     store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    TempDirTest::TearDown();
   }
   // Ends a search once `n` configurations were evaluated, as a killed process would.
   class KillAfter : public TuneObserver {
@@ -73,7 +72,7 @@ class RecordTest : public ::testing::Test {
     EXPECT_TRUE(rec.run_id());
     return {r, rec.run_id().value_or(0)};
   }
-  fs::path dir_;
+  const fs::path& dir_ = temp_dir();
   std::unique_ptr<Store> store_;
   int64_t checkpoint_ = 0;
 };

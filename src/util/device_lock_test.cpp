@@ -13,16 +13,16 @@
 #include <fmt/format.h>
 
 #include "util/fs.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
 
-class DeviceLockTest : public ::testing::Test {
+class DeviceLockTest : public testing::TempDirTest {
  protected:
+  DeviceLockTest() : TempDirTest("peak-lock-test-") {}
   void SetUp() override {
-    auto d = make_temp_dir("peak-lock-test-");
-    ASSERT_TRUE(d) << d.error();
-    dir_ = *d;
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
     const char* old = std::getenv("PEAK_LOCK_DIR");
     old_ = old ? old : "";
     ::setenv("PEAK_LOCK_DIR", dir_.c_str(), 1);
@@ -32,8 +32,7 @@ class DeviceLockTest : public ::testing::Test {
       ::unsetenv("PEAK_LOCK_DIR");
     else
       ::setenv("PEAK_LOCK_DIR", old_.c_str(), 1);
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    TempDirTest::TearDown();
   }
   // Reads one line from `fd` (blocking).
   static std::string line_from(int fd) {
@@ -47,7 +46,7 @@ class DeviceLockTest : public ::testing::Test {
     (void)!::write(fd, line.data(), line.size());
   }
 
-  fs::path dir_;
+  const fs::path& dir_ = temp_dir();
   std::string old_;
 };
 

@@ -8,27 +8,20 @@
 #include <gtest/gtest.h>
 
 #include "util/output.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
 
-class WriteFileTest : public ::testing::Test {
+class WriteFileTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    auto d = make_temp_dir("peak-fs-test-");
-    ASSERT_TRUE(d) << d.error();
-    dir = *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  WriteFileTest() : TempDirTest("peak-fs-test-") {}
   // A character device like /dev/full (every write fails with ENOSPC) inside the test's folder;
   // false where this user or file system cannot make one.
   bool make_full_device(const fs::path& p) {
     return ::mknod(p.c_str(), S_IFCHR | 0666, ::makedev(1, 7)) == 0;
   }
-  fs::path dir;
+  const fs::path& dir = temp_dir();
 };
 
 TEST_F(WriteFileTest, AFullDeviceIsAnErrorEvenForAShortText) {

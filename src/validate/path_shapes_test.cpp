@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+
+#include "context/testing.h"
 
 namespace peak {
 namespace {
@@ -13,20 +16,8 @@ backend = "hlsl"
 family = "matmul"
 source = "k.hlsl"
 valid = "M > 0 && N > 0 && K > 0"
-[[arrays]]
-name = "A"
-dtype = "f32"
-size = "M * K"
-[[arrays]]
-name = "B"
-dtype = "f32"
-size = "K * N"
-[[arrays]]
-name = "C"
-dtype = "f32"
-size = "M * N"
-output = true
-[[scalars]]
+)" + testing::matmul_arrays_toml() +
+                               R"([[scalars]]
 name = "M"
 range = [1, 4096, 1]
 [[scalars]]

@@ -2,8 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "plan/launch_plan.h"
+#include "runner/hostile_testing.h"
 #include "util/fs.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
@@ -59,28 +60,12 @@ TEST(TaskBudget, SecondsRoundTripThroughTheSummary) {
 
 // Deadlines against peak-hostile-runner (runner/hostile_device_main.cpp), whose "kernel" hangs
 // always, or once per task (a machine that was busy for a moment).
-class Retry : public ::testing::Test {
+class Retry : public testing::TempDirTest {
  protected:
+  Retry() : TempDirTest("peak-task-timeout-") {}
   void SetUp() override {
-    auto d = make_temp_dir("peak-task-timeout-");
-    ASSERT_TRUE(d) << d.error();
-    dir_ = *d;
-    job_.family = "copy";
-    job_.arrays = {ArraySpec{"X", DType::f32, "16", Initializer{}, false},
-                   ArraySpec{"Y", DType::f32, "16", Initializer{}, true}};
-    for (const char* id : {"a", "b"}) {
-      RunnerTask t;
-      t.id = id;
-      t.sizes = {{"X", 16}, {"Y", 16}};
-      t.repeat = false;
-      t.output_dir = (dir_ / "out").string();
-      LaunchPlan plan;  // one launch of the device's only kernel
-      PlanStep step;
-      step.kernel = step.symbol = "attack";
-      plan.steps.push_back(step);
-      t.plan = plan.to_json();
-      job_.tasks.push_back(t);
-    }
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
+    job_ = testing::hostile_job({"a", "b"}, (dir_ / "out").string());
     opts_.executable = fs::path(PEAK_BINARY_DIR) / "peak-hostile-runner";
     opts_.start_timeout_s = 120;
     // The deadline a hung kernel runs into; a task that does nothing ends far within it, even on
@@ -88,10 +73,6 @@ class Retry : public ::testing::Test {
     budget_.timeout_s = 10;
     budget_.reference_s = 0.05;
     budget_.basis = "20x the seed's slowest validation task here (0.05 s), at least 10 s";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   std::vector<TaskResult> run(const std::string& attack) {
     opts_.env = {{"PEAK_HOSTILE_ATTACK", attack},
@@ -101,7 +82,7 @@ class Retry : public ::testing::Test {
     return r ? *r : std::vector<TaskResult>{};
   }
 
-  fs::path dir_;
+  const fs::path& dir_ = temp_dir();
   RunnerJob job_;
   RunnerOptions opts_;
   TaskBudget budget_;

@@ -6,7 +6,9 @@
 #include <cstring>
 
 #include "context/inputs.h"
+#include "context/testing.h"
 #include "util/fs.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
@@ -45,41 +47,22 @@ class NoBackend : public Backend {
   }
 };
 
-class RunToRun : public ::testing::Test {
+class RunToRun : public testing::TempDirTest {
  protected:
+  RunToRun() : TempDirTest("peak-run-to-run-") {}
   void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
     auto ctx = parse_context(R"(name = "mm"
 backend = "hlsl"
 family = "matmul"
 source = "k.hlsl"
 reference = "cpu"
 reduction = "K"
-[[arrays]]
-name = "A"
-dtype = "f32"
-size = "M * K"
-[[arrays]]
-name = "B"
-dtype = "f32"
-size = "K * N"
-[[arrays]]
-name = "C"
-dtype = "f32"
-size = "M * N"
-output = true
-[[scalars]]
-name = "M"
-[[scalars]]
-name = "N"
-[[scalars]]
-name = "K"
-)",
+)" + testing::matmul_arrays_toml() +
+                                 std::string(testing::kMatmulScalarsToml),
                              "kernel.toml");
     ASSERT_TRUE(ctx) << ctx.error();
     ctx_ = *ctx;
-    auto d = make_temp_dir("peak-run-to-run-");
-    ASSERT_TRUE(d) << d.error();
-    dir_ = *d;
     shape_ = Shape{{{"M", 24}, {"N", 20}, {"K", 64}}};
     // The product as an fp32 kernel computes it (fp32 sums in order).
     auto a = generate_array(ctx_.arrays[0], 24 * 64, array_seed(kSeed, "A"), 0);
@@ -93,10 +76,6 @@ name = "K"
         for (int k = 0; k < 64; ++k) acc += A[i * 64 + k] * B[k * 20 + j];
         c_[i * 20 + j] = acc;
       }
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   std::map<std::string, std::string> write(const std::string& name, const std::vector<float>& v) {
     std::string bytes(v.size() * 4, '\0');
@@ -114,7 +93,7 @@ name = "K"
   static constexpr uint64_t kSeed = 77;
   KernelContext ctx_;
   Shape shape_;
-  fs::path dir_;
+  const fs::path& dir_ = temp_dir();
   std::vector<float> c_;
 };
 

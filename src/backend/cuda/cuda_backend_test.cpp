@@ -9,10 +9,12 @@
 
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/fma_bench_ptx.h"
+#include "runner/device_testing.h"
 #include "util/fs.h"
 #include "util/host_files_testing.h"
 #include "util/process.h"
 #include "util/sandbox.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
@@ -23,22 +25,8 @@ using testing::CorpusCase;
 const fs::path kSource = PEAK_SOURCE_DIR;
 
 // One compile cache per test process: tests that build the same text share artifacts.
-const fs::path& cache_dir() {
-  static fs::path dir = [] {
-    auto d = make_temp_dir("peak-cuda-test-");
-    return d ? *d : fs::temp_directory_path() / "peak-cuda-test";
-  }();
-  return dir;
-}
-
-class CacheCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(cache_dir(), ec);
-  }
-};
-[[maybe_unused]] auto* const g_cleanup = ::testing::AddGlobalTestEnvironment(new CacheCleanup);
+auto* const g_cache = testing::ProcessTempDir::add("peak-cuda-test-");
+const fs::path& cache_dir() { return g_cache->path(); }
 
 const KernelContext& fp32_context() {
   static KernelContext ctx = [] {
@@ -59,21 +47,7 @@ const KernelContext& corpus_context() {
 }
 
 // The facts an H100 SXM reports (peak-runner-cuda's probe), and an A100's.
-DeviceFacts h100() {
-  DeviceFacts d;
-  d.backend = "cuda";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.vendor = "NVIDIA";
-  d.arch = "sm_90a";
-  d.compute_units = 132;
-  d.subgroup_size = 32;
-  d.shared_memory_per_group = 49152;
-  d.shared_memory_per_group_optin = 232448;
-  d.max_threads_per_group = 1024;
-  d.l2_bytes = 52428800;
-  d.extra["registers_per_block"] = "65536";
-  return d;
-}
+DeviceFacts h100() { return testing::h100_facts(); }
 
 DeviceFacts a100() {
   DeviceFacts d = h100();

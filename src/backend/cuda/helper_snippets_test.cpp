@@ -12,47 +12,17 @@
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/helper_snippets_testing.h"
+#include "runner/device_testing.h"
 #include "util/fs.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
 
 using testing::HelperCase;
 
-const fs::path& snippet_cache_dir() {
-  static fs::path dir = [] {
-    auto d = make_temp_dir("peak-cuda-snippet-test-");
-    return d ? *d : fs::temp_directory_path() / "peak-cuda-snippet-test";
-  }();
-  return dir;
-}
-
-class SnippetCacheCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(snippet_cache_dir(), ec);
-  }
-};
-[[maybe_unused]] auto* const g_snippet_cleanup =
-    ::testing::AddGlobalTestEnvironment(new SnippetCacheCleanup);
-
-// The facts an H100 SXM reports (peak-runner-cuda's probe).
-DeviceFacts h100_facts() {
-  DeviceFacts d;
-  d.backend = "cuda";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.vendor = "NVIDIA";
-  d.arch = "sm_90a";
-  d.compute_units = 132;
-  d.subgroup_size = 32;
-  d.shared_memory_per_group = 49152;
-  d.shared_memory_per_group_optin = 232448;
-  d.max_threads_per_group = 1024;
-  d.l2_bytes = 52428800;
-  d.extra["registers_per_block"] = "65536";
-  return d;
-}
+auto* const g_snippet_cache = testing::ProcessTempDir::add("peak-cuda-snippet-test-");
+const fs::path& snippet_cache_dir() { return g_snippet_cache->path(); }
 
 // Every CUDA helper of the matmul transformations is used by a case: a new helper needs a test
 // kernel here before it ships.
@@ -114,7 +84,7 @@ TEST_P(HelperSnippetBuild, CompilesAndPlansForAnH100) {
   auto regions = split_regions(*src, "kernel.cu");
   ASSERT_TRUE(regions) << regions.error();
   auto backend = make_cuda_backend();
-  const DeviceFacts device = h100_facts();
+  const DeviceFacts device = testing::h100_facts();
   const Config config = testing::default_tuning(*ctx);
   BuildRequest req;
   req.context = &*ctx;

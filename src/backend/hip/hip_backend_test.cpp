@@ -7,11 +7,13 @@
 #include <set>
 
 #include "backend/cuda/corpus_testing.h"
+#include "runner/device_testing.h"
 #include "transform/transformation.h"
 #include "util/fs.h"
 #include "util/host_files_testing.h"
 #include "util/process.h"
 #include "util/sandbox.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
@@ -22,22 +24,8 @@ using testing::CorpusCase;
 const fs::path kSource = PEAK_SOURCE_DIR;
 const fs::path kHipCorpus = kSource / "tests" / "integrity" / "hip";
 
-const fs::path& cache_dir() {
-  static fs::path dir = [] {
-    auto d = make_temp_dir("peak-hip-test-");
-    return d ? *d : fs::temp_directory_path() / "peak-hip-test";
-  }();
-  return dir;
-}
-
-class CacheCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(cache_dir(), ec);
-  }
-};
-[[maybe_unused]] auto* const g_cleanup = ::testing::AddGlobalTestEnvironment(new CacheCleanup);
+auto* const g_cache = testing::ProcessTempDir::add("peak-hip-test-");
+const fs::path& cache_dir() { return g_cache->path(); }
 
 bool contains(const std::string& s, std::string_view what) {
   return s.find(what) != std::string::npos;
@@ -88,21 +76,7 @@ const KernelContext& hip_corpus_context() {
   return ctx;
 }
 
-DeviceFacts h100() {
-  DeviceFacts d;
-  d.backend = "hip";
-  d.name = "NVIDIA H100 80GB HBM3";
-  d.vendor = "NVIDIA";
-  d.arch = "sm_90a";
-  d.compute_units = 132;
-  d.subgroup_size = 32;
-  d.shared_memory_per_group = 49152;
-  d.shared_memory_per_group_optin = 232448;
-  d.max_threads_per_group = 1024;
-  d.l2_bytes = 52428800;
-  d.extra["registers_per_block"] = "65536";
-  return d;
-}
+DeviceFacts h100() { return testing::h100_facts("hip"); }
 
 BuildResult build(Backend& b, const KernelContext& ctx, const std::string& source,
                   const Config& defines) {

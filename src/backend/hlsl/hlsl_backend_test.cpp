@@ -12,6 +12,7 @@
 #include "runner/client.h"
 #include "util/fs.h"
 #include "util/host_files_testing.h"
+#include "util/temp_dir_testing.h"
 
 namespace peak {
 namespace {
@@ -64,18 +65,13 @@ DeviceFacts test_device() {
 
 Shape shape(int64_t m, int64_t n, int64_t k) { return Shape{{{"M", m}, {"N", n}, {"K", k}}}; }
 
-class HlslBackendTest : public ::testing::Test {
+class HlslBackendTest : public testing::TempDirTest {
  protected:
+  HlslBackendTest() : TempDirTest("peak-hlsl-test") {}
   void SetUp() override {
-    auto dir = make_temp_dir("peak-hlsl-test");
-    ASSERT_TRUE(dir) << dir.error();
-    dir_ = *dir;
+    ASSERT_NO_FATAL_FAILURE(TempDirTest::SetUp());
     ctx_ = example_context();
     backend_ = make_hlsl_backend();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   BuildResult build(const std::string& source,
                     Config defines = {{"BLOCK_X", 16}, {"BLOCK_Y", 16}}) {
@@ -102,7 +98,7 @@ class HlslBackendTest : public ::testing::Test {
     return join_regions(*r);
   }
 
-  fs::path dir_;
+  const fs::path& dir_ = temp_dir();
   KernelContext ctx_;
   std::unique_ptr<Backend> backend_;
 };
