@@ -124,6 +124,16 @@ void store(DType t, uint8_t* p, double v) {
 
 }  // namespace
 
+std::map<std::string, std::vector<uint8_t>> generate_inputs(const KernelContext& ctx,
+                                                            const BoundShape& bound, uint64_t seed,
+                                                            int variant) {
+  std::map<std::string, std::vector<uint8_t>> inputs;
+  for (const auto& a : ctx.arrays)
+    if (!a.output)
+      inputs[a.name] = generate_array(a, bound.elements(a.name), array_seed(seed, a.name), variant);
+  return inputs;
+}
+
 uint64_t array_seed(uint64_t seed, const std::string& array_name) {
   return prng::mix(prng::mix(seed) ^ prng::fnv1a(array_name));
 }

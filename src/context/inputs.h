@@ -3,9 +3,11 @@
 // (which recomputes the reference): the same (spec, count, seed, variant) gives the same bytes on
 // every machine. Also the poison patterns and fp16 conversion.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "context/bound.h"
 #include "context/context.h"
 
 namespace peak {
@@ -19,6 +21,10 @@ namespace peak {
 // all-zero array.
 std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64_t seed,
                                     int variant);
+// Every input (non-output) array of `ctx` at a bound shape, by name, as generate_array draws it.
+std::map<std::string, std::vector<uint8_t>> generate_inputs(const KernelContext& ctx,
+                                                            const BoundShape& bound, uint64_t seed,
+                                                            int variant);
 // A per-array seed derived from the task seed and the array's name.
 uint64_t array_seed(uint64_t seed, const std::string& array_name);
 

@@ -1,6 +1,7 @@
 #pragma once
 // Whether a condition of kernel.toml holds for a shape: shared by the validity checks of shapes
-// (shapes.cpp) and the class rules of the suite (suites.cpp). Not part of the module's interface.
+// (shapes.cpp, bound.cpp) and the class rules of the suite (suites.cpp). Not part of the module's
+// interface.
 #include <string>
 #include <string_view>
 

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "context/bound.h"
 #include "context/context.h"
 #include "util/disposition.h"
 
@@ -99,6 +100,13 @@ struct RunnerTask {
   std::string output_dir;
   json to_json() const;
   static RunnerTask from_json(const json& j);
+  // A task on a bound shape (its scalars and array sizes), with the defaults above otherwise.
+  static RunnerTask for_shape(const BoundShape& bound) {
+    RunnerTask t;
+    t.shape = bound.shape;
+    t.sizes = bound.sizes;
+    return t;
+  }
 };
 
 struct RunnerJob {

@@ -54,18 +54,16 @@ std::optional<RunnerTask> timing_task(Backend& backend, const DeviceFacts& devic
     m.message = plan.message;
     return std::nullopt;
   }
-  auto sizes = array_sizes(ctx, shapes[i]);
-  if (!sizes) {
+  auto bound = bind_shape(ctx, shapes[i]);
+  if (!bound) {
     m.disposition = Disposition::not_run;
-    m.message = sizes.error();
+    m.message = bound.error();
     return std::nullopt;
   }
-  RunnerTask t;
+  RunnerTask t = RunnerTask::for_shape(*bound);
   t.id = fmt::format("t{}", i);
   t.artifact = build.artifact.string();
   t.plan = plan.plan;
-  t.shape = shapes[i];
-  t.sizes = *sizes;
   t.seed = opts.seed + i;
   t.variant = 0;
   t.check = false;

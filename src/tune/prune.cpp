@@ -155,8 +155,10 @@ std::string resource_prune_reason(const ResourceUsage& u, const DeviceLimits& l)
 
 Work work_of(const KernelContext& ctx, const Shape& shape) {
   Work w;
-  if (auto f = shape_flops(ctx, shape)) w.flops = *f;
-  if (auto b = shape_bytes(ctx, shape)) w.bytes = *b;
+  if (auto bound = bind_shape(ctx, shape)) {
+    if (bound->flops) w.flops = *bound->flops;
+    if (bound->bytes) w.bytes = *bound->bytes;
+  }
   const auto& v = shape.values;
   if (ctx.family == "matmul" && v.count("M") && v.count("N") && v.count("K")) {
     w.matmul = true;

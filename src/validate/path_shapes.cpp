@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "context/bound.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -71,8 +72,8 @@ class Drawer {
   // The steps of the plan that run for `shape` (their lines), or nullopt when the configuration
   // does not run it.
   std::optional<std::string> path_of(const Shape& shape) {
-    auto ok = shape_is_valid(ctx_, shape);
-    if (!ok || !*ok) return std::nullopt;
+    auto bound = bind_shape(ctx_, shape);
+    if (!bound || !bound->runs) return std::nullopt;
     expr::Env env = plan_env(ctx_, source_, shape, config_, device_);
     PlanOutcome o = evaluate_plan(*plan_, dialect_, ctx_, env);
     if (o.disposition != Disposition::passed) return std::nullopt;
@@ -123,13 +124,12 @@ class Drawer {
   // What a shape costs to validate: its work (the context's `flops`), else its arrays' bytes,
   // else its elements.
   double cost(const Shape& s) const {
-    if (!ctx_.flops.empty())
-      if (auto f = shape_flops(ctx_, s)) return *f;
-    if (!ctx_.bytes.empty())
-      if (auto b = shape_bytes(ctx_, s)) return *b;
+    auto bound = bind_shape(ctx_, s);
+    if (!bound) return 0;
+    if (!ctx_.flops.empty() && bound->flops) return *bound->flops;
+    if (!ctx_.bytes.empty() && bound->bytes) return *bound->bytes;
     double n = 0;
-    if (auto sizes = array_sizes(ctx_, s))
-      for (const auto& [name, size] : *sizes) n += static_cast<double>(size);
+    for (const auto& [name, size] : bound->sizes) n += static_cast<double>(size);
     return n;
   }
   bool within_bound(const Shape& s) const { return max_cost_ <= 0 || cost(s) <= max_cost_; }

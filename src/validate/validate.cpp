@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -28,12 +29,16 @@ double default_tolerance(DType input, DType output, int64_t reduction) {
   return c * r + 2 * out_eps;
 }
 
+// The reference outputs of one input set (shape, seed, variant), computed once and kept with the
+// shape they were computed at.
 struct Validator::RefData {
+  BoundShape bound;
   // Per output array: checked indices, reference values, tolerance scale.
   struct Out {
     std::vector<int64_t> indices;
     std::vector<double> values;
     double rms = 0;
+    double tol = 0, atol = 0;   // the relative tolerance and the absolute floor (tolerance())
     std::vector<float> vendor;  // every element from the vendor library (large outputs), or empty
     std::string vendor_name;
   };
@@ -91,13 +96,15 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
   std::string key = fmt::format("{}|{}|{}|{}|{}", shape.text(), seed, variant,
                                 opts.full_check_limit, opts.sampled_elements);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-  auto sizes = array_sizes(ctx, shape);
-  if (!sizes) return Error{sizes.error()};
+  auto bound = bind_shape(ctx, shape);
+  if (!bound) return Error{bound.error()};
   auto data = std::make_shared<RefData>();
+  data->bound = std::move(*bound);
+  const auto& sizes = data->bound.sizes;
   std::map<std::string, std::vector<int64_t>> indices;
   for (const auto& a : ctx.arrays) {
     if (!a.output) continue;
-    int64_t n = sizes->at(a.name);
+    int64_t n = sizes.at(a.name);
     indices[a.name] = choose_indices(n, opts.full_check_limit, opts.sampled_elements, seed + 17,
                                      output_dims(ctx, shape));
   }
@@ -107,10 +114,7 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
           "kernel.toml asks for reference = \"cpu\" but family \"{}\" has no CPU reference; use "
           "reference = \"seed\"",
           ctx.family));
-    std::map<std::string, std::vector<uint8_t>> inputs;
-    for (const auto& a : ctx.arrays)
-      if (!a.output)
-        inputs[a.name] = generate_array(a, sizes->at(a.name), array_seed(seed, a.name), variant);
+    auto inputs = generate_inputs(ctx, data->bound, seed, variant);
     auto ref = cpu_reference(ctx, shape, inputs, indices);
     if (!ref) return Error{ref.error()};
     for (auto& [name, vals] : *ref) {
@@ -131,12 +135,10 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     auto dir = make_temp_dir("peak-ref-");
     if (!dir) return Error{dir.error()};
     RunnerJob job = RunnerJob::for_context(ctx);
-    RunnerTask t;
+    RunnerTask t = RunnerTask::for_shape(data->bound);
     t.id = "ref";
     t.artifact = ref_.seed_build.artifact.string();
     t.plan = plan.plan;
-    t.shape = shape;
-    t.sizes = *sizes;
     t.seed = seed;
     t.variant = variant;
     t.repeat = false;
@@ -167,15 +169,13 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
   std::string vendor = backend_.baseline(ctx, device_);
   bool large = false;
   for (const auto& a : ctx.arrays)
-    if (a.output && sizes->at(a.name) > opts.full_check_limit) large = true;
+    if (a.output && sizes.at(a.name) > opts.full_check_limit) large = true;
   if (opts.vendor_reference && large && !vendor.empty() && ctx.reference == ReferenceKind::cpu) {
     auto dir = make_temp_dir("peak-vref-");
     if (!dir) return Error{dir.error()};
     RunnerJob job = RunnerJob::for_context(ctx);
-    RunnerTask t;
+    RunnerTask t = RunnerTask::for_shape(data->bound);
     t.id = "vendor-reference";
-    t.shape = shape;
-    t.sizes = *sizes;
     t.seed = seed;
     t.variant = variant;
     t.repeat = false;
@@ -191,14 +191,14 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
                                     res ? res->at(0).message : res.error()));
     }
     for (const auto& a : ctx.arrays) {
-      if (!a.output || sizes->at(a.name) <= opts.full_check_limit) continue;
+      if (!a.output || sizes.at(a.name) <= opts.full_check_limit) continue;
       auto bytes = read_file(res->at(0).outputs.at(a.name));
       if (!bytes) {
         fs::remove_all(*dir, ec);
         return Error{bytes.error()};
       }
       auto& o = data->outputs[a.name];
-      int64_t n = sizes->at(a.name);
+      int64_t n = sizes.at(a.name);
       o.vendor.resize(static_cast<size_t>(n));
       const auto* p = reinterpret_cast<const uint8_t*>(bytes->data());
       for (int64_t i = 0; i < n; ++i)
@@ -213,6 +213,9 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     for (double v : o.values) ss += v * v;
     o.rms = o.values.empty() ? 0 : std::sqrt(ss / static_cast<double>(o.values.size()));
   }
+  for (const auto& a : ctx.arrays)
+    if (auto it = data->outputs.find(a.name); a.output && it != data->outputs.end())
+      std::tie(it->second.tol, it->second.atol) = tolerance(ctx, data->bound, a, it->second.rms);
   if (cache_.size() > 64 || cached_full_ > 6) {
     cache_.clear();
     cached_full_ = 0;
@@ -221,16 +224,9 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
   return data;
 }
 
-std::pair<double, double> Validator::tolerance(const KernelContext& ctx, const Shape& shape,
+std::pair<double, double> Validator::tolerance(const KernelContext& ctx, const BoundShape& bound,
                                                const ArraySpec& output, double ref_rms) const {
-  int64_t reduction = 1;
-  if (!ctx.reduction.empty()) {
-    auto env = shape_env(ctx, shape);
-    if (env) {
-      auto r = expr::evaluate(ctx.reduction, *env);
-      if (r) reduction = *r;
-    }
-  }
+  const int64_t reduction = bound.reduction;
   DType in_type = DType::f32;
   for (const auto& a : ctx.arrays)
     if (!a.output) {
@@ -267,8 +263,7 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
     }
     auto bytes = read_file(fit->second);
     const auto& ro = (*ref)->outputs.at(a.name);
-    auto sizes = array_sizes(ctx, shape);
-    int64_t count = sizes ? sizes->at(a.name) : 0;
+    int64_t count = (*ref)->bound.elements(a.name);
     if (!bytes ||
         static_cast<int64_t>(bytes->size()) < count * static_cast<int64_t>(dtype_size(a.dtype))) {
       c.disposition = Disposition::crashed;
@@ -284,7 +279,7 @@ ShapeCheck Validator::compare_outputs(const KernelContext& ctx, const Shape& sha
         ++c.unwritten;
       }
     }
-    auto [tol, atol_scale] = tolerance(ctx, shape, a, ro.rms);
+    const double tol = ro.tol, atol_scale = ro.atol;
     int64_t first_bad = -1;
     double first_bad_out = 0, first_bad_ref = 0;
     for (size_t k = 0; k < ro.indices.size(); ++k) {
@@ -383,10 +378,9 @@ ShapeCheck Validator::compare_runs(const KernelContext& ctx, const Shape& shape,
     return c;
   }
   auto ref = reference(ctx, shape, seed, variant, opts);
-  auto sizes = array_sizes(ctx, shape);
-  if (!ref || !sizes) {
+  if (!ref) {
     c.disposition = Disposition::not_run;
-    c.message = "no reference: " + (ref ? sizes.error() : ref.error());
+    c.message = "no reference: " + ref.error();
     return c;
   }
   int64_t differ = 0, total = 0;
@@ -398,7 +392,7 @@ ShapeCheck Validator::compare_runs(const KernelContext& ctx, const Shape& shape,
         f1 == first.end() ? Result<std::string>(make_error("missing")) : read_file(f1->second);
     auto b2 =
         f2 == second.end() ? Result<std::string>(make_error("missing")) : read_file(f2->second);
-    const int64_t count = sizes->at(a.name);
+    const int64_t count = (*ref)->bound.elements(a.name);
     const size_t esz = dtype_size(a.dtype);
     if (!b1 || !b2 || static_cast<int64_t>(b1->size()) < count * static_cast<int64_t>(esz) ||
         static_cast<int64_t>(b2->size()) < count * static_cast<int64_t>(esz)) {
@@ -411,7 +405,8 @@ ShapeCheck Validator::compare_runs(const KernelContext& ctx, const Shape& shape,
     }
     const auto* p1 = reinterpret_cast<const uint8_t*>(b1->data());
     const auto* p2 = reinterpret_cast<const uint8_t*>(b2->data());
-    auto [tol, atol] = tolerance(ctx, shape, a, (*ref)->outputs.at(a.name).rms);
+    const auto& ro = (*ref)->outputs.at(a.name);
+    const double tol = ro.tol, atol = ro.atol;
     int64_t beyond = 0, first_beyond = -1;
     double bx = 0, by = 0, ballowed = 0;
     for (int64_t i = 0; i < count; ++i) {
@@ -462,13 +457,8 @@ ShapeCheck Validator::compare_runs(const KernelContext& ctx, const Shape& shape,
 namespace {
 
 // Tolerance of an output for a shape, as compare_outputs uses it.
-double tolerance_for(const KernelContext& ctx, const Shape& shape, const ArraySpec& out) {
-  int64_t reduction = 1;
-  if (!ctx.reduction.empty()) {
-    if (auto env = shape_env(ctx, shape)) {
-      if (auto r = expr::evaluate(ctx.reduction, *env)) reduction = *r;
-    }
-  }
+double tolerance_for(const KernelContext& ctx, const BoundShape& bound, const ArraySpec& out) {
+  const int64_t reduction = bound.reduction;
   DType in_type = DType::f32;
   for (const auto& a : ctx.arrays)
     if (!a.output) {
@@ -497,16 +487,13 @@ ShapeCheck Validator::check_timed_launch(const KernelContext& ctx, const Shape& 
     c.message = "no CPU reference for this family";
     return c;
   }
-  auto sizes = array_sizes(ctx, shape);
-  if (!sizes) {
+  auto bound = bind_shape(ctx, shape);
+  if (!bound) {
     c.disposition = Disposition::not_run;
-    c.message = sizes.error();
+    c.message = bound.error();
     return c;
   }
-  std::map<std::string, std::vector<uint8_t>> inputs;
-  for (const auto& a : ctx.arrays)
-    if (!a.output)
-      inputs[a.name] = generate_array(a, sizes->at(a.name), array_seed(check.seed, a.name), 0);
+  auto inputs = generate_inputs(ctx, *bound, check.seed, 0);
   auto ref = cpu_reference_values(ctx, shape, inputs, check.positions);
   if (!ref) {
     c.disposition = Disposition::not_run;
@@ -525,7 +512,7 @@ ShapeCheck Validator::check_timed_launch(const KernelContext& ctx, const Shape& 
       return c;
     }
     const ReferenceValues& rv = ref->at(a.name);
-    const double tol = tolerance_for(ctx, shape, a);
+    const double tol = tolerance_for(ctx, *bound, a);
     double ss = 0;
     for (double v : rv.value) ss += v * v;
     const double rms = rv.value.empty() ? 0 : std::sqrt(ss / static_cast<double>(rv.value.size()));
@@ -561,7 +548,7 @@ ShapeCheck Validator::compare_with_baseline(const KernelContext& ctx, const Shap
   c.shape = shape;
   c.seed = check.seed;
   c.disposition = Disposition::passed;
-  auto sizes = array_sizes(ctx, shape);
+  auto bound = bind_shape(ctx, shape);
   for (const auto& a : ctx.arrays) {
     if (!a.output) continue;
     auto ci = check.candidate.find(a.name);
@@ -572,7 +559,7 @@ ShapeCheck Validator::compare_with_baseline(const KernelContext& ctx, const Shap
       return c;
     }
     auto cb = read_file(ci->second), bb = read_file(bi->second);
-    const int64_t n = sizes ? sizes->at(a.name) : 0;
+    const int64_t n = bound ? bound->elements(a.name) : 0;
     const size_t bytes = static_cast<size_t>(n) * dtype_size(a.dtype);
     if (!cb || !bb || cb->size() < bytes || bb->size() < bytes) {
       c.disposition = Disposition::crashed;
@@ -587,7 +574,7 @@ ShapeCheck Validator::compare_with_baseline(const KernelContext& ctx, const Shap
       ss += v * v;
     }
     const double rms = n > 0 ? std::sqrt(ss / static_cast<double>(n)) : 0;
-    const double tol = tolerance_for(ctx, shape, a);
+    const double tol = bound ? tolerance_for(ctx, *bound, a) : 0;  // no shape: no elements
     const double atol = ctx.atol > 0 ? ctx.atol : tol * rms;
     int64_t first = -1;
     for (int64_t i = 0; i < n; ++i) {
@@ -738,19 +725,15 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
   std::vector<TaskInfo> infos;
   for (size_t si = 0; si < shapes.size(); ++si) {
     const Shape& shape = shapes[si].shape;
-    auto ok = shape_is_valid(ctx, shape);
-    if (!ok || !*ok) continue;
+    auto bound = bind_shape(ctx, shape);
+    if (!bound || !bound->runs) continue;
     auto plan = backend_.plan(ctx, source, shape, config, device_, build);
     if (plan.disposition != Disposition::passed) return finish(plan.disposition, plan.message);
-    auto sizes = array_sizes(ctx, shape);
-    if (!sizes) return finish(Disposition::incorrect, sizes.error());
     for (int s = 0; s < opts.seeds; ++s) {
-      RunnerTask t;
+      RunnerTask t = RunnerTask::for_shape(*bound);
       t.id = fmt::format("s{}-seed{}", si, s);
       t.artifact = build.artifact.string();
       t.plan = plan.plan;
-      t.shape = shape;
-      t.sizes = *sizes;
       t.seed = opts.base_seed + 7919 * si + 104729 * static_cast<uint64_t>(s);
       t.variant = s % 2;
       t.repeat = true;

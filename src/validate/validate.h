@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "context/bound.h"
 #include "context/context.h"
 #include "runner/client.h"
 #include "util/disposition.h"
@@ -126,7 +127,7 @@ class Validator {
                                              uint64_t seed, int variant,
                                              const ValidationOptions& opts);
   // The tolerance (relative) and the absolute floor for one output array of a shape.
-  std::pair<double, double> tolerance(const KernelContext& ctx, const Shape& shape,
+  std::pair<double, double> tolerance(const KernelContext& ctx, const BoundShape& bound,
                                       const ArraySpec& output, double ref_rms) const;
   Backend& backend_;
   DeviceFacts device_;
