@@ -113,7 +113,7 @@ struct KernelContext {
   std::string name;
   std::string description;
   std::string backend;      // "hlsl", "cuda", "hip"
-  std::string family;       // "matmul" (enables the CPU reference), or "" for generic kernels
+  std::string family;       // "matmul" (family/family.h), or "" for generic kernels
   std::string precision;    // free text shown in reports ("fp32", "fp16-in/fp32-acc")
   std::string source_file;  // file name next to kernel.toml
 
@@ -181,11 +181,11 @@ std::vector<Shape> sample_shapes(const KernelContext& ctx, int count, uint64_t s
 // The suite `peak bench` runs: the small variant when `small` and the context has one, else the
 // full suite (which may be empty: the context has no suite).
 const std::vector<SuiteShape>& suite_for(const KernelContext& ctx, bool small);
-// The class rules of a context: its own (suite.classes), else its family's defaults (matmul over
-// scalars M, N and K: large-k, small-m, small-k, wide, square, then irregular), else none.
-std::vector<ClassRule> class_rules(const KernelContext& ctx);
-// The class of a shape by those rules; nullopt when no rule holds or there are none.
-Result<std::optional<SuiteClass>> classify_shape(const KernelContext& ctx, const Shape& shape);
+// The class of a shape by `rules` (tried in order, the first that holds decides); nullopt when
+// no rule holds or there are none. The rules of a context, its own or its family's defaults,
+// are family/family.h's class_rules.
+Result<std::optional<SuiteClass>> classify_shape(const std::vector<ClassRule>& rules,
+                                                 const KernelContext& ctx, const Shape& shape);
 // FLOPs of one run (0 when no expression is given).
 Result<double> shape_flops(const KernelContext& ctx, const Shape& shape);
 Result<double> shape_bytes(const KernelContext& ctx, const Shape& shape);

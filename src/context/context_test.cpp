@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "family/family.h"
 #include "util/fs.h"
 
 namespace peak {

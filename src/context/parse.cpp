@@ -11,7 +11,7 @@
 
 #include "context/context.h"
 #include "context/loader.h"
-#include "context/reference.h"
+#include "context/reference_rules.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -135,7 +135,8 @@ void Loader::load_expressions(const toml::table& root, KernelContext& ctx) const
 }
 
 void Loader::load_reference(const toml::table& root, KernelContext& ctx) const {
-  const bool cpu_available = has_cpu_reference(ctx.family);
+  const ReferenceRules& rules = reference_rules();
+  const bool cpu_available = rules.has_cpu_reference && rules.has_cpu_reference(ctx.family);
   ctx.reference = cpu_available ? ReferenceKind::cpu : ReferenceKind::seed;
   if (auto ref = opt_string(root, "reference")) {
     const toml::node& n = *root.get("reference");
@@ -169,8 +170,9 @@ void Loader::check_outputs(const toml::table& root, const KernelContext& ctx) co
 }
 
 void Loader::check_reference(const toml::table& root, const KernelContext& ctx) const {
-  if (ctx.reference == ReferenceKind::cpu) {
-    if (Status s = check_cpu_reference(ctx); !s) {
+  const ReferenceRules& rules = reference_rules();
+  if (ctx.reference == ReferenceKind::cpu && rules.check_cpu_reference) {
+    if (Status s = rules.check_cpu_reference(ctx); !s) {
       const toml::node* n = root.get("family");
       fail(
           n ? n->source() : root.source(),
@@ -365,5 +367,20 @@ Result<KernelContext> load_context(const std::filesystem::path& path) {
   }
   return ctx;
 }
+
+}  // namespace peak
+
+namespace peak {
+
+namespace {
+ReferenceRules& installed_rules() {
+  static ReferenceRules rules;
+  return rules;
+}
+}  // namespace
+
+void install_reference_rules(const ReferenceRules& rules) { installed_rules() = rules; }
+
+const ReferenceRules& reference_rules() { return installed_rules(); }
 
 }  // namespace peak

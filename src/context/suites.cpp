@@ -17,25 +17,8 @@ const std::vector<SuiteShape>& suite_for(const KernelContext& ctx, bool small) {
   return small && !ctx.suite_small.empty() ? ctx.suite_small : ctx.suite;
 }
 
-std::vector<ClassRule> class_rules(const KernelContext& ctx) {
-  if (!ctx.classes.empty()) return ctx.classes;
-  auto has = [&](const char* n) {
-    return std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
-                       [&](const ScalarSpec& s) { return s.name == n; });
-  };
-  if (ctx.family != "matmul" || !has("M") || !has("N") || !has("K")) return {};
-  // A long reduction over a small output first (256 x 256 x 131072, and 16 x 16 x 8192 too),
-  // then few rows (decode), a short reduction, the LLM layers' wide outputs, the cube.
-  return {{SuiteClass::large_k, "K >= 8 * M && K >= 8 * N"},
-          {SuiteClass::small_m, "M <= 32"},
-          {SuiteClass::small_k, "K <= 64"},
-          {SuiteClass::wide, "N >= 2 * M && N >= 2 * K"},
-          {SuiteClass::square, "M == N && N == K"},
-          {SuiteClass::irregular, ""}};
-}
-
-Result<std::optional<SuiteClass>> classify_shape(const KernelContext& ctx, const Shape& shape) {
-  const std::vector<ClassRule> rules = class_rules(ctx);
+Result<std::optional<SuiteClass>> classify_shape(const std::vector<ClassRule>& rules,
+                                                 const KernelContext& ctx, const Shape& shape) {
   if (rules.empty()) return std::optional<SuiteClass>{};
   auto env = shape_env(ctx, shape);
   if (!env) return Error{env.error()};

@@ -11,6 +11,7 @@
 
 #include "engine/evaluate_internal.h"
 #include "engine/workspace.h"
+#include "family/family.h"
 #include "peak/version.h"
 #include "tune/measure.h"
 #include "util/fs.h"

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "family/family.h"
+
 namespace peak {
 
 namespace {
@@ -159,17 +161,12 @@ Work work_of(const KernelContext& ctx, const Shape& shape) {
     if (bound->flops) w.flops = *bound->flops;
     if (bound->bytes) w.bytes = *bound->bytes;
   }
-  const auto& v = shape.values;
-  if (ctx.family == "matmul" && v.count("M") && v.count("N") && v.count("K")) {
+  if (auto t = family_of(ctx).tile_work(ctx, shape)) {
     w.matmul = true;
-    w.m = static_cast<double>(v.at("M"));
-    w.n = static_cast<double>(v.at("N"));
-    w.k = static_cast<double>(v.at("K"));
-    for (const auto& a : ctx.arrays)
-      if (!a.output) {
-        w.element_bytes = static_cast<double>(dtype_size(a.dtype));
-        break;
-      }
+    w.m = t->m;
+    w.n = t->n;
+    w.k = t->k;
+    w.element_bytes = t->element_bytes;
   }
   return w;
 }

@@ -61,7 +61,7 @@ std::string resource_prune_reason(const ResourceUsage& u, const DeviceLimits& l)
 // Work of one launch, from the context's expressions on the tuning shape.
 struct Work {
   double flops = 0, bytes = 0;
-  bool matmul = false;  // family "matmul": M, N, K below are the shape's
+  bool matmul = false;  // the family has an output-tile model (TileWork): m, n, k below
   double m = 0, n = 0, k = 0, element_bytes = 4;
 };
 Work work_of(const KernelContext& ctx, const Shape& shape);

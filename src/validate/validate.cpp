@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "context/inputs.h"
-#include "context/reference.h"
+#include "family/family.h"
 #include "runner/runner_sandbox.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -18,16 +18,6 @@
 #include "validate/task_timeout.h"
 
 namespace peak {
-
-double default_tolerance(DType input, DType output, int64_t reduction) {
-  double c = (input == DType::f16 || input == DType::bf16) ? 1e-5 : 1e-6;
-  double r = std::sqrt(static_cast<double>(std::max<int64_t>(reduction, 1)));
-  double out_eps = output == DType::f16    ? 9.8e-4
-                   : output == DType::bf16 ? 7.9e-3
-                                           : (output == DType::i32 ? 0 : 1.2e-7);
-  if (input == DType::i32 && output == DType::i32) return 0;
-  return c * r + 2 * out_eps;
-}
 
 // The reference outputs of one input set (shape, seed, variant), computed once and kept with the
 // shape they were computed at.
@@ -80,11 +70,7 @@ std::vector<int64_t> choose_indices(int64_t count, int64_t full_limit, int sampl
 }
 
 std::vector<int64_t> output_dims(const KernelContext& ctx, const Shape& shape) {
-  if (ctx.family == "matmul") {
-    auto m = shape.values.find("M"), n = shape.values.find("N");
-    if (m != shape.values.end() && n != shape.values.end()) return {m->second, n->second};
-  }
-  return {};
+  return family_of(ctx).output_dims(ctx, shape);
 }
 
 }  // namespace
@@ -109,7 +95,7 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
                                      output_dims(ctx, shape));
   }
   if (ctx.reference == ReferenceKind::cpu) {
-    if (!has_cpu_reference(ctx.family))
+    if (!family_of(ctx).has_cpu_reference())
       return make_error(fmt::format(
           "kernel.toml asks for reference = \"cpu\" but family \"{}\" has no CPU reference; use "
           "reference = \"seed\"",
@@ -226,14 +212,7 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
 
 std::pair<double, double> Validator::tolerance(const KernelContext& ctx, const BoundShape& bound,
                                                const ArraySpec& output, double ref_rms) const {
-  const int64_t reduction = bound.reduction;
-  DType in_type = DType::f32;
-  for (const auto& a : ctx.arrays)
-    if (!a.output) {
-      in_type = a.dtype;
-      break;
-    }
-  double tol = ctx.rtol > 0 ? ctx.rtol : default_tolerance(in_type, output.dtype, reduction);
+  double tol = ctx.rtol > 0 ? ctx.rtol : family_of(ctx).default_tolerance(ctx, bound.shape, output);
   double atol = ctx.atol > 0 ? ctx.atol : tol * ref_rms;
   return {tol, atol};
 }
@@ -458,14 +437,7 @@ namespace {
 
 // Tolerance of an output for a shape, as compare_outputs uses it.
 double tolerance_for(const KernelContext& ctx, const BoundShape& bound, const ArraySpec& out) {
-  const int64_t reduction = bound.reduction;
-  DType in_type = DType::f32;
-  for (const auto& a : ctx.arrays)
-    if (!a.output) {
-      in_type = a.dtype;
-      break;
-    }
-  return ctx.rtol > 0 ? ctx.rtol : default_tolerance(in_type, out.dtype, reduction);
+  return ctx.rtol > 0 ? ctx.rtol : family_of(ctx).default_tolerance(ctx, bound.shape, out);
 }
 
 std::string element_name(const KernelContext& ctx, const Shape& shape, const std::string& array,
@@ -482,7 +454,7 @@ ShapeCheck Validator::check_timed_launch(const KernelContext& ctx, const Shape& 
   ShapeCheck c;
   c.shape = shape;
   c.seed = check.seed;
-  if (ctx.reference != ReferenceKind::cpu || !has_cpu_reference(ctx.family)) {
+  if (ctx.reference != ReferenceKind::cpu || !family_of(ctx).has_cpu_reference()) {
     c.disposition = Disposition::not_run;
     c.message = "no CPU reference for this family";
     return c;

@@ -87,11 +87,6 @@ struct SanitizerOutcome {
 };
 SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job, double timeout_s);
 
-// Tolerance for one output element (documented in docs/validation.md):
-//   |out - ref| <= tol * (|ref| + rms_abs)   with tol = c(dtype) * sqrt(reduction)
-// c = 2e-6 for fp32 inputs, 1e-5 for fp16 inputs; plus 2 ulp of the output dtype.
-double default_tolerance(DType input, DType output, int64_t reduction);
-
 class Validator {
  public:
   Validator(Backend& backend, DeviceFacts device, RunnerOptions runner, ReferenceSource ref);

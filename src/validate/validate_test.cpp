@@ -7,6 +7,7 @@
 
 #include "context/inputs.h"
 #include "context/testing.h"
+#include "family/family.h"
 #include "util/fs.h"
 #include "util/temp_dir_testing.h"
 
@@ -140,6 +141,87 @@ TEST_F(RunToRun, APoisonedElementInTheSecondRunIsNeverRounding) {
   std::memcpy(&second[0], &poison, 4);
   ShapeCheck c = judge(second);
   EXPECT_EQ(c.disposition, Disposition::nondeterministic) << c.message;
+}
+
+// A member of the family interface that exists only here: Y = 3 * X element-wise, with a CPU
+// reference and a tolerance of its own (1%). Registered, it is what the validator uses for a
+// context that names it: nothing else knows the family.
+class ScaleFamily final : public Family {
+ public:
+  std::string_view name() const override { return "scale"; }
+  bool has_cpu_reference() const override { return true; }
+  Status check_cpu_reference(const KernelContext& ctx) const override {
+    if (ctx.arrays.size() != 2 || ctx.arrays[0].name != "X" || ctx.arrays[1].name != "Y")
+      return Status::error("family \"scale\" needs arrays X and output Y");
+    return Status::ok();
+  }
+  Result<std::map<std::string, ReferenceValues>> cpu_reference(
+      const KernelContext& ctx, const Shape&, const ReferenceInputs& inputs,
+      const ReferenceIndices& indices) const override {
+    if (Status s = check_cpu_reference(ctx); !s) return make_error(s.message());
+    const auto& x = inputs.at("X");
+    ReferenceValues v;
+    for (int64_t i : indices.at("Y")) {
+      v.value.push_back(3.0 * element_as_double(DType::f32, x.data(), i));
+      v.abs.push_back(std::fabs(v.value.back()));
+    }
+    return std::map<std::string, ReferenceValues>{{"Y", v}};
+  }
+  double default_tolerance(const KernelContext&, const Shape&, const ArraySpec&) const override {
+    return 0.01;
+  }
+};
+
+TEST(FamilyMember, ValidationUsesTheReferenceAndToleranceOfARegisteredFamily) {
+  static const ScaleFamily scale;
+  register_family(scale);
+  auto ctx = parse_context(R"(name = "scale"
+backend = "hlsl"
+family = "scale"
+source = "k.hlsl"
+reference = "cpu"
+[[arrays]]
+name = "X"
+dtype = "f32"
+size = "n"
+[[arrays]]
+name = "Y"
+dtype = "f32"
+size = "n"
+output = true
+[[scalars]]
+name = "n"
+)",
+                           "kernel.toml");
+  ASSERT_TRUE(ctx) << ctx.error();
+  auto dir = make_temp_dir("peak-scale-family-");
+  ASSERT_TRUE(dir) << dir.error();
+  const uint64_t seed = 5;
+  const Shape shape{{{"n", 64}}};
+  auto x = generate_array(ctx->arrays[0], 64, array_seed(seed, "X"), 0);
+  // Y off by `rel` (relative) everywhere, and by `plus` at element 9.
+  auto judge = [&](float rel, float plus) {
+    std::vector<float> y(64);
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = 3.0f * reinterpret_cast<const float*>(x.data())[i] * (1 + rel);
+    y[9] += plus;
+    std::string bytes(y.size() * 4, '\0');
+    std::memcpy(bytes.data(), y.data(), bytes.size());
+    EXPECT_TRUE(write_file(*dir / "y.bin", bytes));
+    NoBackend backend;
+    Validator v(backend, DeviceFacts{}, RunnerOptions{}, ReferenceSource{});
+    return v.compare_outputs(*ctx, shape, seed, 0, {{"Y", (*dir / "y.bin").string()}}, {});
+  };
+  // 0.5% off passes the family's 1% (the dtype rule of fp32 would refuse it); 1.0 off does not.
+  ShapeCheck close = judge(0.005f, 0);
+  EXPECT_EQ(close.disposition, Disposition::passed) << close.message;
+  EXPECT_EQ(close.checked_elements, 64);
+  ShapeCheck far = judge(0, 1.0f);
+  EXPECT_EQ(far.disposition, Disposition::incorrect) << far.message;
+  EXPECT_EQ(far.bad_elements, 1);
+  EXPECT_NE(far.message.find("Y[9]"), std::string::npos) << far.message;
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
 }
 
 }  // namespace

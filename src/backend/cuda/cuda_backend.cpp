@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "family/family.h"
 #include "util/scoped_dir.h"
 #include "util/cuda_arch.h"
 #include "util/fs.h"
@@ -820,19 +821,7 @@ class CudaBackend final : public Backend {
 
  public:
   std::string baseline(const KernelContext& ctx, const DeviceFacts&) const override {
-    if (ctx.family != "matmul") return "";
-    const ArraySpec* a = nullptr;
-    const ArraySpec* b = nullptr;
-    const ArraySpec* c = nullptr;
-    for (const auto& arr : ctx.arrays) {
-      if (arr.name == "A") a = &arr;
-      if (arr.name == "B") b = &arr;
-      if (arr.name == "C") c = &arr;
-    }
-    if (!a || !b || !c || !c->output || a->dtype != b->dtype) return "";
-    if (a->dtype != DType::f32 && a->dtype != DType::f16 && a->dtype != DType::bf16) return "";
-    if (c->dtype == DType::i32) return "";
-    return "cublas";
+    return family_of(ctx).baseline(ctx, "cuda");
   }
 
  private:

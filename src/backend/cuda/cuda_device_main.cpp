@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/fma_bench_ptx.h"
+#include "family/family.h"
 #include "runner/device.h"
 #include "runner/execute.h"
 #include "util/fs.h"
@@ -962,7 +963,7 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
     no.message = fmt::format("unknown baseline '{}' (the CUDA runner knows 'cublas')", name);
     return no;
   }
-  if (job.family != "matmul") {
+  if (find_family(job.family).baseline_name("cuda") != name) {
     no.message = fmt::format("cuBLAS is a baseline only for family matmul, not '{}'", job.family);
     return no;
   }

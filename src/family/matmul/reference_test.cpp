@@ -1,4 +1,4 @@
-#include "context/reference.h"
+#include "family/matmul/reference.h"
 
 #include <cmath>
 #include <cstring>

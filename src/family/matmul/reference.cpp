@@ -1,4 +1,4 @@
-#include "context/reference.h"
+#include "family/matmul/reference.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "context/inputs.h"
 
-namespace peak {
+namespace peak::matmul {
 
 namespace {
 
@@ -204,14 +204,7 @@ Result<ReferenceValues> matmul_values(const Matmul& mm, const std::vector<int64_
 
 }  // namespace
 
-bool has_cpu_reference(const std::string& family) { return family == "matmul"; }
-
-Status check_cpu_reference(const KernelContext& ctx) {
-  if (!has_cpu_reference(ctx.family)) {
-    return Status::error(
-        fmt::format("family '{}' has no CPU reference (only matmul has); use reference = \"seed\"",
-                    ctx.family));
-  }
+Status check_convention(const KernelContext& ctx) {
   for (std::string_view s : {"M", "N", "K"}) {
     if (!has_scalar(ctx, s)) {
       return Status::error(fmt::format("no scalar {}; {}", s, kMatmulConvention));
@@ -246,11 +239,11 @@ Status check_cpu_reference(const KernelContext& ctx) {
   return Status::ok();
 }
 
-Result<std::map<std::string, ReferenceValues>> cpu_reference_values(
-    const KernelContext& ctx, const Shape& shape,
-    const std::map<std::string, std::vector<uint8_t>>& inputs,
-    const std::map<std::string, std::vector<int64_t>>& indices) {
-  if (Status s = check_cpu_reference(ctx); !s) {
+Result<std::map<std::string, ReferenceValues>> reference_values(const KernelContext& ctx,
+                                                                const Shape& shape,
+                                                                const ReferenceInputs& inputs,
+                                                                const ReferenceIndices& indices) {
+  if (Status s = check_convention(ctx); !s) {
     return make_error(fmt::format("context '{}': {}", ctx.name, s.message()));
   }
   Matmul mm;
@@ -297,35 +290,4 @@ Result<std::map<std::string, ReferenceValues>> cpu_reference_values(
   return out;
 }
 
-namespace {
-
-// One part of each output's reference values: the values or their magnitudes.
-Result<std::map<std::string, std::vector<double>>> reference_part(
-    const KernelContext& ctx, const Shape& shape,
-    const std::map<std::string, std::vector<uint8_t>>& inputs,
-    const std::map<std::string, std::vector<int64_t>>& indices,
-    std::vector<double> ReferenceValues::*part) {
-  auto r = cpu_reference_values(ctx, shape, inputs, indices);
-  if (!r) return Error{r.error()};
-  std::map<std::string, std::vector<double>> out;
-  for (auto& [name, v] : *r) out[name] = std::move(v.*part);
-  return out;
-}
-
-}  // namespace
-
-Result<std::map<std::string, std::vector<double>>> cpu_reference(
-    const KernelContext& ctx, const Shape& shape,
-    const std::map<std::string, std::vector<uint8_t>>& inputs,
-    const std::map<std::string, std::vector<int64_t>>& indices) {
-  return reference_part(ctx, shape, inputs, indices, &ReferenceValues::value);
-}
-
-Result<std::map<std::string, std::vector<double>>> cpu_reference_abs(
-    const KernelContext& ctx, const Shape& shape,
-    const std::map<std::string, std::vector<uint8_t>>& inputs,
-    const std::map<std::string, std::vector<int64_t>>& indices) {
-  return reference_part(ctx, shape, inputs, indices, &ReferenceValues::abs);
-}
-
-}  // namespace peak
+}  // namespace peak::matmul

@@ -1,0 +1,90 @@
+#include "family/matmul/matmul.h"
+
+#include <algorithm>
+
+#include "family/matmul/reference.h"
+
+namespace peak::matmul {
+
+namespace {
+
+const ArraySpec* array_named(const KernelContext& ctx, std::string_view name) {
+  for (const auto& a : ctx.arrays)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+bool has_scalars_mnk(const KernelContext& ctx) {
+  auto has = [&](const char* n) {
+    return std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
+                       [&](const ScalarSpec& s) { return s.name == n; });
+  };
+  return has("M") && has("N") && has("K");
+}
+
+}  // namespace
+
+Status MatmulFamily::check_cpu_reference(const KernelContext& ctx) const {
+  return check_convention(ctx);
+}
+
+Result<std::map<std::string, ReferenceValues>> MatmulFamily::cpu_reference(
+    const KernelContext& ctx, const Shape& shape, const ReferenceInputs& inputs,
+    const ReferenceIndices& indices) const {
+  return reference_values(ctx, shape, inputs, indices);
+}
+
+std::vector<int64_t> MatmulFamily::output_dims(const KernelContext&, const Shape& shape) const {
+  auto m = shape.values.find("M"), n = shape.values.find("N");
+  if (m != shape.values.end() && n != shape.values.end()) return {m->second, n->second};
+  return {};
+}
+
+std::string MatmulFamily::baseline_name(std::string_view backend) const {
+  return backend == "cuda" || backend == "hip" ? "cublas" : "";
+}
+
+std::string MatmulFamily::baseline(const KernelContext& ctx, std::string_view backend) const {
+  const ArraySpec* a = array_named(ctx, "A");
+  const ArraySpec* b = array_named(ctx, "B");
+  const ArraySpec* c = array_named(ctx, "C");
+  if (!a || !b || !c || !c->output || a->dtype != b->dtype) return "";
+  if (a->dtype != DType::f32 && a->dtype != DType::f16 && a->dtype != DType::bf16) return "";
+  if (c->dtype == DType::i32) return "";
+  return baseline_name(backend);
+}
+
+std::vector<ClassRule> MatmulFamily::default_class_rules(const KernelContext& ctx) const {
+  if (!has_scalars_mnk(ctx)) return {};
+  // A long reduction over a small output first (256 x 256 x 131072, and 16 x 16 x 8192 too),
+  // then few rows (decode), a short reduction, the LLM layers' wide outputs, the cube.
+  return {{SuiteClass::large_k, "K >= 8 * M && K >= 8 * N"},
+          {SuiteClass::small_m, "M <= 32"},
+          {SuiteClass::small_k, "K <= 64"},
+          {SuiteClass::wide, "N >= 2 * M && N >= 2 * K"},
+          {SuiteClass::square, "M == N && N == K"},
+          {SuiteClass::irregular, ""}};
+}
+
+std::optional<TileWork> MatmulFamily::tile_work(const KernelContext& ctx,
+                                                const Shape& shape) const {
+  const auto& v = shape.values;
+  if (!v.count("M") || !v.count("N") || !v.count("K")) return std::nullopt;
+  TileWork w;
+  w.m = static_cast<double>(v.at("M"));
+  w.n = static_cast<double>(v.at("N"));
+  w.k = static_cast<double>(v.at("K"));
+  for (const auto& a : ctx.arrays)
+    if (!a.output) {
+      w.element_bytes = static_cast<double>(dtype_size(a.dtype));
+      break;
+    }
+  return w;
+}
+
+const Family& family() {
+  static const MatmulFamily f;
+  return f;
+}
+
+}  // namespace peak::matmul
