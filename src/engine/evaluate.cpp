@@ -180,16 +180,50 @@ Result<ReferenceSource> reference_source(Workspace& ws, const KernelContext& ctx
   return ref;
 }
 
-MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
-                                    const PeakInfo& peak) {
-  MeasureOptions mo;
+FinalTimingOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
+                                        const PeakInfo& peak) {
+  FinalTimingOptions fo;
+  MeasureOptions& mo = fo.measure;
   mo.policy = opts.policy;
   mo.with_baseline = opts.baseline;
   mo.task_timeout_s = budget.timeout_s;
   mo.reference_task_s = budget.reference_s;
   mo.timeout_basis = budget.basis;
   mo.peak_tflops = peak.limit;
-  return mo;
+  fo.peak_tflops = peak.tflops;
+  return fo;
+}
+
+TaskBudgets task_budgets(const std::vector<std::pair<std::string, TaskSeconds>>& refs, bool cpu,
+                         const EvalOptions& opts) {
+  TaskBudgets b;
+  b.validate = task_budget(TaskKind::validate, cpu, refs, opts.task_timeout_s);
+  b.screen = task_budget(TaskKind::screen, cpu, refs, opts.task_timeout_s * 2,
+                         timing_allowance(opts.screening, false));
+  b.bench = task_budget(TaskKind::bench, cpu, refs, opts.task_timeout_s * 4,
+                        timing_allowance(opts.policy, opts.baseline));
+  return b;
+}
+
+Status EvalLanes::open(Workspace& ws, const KernelContext& ctx, const EvalSetup& setup,
+                       const std::string& device, double task_timeout_s) {
+  Backend& be = *setup.be;
+  notices.emplace(ws.progress());
+  for (size_t i = 0; i < selectors.size(); ++i) {
+    RunnerOptions r = notices->runner(be, facts[i], task_timeout_s);
+    r.runners_started = runners_started;
+    r.device = several() ? runner_selector(facts[i], selectors[i]) : device;
+    locks_before.push_back(r.device_lock->stats());
+    runners.push_back(std::move(r));
+  }
+  auto ref_or = reference_source(ws, ctx, be, setup.dev, setup.cache);
+  if (!ref_or) return make_error(ref_or.error());
+  ref = std::move(*ref_or);
+  for (size_t i = 0; i < selectors.size(); ++i) {
+    validators.push_back(std::make_unique<Validator>(be, facts[i], runners[i], ref));
+    lanes.push_back(DeviceLane{&facts[i], &runners[i], validators.back().get()});
+  }
+  return Status::ok();
 }
 
 // The shapes a run would validate and time (bench or small shapes first: the first is the
@@ -238,16 +272,13 @@ struct Workspace::EvalRun {
   bool open_lanes();
   void set_deadlines();
   bool plan_search();
-  void record_screening(const ConfigOutcome& o);
   // The search.
   Evaluation compile_only();
   bool search();
-  void record_outcomes(const TuneResult& tr);
   void summarize_search(const TuneResult& tr, std::optional<int64_t> run_id);
   void rank(const TuneResult& tr);
   // The final timing and the summary.
   bool time_best();
-  void record_final(const Measurement& m);
   Evaluation finish();
   bool fail(Disposition d, std::string msg);
   void record_locks();
@@ -265,24 +296,19 @@ struct Workspace::EvalRun {
   std::vector<std::string> lane_selectors;  // one per device that validates and times
   bool several = false;
   bool per_class = false;  // a class's search (`peak tune --classes`)
+  // The observers of the search and the final timing: the status line, and the store recorder,
+  // which files what they measured under `target` (from search on).
   std::optional<StatusObserver> status;
   RecordTarget target;
+  std::optional<StoreRecorder> recorder;
   // open_lanes: one runner, lock and validator per device.
-  std::vector<DeviceFacts> lane_facts;
+  detail::EvalLanes devices;
   std::vector<json> lane_json;  // the device as each measurement records it
-  std::vector<RunnerOptions> lane_runners;
-  std::optional<detail::LockNotices> notices;
-  std::vector<DeviceLockStats> locks_before;
-  std::shared_ptr<std::atomic<int>> runners_started = std::make_shared<std::atomic<int>>(0);
-  ReferenceSource ref;
-  std::vector<std::unique_ptr<Validator>> validators;
-  std::vector<DeviceLane> lanes;
   // set_deadlines, plan_search
   TaskBudget validate_budget, screen_budget, bench_budget;
   TaskSeconds measured;
   std::vector<Shape> bench;
   TuningCache known;
-  std::string what_prefix;
   // search, time_best
   TuneResult tuned;
   const ConfigOutcome* best = nullptr;  // in tuned.outcomes
@@ -370,8 +396,9 @@ Evaluation Workspace::EvalRun::compile_only() {
   to.plan_shapes = detail::compile_only_shapes(ctx, opts);
   if (!to.plan_shapes.empty()) to.tune_shapes = {to.plan_shapes.front()};
   Validator unused(be, setup.dev, RunnerOptions{}, ReferenceSource{});
-  StoreRecorder recorder(*ws.store_, target);
-  auto tr = tune(be, setup.dev, RunnerOptions{}, unused, ctx, regions, to, {&*status, &recorder});
+  target.build_rows = false;
+  recorder.emplace(*ws.store_, target);
+  auto tr = tune(be, setup.dev, RunnerOptions{}, unused, ctx, regions, to, {&*status, &*recorder});
   ws.progress_.clear();
   if (opts.cancelled && opts.cancelled()) {
     fail(Disposition::not_run, kCancelledMessage);
@@ -394,11 +421,11 @@ Evaluation Workspace::EvalRun::compile_only() {
   return ev;
 }
 
-// One runner, lock and validator per device. The lock of each device used is held while its
-// runners run (one timer per device, docs/sandbox.md).
+// The devices of the search, all of one model, each with what its measurements record of it;
+// then one runner, lock and validator per device (detail::EvalLanes).
 bool Workspace::EvalRun::open_lanes() {
-  Backend& be = *setup.be;
   const DeviceFacts& dev = setup.dev;
+  devices.selectors = lane_selectors;
   for (const auto& sel : lane_selectors) {
     auto f = sel == opts.device ? Result<DeviceFacts>(dev) : ws.device(sel);
     if (!f) return fail(Disposition::not_run, f.error());
@@ -407,7 +434,7 @@ bool Workspace::EvalRun::open_lanes() {
                   fmt::format("devices {} ({}) and {} ({}) are of different models: their times "
                               "do not rank against each other; pick devices of one model",
                               lane_selectors.front(), dev.name, sel, f->name));
-    lane_facts.push_back(*f);
+    devices.facts.push_back(*f);
     json dj = ev.summary["device"];
     if (several) {
       dj["selector"] = sel;
@@ -416,21 +443,8 @@ bool Workspace::EvalRun::open_lanes() {
     }
     lane_json.push_back(dj);
   }
-  notices.emplace(ws.progress_);
-  for (size_t i = 0; i < lane_selectors.size(); ++i) {
-    RunnerOptions r = notices->runner(be, lane_facts[i], opts.task_timeout_s);
-    r.runners_started = runners_started;
-    r.device = several ? runner_selector(lane_facts[i], lane_selectors[i]) : opts.device;
-    locks_before.push_back(r.device_lock->stats());
-    lane_runners.push_back(std::move(r));
-  }
-  auto ref_or = detail::reference_source(ws, ctx, be, dev, setup.cache);
-  if (!ref_or) return fail(Disposition::not_run, ref_or.error());
-  ref = std::move(*ref_or);
-  for (size_t i = 0; i < lane_selectors.size(); ++i) {
-    validators.push_back(std::make_unique<Validator>(be, lane_facts[i], lane_runners[i], ref));
-    lanes.push_back(DeviceLane{&lane_facts[i], &lane_runners[i], validators.back().get()});
-  }
+  if (auto s = devices.open(ws, ctx, setup, opts.device, opts.task_timeout_s); !s)
+    return fail(Disposition::not_run, s.message());
   if (several) {
     json all = json::array();
     for (const auto& dj : lane_json) all.push_back(dj);
@@ -441,6 +455,9 @@ bool Workspace::EvalRun::open_lanes() {
 
 // The runners started and the device locks' waits so far, in the summary.
 void Workspace::EvalRun::record_locks() {
+  const std::vector<RunnerOptions>& lane_runners = devices.runners;
+  const std::vector<DeviceLockStats>& locks_before = devices.locks_before;
+  const auto& runners_started = devices.runners_started;
   const RunnerOptions& ro = lane_runners.front();
   ev.summary["runner_starts"] = runners_started->load();
   ev.summary["device_lock"] =
@@ -473,12 +490,10 @@ void Workspace::EvalRun::set_deadlines() {
   } else if (auto h = ws.head()) {
     add_ref(h->id, "parent");  // a candidate (apply, commit) is evaluated on top of HEAD
   }
-  const bool cpu = setup.dev.is_cpu;
-  validate_budget = task_budget(TaskKind::validate, cpu, refs, opts.task_timeout_s);
-  screen_budget = task_budget(TaskKind::screen, cpu, refs, opts.task_timeout_s * 2,
-                              timing_allowance(opts.screening, false));
-  bench_budget = task_budget(TaskKind::bench, cpu, refs, opts.task_timeout_s * 4,
-                             timing_allowance(opts.policy, opts.baseline));
+  const detail::TaskBudgets budgets = detail::task_budgets(refs, setup.dev.is_cpu, opts);
+  validate_budget = budgets.validate;
+  screen_budget = budgets.screen;
+  bench_budget = budgets.bench;
   ev.summary["task_timeouts"] = {{"validate", validate_budget.to_json()},
                                  {"screen", screen_budget.to_json()},
                                  {"bench", bench_budget.to_json()}};
@@ -520,52 +535,17 @@ bool Workspace::EvalRun::plan_search() {
     to.reuse = &known;
   }
   // Reports keep a class's measurement rows apart from the checkpoint's own numbers.
-  what_prefix = per_class ? kClassMeasurementPrefix : "";
-  // Every configuration timed on the tuning shape is recorded at once (what = "screening"), so
-  // reports see the distribution of the search, and `peak serve` its progress.
-  to.on_timed = [this](const ConfigOutcome& o) { record_screening(o); };
+  target.what_prefix = per_class ? kClassMeasurementPrefix : "";
+  target.devices = lane_json;
   to.cancelled = opts.cancelled;
   return true;
 }
 
-namespace {
-// A measurement row of `m`, timed on the device that `device_json` describes.
-MeasurementRecord measurement_row(const Measurement& m, std::optional<int64_t> attempt_id,
-                                  std::optional<int64_t> checkpoint_id, const std::string& what,
-                                  const json& device_json) {
-  MeasurementRecord mr;
-  mr.attempt_id = attempt_id;
-  mr.checkpoint_id = checkpoint_id;
-  mr.config_json = config_json(m.config).dump();
-  mr.shape = m.shape.text();
-  mr.what = what;
-  mr.samples_json = json(m.samples_ms).dump();
-  mr.median_ms = m.stats.median;
-  mr.spread = m.stats.rel_spread;
-  mr.gflops = m.gflops;
-  mr.disposition = std::string(to_string(m.disposition));
-  json dj = device_json;
-  dj["clock_mhz_before"] = m.clock_mhz_before;
-  dj["clock_mhz_after"] = m.clock_mhz_after;
-  mr.device_json = dj.dump();
-  return mr;
-}
-}  // namespace
-
-// On the thread of the device that timed it.
-void Workspace::EvalRun::record_screening(const ConfigOutcome& o) {
-  for (const auto& m : o.measurements) {
-    MeasurementRecord mr = measurement_row(m, attempt_id, checkpoint_id, what_prefix + "screening",
-                                           lane_json.at(o.device));
-    mr.config_json = config_json(o.config).dump();
-    (void)ws.store_->add_measurement(mr);
-  }
-}
-
-// The search over the tuning space; its outcomes recorded, its best configurations ranked.
+// The search over the tuning space (the store recorder records it as it goes); its best
+// configurations ranked.
 bool Workspace::EvalRun::search() {
-  StoreRecorder recorder(*ws.store_, target);
-  tuned = tune(*setup.be, lanes, ctx, regions, to, {&*status, &recorder});
+  recorder.emplace(*ws.store_, target);
+  tuned = tune(*setup.be, devices.lanes, ctx, regions, to, {&*status, &*recorder});
   const TuneResult& tr = tuned;
   ws.progress_.clear();
   record_locks();
@@ -579,51 +559,13 @@ bool Workspace::EvalRun::search() {
   }
   ev.summary["task_seconds"] = measured.to_json();
   if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
-  record_outcomes(tr);
-  summarize_search(tr, recorder.run_id());
+  summarize_search(tr, recorder->run_id());
   if (tr.disposition != Disposition::passed) {
     std::string msg = tr.message;
     return fail(tr.disposition, msg.empty() ? std::string(describe(tr.disposition)) : msg);
   }
   rank(tr);
   return true;
-}
-
-// Every build and validation of the search, as store rows.
-void Workspace::EvalRun::record_outcomes(const TuneResult& tr) {
-  Store& store = *ws.store_;
-  for (const auto& o : tr.outcomes) {
-    BuildRecord br;
-    br.attempt_id = attempt_id;
-    br.source_hash = sha256_hex(source);
-    br.config_json = config_json(o.config).dump();
-    br.command = o.build.command;
-    br.exit_code = o.build.disposition == Disposition::passed ? 0 : 1;
-    if (!o.build.log.empty()) {
-      auto lb = store.put_blob(o.build.log);
-      if (lb) br.log_blob = *lb;
-    }
-    br.seconds = o.build.seconds;
-    br.disposition = std::string(to_string(o.build.disposition));
-    br.resources_json = o.build.resources.dump();
-    br.toolchain = o.build.toolchain;
-    br.cached = o.build.cached;
-    (void)store.add_build(br);
-    for (const auto& c : o.validation.checks) {
-      ValidationRecord vr;
-      vr.attempt_id = attempt_id;
-      vr.checkpoint_id = checkpoint_id;
-      vr.config_json = br.config_json;
-      vr.shape = c.shape.text();
-      vr.hidden = c.hidden;
-      vr.seed = static_cast<int64_t>(c.seed);
-      vr.max_abs_err = std::isfinite(c.max_abs_err) ? c.max_abs_err : -1;
-      vr.max_rel_err = c.max_rel_err;
-      vr.disposition = std::string(to_string(c.disposition));
-      vr.message = c.message;
-      (void)store.add_validation(vr);
-    }
-  }
 }
 
 // What the search covered ("configs") and how long its phases took ("phases").
@@ -667,11 +609,13 @@ void Workspace::EvalRun::rank(const TuneResult& tr) {
 }
 
 // The final timing of the best configuration on every bench shape, against the baseline, on
-// the first device; every measurement recorded.
+// the first device; every measurement recorded (StoreRecorder::on_final).
 bool Workspace::EvalRun::time_best() {
   Backend& be = *setup.be;
   auto t0 = std::chrono::steady_clock::now();
-  const MeasureOptions mo = detail::final_timing_options(opts, bench_budget, setup.peak);
+  FinalTimer timer(be, setup.dev, devices.runners.front(), *devices.validators.front(), ctx,
+                   regions, detail::final_timing_options(opts, bench_budget, setup.peak),
+                   {&*status, &*recorder});
   ws.progress_.status(
       fmt::format("  timing {} on {} shape(s){}", config_text(best->config), bench.size(),
                   several ? fmt::format(" on device {} (the first of {})", lane_selectors.front(),
@@ -689,8 +633,7 @@ bool Workspace::EvalRun::time_best() {
                   fmt::format("the best configuration ({}) does not build again:\n{}",
                               config_text(best->config), best_build.log));
   }
-  ms = measure(be, setup.dev, lane_runners.front(), *validators.front(), ctx, regions, best_build,
-               best->config, bench, mo);
+  ms = timer.time(best_build, best->config, bench);
   ws.progress_.clear();
   record_locks();
   for (const auto& m : ms)
@@ -699,32 +642,13 @@ bool Workspace::EvalRun::time_best() {
   ev.summary["phases"]["bench_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json mj = json::array();
-  for (auto& m : ms) {
-    if (setup.peak.tflops > 0) m.pct_of_peak = 100.0 * m.gflops / (setup.peak.tflops * 1e3);
-    mj.push_back(detail::measurement_json(m));
-    record_final(m);
-  }
+  for (const auto& m : ms) mj.push_back(detail::measurement_json(m));
   ev.summary["bench"] = mj;
   ev.disposition = Disposition::passed;
   for (const auto& m : ms)
     if (m.disposition != Disposition::passed)
       return fail(m.disposition, fmt::format("timing at {}: {}", m.shape.text(), m.message));
   return true;
-}
-
-// The rows of one final-timing measurement: the candidate's, and the baseline's when it ran.
-void Workspace::EvalRun::record_final(const Measurement& m) {
-  const json& device_json = lane_json.front();  // the final timing's device
-  MeasurementRecord mr =
-      measurement_row(m, attempt_id, checkpoint_id, what_prefix + "candidate", device_json);
-  (void)ws.store_->add_measurement(mr);
-  if (m.baseline_samples_ms.empty()) return;
-  mr.what = what_prefix + "baseline:" + m.baseline;
-  mr.samples_json = json(m.baseline_samples_ms).dump();
-  mr.median_ms = m.baseline_stats.median;
-  mr.spread = m.baseline_stats.rel_spread;
-  mr.gflops = m.baseline_gflops;
-  (void)ws.store_->add_measurement(mr);
 }
 
 // A passed evaluation's disposition and message.

@@ -1,10 +1,16 @@
 #pragma once
-// Pieces of an evaluation (engine/evaluate.cpp) that the suite benchmark and the class searches
-// (engine/suite.cpp) use the same way: the backend, device and peak an evaluation starts from,
-// the runner with its device lock, the reference, the deadlines, and the JSON form of one
+// The setup of the evaluation pipeline, written once for its users: Workspace::evaluate
+// (engine/evaluate.cpp: validate, tune, apply; a search, then the final timing), the suite
+// benchmark (engine/suite.cpp: the final timing alone, at the suite's shapes) and the class
+// searches (one evaluation per class). The setup is the backend, device and peak an evaluation
+// starts from (EvalSetup), the devices it validates and times on, each with its runner, device
+// lock and validator against the reference (EvalLanes), and the deadlines; the final timing is
+// tune/final_timing.h's, with the options final_timing_options gives. Also the JSON form of one
 // measurement.
+#include <atomic>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +20,9 @@
 #include "backend/backend.h"
 #include "context/context.h"
 #include "engine/workspace.h"
+#include "tune/final_timing.h"
 #include "tune/measure.h"
+#include "tune/tuner.h"
 #include "util/device_lock.h"
 #include "validate/task_timeout.h"
 
@@ -61,10 +69,40 @@ class LockNotices {
   std::vector<std::shared_ptr<DeviceLock>> locks_;
 };
 
+// The devices an evaluation validates and times on: one, or several of one model on one host
+// (--devices), the first making the final timing. Per device its selector and facts, a runner
+// holding the device's lock while it runs (one timer per device, docs/sandbox.md) and a validator
+// against the reference; `lanes` points into the rest, so this is opened in place (open).
+struct EvalLanes {
+  std::vector<std::string> selectors;
+  std::vector<DeviceFacts> facts;
+  std::vector<RunnerOptions> runners;
+  std::vector<DeviceLockStats> locks_before;  // each lock's statistics when it was opened
+  std::shared_ptr<std::atomic<int>> runners_started = std::make_shared<std::atomic<int>>(0);
+  ReferenceSource ref;
+  std::vector<std::unique_ptr<Validator>> validators;
+  std::vector<DeviceLane> lanes;
+  std::optional<LockNotices> notices;
+
+  bool several() const { return selectors.size() > 1; }
+  // The runners, the reference and the validators of the devices `selectors` and `facts` name
+  // (`device`: the evaluation's own selector, what a single device's runner selects). The error
+  // is the reference's (no seed, or a seed that does not build).
+  Status open(Workspace& ws, const KernelContext& ctx, const EvalSetup& setup,
+              const std::string& device, double task_timeout_s);
+};
+
 // The task times an evaluation summary recorded ("task_seconds"), named `who`, as a reference
 // for deadlines; none when it recorded none.
 void add_task_reference(std::vector<std::pair<std::string, TaskSeconds>>& refs,
                         const nlohmann::json& summary, const std::string& who);
+// The deadlines of an evaluation's tasks on this device (`cpu`: a CPU device), from what the
+// reference kernels `refs` took per task and the options' default deadline.
+struct TaskBudgets {
+  TaskBudget validate, screen, bench;
+};
+TaskBudgets task_budgets(const std::vector<std::pair<std::string, TaskSeconds>>& refs, bool cpu,
+                         const EvalOptions& opts);
 // One final-timing measurement as the evaluation summary records it (raw samples included).
 nlohmann::json measurement_json(const Measurement& m);
 // The reference the validator compares with: for a context whose reference is the seed, the seed
@@ -74,9 +112,9 @@ Result<ReferenceSource> reference_source(Workspace& ws, const KernelContext& ctx
                                          const DeviceFacts& dev,
                                          const std::filesystem::path& cache);
 // The options of a final timing: the evaluation's timing policy and baseline, the deadline of a
-// bench task (`budget`), and the peak above which a result is rejected.
-MeasureOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
-                                    const PeakInfo& peak);
+// bench task (`budget`), the peak above which a result is rejected and the one % of peak is of.
+FinalTimingOptions final_timing_options(const EvalOptions& opts, const TaskBudget& budget,
+                                        const PeakInfo& peak);
 // The top configurations an evaluation summary ranked ("top"), each parameter of `ctx` missing
 // from one at its default: where the next search starts (a step's parent, a class's search).
 std::vector<Config> top_configs(const nlohmann::json& summary, const KernelContext& ctx);

@@ -187,19 +187,14 @@ TaskBudget suite_budget(Workspace& ws, int64_t id, const json& result, const Eva
   if (auto seed = ws.store().find_tag("seed"); seed && *seed && **seed != id)
     if (auto sc = ws.store().checkpoint(**seed))
       detail::add_task_reference(refs, ws.summary(*sc), "seed");
-  return task_budget(TaskKind::bench, cpu, refs, opts.task_timeout_s * 4,
-                     timing_allowance(opts.policy, opts.baseline));
+  return detail::task_budgets(refs, cpu, opts).bench;
 }
 
-// Timing the shapes of a suite one at a time, each a row of the result (`r.rows`) and of the
-// evaluation's measurements (`rows`).
+// Timing the shapes of a suite one at a time (the final timing, tune/final_timing.h), each a row
+// of the result (`r.rows`) and of the evaluation's measurements (`rows`).
 struct SuiteTimer {
   const KernelContext& ctx;
-  const SourceRegions& regions;
-  const detail::EvalSetup& setup;
-  const RunnerOptions& ro;
-  Validator& validator;
-  MeasureOptions mo;
+  FinalTimer& final_timer;
   SuiteBuilds& builds;
   Progress& progress;
   const Config& config;                       // every shape's, without a dispatch table
@@ -256,14 +251,10 @@ Status SuiteTimer::time_shape(const std::vector<SuiteShape>& suite, size_t i, Su
                   true);
   // One runner per shape: a shape that takes the runner down (out of memory, a fault) costs
   // that shape alone.
-  mo.seed = 0x5e1 + i;
-  auto ms = measure(*setup.be, setup.dev, ro, validator, ctx, regions, **build, shape_config,
-                    {ss.shape}, mo);
+  auto ms = final_timer.time(**build, shape_config, {ss.shape}, 0x5e1 + i);
   progress.clear();
   Measurement m = ms.empty() ? Measurement{} : ms.front();
   if (ms.empty()) m.message = "nothing was timed";
-  const detail::PeakInfo& peak = setup.peak;
-  if (peak.tflops > 0 && m.gflops > 0) m.pct_of_peak = 100.0 * m.gflops / (peak.tflops * 1e3);
   row.disposition = std::string(to_string(m.disposition));
   row.message = m.message;
   if (m.disposition == Disposition::passed) {
@@ -325,22 +316,16 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   if (auto b = builds.build_for(config); !b) return b.status();
 
   // The runner, the device lock and the reference, as Workspace::evaluate sets them up.
-  detail::LockNotices notices(progress_);
-  const RunnerOptions ro = notices.runner(*setup->be, dev, opts.task_timeout_s);
-  auto ref = detail::reference_source(*this, ctx, *setup->be, dev, setup->cache);
-  if (!ref) return make_error(ref.error(), ErrorKind::environment);
-  Validator validator(*setup->be, dev, ro, *ref);
-  SuiteTimer timer{ctx,
-                   *regions,
-                   *setup,
-                   ro,
-                   validator,
-                   detail::final_timing_options(
-                       opts, suite_budget(*this, id, result, opts, dev.is_cpu), setup->peak),
-                   builds,
-                   progress_,
-                   config,
-                   table};
+  detail::EvalLanes lanes;
+  lanes.selectors = {opts.device};
+  lanes.facts = {dev};
+  if (auto s = lanes.open(*this, ctx, *setup, opts.device, opts.task_timeout_s); !s)
+    return make_error(s.message(), ErrorKind::environment);
+  FinalTimer final_timer(*setup->be, dev, lanes.runners.front(), *lanes.validators.front(), ctx,
+                         *regions,
+                         detail::final_timing_options(
+                             opts, suite_budget(*this, id, result, opts, dev.is_cpu), setup->peak));
+  SuiteTimer timer{ctx, final_timer, builds, progress_, config, table};
   json rows = json::array();
   auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < (*suite)->size(); ++i) {

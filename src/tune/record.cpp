@@ -89,6 +89,90 @@ void StoreRecorder::on_batch(const std::vector<size_t>&, const std::vector<Confi
 }
 
 namespace {
+// A measurement row of `m`, timed on the device that `device_json` describes.
+MeasurementRecord measurement_row(const Measurement& m, std::optional<int64_t> attempt_id,
+                                  std::optional<int64_t> checkpoint_id, const std::string& what,
+                                  const json& device_json) {
+  MeasurementRecord mr;
+  mr.attempt_id = attempt_id;
+  mr.checkpoint_id = checkpoint_id;
+  mr.config_json = config_json(m.config).dump();
+  mr.shape = m.shape.text();
+  mr.what = what;
+  mr.samples_json = json(m.samples_ms).dump();
+  mr.median_ms = m.stats.median;
+  mr.spread = m.stats.rel_spread;
+  mr.gflops = m.gflops;
+  mr.disposition = std::string(to_string(m.disposition));
+  json dj = device_json;
+  dj["clock_mhz_before"] = m.clock_mhz_before;
+  dj["clock_mhz_after"] = m.clock_mhz_after;
+  mr.device_json = dj.dump();
+  return mr;
+}
+}  // namespace
+
+// On the thread of the device that timed it.
+void StoreRecorder::on_screened(const ConfigOutcome& o) {
+  for (const auto& m : o.measurements) {
+    MeasurementRecord mr =
+        measurement_row(m, target_.attempt_id, target_.checkpoint_id,
+                        target_.what_prefix + "screening", target_.devices.at(o.device));
+    mr.config_json = config_json(o.config).dump();
+    (void)store_.add_measurement(mr);
+  }
+}
+
+void StoreRecorder::on_evaluated(const ConfigOutcome& o) {
+  if (!target_.build_rows) return;
+  Store& store = store_;
+  BuildRecord br;
+  br.attempt_id = target_.attempt_id;
+  br.source_hash = target_.source_hash;
+  br.config_json = config_json(o.config).dump();
+  br.command = o.build.command;
+  br.exit_code = o.build.disposition == Disposition::passed ? 0 : 1;
+  if (!o.build.log.empty()) {
+    auto lb = store.put_blob(o.build.log);
+    if (lb) br.log_blob = *lb;
+  }
+  br.seconds = o.build.seconds;
+  br.disposition = std::string(to_string(o.build.disposition));
+  br.resources_json = o.build.resources.dump();
+  br.toolchain = o.build.toolchain;
+  br.cached = o.build.cached;
+  (void)store.add_build(br);
+  for (const auto& c : o.validation.checks) {
+    ValidationRecord vr;
+    vr.attempt_id = target_.attempt_id;
+    vr.checkpoint_id = target_.checkpoint_id;
+    vr.config_json = br.config_json;
+    vr.shape = c.shape.text();
+    vr.hidden = c.hidden;
+    vr.seed = static_cast<int64_t>(c.seed);
+    vr.max_abs_err = std::isfinite(c.max_abs_err) ? c.max_abs_err : -1;
+    vr.max_rel_err = c.max_rel_err;
+    vr.disposition = std::string(to_string(c.disposition));
+    vr.message = c.message;
+    (void)store.add_validation(vr);
+  }
+}
+
+void StoreRecorder::on_final(const Measurement& m) {
+  const json& device_json = target_.devices.front();  // the final timing's device
+  MeasurementRecord mr = measurement_row(m, target_.attempt_id, target_.checkpoint_id,
+                                         target_.what_prefix + "candidate", device_json);
+  (void)store_.add_measurement(mr);
+  if (m.baseline_samples_ms.empty()) return;
+  mr.what = target_.what_prefix + "baseline:" + m.baseline;
+  mr.samples_json = json(m.baseline_samples_ms).dump();
+  mr.median_ms = m.baseline_stats.median;
+  mr.spread = m.baseline_stats.rel_spread;
+  mr.gflops = m.baseline_gflops;
+  (void)store_.add_measurement(mr);
+}
+
+namespace {
 json parse_object(const std::string& text) {
   json j = json::parse(text.empty() ? "{}" : text, nullptr, false);
   return j.is_object() ? j : json::object();

@@ -1,10 +1,13 @@
 #pragma once
-// Tuning searches in the workspace store: an observer that records a search as it goes (the run,
-// the configurations the validity expression ruled out with why, then every evaluated one after
-// its batch, so an interrupted search keeps what it measured), and the export of a recorded
-// search as a tuning cache (tune/cache.h) for the simulation runner.
+// Tuning searches in the workspace store: the observer that records an evaluation as it goes
+// (the run, the configurations the validity expression ruled out with why, the screening
+// measurements of each configuration as it is timed and every evaluated one after its batch, so an
+// interrupted search keeps what it measured; then the builds and validations of the search, and
+// the final timings), and the export of a recorded search as a tuning cache (tune/cache.h) for the
+// simulation runner.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +28,13 @@ struct RecordTarget {
   DeviceFacts device;
   nlohmann::json options = nlohmann::json::object();  // strategy options (budget, seed, ...)
   int jobs = 1;                                       // parallel compiles
+  // The measurement rows: what each device that timed records of itself (one per DeviceLane;
+  // the first made the final timing), and the prefix of their `what` (a class's search of `peak
+  // tune --classes` keeps its rows apart from the checkpoint's own numbers).
+  std::vector<nlohmann::json> devices;
+  std::string what_prefix;
+  // A compile-only search runs nothing: it records its run and configurations alone, no builds.
+  bool build_rows = true;
 };
 
 // Configurations the validity expression rules out are written as rows (position -1, with the
@@ -40,6 +50,13 @@ class StoreRecorder : public TuneObserver {
   void on_start(const TuningSpace& space, const std::string& strategy, size_t limit) override;
   void on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>& outcomes,
                 double elapsed_seconds) override;
+  // Measurement rows (what = "screening"): every configuration timed on the tuning shape, at
+  // once, so reports see the distribution of the search, and `peak serve` its progress.
+  void on_screened(const ConfigOutcome& o) override;
+  // The build row of a configuration and a row per validation check.
+  void on_evaluated(const ConfigOutcome& o) override;
+  // The rows of one final-timing measurement: the candidate's, and the baseline's when it ran.
+  void on_final(const Measurement& m) override;
   std::optional<int64_t> run_id() const { return run_id_; }
   // The first store error, if any (recording never stops a search).
   const std::string& error() const { return error_; }

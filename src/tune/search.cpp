@@ -11,17 +11,29 @@ constexpr std::array<std::string_view, 6> kStages = {"validity",  "launch",   "c
 // Empty proposals in a row after which the strategy is considered done.
 constexpr int kMaxStalls = 3;
 
-// Passes the runner's progress to every observer.
+// Passes the runner's progress and its timed configurations to every observer.
 class Fanout : public TuneObserver {
  public:
   explicit Fanout(const std::vector<TuneObserver*>& all) : all_(all) {}
   void on_phase(std::string_view phase, size_t done, size_t total) override {
     for (auto* o : all_) o->on_phase(phase, done, total);
   }
+  void on_screened(const ConfigOutcome& outcome) override {
+    for (auto* o : all_) o->on_screened(outcome);
+  }
 
  private:
   const std::vector<TuneObserver*>& all_;
 };
+
+// The end of a search, told to every observer: each configuration it evaluated (unless it was
+// cancelled: its evaluation ends not_run, and records none), then its result.
+void tell_finish(const std::vector<TuneObserver*>& observers, const SearchResult& res) {
+  if (res.stop != "cancelled")
+    for (auto* o : observers)
+      for (const auto& outcome : res.outcomes) o->on_evaluated(outcome);
+  for (auto* o : observers) o->on_finish(res);
+}
 }  // namespace
 
 std::string_view to_string(Stage s) { return kStages[static_cast<size_t>(s)]; }
@@ -148,7 +160,7 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
     }
   }
   res.seconds = runner.elapsed_seconds();
-  for (auto* o : observers) o->on_finish(res);
+  tell_finish(observers, res);
   return res;
 }
 

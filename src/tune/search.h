@@ -61,7 +61,11 @@ class TuningRunner {
 
 struct SearchResult;
 
-// Sees the search as it goes: progress lines, the store recorder, benchmarks.
+// Sees an evaluation as it goes: progress lines, the store recorder (tune/record.h), benchmarks.
+// The events, in order: on_start; per batch, on_phase as it goes (with on_screened for each
+// configuration timed) and on_batch after it; once the search has ended, on_evaluated for every
+// configuration it evaluated (none when it was cancelled), then on_finish; last, on_final for
+// each shape of the final timing (tune/final_timing.h), when there is one.
 class TuneObserver {
  public:
   virtual ~TuneObserver() = default;
@@ -72,6 +76,9 @@ class TuneObserver {
   virtual void on_phase(std::string_view phase, size_t done, size_t total) {
     (void)phase, (void)done, (void)total;
   }
+  // A configuration just timed on the tuning shapes (its screening measurements), on the thread
+  // of the device that timed it, one call at a time: recorded while the search goes on.
+  virtual void on_screened(const ConfigOutcome& outcome) { (void)outcome; }
   // After each batch: the outcomes (with their indices into the space) and the runner's clock.
   virtual void on_batch(const std::vector<size_t>& indices,
                         const std::vector<ConfigOutcome>& outcomes, double elapsed_seconds) {
@@ -79,7 +86,13 @@ class TuneObserver {
   }
   // True to end the search after the current batch (a benchmark that reached its target).
   virtual bool done() const { return false; }
+  // Once the search has ended, unless it was cancelled: each configuration it evaluated, in
+  // evaluation order, with its build and validation.
+  virtual void on_evaluated(const ConfigOutcome& outcome) { (void)outcome; }
   virtual void on_finish(const SearchResult& result) { (void)result; }
+  // One shape of the final timing: the best configuration's measurement, with the baseline's
+  // samples when it ran.
+  virtual void on_final(const Measurement& m) { (void)m; }
 };
 
 // The message of a configuration left unevaluated because the search was cancelled; such outcomes

@@ -258,8 +258,8 @@ void BackendRunner::validate_all(std::vector<ConfigOutcome>& out, std::vector<ui
 }
 
 // Times one validated configuration on the tuning shapes on device `lane`: its score is the sum
-// over the shapes. `mu` guards on_timed, shared by the devices' threads.
-void BackendRunner::screen(size_t lane, ConfigOutcome& o, std::mutex& mu) {
+// over the shapes. `mu` guards the observer, shared by the devices' threads.
+void BackendRunner::screen(size_t lane, ConfigOutcome& o, std::mutex& mu, TuneObserver* observer) {
   MeasureOptions mo = opts_.screening;
   mo.with_baseline = false;
   o.measurements = time_on(lane, o, mo);
@@ -282,9 +282,9 @@ void BackendRunner::screen(size_t lane, ConfigOutcome& o, std::mutex& mu) {
     total += device_.is_cpu ? m.stats.min : m.stats.median;
   }
   o.score_ms = total;
-  if (opts_.on_timed) {
+  if (observer) {
     std::lock_guard<std::mutex> lock(mu);
-    opts_.on_timed(o);
+    observer->on_screened(o);
   }
 }
 
@@ -300,7 +300,7 @@ void BackendRunner::time_all(std::vector<ConfigOutcome>& out, const std::vector<
     auto m0 = std::chrono::steady_clock::now();
     o.stage = Stage::time;
     o.device = lane;
-    if (!opts_.tune_shapes.empty()) screen(lane, o, mu);
+    if (!opts_.tune_shapes.empty()) screen(lane, o, mu, observer);
     o.time_seconds = elapsed(m0);
     std::lock_guard<std::mutex> lock(mu);
     ++timed;

@@ -44,9 +44,6 @@ struct TuneOptions {
   // Outcomes measured before for this very source, tuning shape and device (record.h,
   // recorded_outcomes): configurations found there are not run again.
   const TuningCache* reuse = nullptr;
-  // Called (on the tuning thread) as soon as a configuration has been timed on the tuning
-  // shapes, so that its measurements can be recorded while the search goes on.
-  std::function<void(const ConfigOutcome&)> on_timed;
   // Polled before each configuration's compile, validation and timing and before each batch;
   // when it returns true the remaining configurations are skipped (left not_run) and the search
   // ends ("cancelled").
@@ -125,7 +122,7 @@ class BackendRunner : public TuningRunner {
   void check_plans(ConfigOutcome& o);
   void validate_all(std::vector<ConfigOutcome>& out, std::vector<uint8_t>& go,
                     TuneObserver* observer);
-  void screen(size_t lane, ConfigOutcome& o, std::mutex& mu);
+  void screen(size_t lane, ConfigOutcome& o, std::mutex& mu, TuneObserver* observer);
   void time_all(std::vector<ConfigOutcome>& out, const std::vector<uint8_t>& go,
                 TuneObserver* observer);
   Backend& backend_;

@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tune/final_timing.h"
 #include "tune/prune.h"
+#include "tune/simulation.h"
+#include "tune/testing.h"
 
 namespace peak {
 namespace {
@@ -192,8 +195,14 @@ class FakeDevicesRunner : public BackendRunner {
 
 struct PhaseCounts : TuneObserver {
   std::map<std::string, std::pair<size_t, size_t>> last;  // phase -> (done, total)
+  size_t screened = 0;
+  std::set<size_t> screened_on;  // the devices of the configurations screened
   void on_phase(std::string_view phase, size_t done, size_t total) override {
     last[std::string(phase)] = {done, total};
+  }
+  void on_screened(const ConfigOutcome& c) override {  // called under the runner's lock
+    ++screened;
+    screened_on.insert(c.device);
   }
 };
 
@@ -227,12 +236,6 @@ TEST(Tuner, SpreadsValidationAndTimingOverTheDevicesAndKeepsTheOutcomesInOrder) 
   TuneOptions o;
   o.jobs = 2;
   o.tune_shapes = {Shape{{{"N", 64}}}};
-  size_t on_timed = 0;
-  std::set<size_t> on_timed_devices;
-  o.on_timed = [&](const ConfigOutcome& c) {  // called under the runner's lock
-    ++on_timed;
-    on_timed_devices.insert(c.device);
-  };
   SourceRegions src = plain_plan();
   FakeDevicesRunner run(be, {DeviceLane{&d0, &r0, &v0}, DeviceLane{&d1, &r1, &v1}}, ctx, src, o);
   PhaseCounts phases;
@@ -271,8 +274,8 @@ TEST(Tuner, SpreadsValidationAndTimingOverTheDevicesAndKeepsTheOutcomesInOrder) 
     ASSERT_NE(it, out.end());
     EXPECT_EQ(it->device, lane) << config_text(c);
   }
-  EXPECT_EQ(on_timed, 4u);
-  EXPECT_EQ(on_timed_devices, (std::set<size_t>{0, 1}));
+  EXPECT_EQ(phases.screened, 4u);
+  EXPECT_EQ(phases.screened_on, (std::set<size_t>{0, 1}));
   EXPECT_EQ(phases.last["validate"], (std::pair<size_t, size_t>{8, 8}));
   EXPECT_EQ(phases.last["time"], (std::pair<size_t, size_t>{4, 4}));
 }
@@ -395,6 +398,130 @@ TEST(Tuner, AHungConfigurationIsChargedAndEndsTheSearch) {
   EXPECT_EQ(r.outcomes.size(), 4u);
   EXPECT_EQ(r.disposition, Disposition::timeout) << r.message;
   EXPECT_EQ(r.message, "hung");
+}
+
+// Every event an evaluation tells its observers, in order ("final" from tune/final_timing.h).
+struct EventLog : TuneObserver {
+  std::vector<std::string> events;
+  void on_start(const TuningSpace&, const std::string&, size_t) override {
+    events.push_back("start");
+  }
+  void on_phase(std::string_view phase, size_t, size_t) override { events.emplace_back(phase); }
+  void on_screened(const ConfigOutcome& o) override {
+    events.push_back("screened " + config_text(o.config));
+  }
+  void on_batch(const std::vector<size_t>&, const std::vector<ConfigOutcome>& outcomes,
+                double) override {
+    events.push_back("batch of " + std::to_string(outcomes.size()));
+  }
+  void on_evaluated(const ConfigOutcome& o) override {
+    events.push_back("evaluated " + config_text(o.config));
+  }
+  void on_finish(const SearchResult& r) override { events.push_back("finish: " + r.stop); }
+  void on_final(const Measurement& m) override { events.push_back("final " + m.shape.text()); }
+};
+
+// A final timing whose runner task passes every shape at 2 GFLOP/s.
+class FakeFinalTimer : public FinalTimer {
+ public:
+  using FinalTimer::FinalTimer;
+  std::vector<uint64_t> seeds;
+
+ protected:
+  std::vector<Measurement> measure_on(const BuildResult&, const Config& config,
+                                      const std::vector<Shape>& shapes,
+                                      const MeasureOptions& mo) override {
+    seeds.push_back(mo.seed);
+    std::vector<Measurement> ms;
+    for (const Shape& s : shapes) {
+      Measurement m;
+      m.shape = s;
+      m.config = config;
+      m.disposition = Disposition::passed;
+      m.gflops = 2;
+      ms.push_back(m);
+    }
+    return ms;
+  }
+};
+
+// Four configurations (X of 1 and 4, Y of 1 and 2) searched on one fake device, one compile at a
+// time so that the events come in one order.
+struct FourConfigurations {
+  FourConfigurations() {
+    ctx.name = "fake";
+    ctx.tuning = {{"X", {1, 4}, 1}, {"Y", {1, 2}, 1}};
+    dev.max_threads_per_group = 64;
+    o.jobs = 1;
+    o.tune_shapes = {Shape{{{"N", 64}}}};
+    run.devices = 1;
+  }
+  KernelContext ctx;
+  DeviceFacts dev;
+  FakeBackend be;
+  RunnerOptions ro;
+  Validator v{be, dev, ro, ReferenceSource{}};
+  TuneOptions o;
+  SourceRegions src = plain_plan();
+  FakeDevicesRunner run{be, dev, ro, v, ctx, src, o};
+};
+
+TEST(Tuner, ObserversHearTheSearchThenTheOutcomesThenTheFinalTiming) {
+  FourConfigurations f;
+  auto& [ctx, dev, be, ro, v, o, src, run] = f;
+  auto space = space_for(ctx, dev, {});
+  ASSERT_TRUE(space) << space.error();
+  auto strategy = make_strategy("exhaustive");
+  ASSERT_TRUE(strategy);
+  SearchOptions so;
+  so.budget = Budget{4, 0, 0};
+  so.batch = 4;
+  EventLog log;
+  SearchResult sr = search(*space, **strategy, run, so, {&log});
+  ASSERT_EQ(sr.outcomes.size(), 4u);
+  FinalTimingOptions fo;
+  fo.peak_tflops = 0.01;  // 10 GFLOP/s
+  FakeFinalTimer timer(be, dev, ro, v, ctx, src, fo, {&log});
+  const ConfigOutcome& best = sr.outcomes[sr.ranking().front()];
+  auto ms = timer.time(best.build, best.config, {Shape{{{"N", 64}}}, Shape{{{"N", 128}}}}, 7);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_DOUBLE_EQ(ms[0].pct_of_peak, 20.0);
+  EXPECT_EQ(timer.seeds, std::vector<uint64_t>{7});
+
+  // The search's configurations in evaluation order (Y = 2 fails validation: not screened).
+  std::vector<std::string> configs, screened;
+  for (const auto& c : sr.outcomes) {
+    configs.push_back(config_text(c.config));
+    if (c.config.at("Y") == 1) screened.push_back(config_text(c.config));
+  }
+  std::vector<std::string> want = {"start",    "compile",  "compile",  "compile", "compile",
+                                   "validate", "validate", "validate", "validate"};
+  for (const auto& c : screened) {
+    want.push_back("screened " + c);
+    want.push_back("time");
+  }
+  want.push_back("batch of 4");
+  for (const auto& c : configs) want.push_back("evaluated " + c);
+  want.push_back("finish: " + sr.stop);
+  want.push_back("final N=64");
+  want.push_back("final N=128");
+  EXPECT_EQ(log.events, want);
+}
+
+// A cancelled search tells no outcomes: its evaluation ends not_run, recording no builds.
+TEST(Tuner, ACancelledSearchTellsNoOutcomes) {
+  const TuningCache cache = testing::valley_cache();
+  SimulationRunner sim(cache);
+  size_t polls = 0;
+  SearchOptions so;
+  so.budget = Budget{16, 0, 0};
+  so.cancelled = [&] { return ++polls > 1; };  // after the first batch
+  EventLog log;
+  SearchResult sr = search(*cache.space(), **make_strategy("exhaustive"), sim, so, {&log});
+  EXPECT_EQ(sr.stop, "cancelled");
+  EXPECT_FALSE(sr.outcomes.empty());
+  for (const auto& e : log.events) EXPECT_EQ(e.rfind("evaluated", 0), std::string::npos) << e;
+  EXPECT_EQ(log.events.back(), "finish: cancelled");
 }
 
 }  // namespace
