@@ -107,8 +107,7 @@ SummaryBench bench_from(json rest) {
 
 SummaryTop top_from(json rest) {
   SummaryTop t;
-  std::optional<json> config;
-  if (take_object(rest, "config", config)) t.config = std::move(*config);
+  take_object(rest, "config", t.config);
   take(rest, "score_ms", t.score_ms);
   t.extra = std::move(rest);
   return t;
@@ -295,7 +294,7 @@ json part_json(const SummaryBest& b) {
 
 json part_json(const SummaryTop& t) {
   json j = with_extra(t.extra);
-  j["config"] = t.config;
+  put(j, "config", t.config);
   put(j, "score_ms", t.score_ms);
   return j;
 }

@@ -41,7 +41,7 @@ struct SummaryBench {
 
 // One of the passing configurations, fastest first ("top").
 struct SummaryTop {
-  nlohmann::json config = nlohmann::json::object();  // parameter -> value
+  std::optional<nlohmann::json> config;  // parameter -> value
   std::optional<double> score_ms;
   nlohmann::json extra = nlohmann::json::object();
 };

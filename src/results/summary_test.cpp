@@ -110,6 +110,7 @@ TEST(Summary, FieldsAreTyped) {
   ASSERT_TRUE(s.top);
   ASSERT_EQ(s.top->size(), 1u);
   EXPECT_DOUBLE_EQ(*s.top->front().score_ms, 2.0);
+  EXPECT_EQ((*s.top->front().config)["BLOCK_X"], 16);
   ASSERT_TRUE(s.configs);
   EXPECT_EQ(s.configs->space, 27);
   EXPECT_EQ(s.configs->tuning_run, 4);
@@ -138,6 +139,7 @@ TEST(Summary, UnknownKeysAreWrittenBack) {
   j["a_future_key"] = {{"nested", {1, 2, 3}}};
   j["bench"][0]["a_future_measure"] = 7.5;
   j["device"]["pci_bus_id"] = "0000:01:00.0";
+  j["top"].push_back({{"score_ms", 3.0}});  // no configuration: none is written back
   // A known key of another type than the model's is kept as it was.
   j["phases"]["tune_s"] = "unknown";
   auto s = summary_from_json(j);
