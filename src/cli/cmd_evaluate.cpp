@@ -14,23 +14,20 @@ namespace peak::cli {
 namespace {
 
 // "12 of 48 (budget 4, strategy basin, stopped: evaluation budget, 6 reused)": a tuning
-// search as the evaluation summary records it (summary["configs"]).
-std::string configs_text(const json& c) {
-  if (!c.is_object()) return "-";
-  auto count = [&c](const char* key) {
-    return c.contains(key) && c[key].is_number_integer()
-               ? static_cast<size_t>(std::max<int64_t>(0, c[key].get<int64_t>()))
-               : size_t{0};
+// search as the evaluation summary records it (EvalSummary::configs).
+std::string configs_text(const SummaryConfigs& c) {
+  auto count = [](const std::optional<int64_t>& n) {
+    return static_cast<size_t>(std::max<int64_t>(0, n.value_or(0)));
   };
-  const size_t valid = count("space") - std::min(count("space"), count("rejected_by_constraint"));
+  const size_t space = count(c.space), rejected = count(c.rejected_by_constraint);
+  const size_t valid = space - std::min(space, rejected);
   std::vector<std::string> how;
-  if (std::string b = c.value("budget", ""); !b.empty()) how.push_back("budget " + b);
-  if (std::string st = c.value("strategy", ""); !st.empty()) how.push_back("strategy " + st);
-  if (std::string stop = c.value("stop", ""); !stop.empty()) how.push_back("stopped: " + stop);
-  if (size_t n = count("rejected_by_constraint"); n > 0)
-    how.push_back(fmt::format("{} ruled out by tuning_valid", n));
-  if (size_t n = count("reused"); n > 0) how.push_back(fmt::format("{} reused", n));
-  std::string text = fmt::format("{} of {}", count("evaluated"), valid);
+  if (std::string b = c.budget.value_or(""); !b.empty()) how.push_back("budget " + b);
+  if (std::string st = c.strategy.value_or(""); !st.empty()) how.push_back("strategy " + st);
+  if (std::string stop = c.stop.value_or(""); !stop.empty()) how.push_back("stopped: " + stop);
+  if (rejected > 0) how.push_back(fmt::format("{} ruled out by tuning_valid", rejected));
+  if (size_t n = count(c.reused); n > 0) how.push_back(fmt::format("{} reused", n));
+  std::string text = fmt::format("{} of {}", count(c.evaluated), valid);
   return how.empty() ? text : fmt::format("{} ({})", text, join(how, ", "));
 }
 
@@ -43,12 +40,26 @@ std::string config_line(const json& config) {
   return parts.empty() ? "(defaults)" : join(parts, " ");
 }
 
-std::string perf_text(const json& s) {
-  if (!s.is_object() || !s.contains("bench") || !s["bench"].is_array() || s["bench"].empty())
-    return "-";
-  const json& m = s["bench"][0];
-  if (m.value("disposition", "") != "passed") return "-";
-  return fmt::format("{:.1f} GFLOP/s at {}", m.value("gflops", 0.0), m.value("shape", ""));
+std::string perf_text(const EvalSummary& s) {
+  const SummaryBench* m = s.first_bench();
+  if (!m || !m->passed()) return "-";
+  return fmt::format("{:.1f} GFLOP/s at {}", m->gflops.value_or(0.0), m->shape.value_or(""));
+}
+
+// The search, the sanitizer's report, the best configurations and the final timing of `s`.
+void print_evaluation(const EvalSummary& s) {
+  if (s.configs) std::printf("  configurations: %s\n", configs_text(*s.configs).c_str());
+  if (s.sanitizer)
+    std::printf("  compute-sanitizer (%s):\n%s", s.sanitizer->config.value_or("").c_str(),
+                s.sanitizer->report.value_or("").c_str());
+  if (s.top)
+    for (const auto& t : *s.top)
+      std::printf("  %-40s %.2f ms\n", config_line(t.config.value_or(json::object())).c_str(), t.score_ms.value_or(0.0));
+  if (s.bench)
+    for (const auto& m : *s.bench)
+      std::printf("  %-20s %10.1f GFLOP/s (median %.4f ms, spread %.1f%%, %zu samples)\n",
+                  m.shape.value_or("").c_str(), m.gflops.value_or(0.0), m.median_ms.value_or(0.0),
+                  100 * m.spread.value_or(0.0), m.samples_ms ? m.samples_ms->size() : 0);
 }
 
 // `peak tune --classes [CHECKPOINT]`: one search per shape class, the dispatch table recorded.
@@ -111,8 +122,7 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
   if (!ev) return fail(ev.status());
   if (!o.export_space.empty()) {
     std::optional<int64_t> run;
-    if (ev->summary.contains("configs") && ev->summary["configs"].contains("tuning_run"))
-      run = ev->summary["configs"]["tuning_run"].get<int64_t>();
+    if (EvalSummary s = summary_or_empty(ev->summary); s.configs) run = s.configs->tuning_run;
     std::string command =
         fmt::format("peak tune {}{}{}", *id, o.strategy.empty() ? "" : " --strategy " + o.strategy,
                     o.strategy_budget.empty() ? "" : " --strategy-budget " + o.strategy_budget);
@@ -132,26 +142,11 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
   } else {
     std::printf("%s checkpoint %lld: %s — %s\n", what, static_cast<long long>(*id),
                 std::string(to_string(ev->disposition)).c_str(), ev->message.c_str());
-    if (ev->summary.contains("configs"))
-      std::printf("  configurations: %s\n", configs_text(ev->summary["configs"]).c_str());
-    if (ev->summary.contains("sanitizer"))
-      std::printf("  compute-sanitizer (%s):\n%s",
-                  ev->summary["sanitizer"].value("config", "").c_str(),
-                  ev->summary["sanitizer"].value("report", "").c_str());
-    if (ev->summary.contains("top"))
-      for (const auto& t : ev->summary["top"])
-        std::printf("  %-40s %.2f ms\n", config_line(t.value("config", json::object())).c_str(),
-                    t.value("score_ms", 0.0));
-    if (ev->summary.contains("bench"))
-      for (const auto& m : ev->summary["bench"])
-        std::printf("  %-20s %10.1f GFLOP/s (median %.4f ms, spread %.1f%%, %zu samples)\n",
-                    m.value("shape", "").c_str(), m.value("gflops", 0.0), m.value("median_ms", 0.0),
-                    100 * m.value("spread", 0.0),
-                    m.contains("samples_ms") ? m["samples_ms"].size() : 0);
+    print_evaluation(summary_or_empty(ev->summary));
     auto c = ws->store().checkpoint(*id);
     if (c)
       std::printf("checkpoint %lld's result: %s%s\n", static_cast<long long>(*id),
-                  perf_text(ws->summary(*c)).c_str(),
+                  perf_text(ws->result_summary(*c)).c_str(),
                   e->standard ? ""
                               : " (this evaluation used other options than the default ones: "
                                 "kept in the history, `peak show --all` lists it)");

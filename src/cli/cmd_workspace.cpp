@@ -256,7 +256,7 @@ int cmd_show(Options& o) {
   if (!c) return fail(c.status());
   auto files = ws->checkpoint_files(*id);
   if (!files) return fail(files.status());
-  json summary = ws->summary(*c);
+  EvalSummary summary = ws->result_summary(*c);
   auto evaluations = ws->evaluations(*id);
   if (o.json_out) {
     auto cj = api::checkpoint_json(*ws, *id);
@@ -285,12 +285,12 @@ int cmd_show(Options& o) {
   std::printf("checkpoint %lld  %s  (%s)\nparent: %s  branch: %s\n", static_cast<long long>(c->id),
               c->message.c_str(), c->created_at.c_str(),
               c->parent ? std::to_string(*c->parent).c_str() : "-", c->branch.c_str());
-  if (summary.contains("best"))
-    std::printf("best configuration: %s\n", summary["best"].value("config_text", "").c_str());
-  if (summary.contains("bench"))
-    for (const auto& m : summary["bench"])
-      std::printf("  %-20s %10.1f GFLOP/s  spread %.1f%%\n", m.value("shape", "").c_str(),
-                  m.value("gflops", 0.0), 100 * m.value("spread", 0.0));
+  if (summary.best)
+    std::printf("best configuration: %s\n", summary.best->config_text.value_or("").c_str());
+  if (summary.bench)
+    for (const auto& m : *summary.bench)
+      std::printf("  %-20s %10.1f GFLOP/s  spread %.1f%%\n", m.shape.value_or("").c_str(),
+                  m.gflops.value_or(0.0), 100 * m.spread.value_or(0.0));
   if (o.all) {
     std::printf("\nevaluations (%zu; * marks the result: the best under the default options):\n",
                 evaluations.size());

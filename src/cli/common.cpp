@@ -320,16 +320,15 @@ int print_apply(const ApplyResult& r, const Options& o) {
   } else if (r.disposition == Disposition::passed) {
     std::printf("passed: checkpoint %lld — %s\n", static_cast<long long>(r.checkpoint.value_or(0)),
                 r.message.c_str());
-    if (r.summary.contains("bench"))
-      for (const auto& m : r.summary["bench"])
+    if (EvalSummary s = summary_or_empty(r.summary); s.bench)
+      for (const auto& m : *s.bench)
         std::printf("  %-20s %10.1f GFLOP/s  x%.2f vs parent  x%.2f vs seed%s\n",
-                    m.value("shape", "").c_str(), m.value("gflops", 0.0),
-                    m.value("speedup_vs_parent", 0.0), m.value("speedup_vs_seed", 0.0),
-                    m.contains("pct_of_baseline")
-                        ? fmt::format("  {:.1f}% of {}", m.value("pct_of_baseline", 0.0),
-                                      m.value("baseline", ""))
-                              .c_str()
-                        : "");
+                    m.shape.value_or("").c_str(), m.gflops.value_or(0.0),
+                    m.speedup_vs_parent.value_or(0.0), m.speedup_vs_seed.value_or(0.0),
+                    m.pct_of_baseline ? fmt::format("  {:.1f}% of {}", *m.pct_of_baseline,
+                                                    m.baseline.value_or(""))
+                                            .c_str()
+                                      : "");
     if (r.stash)
       std::printf("your local changes are stash %lld (`peak stash pop` brings them back)\n",
                   static_cast<long long>(*r.stash));

@@ -134,12 +134,10 @@ json log_json(Workspace& ws) {
     if (head && starts_with(*head, "#") && head_id && *head_id && **head_id == c.id)
       names.push_back("HEAD");
     // The checkpoint's result (Workspace::summary: the same rule as show and report).
-    json s = ws.summary(c);
+    EvalSummary s = ws.result_summary(c);
     std::string perf;
-    if (s.is_object() && s.contains("bench") && s["bench"].is_array() && !s["bench"].empty() &&
-        s["bench"][0].value("disposition", "passed") == "passed")
-      perf = fmt::format("{:.1f} GFLOP/s at {}", s["bench"][0].value("gflops", 0.0),
-                         s["bench"][0].value("shape", ""));
+    if (const SummaryBench* b = s.first_bench(); b && b->disposition.value_or("passed") == "passed")
+      perf = fmt::format("{:.1f} GFLOP/s at {}", b->gflops.value_or(0.0), b->shape.value_or(""));
     out.push_back({{"id", c.id},
                    {"parent", c.parent ? json(*c.parent) : json(nullptr)},
                    {"branch", c.branch},
@@ -157,10 +155,9 @@ Result<json> checkpoint_json(Workspace& ws, int64_t id) {
   if (!c) return Error{c.error()};
   auto files = ws.checkpoint_files(id);
   if (!files) return Error{files.error()};
-  json summary = ws.summary(*c);
-  json resources = summary.contains("best") && summary["best"].contains("resources")
-                       ? summary["best"]["resources"]
-                       : json::object();
+  EvalSummary result = ws.result_summary(*c);
+  json summary = to_json(result);
+  json resources = result.best && result.best->resources ? *result.best->resources : json::object();
   return json{{"id", c->id},
               {"parent", c->parent ? json(*c->parent) : json(nullptr)},
               {"branch", c->branch},

@@ -61,15 +61,15 @@ Result<std::string> render_report_at(const std::filesystem::path& where, const s
 // `peak bench [REF]`: the best configuration of `ref` ("" = HEAD) timed over its context's shape
 // suite with the vendor library in the same run (Workspace::bench_suite), recorded as an
 // evaluation of kind "suite". `choices` uses the device, --small / --full and --no-baseline.
-// suite_json (report/suite.h) is its JSON form; suite_text its table.
+// suite_json (results/suite.h) is its JSON form; suite_text (report/suite.h) its table.
 // With a dispatch table recorded for `ref` on this device (`tune_classes`), each shape runs its
 // class's configuration unless `single`.
 Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices,
                           bool single = false);
 // `peak tune --classes [REF]`: one tuning search per shape class of the suite, the configurations
 // found recorded as the checkpoint's dispatch table (Workspace::tune_classes); dispatch_json
-// (report/dispatch.h) is its JSON form, dispatch_text its table. `only`: the classes to search
-// (empty: all); the others run the checkpoint's best configuration.
+// (results/dispatch.h) is its JSON form, dispatch_text (report/dispatch.h) its table. `only`:
+// the classes to search (empty: all); the others run the checkpoint's best configuration.
 Result<DispatchTable> tune_classes(Workspace& ws, const std::string& ref,
                                    const EvalChoices& choices,
                                    const std::vector<std::string>& only = {});

@@ -18,37 +18,41 @@ namespace peak {
 namespace {
 
 // Median times of the bench shapes of a summary, by shape text.
-std::map<std::string, double> bench_medians(const json& summary) {
+std::map<std::string, double> bench_medians(const EvalSummary& summary) {
   std::map<std::string, double> out;
-  if (!summary.contains("bench")) return out;
-  for (const auto& m : summary["bench"])
-    if (m.value("disposition", "") == "passed")
-      out[m.value("shape", "")] = m.value("median_ms", 0.0);
+  if (!summary.bench) return out;
+  for (const auto& m : *summary.bench)
+    if (m.passed()) out[m.shape.value_or("")] = m.median_ms.value_or(0.0);
   return out;
 }
 
-void add_speedups(json& summary, const json& parent, const json& seed) {
-  auto mine = bench_medians(summary), p = bench_medians(parent), s = bench_medians(seed);
-  if (!summary.contains("bench")) return;
-  for (auto& m : summary["bench"]) {
-    std::string shape = m.value("shape", "");
+void add_speedups(json& summary_json, const json& parent, const json& seed) {
+  EvalSummary summary = summary_or_empty(summary_json);
+  auto mine = bench_medians(summary), p = bench_medians(summary_or_empty(parent)),
+       s = bench_medians(summary_or_empty(seed));
+  if (!summary.bench) return;
+  for (auto& m : *summary.bench) {
+    std::string shape = m.shape.value_or("");
     if (!mine.count(shape)) continue;
-    if (p.count(shape) && mine[shape] > 0) m["speedup_vs_parent"] = p[shape] / mine[shape];
-    if (s.count(shape) && mine[shape] > 0) m["speedup_vs_seed"] = s[shape] / mine[shape];
+    if (p.count(shape) && mine[shape] > 0) m.speedup_vs_parent = p[shape] / mine[shape];
+    if (s.count(shape) && mine[shape] > 0) m.speedup_vs_seed = s[shape] / mine[shape];
   }
+  summary_json = to_json(summary);
 }
 
 }  // namespace
 
 namespace detail {
-std::vector<Config> top_configs(const json& summary, const KernelContext& ctx) {
+std::vector<Config> top_configs(const json& summary_json, const KernelContext& ctx) {
   std::vector<Config> out;
-  if (!summary.contains("top")) return out;
-  for (const auto& t : summary["top"]) {
+  EvalSummary summary = summary_or_empty(summary_json);
+  if (!summary.top) return out;
+  for (const auto& t : *summary.top) {
+    const json config = t.config.value_or(json::object());
     Config c;
     for (const auto& p : ctx.tuning) {
-      if (t["config"].contains(p.name))
-        c[p.name] = t["config"][p.name].get<int64_t>();
+      if (config.contains(p.name))
+        c[p.name] = config[p.name].get<int64_t>();
       else
         c[p.name] = p.default_value;
     }
@@ -104,16 +108,7 @@ void Workspace::record_evaluation(int64_t checkpoint, std::optional<int64_t> wor
   e.kind = kind;
   e.options_json = eval_options_json(opts).dump();
   e.standard = opts.standard;
-  bool timed =
-      summary.contains("bench") && summary["bench"].is_array() && !summary["bench"].empty();
-  e.disposition = summary.value("disposition", timed ? "passed" : "not_run");
-  e.gflops = std::nan("");
-  if (timed) {
-    e.shape = summary["bench"][0].value("shape", "");
-    e.gflops = summary["bench"][0].value("gflops", std::nan(""));
-  }
-  if (summary.contains("device") && summary["device"].is_object())
-    e.device = summary["device"].value("name", "");
+  fill_from_summary(summary_or_empty(summary), e);
   auto blob = store_->put_blob(summary.dump());
   if (!blob) return;
   e.summary_blob = *blob;
@@ -121,7 +116,11 @@ void Workspace::record_evaluation(int64_t checkpoint, std::optional<int64_t> wor
 }
 
 // One rule for log, show and report (report/build.cpp reads the result the same way).
-json Workspace::summary(const CheckpointRecord& c) const { return checkpoint_summary(*store_, c); }
+json Workspace::summary(const CheckpointRecord& c) const { return to_json(result_summary(c)); }
+
+EvalSummary Workspace::result_summary(const CheckpointRecord& c) const {
+  return checkpoint_result_summary(*store_, c);
+}
 
 std::vector<EvaluationEntry> Workspace::evaluations(int64_t id) const {
   std::vector<EvaluationEntry> out;
@@ -157,13 +156,13 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
     std::erase_if(opts.tuning_overrides, [&](const auto& o) { return !params.count(o.first); });
   }
   if (!force) {
-    json s = summary(*c);
-    if ((s.contains("bench") || (opts.compile_only && s.value("compile_only", false)))) {
+    EvalSummary s = result_summary(*c);
+    if (s.bench || (opts.compile_only && s.compile_only.value_or(false))) {
       Evaluation ev;
       ev.disposition =
-          disposition_from_string(s.value("disposition", "passed")).value_or(Disposition::passed);
-      ev.message = s.value("message", "");
-      ev.summary = s;
+          disposition_from_string(s.disposition.value_or("passed")).value_or(Disposition::passed);
+      ev.message = s.message.value_or("");
+      ev.summary = to_json(s);
       return ev;
     }
   }

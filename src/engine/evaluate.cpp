@@ -101,8 +101,10 @@ RunnerOptions LockNotices::runner(const Backend& be, const DeviceFacts& dev,
 
 void add_task_reference(std::vector<std::pair<std::string, TaskSeconds>>& refs, const json& summary,
                         const std::string& who) {
-  if (summary.contains("task_seconds"))
-    refs.emplace_back(who, TaskSeconds::from_json(summary["task_seconds"]));
+  if (EvalSummary s = summary_or_empty(summary); s.task_seconds)
+    refs.emplace_back(
+        who, TaskSeconds{s.task_seconds->validate.value_or(0), s.task_seconds->screen.value_or(0),
+                         s.task_seconds->bench.value_or(0)});
 }
 
 // The device's lock (one timer per device) and its label for the waiting line.

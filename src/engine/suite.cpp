@@ -55,10 +55,10 @@ bool same_scalars(const KernelContext& a, const KernelContext& b) {
 }
 
 // The checkpoint's best configuration (its result's), or its default values when it has none.
-Config best_config(const json& result, const KernelContext& ctx, bool* defaults) {
-  if (result.contains("best") && result["best"].is_object() && result["best"].contains("config")) {
+Config best_config(const json& result_json, const KernelContext& ctx, bool* defaults) {
+  if (EvalSummary result = summary_or_empty(result_json); result.best && result.best->config) {
     if (defaults) *defaults = false;
-    return config_from(result["best"]["config"]);
+    return config_from(*result.best->config);
   }
   if (defaults) *defaults = true;
   Config config;
@@ -454,19 +454,19 @@ void leave_unsearched(DispatchVariant& v, const DispatchVariant* before,
 void read_class_search(DispatchVariant& v, const Evaluation& ev) {
   v.disposition = std::string(to_string(ev.disposition));
   v.message = ev.message;
-  const json& s = ev.summary;
-  if (s.contains("configs")) {
-    v.evaluated = s["configs"].value("evaluated", size_t{0});
-    v.space = s["configs"].value("space", size_t{0}) -
-              s["configs"].value("rejected_by_constraint", size_t{0});
+  const EvalSummary s = summary_or_empty(ev.summary);
+  if (s.configs) {
+    v.evaluated = static_cast<size_t>(s.configs->evaluated.value_or(0));
+    v.space = static_cast<size_t>(s.configs->space.value_or(0) -
+                                  s.configs->rejected_by_constraint.value_or(0));
   }
-  if (ev.disposition == Disposition::passed && s.contains("best")) {
-    v.config = config_from(s["best"]["config"]);
+  if (ev.disposition == Disposition::passed && s.best) {
+    v.config = config_from(s.best->config.value_or(json()));
     v.config_text = config_text(v.config);
   }
-  if (s.contains("bench") && s["bench"].is_array() && !s["bench"].empty()) {
-    v.gflops = s["bench"][0].value("gflops", 0.0);
-    v.baseline_gflops = s["bench"][0].value("baseline_gflops", 0.0);
+  if (const SummaryBench* b = s.first_bench()) {
+    v.gflops = b->gflops.value_or(0.0);
+    v.baseline_gflops = b->baseline_gflops.value_or(0.0);
   }
 }
 

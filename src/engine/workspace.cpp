@@ -418,7 +418,7 @@ Result<int64_t> Workspace::make_checkpoint(std::optional<int64_t> parent,
   c.context_blob = *cb;
   c.source_blob = *sb;
   c.summary_json = summary.dump();
-  c.top_configs_json = summary.contains("top") ? summary["top"].dump() : "[]";
+  c.top_configs_json = top_json(summary_or_empty(summary)).dump();
   return store_->add_checkpoint(c);
 }
 

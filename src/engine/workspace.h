@@ -31,7 +31,8 @@
 namespace peak {
 
 using json = nlohmann::json;
-inline constexpr int kSummaryFormatVersion = 1;
+// The evaluation summary's format (results/summary.h).
+inline constexpr int kSummaryFormatVersion = kEvalSummaryFormatVersion;
 // The message of a step or evaluation stopped by EvalOptions::cancelled.
 inline constexpr const char* kCancelledMessage = "cancelled";
 
@@ -317,6 +318,8 @@ class Workspace {
   // A checkpoint's result: its best evaluation under the default options (docs/store.md,
   // "Results"); the summary recorded with it when it was never evaluated.
   json summary(const CheckpointRecord& c) const;
+  // The same, typed.
+  EvalSummary result_summary(const CheckpointRecord& c) const;
   // Every evaluation of a checkpoint, oldest first, the result marked.
   std::vector<EvaluationEntry> evaluations(int64_t id) const;
   // Checkpoints from the seed to `tip`, each with its summary.

@@ -275,11 +275,12 @@ std::string step_text(const json& s) {
   }
   t = fmt::format("{}: {}", s.value("disposition", ""), s.value("message", ""));
   if (s.contains("checkpoint")) t = fmt::format("checkpoint {} — {}", s["checkpoint"].dump(), t);
-  if (s.contains("summary") && s["summary"].contains("bench"))
-    for (const auto& m : s["summary"]["bench"])
-      t += fmt::format("\n  {:<20} {:10.1f} GFLOP/s  x{:.2f} vs parent  x{:.2f} vs seed",
-                       m.value("shape", ""), m.value("gflops", 0.0),
-                       m.value("speedup_vs_parent", 0.0), m.value("speedup_vs_seed", 0.0));
+  if (auto it = s.find("summary"); it != s.end())
+    if (EvalSummary summary = summary_or_empty(*it); summary.bench)
+      for (const auto& m : *summary.bench)
+        t += fmt::format("\n  {:<20} {:10.1f} GFLOP/s  x{:.2f} vs parent  x{:.2f} vs seed",
+                         m.shape.value_or(""), m.gflops.value_or(0.0),
+                         m.speedup_vs_parent.value_or(0.0), m.speedup_vs_seed.value_or(0.0));
   return t;
 }
 
@@ -513,13 +514,12 @@ ToolResult t_show(const json& a, ToolContext& ctx) {
   auto j = api::checkpoint_json(ws, *id);
   if (!j) return ToolResult::error(j.error());
   std::string text = fmt::format("checkpoint {}  {}\n", *id, j->value("message", ""));
-  const json& s = (*j)["summary"];
-  if (s.contains("best"))
-    text += fmt::format("best configuration: {}\n", s["best"].value("config_text", ""));
-  if (s.contains("bench"))
-    for (const auto& m : s["bench"])
-      text += fmt::format("  {:<20} {:10.1f} GFLOP/s  spread {:.1f}%\n", m.value("shape", ""),
-                          m.value("gflops", 0.0), 100 * m.value("spread", 0.0));
+  const EvalSummary s = summary_or_empty((*j)["summary"]);
+  if (s.best) text += fmt::format("best configuration: {}\n", s.best->config_text.value_or(""));
+  if (s.bench)
+    for (const auto& m : *s.bench)
+      text += fmt::format("  {:<20} {:10.1f} GFLOP/s  spread {:.1f}%\n", m.shape.value_or(""),
+                          m.gflops.value_or(0.0), 100 * m.spread.value_or(0.0));
   text += "\n" + j->value("source", "");
   return ok(*j, text);
 }

@@ -59,12 +59,12 @@ class ReportBuilder {
  private:
   int attempt_rows(const Group& g, std::vector<AttemptRow>& out, PhaseCosts& costs);
   void read_kernel(const CheckpointRecord& cp, StepRow& step, std::string& source);
-  void read_bench(const CheckpointRecord& cp, const EvalRows& e, const std::string& note, json& s,
-                  StepRow& step);
-  void read_facts(const json& s);
-  static void read_search(const EvalRows& e, const json& s, StepRow& step);
+  void read_bench(const CheckpointRecord& cp, const EvalRows& e, const std::string& note,
+                  EvalSummary& s, StepRow& step);
+  void read_facts(const EvalSummary& s);
+  static void read_search(const EvalRows& e, const EvalSummary& s, StepRow& step);
   void read_costs(const CheckpointRecord& cp, const Group* group, const std::set<int64_t>& linked,
-                  const EvalRows& e, const json& s, StepRow& step);
+                  const EvalRows& e, const EvalSummary& s, StepRow& step);
   void diff_step(const CheckpointRecord& cp, const std::string& source, StepRow& step);
   void add_step(const CheckpointRecord& cp);
   void add_unfinished_steps(const CheckpointRecord& cp);
@@ -246,24 +246,24 @@ void ReportBuilder::read_kernel(const CheckpointRecord& cp, StepRow& step, std::
 
 // The step's bench shapes and best configuration: from its summary, else from its rows.
 void ReportBuilder::read_bench(const CheckpointRecord& cp, const EvalRows& e,
-                               const std::string& note, json& s, StepRow& step) {
-  if (s.contains("bench") && s["bench"].is_array()) {
-    for (const auto& m : s["bench"]) step.bench.push_back(bench_from_summary(m));
+                               const std::string& note, EvalSummary& s, StepRow& step) {
+  if (s.bench) {
+    for (const auto& m : *s.bench) step.bench.push_back(bench_from_summary(m));
   } else if (!e.final_timing.empty()) {
     if (!note.empty()) r_.notes.push_back(note);
     step.bench = bench_from_measurements(e, !cp.parent, s);
-    if (!step.bench.empty()) s["disposition"] = "passed";
+    if (!step.bench.empty()) s.disposition = "passed";
   }
   for (auto& b : step.bench) {
     finish_bench(b);
     if (b.clock_mhz_before > 0) clocks_.emplace_back(b.clock_mhz_before, b.clock_mhz_after);
     r_.provenance.throttled = r_.provenance.throttled || b.throttled;
   }
-  step.disposition = s.value("disposition", step.bench.empty() ? "not_run" : "passed");
-  if (s.contains("best") && s["best"].is_object()) {
+  step.disposition = s.disposition.value_or(step.bench.empty() ? "not_run" : "passed");
+  if (s.best) {
     step.best_config =
-        s["best"].value("config_text", config_words(s["best"].value("config", json::object())));
-    step.resources_raw = s["best"].value("resources", json::object());
+        s.best->config_text.value_or(config_words(s.best->config.value_or(json::object())));
+    step.resources_raw = s.best->resources.value_or(json::object());
     step.resources = describe_resources(step.resources_raw);
     step.instruction_mix = instruction_mix_text(step.resources_raw);
     if (!step.instruction_mix.empty()) step.sass = step.resources_raw["sass"];
@@ -271,38 +271,36 @@ void ReportBuilder::read_bench(const CheckpointRecord& cp, const EvalRows& e,
 }
 
 // Facts of the device and toolchain: the first summary that has them.
-void ReportBuilder::read_facts(const json& s) {
-  if (s.contains("peak_version")) peak_versions_.insert(s.value("peak_version", ""));
+void ReportBuilder::read_facts(const EvalSummary& s) {
+  if (s.peak_version) peak_versions_.insert(*s.peak_version);
   Provenance& p = r_.provenance;
-  if (s.contains("device") && s["device"].is_object() && p.device.empty()) {
-    const json& d = s["device"];
-    p.device = d.value("name", "");
-    p.backend = d.value("backend", "");
-    p.driver = d.value("driver", "");
-    p.api = d.value("api", "");
-    p.arch = d.value("arch", "");
-    p.measured_fp32_tflops = d.value("measured_fp32_tflops", 0.0);
+  if (s.device && p.device.empty()) {
+    const SummaryDevice& d = *s.device;
+    p.device = d.name.value_or("");
+    p.backend = d.backend.value_or("");
+    p.driver = d.driver.value_or("");
+    p.api = d.api.value_or("");
+    p.arch = d.arch.value_or("");
+    p.measured_fp32_tflops = d.measured_fp32_tflops.value_or(0.0);
   }
-  if (s.contains("peak") && s["peak"].is_object() && p.peak_tflops == 0) {
-    p.peak_tflops = s["peak"].value("tflops", 0.0);
-    p.peak_source = s["peak"].value("source", "");
+  if (s.peak && p.peak_tflops == 0) {
+    p.peak_tflops = s.peak->tflops.value_or(0.0);
+    p.peak_source = s.peak->source.value_or("");
   }
-  if (s.contains("toolchain") && s["toolchain"].is_object())
-    for (const auto& [k, v] : s["toolchain"].items())
-      p.toolchain[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  if (s.toolchain)
+    for (const auto& [k, v] : *s.toolchain) p.toolchain[k] = v;
 }
 
 // The search: every configuration, and the counts per disposition.
-void ReportBuilder::read_search(const EvalRows& e, const json& s, StepRow& step) {
+void ReportBuilder::read_search(const EvalRows& e, const EvalSummary& s, StepRow& step) {
   step.configs = config_rows(e, s);
-  if (s.contains("configs") && s["configs"].is_object()) {
-    const json& c = s["configs"];
-    if (c.contains("dispositions") && c["dispositions"].is_object())
-      for (const auto& [k, v] : c["dispositions"].items())
-        if (v.is_number_integer()) step.config_dispositions[k] = v.get<int>();
-    step.space = c.value("space", int64_t{0});
-    step.pruned = c.value("rejected_by_constraint", int64_t{0});
-    step.sampled = c.value("sampled", false);
+  if (s.configs) {
+    const SummaryConfigs& c = *s.configs;
+    if (c.dispositions)
+      for (const auto& [k, v] : *c.dispositions) step.config_dispositions[k] = static_cast<int>(v);
+    step.space = c.space.value_or(0);
+    step.pruned = c.rejected_by_constraint.value_or(0);
+    step.sampled = c.sampled.value_or(false);
   }
   if (step.config_dispositions.empty())
     for (const auto& c : step.configs) step.config_dispositions[c.disposition]++;
@@ -310,20 +308,20 @@ void ReportBuilder::read_search(const EvalRows& e, const json& s, StepRow& step)
 
 // Attempts and costs.
 void ReportBuilder::read_costs(const CheckpointRecord& cp, const Group* group,
-                               const std::set<int64_t>& linked, const EvalRows& e, const json& s,
-                               StepRow& step) {
+                               const std::set<int64_t>& linked, const EvalRows& e,
+                               const EvalSummary& s, StepRow& step) {
   std::set<int64_t> all_evals;  // the evaluation behind the step, and the linked attempts
   if (group)
     for (const auto* a : group->rows)
       if (a->pass_index == 0) all_evals.insert(a->id);
   if (group) step.attempts = attempt_rows(*group, step.attempt_rows, step.costs);
   step.failed_attempts = std::max(0, step.attempts - (group ? 1 : 0));
-  if (s.contains("phases") && s["phases"].is_object()) {
-    const json& ph = s["phases"];
-    step.costs.compile_s = ph.value("compile_s", 0.0);
-    step.costs.validate_s = ph.value("validate_s", 0.0);
-    step.costs.tune_s = ph.value("tune_s", 0.0);
-    step.costs.bench_s = ph.value("bench_s", 0.0);
+  if (s.phases) {
+    const SummaryPhases& ph = *s.phases;
+    step.costs.compile_s = ph.compile_s.value_or(0.0);
+    step.costs.validate_s = ph.validate_s.value_or(0.0);
+    step.costs.tune_s = ph.tune_s.value_or(0.0);
+    step.costs.bench_s = ph.bench_s.value_or(0.0);
     step.costs.recorded = true;
   }
   all_evals.insert(linked.begin(), linked.end());
@@ -363,7 +361,7 @@ void ReportBuilder::diff_step(const CheckpointRecord& cp, const std::string& sou
 // The step row of one checkpoint of the chain.
 void ReportBuilder::add_step(const CheckpointRecord& cp) {
   std::string note;
-  json s = checkpoint_summary(store_, cp, &note);
+  EvalSummary s = checkpoint_result_summary(store_, cp, &note);
   StepRow step;
   step.checkpoint = cp.id;
   step.parent = cp.parent;
@@ -414,7 +412,7 @@ void ReportBuilder::add_unfinished_steps(const CheckpointRecord& cp) {
     for (const auto* a : g.rows)
       if (a->pass_index == 0) ids.insert(a->id);
     EvalRows fe = eval_rows(rows_, ids, -1, "");
-    f.configs = config_rows(fe, json::object());
+    f.configs = config_rows(fe, EvalSummary{});
     for (const auto& c : f.configs) f.config_dispositions[c.disposition]++;
     for (const auto& b : fe.builds) f.costs.compile_cpu_s += finite_or_zero(b->seconds);
     for (const auto* m : fe.screening) f.costs.gpu_s += sum_seconds(samples_of(m->samples_json));

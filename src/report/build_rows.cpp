@@ -158,7 +158,7 @@ EvalRows eval_rows(const Rows& rows, const std::set<int64_t>& attempt_ids, int64
   return e;
 }
 
-std::vector<ConfigRow> config_rows(const EvalRows& e, const json& summary) {
+std::vector<ConfigRow> config_rows(const EvalRows& e, const EvalSummary& summary) {
   std::vector<ConfigRow> out;
   std::map<std::string, size_t> index;  // config text -> row
   auto row = [&](const std::string& config_json) -> ConfigRow& {
@@ -207,45 +207,43 @@ std::vector<ConfigRow> config_rows(const EvalRows& e, const json& summary) {
       c.disposition = m->disposition;
     }
   }
-  if (summary.contains("top") && summary["top"].is_array())
-    for (const auto& t : summary["top"]) {
-      ConfigRow& c = row(t.value("config", json::object()).dump());
+  if (summary.top)
+    for (const auto& t : *summary.top) {
+      ConfigRow& c = row(t.config.value_or(json::object()).dump());
       c.top = true;
-      if (c.score_ms == 0) c.score_ms = t.value("score_ms", 0.0);
+      if (c.score_ms == 0) c.score_ms = t.score_ms.value_or(0.0);
       if (c.disposition == "not_run") c.disposition = "passed";
     }
-  if (summary.contains("best") && summary["best"].contains("config")) {
-    ConfigRow& c = row(summary["best"]["config"].dump());
+  if (summary.best && summary.best->config) {
+    ConfigRow& c = row(summary.best->config->dump());
     c.best = true;
   }
   return out;
 }
 
-BenchRow bench_from_summary(const json& m) {
+BenchRow bench_from_summary(const SummaryBench& m) {
   BenchRow b;
-  b.shape = m.value("shape", "");
-  b.disposition = m.value("disposition", "");
-  b.median_ms = m.value("median_ms", 0.0);
-  b.spread = m.value("spread", 0.0);
-  b.gflops = m.value("gflops", 0.0);
-  b.pct_of_peak = m.value("pct_of_peak", 0.0);
-  b.baseline = m.value("baseline", "");
-  b.baseline_gflops = m.value("baseline_gflops", 0.0);
-  b.baseline_median_ms = m.value("baseline_median_ms", 0.0);
-  b.baseline_spread = m.value("baseline_spread", 0.0);
-  b.pct_of_baseline = m.value("pct_of_baseline", 0.0);
-  b.speedup_vs_seed = m.value("speedup_vs_seed", 0.0);
-  b.speedup_vs_parent = m.value("speedup_vs_parent", 0.0);
-  if (m.contains("samples_ms") && m["samples_ms"].is_array())
-    b.samples_ms = m["samples_ms"].get<std::vector<double>>();
-  if (m.contains("baseline_samples_ms") && m["baseline_samples_ms"].is_array())
-    b.baseline_samples_ms = m["baseline_samples_ms"].get<std::vector<double>>();
+  b.shape = m.shape.value_or("");
+  b.disposition = m.disposition.value_or("");
+  b.median_ms = m.median_ms.value_or(0.0);
+  b.spread = m.spread.value_or(0.0);
+  b.gflops = m.gflops.value_or(0.0);
+  b.pct_of_peak = m.pct_of_peak.value_or(0.0);
+  b.baseline = m.baseline.value_or("");
+  b.baseline_gflops = m.baseline_gflops.value_or(0.0);
+  b.baseline_median_ms = m.baseline_median_ms.value_or(0.0);
+  b.baseline_spread = m.baseline_spread.value_or(0.0);
+  b.pct_of_baseline = m.pct_of_baseline.value_or(0.0);
+  b.speedup_vs_seed = m.speedup_vs_seed.value_or(0.0);
+  b.speedup_vs_parent = m.speedup_vs_parent.value_or(0.0);
+  if (m.samples_ms) b.samples_ms = *m.samples_ms;
+  if (m.baseline_samples_ms) b.baseline_samples_ms = *m.baseline_samples_ms;
   b.samples = b.samples_ms.size();
-  b.p25_ms = m.value("p25_ms", percentile(b.samples_ms, 0.25));
-  b.p75_ms = m.value("p75_ms", percentile(b.samples_ms, 0.75));
-  b.clock_mhz_before = m.value("clock_mhz_before", 0.0);
-  b.clock_mhz_after = m.value("clock_mhz_after", 0.0);
-  b.throttled = m.value("throttled", false);
+  b.p25_ms = m.p25_ms.value_or(percentile(b.samples_ms, 0.25));
+  b.p75_ms = m.p75_ms.value_or(percentile(b.samples_ms, 0.75));
+  b.clock_mhz_before = m.clock_mhz_before.value_or(0.0);
+  b.clock_mhz_after = m.clock_mhz_after.value_or(0.0);
+  b.throttled = m.throttled.value_or(false);
   return b;
 }
 
@@ -262,7 +260,7 @@ void finish_bench(BenchRow& b) {
   }
 }
 
-std::vector<BenchRow> bench_from_measurements(const EvalRows& e, bool seed, json& summary) {
+std::vector<BenchRow> bench_from_measurements(const EvalRows& e, bool seed, EvalSummary& summary) {
   std::map<std::string, BenchRow> by_shape;
   std::vector<std::string> order;
   for (const auto* m : e.final_timing) {
@@ -281,8 +279,11 @@ std::vector<BenchRow> bench_from_measurements(const EvalRows& e, bool seed, json
       b.p75_ms = percentile(b.samples_ms, 0.75);
       b.clock_mhz_before = dj.value("clock_mhz_before", 0.0);
       b.clock_mhz_after = dj.value("clock_mhz_after", 0.0);
-      if (!summary.contains("device")) summary["device"] = dj;
-      if (!summary.contains("best")) summary["best"] = {{"config", parse_object(m->config_json)}};
+      if (!summary.device) summary.device = device_from_json(dj);
+      if (!summary.best) {
+        summary.best.emplace();
+        summary.best->config = parse_object(m->config_json);
+      }
     } else if (m->what.rfind("baseline:", 0) == 0) {
       b.baseline = m->what.substr(9);
       b.baseline_samples_ms = samples_of(m->samples_json);
@@ -349,38 +350,6 @@ std::string instruction_mix_text(const json& resources) {
   out += fmt::format(" of {} instructions", total);
   if (kernels > 1) out += fmt::format(" in {} kernels", kernels);
   return out;
-}
-
-namespace {
-// The evaluation summary in blob `hash` of checkpoint `checkpoint` (empty when it holds none);
-// where the store does not hold the blob, says so in `note`.
-json summary_in_blob(const Store& store, const std::string& hash, int64_t checkpoint,
-                     std::string* note) {
-  if (auto blob = store.get_blob(hash)) return parse_object(*blob);
-  if (note)
-    *note = fmt::format(
-        "checkpoint {}: its evaluation is in a blob this store does not hold; its numbers are "
-        "rebuilt from the measurement rows",
-        checkpoint);
-  return json::object();
-}
-}  // namespace
-
-json checkpoint_summary(const Store& store, const CheckpointRecord& c, std::string* note) {
-  json s = parse_object(c.summary_json);
-  // The result among the checkpoint's evaluations (store/store.h, result_evaluation).
-  if (auto ev = store.evaluations(c.id); ev && !ev->empty()) {
-    if (auto i = result_evaluation(*ev)) {
-      json e = summary_in_blob(store, (*ev)[*i].summary_blob, c.id, note);
-      if (!e.empty()) return e;
-    }
-  }
-  auto m = store.meta(fmt::format("eval.{}", c.id));
-  if (m && *m) {
-    json e = summary_in_blob(store, **m, c.id, note);
-    if (!e.empty()) return e;
-  }
-  return s;
 }
 
 }  // namespace peak

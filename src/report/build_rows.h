@@ -53,14 +53,13 @@ EvalRows eval_rows(const Rows& rows, const std::set<int64_t>& attempt_ids, int64
                    const std::string& source_hash);
 
 // Every configuration of an evaluation, with the top and best ones of its summary marked.
-std::vector<ConfigRow> config_rows(const EvalRows& e, const nlohmann::json& summary);
+std::vector<ConfigRow> config_rows(const EvalRows& e, const EvalSummary& summary);
 
 // A bench shape from an evaluation summary's "bench" entry.
-BenchRow bench_from_summary(const nlohmann::json& m);
+BenchRow bench_from_summary(const SummaryBench& m);
 // The bench shapes from the final timing rows, where no summary holds the numbers (its blob is
 // missing): the newest set. Fills the summary's "device" and "best" when it has none.
-std::vector<BenchRow> bench_from_measurements(const EvalRows& e, bool seed,
-                                              nlohmann::json& summary);
+std::vector<BenchRow> bench_from_measurements(const EvalRows& e, bool seed, EvalSummary& summary);
 // The error bars of a bench shape, from its samples.
 void finish_bench(BenchRow& b);
 

@@ -217,13 +217,6 @@ std::string resources_text(const nlohmann::json& resources);
 // "" when the build has none.
 std::string instruction_mix_text(const nlohmann::json& resources);
 
-// The evaluation summary of a checkpoint, its result: the evaluation that result_evaluation
-// (store/store.h) picks among those recorded for it; else a re-evaluation stored under meta
-// "eval.<id>" by a store of schema 1; else the summary recorded with the checkpoint. `note`
-// (optional) says why an evaluation could not be read.
-nlohmann::json checkpoint_summary(const Store& store, const CheckpointRecord& c,
-                                  std::string* note = nullptr);
-
 std::string render_text(const Report& r);
 std::string render_markdown(const Report& r);
 nlohmann::json render_json(const Report& r);

@@ -1,9 +1,8 @@
-// The evaluations table (schema 2): every evaluation of a checkpoint, kept forever; and the rule
-// that picks a checkpoint's result among them.
-#include <cmath>
+// The evaluations table (schema 2): every evaluation of a checkpoint, kept forever; and a
+// checkpoint's result among them (the rule is results/result.h's).
 #include <limits>
 
-#include <nlohmann/json.hpp>
+#include <fmt/format.h>
 
 #include "store/store_impl.h"
 
@@ -36,17 +35,7 @@ const RecordTable<EvaluationRecord>& evaluations_table() {
 }
 
 void fill_from_summary(const std::string& summary_json, EvaluationRecord& e) {
-  auto j = nlohmann::json::parse(summary_json, nullptr, false);
-  if (!j.is_object()) j = nlohmann::json::object();
-  bool timed = j.contains("bench") && j["bench"].is_array() && !j["bench"].empty();
-  e.disposition = j.value("disposition", timed ? "passed" : "not_run");
-  if (timed && j["bench"][0].is_object()) {
-    e.shape = j["bench"][0].value("shape", "");
-    e.gflops = j["bench"][0].value("gflops", std::numeric_limits<double>::quiet_NaN());
-  } else {
-    e.gflops = std::numeric_limits<double>::quiet_NaN();
-  }
-  if (j.contains("device") && j["device"].is_object()) e.device = j["device"].value("name", "");
+  peak::fill_from_summary(parse_summary(summary_json), e);
 }
 
 }  // namespace store_detail
@@ -64,29 +53,52 @@ Result<std::vector<EvaluationRecord>> Store::evaluations(
                      "list evaluations");
 }
 
-bool kind_may_be_result(const std::string& kind) {
-  return kind != kSuiteKind && kind != kDispatchKind;
+void fill_from_summary(const EvalSummary& s, EvaluationRecord& e) {
+  e.disposition = s.disposition_or_default();
+  e.gflops = std::numeric_limits<double>::quiet_NaN();
+  if (const SummaryBench* b = s.first_bench()) {
+    e.shape = b->shape.value_or("");
+    e.gflops = b->gflops.value_or(std::numeric_limits<double>::quiet_NaN());
+  }
+  if (s.device) e.device = s.device->name.value_or("");
 }
 
 std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& ev) {
-  if (ev.empty()) return std::nullopt;
-  for (bool standard_only : {true, false}) {
-    std::optional<size_t> best;
-    for (size_t i = 0; i < ev.size(); ++i) {
-      const auto& e = ev[i];
-      if (!kind_may_be_result(e.kind)) continue;
-      if (e.disposition != "passed" || (standard_only && !e.standard)) continue;
-      double g = std::isfinite(e.gflops) ? e.gflops : -1;
-      double b = best && std::isfinite(ev[*best].gflops) ? ev[*best].gflops : -1;
-      if (!best || g > b) best = i;
+  std::vector<ResultCandidate> candidates;
+  candidates.reserve(ev.size());
+  for (const auto& e : ev) candidates.push_back({e.kind, e.standard, e.disposition, e.gflops});
+  return result_index(candidates);
+}
+
+namespace {
+// The evaluation summary in blob `hash` of checkpoint `checkpoint` (empty when it holds none);
+// where the store does not hold the blob, says so in `note`.
+EvalSummary summary_in_blob(const Store& store, const std::string& hash, int64_t checkpoint,
+                            std::string* note) {
+  if (auto blob = store.get_blob(hash)) return parse_summary(*blob);
+  if (note)
+    *note = fmt::format(
+        "checkpoint {}: its evaluation is in a blob this store does not hold; its numbers are "
+        "rebuilt from the measurement rows",
+        checkpoint);
+  return {};
+}
+}  // namespace
+
+EvalSummary checkpoint_result_summary(const Store& store, const CheckpointRecord& c,
+                                      std::string* note) {
+  if (auto ev = store.evaluations(c.id); ev && !ev->empty()) {
+    if (auto i = result_evaluation(*ev)) {
+      EvalSummary e = summary_in_blob(store, (*ev)[*i].summary_blob, c.id, note);
+      if (!e.empty()) return e;
     }
-    if (best) return best;
   }
-  // The latest; a shape-suite benchmark or a dispatch table times other shapes and is never the
-  // result.
-  for (size_t i = ev.size(); i-- > 0;)
-    if (kind_may_be_result(ev[i].kind)) return i;
-  return std::nullopt;
+  auto m = store.meta(fmt::format("eval.{}", c.id));
+  if (m && *m) {
+    EvalSummary e = summary_in_blob(store, **m, c.id, note);
+    if (!e.empty()) return e;
+  }
+  return parse_summary(c.summary_json);
 }
 
 }  // namespace peak

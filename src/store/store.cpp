@@ -304,14 +304,14 @@ Status Store::Impl::migrate_1_to_2() {
   if (!st) return st;
   std::vector<EvaluationRecord> rows;
   for (const auto& c : cps) {
-    auto j = nlohmann::json::parse(c.summary.empty() ? "{}" : c.summary, nullptr, false);
-    if (!j.is_object() || !j.contains("bench")) continue;
+    EvalSummary summary = parse_summary(c.summary);
+    if (!summary.bench) continue;
     EvaluationRecord e;
     e.checkpoint_id = c.id;
     e.kind = "checkpoint";
     e.options_json = "{}";
     e.standard = true;
-    fill_from_summary(c.summary, e);
+    peak::fill_from_summary(summary, e);
     auto blob = write_blob(blob_dir, c.summary);
     if (!blob) return blob.status();
     e.summary_blob = *blob;

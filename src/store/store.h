@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "results/result.h"
+#include "results/summary.h"
 #include "util/result.h"
 
 namespace peak {
@@ -269,23 +271,24 @@ class Store {
 
 std::string utc_now_iso8601();
 
-// The kind of a shape-suite benchmark's evaluation (`peak bench`): it times the suite, not the
-// bench shapes, so it is never a checkpoint's result.
-inline constexpr const char* kSuiteKind = "suite";
-// The kind of a per-class tuning's evaluation (`peak tune --classes`): it tunes and times the
-// suite's classes and holds the dispatch table, so it is never a checkpoint's result either.
-inline constexpr const char* kDispatchKind = "dispatch";
 // The prefix of the `what` of the measurements a class's search records ("class:screening",
 // "class:candidate", "class:baseline:cublas"): they time other shapes than the checkpoint's.
 inline constexpr const char* kClassMeasurementPrefix = "class:";
-// Whether an evaluation of `kind` times the checkpoint's bench shapes and may be its result.
-bool kind_may_be_result(const std::string& kind);
 
-// Which of a checkpoint's evaluations (oldest first) is its result: the highest GFLOP/s at the
-// first bench shape among those that passed under the default options; failing that, among
-// those that passed under any options; failing that, the latest. Suite benchmarks and dispatch
-// tables never are
-// (docs/store.md, "Results"); nothing when there is no other evaluation.
+// Which of a checkpoint's evaluations (oldest first) is its result, by the rule of
+// results/result.h (docs/store.md, "Results"); nothing when there is none but suite benchmarks
+// and dispatch tables.
 std::optional<size_t> result_evaluation(const std::vector<EvaluationRecord>& evaluations);
+
+// The evaluation summary of a checkpoint's result: the evaluation that result_evaluation picks
+// among those recorded for it; else a re-evaluation stored under meta "eval.<id>" by a store of
+// schema 1; else the summary recorded with the checkpoint. `note` (optional) says why an
+// evaluation could not be read.
+EvalSummary checkpoint_result_summary(const Store& store, const CheckpointRecord& c,
+                                      std::string* note = nullptr);
+
+// The columns of an evaluation's row that repeat its summary: disposition, the first bench
+// shape and its GFLOP/s (NaN when not timed), the device.
+void fill_from_summary(const EvalSummary& s, EvaluationRecord& e);
 
 }  // namespace peak
