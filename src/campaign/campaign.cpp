@@ -8,8 +8,9 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include "engine/api.h"
+#include "engine/library.h"
 #include "engine/paths.h"
+#include "llm/spec.h"
 #include "transform/transformation.h"
 #include "util/fs.h"
 #include "util/sha256.h"
@@ -29,6 +30,9 @@ struct Src {
 };
 
 Error bad(std::string msg) { return make_error(std::move(msg), ErrorKind::input); }
+
+// The names of the evaluation choices in a campaign file: a [[device]]'s select and devices.
+const ChoiceNames kChoiceNames{"select", "devices", "compile_only"};
 
 Status check_keys(const toml::table& t, const std::vector<std::string>& known, const Src& src,
                   const std::string& where) {
@@ -149,54 +153,39 @@ bool is_cpu_selector(const std::string& s) {
 // The driver's label: "replay:/x/recordings/hlsl-fp32" -> "replay-hlsl-fp32",
 // "openai:gpt-5@http://127.0.0.1:8080/v1" -> "openai-gpt-5", "command:'...'" -> "command-<hash>".
 std::string llm_label(const std::string& spec) {
-  auto colon = spec.find(':');
-  if (colon == std::string::npos) return slug(spec);
-  std::string kind = spec.substr(0, colon), rest = spec.substr(colon + 1);
-  if (kind == "replay") {
-    fs::path p = trim(rest);
+  auto parsed = parse_llm_spec(spec);
+  if (!parsed) return slug(spec);
+  const std::string kind(to_string(parsed->kind));
+  std::string rest;
+  if (parsed->kind == LlmKind::replay) {
+    fs::path p = parsed->dir;
     while (!p.empty() && p.filename().empty()) p = p.parent_path();
     rest = p.filename().string();
-  } else if (kind == "command") {
+  } else if (parsed->kind == LlmKind::command) {
     rest = sha256_hex(spec).substr(0, 8);  // programs differ by more than their first word
-  } else if (auto at = rest.find('@'); at != std::string::npos) {
-    rest = rest.substr(0, at);
+  } else {
+    rest = parsed->model;
   }
   return slug(rest.empty() ? kind : kind + "-" + rest);
 }
 
-// The same rule as `--llm replay:NAME`: a recording shipped under recordings/ when NAME is not a
-// folder here.
-Result<std::string> resolve_llm(const fs::path& base, const std::string& spec, const Src& src,
+// A driver spec as `--llm` takes it (llm/spec.h); a replay folder is also found relative to the
+// campaign file, and must exist.
+Result<std::string> resolve_llm(const fs::path& base, const std::string& arg, const Src& src,
                                 const toml::node& n) {
-  static const std::set<std::string> kinds = {"openai", "anthropic", "command", "replay"};
-  std::string s = trim(spec);
-  if (s == "manual") return s;
-  auto colon = s.find(':');
-  std::string kind = colon == std::string::npos ? s : s.substr(0, colon);
-  if (colon == std::string::npos || !kinds.count(kind))
-    return bad(fmt::format(
-        "{}: '{}' is not an LLM driver spec (openai:MODEL[@URL], anthropic:MODEL[@URL], "
-        "command:'PROGRAM', manual, replay:DIR or replay:NAME)",
-        src.at(n), spec));
-  std::string rest = trim(s.substr(colon + 1));
-  if (rest.empty())
-    return bad(fmt::format("{}: '{}' names no {} after '{}:'", src.at(n), spec,
-                           kind == "replay"    ? "folder"
-                           : kind == "command" ? "program"
-                                               : "model",
-                           kind));
-  if (kind == "replay") {
-    fs::path p = rest;
-    if (p.is_relative() && path_exists(base / p))
-      p = base / p;
-    else if (!path_exists(p) && fs::is_directory(data_path("recordings") / rest))
-      p = data_path("recordings") / rest;
-    if (!fs::is_directory(p))
-      return bad(fmt::format("{}: no recording folder '{}' (a folder, or a name under {})",
-                             src.at(n), rest, data_path("recordings").string()));
-    return "replay:" + absolute_clean(p).string();
-  }
-  return s;
+  auto spec = parse_llm_spec(trim(arg), data_path("recordings"));
+  if (!spec)
+    return bad(fmt::format("{}: '{}' is not an LLM driver spec: {}", src.at(n), arg, spec.error()));
+  if (spec->kind != LlmKind::replay) return spec->text;
+  fs::path p = spec->arg;
+  if (p.is_relative() && path_exists(base / p))
+    p = base / p;
+  else
+    p = spec->dir;
+  if (!fs::is_directory(p))
+    return bad(fmt::format("{}: no recording folder '{}' (a folder, or a name under {})", src.at(n),
+                           spec->arg, data_path("recordings").string()));
+  return "replay:" + absolute_clean(p).string();
 }
 
 // Reads integer `key` (`dflt` when absent, else within [lo, hi]) into `out`.
@@ -226,16 +215,13 @@ Result<Device> parse_device(const toml::table& t, const Src& src, const toml::no
   PEAK_TRY(read_trimmed(t, "select", src, &d.select));
   PEAK_TRY(read_trimmed(t, "devices", src, &d.devices));
   int64_t default_gpus = is_cpu_selector(d.select) ? 0 : 1;
-  if (!d.devices.empty()) {
-    if (!d.select.empty())
-      return bad(
-          fmt::format("{}: select and devices exclude each other: select picks one device, "
-                      "devices several of one model",
-                      src.at(where)));
-    auto spec = parse_devices_spec(d.devices);
-    if (!spec) return bad(fmt::format("{}: devices: {}", src.at(where), spec.error()));
-    if (!spec->indices.empty()) default_gpus = static_cast<int64_t>(spec->indices.size());
-  }
+  EvalChoices wanted;
+  wanted.device = d.select;
+  wanted.devices = d.devices;
+  if (auto s = check_eval_choices(wanted, "", kChoiceNames); !s)
+    return bad(fmt::format("{}: {}", src.at(where), s.message()));
+  if (auto spec = parse_devices_spec(d.devices); spec && !spec->indices.empty())
+    default_gpus = static_cast<int64_t>(spec->indices.size());
   const std::string& label = d.devices.empty() ? d.select : d.devices;
   d.name = slug(name.empty() ? (label.empty() ? "default" : label) : name);
   if (d.name.empty())
@@ -290,7 +276,7 @@ Status resolve_matrix(const toml::table& t, const Src& src, const fs::path& base
   auto contexts = get_strings(t, "contexts", src, true, "\"matmul-hlsl-fp32\"");
   if (!contexts) return contexts.status();
   for (const auto& [arg, node] : *contexts) {
-    auto found = api::find_context(near_file(base, arg));
+    auto found = find_context(near_file(base, arg));
     if (!found) return bad(fmt::format("{}: {}", src.at(*node), found.error()));
     fs::path p = absolute_clean(*found);
     while (!p.empty() && p.filename().empty()) p = p.parent_path();
@@ -299,7 +285,7 @@ Status resolve_matrix(const toml::table& t, const Src& src, const fs::path& base
   auto sequences = get_strings(t, "sequences", src, true, "\"hlsl-fp32\"");
   if (!sequences) return sequences.status();
   for (const auto& [arg, node] : *sequences) {
-    auto found = api::find_sequence(near_file(base, arg));
+    auto found = find_sequence(near_file(base, arg));
     if (!found) return bad(fmt::format("{}: {}", src.at(*node), found.error()));
     auto seq = load_sequence(*found);
     if (!seq) return bad(seq.error());
@@ -335,7 +321,7 @@ Status parse_devices(const toml::table& t, const Src& src, Campaign& c) {
   return Status::ok();
 }
 
-Status parse_eval(const toml::table& t, const Src& src, EvalSettings& eval) {
+Status parse_eval(const toml::table& t, const Src& src, EvalChoices& eval) {
   const toml::node* en = t.get("eval");
   if (!en) return Status::ok();
   if (!en->is_table())
@@ -354,7 +340,9 @@ Status parse_eval(const toml::table& t, const Src& src, EvalSettings& eval) {
   else if (!shapes->empty())
     return bad(fmt::format("{}: shapes must be \"small\" or \"full\", found \"{}\"",
                            src.at(*e.get("shapes")), *shapes));
-  PEAK_TRY(read_int(e, "budget", src, 0, 1, 100000, &eval.budget));
+  int budget = 0;
+  PEAK_TRY(read_int(e, "budget", src, 0, 1, 100000, &budget));
+  eval.budget = static_cast<size_t>(budget);
   PEAK_TRY(read_int(e, "jobs", src, 0, 1, 4096, &eval.jobs));
   auto baseline = get_bool(e, "baseline", src);
   if (!baseline) return baseline.status();
@@ -362,13 +350,11 @@ Status parse_eval(const toml::table& t, const Src& src, EvalSettings& eval) {
   auto reuse = get_bool(e, "reuse_measurements", src);
   if (!reuse) return reuse.status();
   eval.reuse_measurements = reuse->value_or(false);
-  api::EvalArgs a;
-  PEAK_TRY(read_trimmed(e, "strategy", src, &a.strategy));
-  PEAK_TRY(read_trimmed(e, "strategy_budget", src, &a.strategy_budget));
-  if (auto s = api::check_tuning(a); !s)
+  std::string strategy_budget;
+  PEAK_TRY(read_trimmed(e, "strategy", src, &eval.strategy));
+  PEAK_TRY(read_trimmed(e, "strategy_budget", src, &strategy_budget));
+  if (auto s = check_eval_choices(eval, strategy_budget, kChoiceNames); !s)
     return bad(fmt::format("{}: {}", src.at(*en), s.message()));
-  eval.strategy = a.strategy;
-  eval.strategy_budget = a.strategy_budget;
   return Status::ok();
 }
 

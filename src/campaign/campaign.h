@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/options.h"
 #include "util/result.h"
 
 namespace peak::campaign {
@@ -40,16 +41,6 @@ struct Device {
   // `--devices` instead of `select`: several GPUs of that machine, of one model ("all", "0,1", a
   // name substring; engine/devices.h).
   std::string devices;
-};
-
-// Evaluation settings of every workflow (as `peak run`'s evaluation options).
-struct EvalSettings {
-  std::optional<bool> small;  // shapes = "small" / "full"; unset: the device's default
-  int budget = 0;             // --budget (0: the device's default)
-  int jobs = 0;               // -j (0: all cores of the machine that runs it)
-  bool baseline = true;
-  std::string strategy, strategy_budget;
-  bool reuse_measurements = false;
 };
 
 struct SlurmSettings {
@@ -76,7 +67,9 @@ struct Campaign {
   std::vector<Device> devices;
   int attempts = 0;         // --attempts (0: the sequences' own)
   double llm_deadline = 0;  // --llm-deadline (0: the default)
-  EvalSettings eval;
+  // [eval]: the evaluation choices of every workflow (as `peak run`'s options: shapes, budget,
+  // jobs, baseline, strategy, strategy_budget, reuse_measurements); each [[device]] adds its own.
+  EvalChoices eval;
   SlurmSettings slurm;
 };
 

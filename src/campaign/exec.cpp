@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "campaign/campaign.h"
-#include "engine/api.h"
 #include "engine/workspace.h"
 #include "store/store.h"
 #include "transform/transformation.h"
@@ -177,18 +176,9 @@ Result<ExecOutcome> exec_workflow(const Campaign& c, const std::string& id) {
     a.attempts = c.attempts;
     ro.attempts = c.attempts;
   }
-  api::EvalArgs e;
-  e.device = w->device.select;
-  e.devices = w->device.devices;
-  e.small = c.eval.small.value_or(false);
-  e.full = c.eval.small.has_value() && !*c.eval.small;
-  e.budget = c.eval.budget;
-  e.jobs = c.eval.jobs;
-  e.no_baseline = !c.eval.baseline;
-  e.strategy = c.eval.strategy;
-  e.strategy_budget = c.eval.strategy_budget;
-  e.reuse_measurements = c.eval.reuse_measurements;
-  a.eval = api::eval_choices(e);
+  a.eval = c.eval;  // checked when the campaign was parsed
+  a.eval.device = w->device.select;
+  a.eval.devices = w->device.devices;
 
   RunResult r = (*ws)->run(*seq, ro);
   out.run = r.workflow_id;

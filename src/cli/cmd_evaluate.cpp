@@ -62,6 +62,18 @@ void print_evaluation(const EvalSummary& s) {
                   100 * m.spread.value_or(0.0), m.samples_ms ? m.samples_ms->size() : 0);
 }
 
+// What the commands that evaluate start with: the user's choices into `choices`, checked before
+// anything is probed, and the workspace opened. Null: the command ends with exit code `*code`.
+std::unique_ptr<Workspace> open_for_eval(const Options& o, EvalChoices& choices, int* code) {
+  auto c = eval_choices(o);
+  if (!c) {
+    *code = fail(c.status());
+    return nullptr;
+  }
+  choices = std::move(*c);
+  return open_ws(o, code);
+}
+
 // `peak tune --classes [CHECKPOINT]`: one search per shape class, the dispatch table recorded.
 int cmd_tune_classes(Options& o) {
   if (o.args.size() > 1) {
@@ -74,12 +86,11 @@ int cmd_tune_classes(Options& o) {
         "--compile-only");
     return kUsage;
   }
-  auto choices = eval_choices(o);
-  if (!choices) return fail(choices.status());
+  EvalChoices choices;
   int code = kOk;
-  auto ws = open_ws(o, &code);
+  auto ws = open_for_eval(o, choices, &code);
   if (!ws) return code;
-  auto t = api::tune_classes(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices, o.only_classes);
+  auto t = tune_classes(*ws, o.args.empty() ? "HEAD" : o.args[0], choices, o.only_classes);
   if (!t) return fail(t.status());
   if (o.json_out)
     emit_json(dispatch_json(*t));
@@ -101,22 +112,21 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
     err(fmt::format("usage: peak {} [CHECKPOINT]", kind));
     return kUsage;
   }
-  auto choices = eval_choices(o);
-  if (!choices) return fail(choices.status());
+  EvalChoices choices;
   int code = kOk;
-  auto ws = open_ws(o, &code);
+  auto ws = open_for_eval(o, choices, &code);
   if (!ws) return code;
   auto id = ws->resolve(o.args.empty() ? "HEAD" : o.args[0]);
   if (!id) return fail(id.status());
   // --tune names parameters of this checkpoint; checked before the device is probed.
   auto files = ws->checkpoint_files(*id);
   if (!files) return fail(files.status());
-  if (auto s = check_tuning_overrides(choices->tuning, tuning_names(files->first),
+  if (auto s = check_tuning_overrides(choices.tuning, tuning_names(files->first),
                                       fmt::format("checkpoint {}", *id));
       !s)
     return fail(s);
   if (auto s = ws->lock(); !s) return fail(s);
-  auto e = ws->eval_options(*choices);
+  auto e = ws->eval_options(choices);
   if (!e) return fail(e.status());
   auto ev = ws->evaluate_checkpoint(*id, *e, true, kind);
   if (!ev) return fail(ev.status());
@@ -130,7 +140,7 @@ int cmd_eval(Options& o, const char* kind, const char* what) {
       command += " --tune";
       for (const auto& t : o.tuning) command += " " + t;
     }
-    auto written = api::export_space(*ws, run, *id, command, o.export_space);
+    auto written = export_space(*ws, run, *id, command, o.export_space);
     if (!written) return fail(Status::error(written.error(), ErrorKind::environment));
     if (!o.quiet && !o.json_out)
       std::printf("wrote %s (%zu configurations)\n", o.export_space.c_str(), written->configs);
@@ -168,12 +178,11 @@ int cmd_bench_suite(Options& o) {
     err(fmt::format("--strategies belongs to `peak bench tuning`; {}", kBenchUsage));
     return kUsage;
   }
-  auto choices = eval_choices(o);
-  if (!choices) return fail(choices.status());
+  EvalChoices choices;
   int code = kOk;
-  auto ws = open_ws(o, &code);
+  auto ws = open_for_eval(o, choices, &code);
   if (!ws) return code;
-  auto r = api::bench(*ws, o.args.empty() ? "HEAD" : o.args[0], *choices, o.single);
+  auto r = bench(*ws, o.args.empty() ? "HEAD" : o.args[0], choices, o.single);
   if (!r) return fail(r.status());
   std::string text = o.json_out ? suite_json(*r).dump(2) + "\n" : suite_text(*r);
   if (int c = emit(o, text); c != kOk) return c;
@@ -236,7 +245,7 @@ int cmd_export_space(Options& o) {
   }
   std::string command = o.run > 0 ? fmt::format("peak export-space --run {}", o.run)
                                   : fmt::format("peak export-space {}", ref);
-  auto written = api::export_space(*ws, run, checkpoint, command, o.output);
+  auto written = export_space(*ws, run, checkpoint, command, o.output);
   if (!written) return fail(written.status());  // no such search: kUsage; not written: kEnvironment
   if (o.json_out)
     emit_json({{"file", o.output}, {"run", written->run}, {"configs", written->configs}});
@@ -275,14 +284,14 @@ int cmd_bench(Options& o) {
         "[CHECKPOINT]`, not to `peak bench tuning`");
     return kUsage;
   }
-  api::TuningBenchArgs b;
+  TuningBenchArgs b;
   b.files.assign(o.args.begin() + 1, o.args.end());
   b.strategies = o.strategies;
   b.seeds = o.seeds;
   b.batch = o.batch;
   b.jobs = o.jobs;
   b.json = o.json_out;
-  auto text = api::bench_tuning(b);
+  auto text = bench_tuning(b);
   if (!text) return fail(text.status());  // input errors: kUsage
   if (!o.output.empty()) {
     if (auto s = write_file(o.output, *text); !s) {
@@ -306,12 +315,11 @@ int cmd_commit(Options& o) {
     err("usage: peak commit -m MESSAGE");
     return kUsage;
   }
-  auto choices = eval_choices(o);
-  if (!choices) return fail(choices.status());
+  EvalChoices choices;
   int code = kOk;
-  auto ws = open_ws(o, &code);
+  auto ws = open_for_eval(o, choices, &code);
   if (!ws) return code;
-  return print_apply(ws->commit(o.message, *choices), o);
+  return print_apply(ws->commit(o.message, choices), o);
 }
 
 }  // namespace peak::cli

@@ -30,8 +30,7 @@ int cmd_report(Options& o) {
     o.output = o.html;
   }
   fs::path where = o.store.empty() ? fs::path(o.workspace) : fs::path(o.store);
-  auto text =
-      api::render_report_at(where, o.args.empty() ? "" : o.args[0], fmt_name, o.cross_reference);
+  auto text = render_report_at(where, o.args.empty() ? "" : o.args[0], fmt_name, o.cross_reference);
   if (!text) {
     err(text.error());
     return text.error().find("unknown report format") != std::string::npos ||
@@ -52,7 +51,7 @@ void setup_stats(CLI::App* c, Options& o) {
 
 int cmd_stats(Options& o) {
   if (o.args.empty()) o.args.push_back(o.workspace);
-  auto text = api::render_stats(o.args, o.json_out ? "json" : o.format);
+  auto text = render_stats(o.args, o.json_out ? "json" : o.format);
   if (!text) return fail(text.status());  // input errors: kUsage; a store or page: kEnvironment
   return emit(o, *text);
 }

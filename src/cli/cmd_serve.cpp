@@ -76,7 +76,7 @@ int cmd_doctor(Options& o) {
     }
     auto ws = Workspace::open(o.workspace);
     DriverOptions d = driver_options(o, ws ? (*ws)->root() : fs::path());
-    DoctorReport r = run_llm_doctor(api::resolve_llm_spec(o.doctor_llm), d);
+    DoctorReport r = run_llm_doctor(resolve_llm_spec(o.doctor_llm, data_path("recordings")), d);
     if (o.json_out)
       emit_json(r.to_json());
     else

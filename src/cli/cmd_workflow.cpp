@@ -54,7 +54,7 @@ int cmd_run(Options& o) {
   int code = kOk;
   auto ws = open_ws(o, &code);
   if (!ws) return code;
-  auto seq = api::open_sequence(o.args[0]);
+  auto seq = open_sequence(o.args[0]);
   if (!seq) return fail(seq.status());
   auto ao = apply_options(*ws, o);
   if (!ao) return fail(ao.status());
@@ -65,7 +65,7 @@ int cmd_run(Options& o) {
   if (o.attempts_given) ro.attempts = o.attempts;
   auto r = ws->run(*seq, ro);
   if (o.json_out) {
-    emit_json(api::run_json(r));
+    emit_json(run_json(r));
   } else if (r.pending) {
     std::printf("%s\nthen continue with: peak run %s --resume --llm %s%s\n", r.message.c_str(),
                 o.args[0].c_str(), o.llm.c_str(), options_text(ao->rerun_options).c_str());

@@ -74,7 +74,7 @@ int cmd_init(Options& o) {
         "examples/matmul-hlsl-fp32, or just its name; DIR: a new or empty folder)");
     return kUsage;
   }
-  auto found = api::find_context(o.args[0]);
+  auto found = find_context(o.args[0]);
   if (!found) {
     err(found.error());
     return kUsage;
@@ -114,7 +114,7 @@ int cmd_transformations(Options& o) {
   std::vector<std::string> problems;
   // The workspace's own transformations join the shared library inside a workspace.
   auto ws = Workspace::open(o.workspace);
-  auto l = ws ? (*ws)->library(&problems) : api::load_library_for("", &problems);
+  auto l = ws ? (*ws)->library(&problems) : load_library_for("", &problems);
   if (!l) return fail(l.status());
   for (const auto& p : problems)
     note(fmt::format("warning: skipped a transformation file that cannot be read: {}", p));
@@ -123,7 +123,7 @@ int cmd_transformations(Options& o) {
   if (sub == "list") {
     if (o.json_out) {
       json j = json::array();
-      for (const auto& t : lib) j.push_back(api::transformation_json(t));
+      for (const auto& t : lib) j.push_back(transformation_json(t));
       emit_json(j);
       return kOk;
     }
@@ -219,7 +219,7 @@ int cmd_log(Options& o) {
   int code = kOk;
   auto ws = open_ws(o, &code);
   if (!ws) return code;
-  json j = api::log_json(*ws);  // each checkpoint's result (the rule of docs/store.md)
+  json j = log_json(*ws);  // each checkpoint's result (the rule of docs/store.md)
   if (o.json_out) {
     emit_json(j);
     return kOk;
@@ -259,7 +259,7 @@ int cmd_show(Options& o) {
   EvalSummary summary = ws->result_summary(*c);
   auto evaluations = ws->evaluations(*id);
   if (o.json_out) {
-    auto cj = api::checkpoint_json(*ws, *id);
+    auto cj = checkpoint_json(*ws, *id);
     if (!cj) return fail(Status::error(cj.error(), ErrorKind::environment));
     json j = *cj;
     if (o.all) {

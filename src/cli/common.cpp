@@ -176,18 +176,6 @@ Result<EvalChoices> eval_choices(const Options& o) {
     return make_error("--budget and --jobs take positive numbers", ErrorKind::input);
   auto tuning = parse_tuning(o.tuning);
   if (!tuning) return tuning.status();
-  if (!o.device.empty() && !o.devices.empty())
-    return make_error(
-        "--device and --devices exclude each other: --device picks one device, --devices several "
-        "of one model (all, 0,1 or a name substring)",
-        ErrorKind::input);
-  if (!o.devices.empty() && o.compile_only)
-    return make_error(
-        "--devices and --compile-only exclude each other: nothing runs with "
-        "--compile-only",
-        ErrorKind::input);
-  if (!o.devices.empty())
-    if (auto d = parse_devices_spec(o.devices); !d) return Error{d.error(), d.error_kind()};
   EvalChoices c;
   c.device = o.device;
   c.devices = o.devices;
@@ -200,13 +188,9 @@ Result<EvalChoices> eval_choices(const Options& o) {
   c.compile_only = o.compile_only;
   c.sanitize = o.sanitize;
   c.validation_seed = o.validation_seed;
-  api::EvalArgs t;
-  t.strategy = o.strategy;
-  t.strategy_budget = o.strategy_budget;
-  if (auto s = api::check_tuning(t); !s) return make_error(s.message(), ErrorKind::input);
   c.strategy = o.strategy;
-  c.strategy_budget = o.strategy_budget;
   c.reuse_measurements = o.reuse;
+  if (auto s = check_eval_choices(c, o.strategy_budget); !s) return s;
   return c;
 }
 
@@ -226,7 +210,7 @@ Result<ApplyOptions> apply_options(Workspace& ws, const Options& o) {
   if (o.llm_deadline < 0) return make_error("--llm-deadline takes seconds", ErrorKind::input);
   ApplyOptions a;
   // replay:NAME also finds a recording shipped with peak (recordings/NAME).
-  a.llm = api::resolve_llm_spec(o.llm);
+  a.llm = resolve_llm_spec(o.llm, data_path("recordings"));
   a.driver = driver_options(o, ws.root());
   a.record_dir = o.record;
   a.record_note = o.record_note;
@@ -314,7 +298,7 @@ void add_eval_options(CLI::App* c, Options& o) {
 
 int print_apply(const ApplyResult& r, const Options& o) {
   if (o.json_out) {
-    emit_json(api::apply_json(r));
+    emit_json(apply_json(r));
   } else if (r.pending) {
     std::printf("%s\n", r.message.c_str());
   } else if (r.disposition == Disposition::passed) {

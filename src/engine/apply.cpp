@@ -390,8 +390,9 @@ ApplyOptions step_options(const Sequence& seq, const SequenceStep& st, const App
   // budgets (the sequence's, the step's, `--budget`) but not over a `--strategy-budget` given
   // on the command line, which bounds every step of the run.
   if (!st.strategy.empty()) step_opts.eval.strategy = st.strategy;
-  if (!st.strategy_budget.empty() && ao0.eval.strategy_budget.empty())
-    step_opts.eval.strategy_budget = st.strategy_budget;
+  if (!st.strategy_budget.empty() && !ao0.eval.strategy_budget)
+    if (auto b = Budget::parse(st.strategy_budget))  // checked with the sequence
+      step_opts.eval.strategy_budget = *b;
   return step_opts;
 }
 
@@ -451,6 +452,8 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
       fmt::format("peak apply {} --llm {}{}", name, opts.llm, options_text(opts.rerun_options));
   StepContext sc;
   sc.name = name;
+  sc.transformation = &*tr;
+  sc.head = *head_cp;
   sc.opts = &opts;
   sc.tuning = tuning;
   sc.driver = driver->get();
@@ -578,8 +581,8 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     return rr;
   };
   // The checks that need no device, for every step, before anything runs.
-  if (auto steps = check_sequence(seq, opts); !steps)
-    return fail_kind(steps.error_kind(), steps.error());
+  auto steps = check_sequence(seq, opts);
+  if (!steps) return fail_kind(steps.error_kind(), steps.error());
   const ApplyOptions& ao0 = opts.apply;
   auto driver = open_driver(ao0);
   if (!driver) return fail_kind(driver.error_kind(), driver.error());
@@ -603,9 +606,10 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
     const ApplyOptions step_opts = step_options(seq, st, ao0);
     StepContext sc;
     sc.name = st.transformation;
+    sc.transformation = &(*steps)[static_cast<size_t>(i)];
     sc.opts = &step_opts;
     sc.workflow_id = wid;
-    sc.tuning = step_tuning(seq, st);
+    sc.tuning = step_tuning(seq, st, *sc.transformation);
     sc.driver = driver->get();
     // The command line wins over the sequence file, which wins over the default.
     sc.attempts = opts.attempts      ? *opts.attempts
@@ -737,7 +741,8 @@ ApplyResult Workspace::commit(const std::string& message, const EvalChoices& cho
 }
 
 std::map<std::string, std::vector<int64_t>> Workspace::step_tuning(const Sequence& seq,
-                                                                   const SequenceStep& st) {
+                                                                   const SequenceStep& st,
+                                                                   const Transformation& t) {
   std::map<std::string, std::vector<int64_t>> out = st.tuning;
   if (seq.tuning.empty()) return out;
   // The sequence's value sets apply to the parameters the step's context will have.
@@ -745,9 +750,7 @@ std::map<std::string, std::vector<int64_t>> Workspace::step_tuning(const Sequenc
   if (auto h = head())
     if (auto files = checkpoint_files(h->id))
       for (const auto& p : files->first.tuning) names.insert(p.name);
-  if (auto lib = library())
-    if (auto t = find_transformation(*lib, st.transformation))
-      for (const auto& p : t->tuning) names.insert(p.name);
+  for (const auto& p : t.tuning) names.insert(p.name);
   for (const auto& [name, values] : seq.tuning)
     if (names.count(name) && !out.count(name)) out[name] = values;
   return out;

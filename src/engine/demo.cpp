@@ -7,6 +7,7 @@
 
 #include "engine/paths.h"
 #include "engine/workspace.h"
+#include "llm/spec.h"
 #include "peak/version.h"
 #include "report/report.h"
 #include "transform/reply.h"
@@ -86,12 +87,12 @@ int run_demo(const DemoOptions& opts) {
   EvalChoices wanted;
   wanted.device = opts.device;
   wanted.devices = opts.devices;
-  auto selector = (*ws)->device_selector(wanted);  // with --devices, the first of them
-  if (!selector && selector.error_kind() == ErrorKind::input) {
-    std::fprintf(stderr, "peak demo: %s\n", selector.error().c_str());
+  auto devices = (*ws)->resolve_devices(wanted);  // with --devices, the first makes the timing
+  if (!devices && devices.error_kind() == ErrorKind::input) {
+    std::fprintf(stderr, "peak demo: %s\n", devices.error().c_str());
     return 2;
   }
-  auto dev = selector ? (*ws)->device(*selector) : Result<DeviceFacts>(Error{selector.error()});
+  auto dev = devices ? Result<DeviceFacts>(*devices->facts) : Result<DeviceFacts>(devices.status());
   if (!dev) {
     std::fprintf(
         stderr,
@@ -127,7 +128,7 @@ int run_demo(const DemoOptions& opts) {
   // whole space (a CPU demo's last step would otherwise search all of it at lavapipe's pace).
   if (budget > 0) {
     ro.apply.eval.budget = static_cast<size_t>(budget);
-    ro.apply.eval.strategy_budget = std::to_string(budget);
+    ro.apply.eval.strategy_budget = Budget{static_cast<size_t>(budget), 0, 0};
   }
   if (!opts.quiet) {
     out.print(fmt::format("peak demo: {} ({} steps) on {} ({} backend), workspace {}", seq->name,
@@ -205,10 +206,10 @@ DoctorReport run_llm_doctor(const std::string& spec, const DriverOptions& opts) 
     if (!c.ok) return r;
   }
   // Recordings and people are not asked anything.
-  std::string described = driver.describe();
-  if (starts_with(described, "replay:") || described == "manual") {
+  const LlmKind kind = parse_llm_spec(spec)->kind;  // make_driver parsed it
+  if (kind == LlmKind::replay || kind == LlmKind::manual) {
     r.checks.push_back({"completion", true,
-                        described == "manual"
+                        kind == LlmKind::manual
                             ? "manual mode: a person or an agent answers each prompt with `peak "
                               "respond`; nothing is asked now"
                             : "replayed replies: no model is asked",

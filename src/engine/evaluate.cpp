@@ -356,7 +356,7 @@ bool Workspace::EvalRun::resolve() {
 void Workspace::EvalRun::plan_tuning() {
   const Backend& be = *setup.be;
   to.strategy = opts.strategy.empty() ? std::string(kDefaultStrategy) : opts.strategy;
-  to.budget = Budget{opts.budget, opts.budget_fraction, opts.budget_seconds};
+  to.budget = opts.budget;
   to.start = opts.must_include;
   to.overrides = opts.tuning_overrides;
   to.top_k = opts.top_k;

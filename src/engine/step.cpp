@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "engine/evaluate_internal.h"
+#include "llm/spec.h"
 #include "transform/prompt.h"
 #include "transform/reply.h"
 #include "util/fault.h"
@@ -236,14 +237,14 @@ void Workspace::StepRun::charge(std::string next_feedback) {
 
 // The transformation and the checkpoint it applies to.
 Workspace::StepRun::Ended Workspace::StepRun::resolve() {
-  auto lib = ws.library();
-  if (!lib) return fail_kind(ErrorKind::input, lib.error());
-  auto tr = find_transformation(*lib, sc.name);
-  if (!tr) return fail_kind(ErrorKind::input, tr.error());
-  T = *tr;
-  auto head_cp = ws.head();
-  if (!head_cp) return fail_kind(head_cp.error_kind(), head_cp.error());
-  head = *head_cp;
+  T = *sc.transformation;
+  if (sc.head) {
+    head = *sc.head;
+  } else {
+    auto head_cp = ws.head();
+    if (!head_cp) return fail_kind(head_cp.error_kind(), head_cp.error());
+    head = *head_cp;
+  }
   auto files = ws.checkpoint_files(head.id);
   if (!files) return fail_kind(files.error_kind(), files.error());
   ctx = files->first;
@@ -265,29 +266,32 @@ Workspace::StepRun::Ended Workspace::StepRun::resolve_device() {
   be = *b;
   if (opts.eval.compile_only && opts.prompt_device)
     ws.set_device(opts.eval.device, *opts.prompt_device);
-  auto selector = ws.device_selector(opts.eval);  // with --devices, the first of them
-  if (!selector) return fail_kind(selector.error_kind(), selector.error());
-  auto probed = ws.device(*selector);
-  if (!probed) return fail_kind(ErrorKind::environment, probed.error());
+  auto devices = ws.resolve_devices(opts.eval);  // with --devices, the first makes the timing
+  if (!devices) return fail_kind(devices.error_kind(), devices.error());
+  if (!devices->facts) {
+    // Compiling only for a device whose facts were not given: this machine's, probed.
+    auto probed = ws.device(devices->selector);
+    if (!probed) return fail_kind(ErrorKind::environment, probed.error());
+    devices->facts = *probed;
+  }
   std::optional<DeviceFacts> prompt_device = opts.prompt_device;
-  if (!prompt_device && starts_with(opts.llm, "replay:")) {
-    fs::path recorded = fs::path(opts.llm.substr(7)) / "device.json";
+  auto llm = parse_llm_spec(opts.llm);
+  if (!prompt_device && llm && llm->kind == LlmKind::replay) {
+    fs::path recorded = llm->dir / "device.json";
     if (fs::exists(recorded)) {
       auto facts = read_device_facts(recorded);
       if (!facts) return fail_kind(ErrorKind::input, facts.error());
       prompt_device = *facts;
     }
   }
-  dev = prompt_device ? *prompt_device : *probed;
+  dev = prompt_device ? *prompt_device : *devices->facts;
   // A transformation for a newer architecture than the device's (the facts the prompts show: the
   // probed device, --prompt-device or a replayed recording's) stops here, before any prompt.
   if (auto why = requirement_problem(T, ctx.backend, dev.name, dev.arch); !why.empty())
     return fail_kind(ErrorKind::input, why);
   if (!opts.record_dir.empty() && !fs::exists(opts.record_dir / "device.json"))
     (void)write_file(opts.record_dir / "device.json", dev.to_json().dump(2) + "\n");
-  auto eval = ws.eval_options(opts.eval);
-  if (!eval) return fail_kind(eval.error_kind(), eval.error());
-  base_eval = *eval;
+  base_eval = eval_options_for(opts.eval, *devices);
   return std::nullopt;
 }
 
@@ -332,7 +336,7 @@ void Workspace::StepRun::plan_tuning() {
     eo.tuning_overrides.erase(name);
     for (auto& c : top) c[name] = p->default_value;
   }
-  eo.must_include = carried_configs(top, fresh, eo.budget);
+  eo.must_include = carried_configs(top, fresh, eo.budget.evaluations);
 }
 
 Workspace::StepRun::Ended Workspace::StepRun::prepare_source() {

@@ -15,6 +15,10 @@ namespace peak {
 
 struct Workspace::StepContext {
   std::string name;  // the transformation
+  // The transformation itself, loaded once by the caller (apply, or run's check of its steps).
+  const Transformation* transformation = nullptr;
+  // HEAD as the caller read it (apply); unset: read when the step starts (each step of a run).
+  std::optional<CheckpointRecord> head;
   const ApplyOptions* opts = nullptr;
   int64_t workflow_id = 0;
   std::map<std::string, std::vector<int64_t>> tuning;  // the step's overrides

@@ -1,7 +1,5 @@
 #include "engine/workspace.h"
 
-#include "engine/api.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -16,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "engine/evaluate_internal.h"
+#include "engine/library.h"
 #include "engine/paths.h"
 #include "expr/expr.h"
 #include "peak/version.h"
@@ -29,74 +28,6 @@
 #include "validate/task_timeout.h"
 
 namespace peak {
-
-EvalOptions default_eval_options(bool cpu_device) {
-  EvalOptions o;
-  o.small = cpu_device;
-  o.budget_fraction = 0.15;
-  if (cpu_device) {
-    o.budget = 24;
-    o.top_k = 4;
-    o.seeds = 1;
-    o.policy = TimingPolicy{2, 5, 20, 4.0, 0.03, false};
-    o.screening = TimingPolicy{1, 3, 5, 1.5, 0.05, false};
-    o.task_timeout_s = 120;
-  } else {
-    o.policy = TimingPolicy{5, 20, 200, 6.0, 0.01, true};
-    o.screening = TimingPolicy{2, 5, 20, 1.0, 0.03, true};
-  }
-  return o;
-}
-
-EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device) {
-  EvalOptions e = default_eval_options(cpu_device);
-  e.device = c.device;
-  if (c.small) e.small = *c.small;
-  if (c.budget > 0) {
-    e.budget = c.budget;
-    e.budget_fraction = 0;  // budget N: N configurations at most
-  }
-  e.strategy = c.strategy;
-  e.reuse_measurements = c.reuse_measurements;
-  Budget b{e.budget, e.budget_fraction, e.budget_seconds};
-  if (auto parsed = Budget::parse(c.strategy_budget); !c.strategy_budget.empty() && parsed)
-    b = *parsed;
-  else if (c.budget == 0)
-    b = default_budget(c.strategy, b);
-  e.budget = b.evaluations;
-  e.budget_fraction = b.fraction;
-  e.budget_seconds = b.seconds;
-  if (c.jobs > 0) e.jobs = c.jobs;
-  e.baseline = c.baseline;
-  e.tuning_overrides = c.tuning;
-  e.compile_only = c.compile_only;
-  e.sanitize = c.sanitize;
-  e.validation_seed = c.validation_seed;
-  e.cancelled = c.cancelled;
-  // The kernel's own tuning values on the device's default shapes: comparable with every other
-  // evaluation of the same kind (the budget only changes how much of the space is searched).
-  e.standard = c.tuning.empty() && e.small == cpu_device && !c.compile_only;
-  return e;
-}
-
-json eval_options_json(const EvalOptions& o) {
-  json overrides = json::object();
-  for (const auto& [k, v] : o.tuning_overrides) overrides[k] = v;
-  json j{{"device", o.device},     {"small", o.small},
-         {"budget", o.budget},     {"top_k", o.top_k},
-         {"seeds", o.seeds},       {"baseline", o.baseline},
-         {"tuning", overrides},    {"compile_only", o.compile_only},
-         {"sanitize", o.sanitize}, {"task_timeout_s", o.task_timeout_s},
-         {"standard", o.standard}};
-  if (!o.devices.empty()) j["devices"] = o.devices;
-  if (o.validation_seed != 0) j["validation_seed"] = o.validation_seed;
-  if (!o.shapes.empty()) {
-    json shapes = json::array();
-    for (const auto& sh : o.shapes) shapes.push_back(sh.text());
-    j["shapes"] = shapes;
-  }
-  return j;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Opening and creating
@@ -495,12 +426,8 @@ Result<int64_t> Workspace::resolve(const std::string& ref_in) const {
       ErrorKind::input);
 }
 
-Result<std::vector<Transformation>> load_peak_library(std::vector<std::string>* problems) {
-  return api::load_library_for({}, problems);
-}
-
 Result<std::vector<Transformation>> Workspace::library(std::vector<std::string>* problems) const {
-  return api::load_library_for(root_, problems);
+  return load_library_for(root_, problems);
 }
 
 Result<Backend*> Workspace::backend() {
@@ -535,49 +462,6 @@ Result<DeviceSelection> Workspace::devices(const std::string& spec) {
   progress_.print("devices: " + sel->text());
   selections_[spec] = *sel;
   return *sel;
-}
-
-namespace {
-Status check_device_choices(const EvalChoices& c) {
-  if (!c.device.empty() && !c.devices.empty())
-    return Status::error(
-        "--device and --devices exclude each other: --device picks one device, --devices "
-        "several of one model (all, 0,1 or a name substring)",
-        ErrorKind::input);
-  return Status::ok();
-}
-}  // namespace
-
-Result<std::string> Workspace::device_selector(const EvalChoices& choices) {
-  if (Status st = check_device_choices(choices); !st) return Error{st.message(), st.kind()};
-  if (choices.devices.empty() || choices.compile_only) return choices.device;
-  auto sel = devices(choices.devices);
-  if (!sel) return Error{sel.error(), sel.error_kind()};
-  return sel->devices.front().selector;
-}
-
-Result<EvalOptions> Workspace::eval_options(const EvalChoices& choices) {
-  if (Status st = check_device_choices(choices); !st) return Error{st.message(), st.kind()};
-  if (!choices.devices.empty() && !choices.compile_only) {
-    // The first device decides the defaults (all are of one model) and makes the final timing.
-    auto sel = devices(choices.devices);
-    if (!sel) return Error{sel.error(), sel.error_kind()};
-    EvalChoices first = choices;
-    first.device = sel->devices.front().selector;
-    EvalOptions e = eval_options_for(first, sel->devices.front().facts.is_cpu);
-    if (sel->devices.size() > 1)
-      for (const auto& d : sel->devices) e.devices.push_back(d.selector);
-    return e;
-  }
-  if (choices.compile_only) {
-    // Nothing runs: the device need not be here (its facts may come from --prompt-device).
-    if (auto it = devices_.find(choices.device); it != devices_.end())
-      return eval_options_for(choices, it->second.is_cpu);
-    return eval_options_for(choices, false);
-  }
-  auto dev = device(choices.device);
-  if (!dev) return dev.status();
-  return eval_options_for(choices, dev->is_cpu);
 }
 
 }  // namespace peak

@@ -18,6 +18,7 @@
 #include "backend/backend.h"
 #include "context/context.h"
 #include "engine/devices.h"
+#include "engine/options.h"
 #include "llm/llm.h"
 #include "report/dispatch.h"
 #include "report/report.h"
@@ -35,80 +36,6 @@ using json = nlohmann::json;
 inline constexpr int kSummaryFormatVersion = kEvalSummaryFormatVersion;
 // The message of a step or evaluation stopped by EvalOptions::cancelled.
 inline constexpr const char* kCancelledMessage = "cancelled";
-
-// How candidates are evaluated (validated, tuned, timed).
-struct EvalOptions {
-  std::string device;  // device selector ("" = best)
-  // Several devices of one host (--devices, engine/devices.h): their selectors, `device` first.
-  // The tuning search validates and times on all of them; the final timing of the best
-  // configuration and of the vendor baseline runs on `device` alone. Empty: `device` alone.
-  std::vector<std::string> devices;
-  bool small = false;  // time the context's small shapes instead of its bench shapes
-  // Tune on, and make the final timing at, these shapes instead of the bench (or small) shapes:
-  // the shapes of one class of the suite (`peak tune --classes`). Such an evaluation is never a
-  // checkpoint's result. Empty: the bench or small shapes.
-  std::vector<Shape> shapes;
-  size_t budget = 48;  // tuning configurations at most (or budget_fraction of the space)
-  // The tuning search (docs/tuning.md): the strategy ("" = the default) and the rest of its
-  // budget: budget_fraction of the valid space when that is more than `budget`, and seconds.
-  std::string strategy;
-  double budget_fraction = 0;
-  double budget_seconds = 0;
-  // Configurations of this very source measured before in this workspace (same tuning shape and
-  // device) are not run again: their recorded outcomes are reused (a search resumed).
-  bool reuse_measurements = false;
-  int top_k = 8;
-  int jobs = 0;  // parallel compiles
-  int seeds = 2;
-  // The seed of the hidden validation shapes drawn for this evaluation (docs/validation.md); 0: a
-  // fresh one. The evaluation's summary records the one used (`validation_seed`).
-  uint64_t validation_seed = 0;
-  TimingPolicy policy;     // final timing of the best configuration
-  TimingPolicy screening;  // ranking of configurations
-  bool baseline = true;    // time the vendor baseline interleaved (when the backend has one)
-  double task_timeout_s = 60;
-  std::map<std::string, std::vector<int64_t>> tuning_overrides;
-  std::vector<Config> must_include;  // e.g. the parent's top configurations
-  // Compile every configuration but run nothing: for recording a campaign on a machine without
-  // the target device (the run is replayed, fully evaluated, where the device is).
-  bool compile_only = false;
-  bool sanitize = false;  // CUDA: compute-sanitizer memcheck and racecheck on one small shape
-  // The default options (the kernel's own tuning values, the device's default shapes): only
-  // such evaluations count for a checkpoint's result (docs/store.md, "Results").
-  bool standard = true;
-  // Cancellation: polled between passes and between tuning configurations; when it returns true
-  // the step stops at the next such point, records what it did, and checkpoints nothing.
-  std::function<bool()> cancelled;
-};
-EvalOptions default_eval_options(bool cpu_device);
-
-// What a user asks of an evaluation; the rest follows from the device (a CPU device gets small
-// shapes and a smaller budget). Resolved by Workspace::eval_options once the device is known.
-struct EvalChoices {
-  std::string device;  // device selector ("" = best)
-  // --devices: "all", indices ("0,1") or a name substring (engine/devices.h); "" = `device`
-  // alone. The two exclude each other.
-  std::string devices;
-  std::optional<bool> small;  // --small / --full; unset: the device's default
-  size_t budget = 0;          // 0: the device's default
-  int jobs = 0;               // 0: all cores
-  bool baseline = true;       // --no-baseline: false
-  std::map<std::string, std::vector<int64_t>> tuning;  // --tune NAME=V1,V2
-  bool compile_only = false;
-  bool sanitize = false;
-  uint64_t validation_seed = 0;     // --validation-seed: EvalOptions::validation_seed
-  std::function<bool()> cancelled;  // EvalOptions::cancelled
-  // The tuning search (docs/tuning.md): --strategy ("" = the default), --strategy-budget
-  // ("24,15%,600s"; "" = the strategy's default, or `budget` evaluations when that is given; a
-  // malformed spec is ignored here, api::check_tuning refuses it first) and
-  // --reuse-measurements.
-  std::string strategy;
-  std::string strategy_budget;
-  bool reuse_measurements = false;
-};
-EvalOptions eval_options_for(const EvalChoices& c, bool cpu_device);
-// The options as JSON (recorded with every evaluation).
-json eval_options_json(const EvalOptions& o);
 
 // The result of evaluating one kernel (a checkpoint's summary_json holds its JSON form).
 struct Evaluation {
@@ -268,9 +195,12 @@ class Workspace {
   // The devices a --devices spec names (probed once per spec; engine/devices.h). The first
   // resolution prints which devices are used and which were left out.
   Result<DeviceSelection> devices(const std::string& spec);
-  // The selector of the device these choices evaluate on: `device`, or the first of `devices`.
-  Result<std::string> device_selector(const EvalChoices& choices);
-  // The evaluation options for these choices on the chosen device (probes it).
+  // The device(s) these choices name, the one path from choices to devices (engine/options.h):
+  // checked (check_eval_choices), then `device` probed, or the devices of `devices`; compiling
+  // only, nothing is probed (the facts set_device gave are used when there are some). A command
+  // resolves once and hands the result down.
+  Result<EvalDevices> resolve_devices(const EvalChoices& choices);
+  // The evaluation options for these choices: resolve_devices, then eval_options_for.
   Result<EvalOptions> eval_options(const EvalChoices& choices);
 
   // Validates, tunes and times a kernel (context + source); nothing is checkpointed.
@@ -401,9 +331,11 @@ class Workspace {
   // (`start` and `step_state` then say where it stands).
   Result<int64_t> open_run_workflow(const Sequence& seq, const RunOptions& opts,
                                     const std::string& llm, int& start, json& step_state);
-  // A step's value-set overrides: its own, then the sequence's for the parameters it will have.
+  // A step's value-set overrides: its own, then the sequence's for the parameters it will have
+  // (HEAD's and those of `t`, the step's transformation).
   std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
-                                                          const SequenceStep& st);
+                                                          const SequenceStep& st,
+                                                          const Transformation& t);
   // The seed's evaluation summary (evaluated on first use), for speedups over the seed.
   json seed_summary(const EvalOptions& opts);
   // `context_text`: the kernel.toml text to keep (a manual edit's, comments and all); by
@@ -474,9 +406,6 @@ std::set<std::string> tuning_names(const KernelContext& ctx);
 
 // " --budget 4 --small ...": command-line options as a shell would read them back.
 std::string options_text(const std::vector<std::string>& options);
-
-// The transformation library ($PEAK_LIBRARY or <data>/transformations), outside a workspace.
-Result<std::vector<Transformation>> load_peak_library(std::vector<std::string>* problems = nullptr);
 
 // On SIGINT, SIGTERM or SIGHUP the workflows this process runs are marked interrupted, then the
 // process ends by that signal. Call once, early in main.

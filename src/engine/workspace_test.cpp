@@ -1167,7 +1167,7 @@ Evaluation compile_only(Workspace& ws, const DeviceFacts& facts, const std::stri
   ws.set_device("", facts);
   EvalOptions o = default_eval_options(false);
   o.compile_only = true;
-  o.budget = 1;
+  o.budget.evaluations = 1;
   return ws.evaluate(ctx, source, o);
 }
 
@@ -1275,7 +1275,7 @@ TEST_F(WorkspaceTest, EveryWhenPathIsValidatedOnHiddenShapesWithTails) {
                           "launch main\n  grid = (ceil_div(N, BLOCK))\n  when = N > 64\n"
                           "launch small\n  grid = (1)\n  when = N <= 64\n");
   EvalOptions o = default_eval_options(true);
-  o.budget = 1;
+  o.budget.evaluations = 1;
   Evaluation e = ws.evaluate(files->first, source, o);
   EXPECT_EQ(e.disposition, Disposition::incorrect) << e.message;
   EXPECT_NE(e.message.find("[hidden shape]"), std::string::npos) << e.message;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "llm/llm_internal.h"
+#include "llm/spec.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -147,46 +148,6 @@ std::string tail(const std::string& text, size_t n) {
 
 }  // namespace llm_detail
 
-namespace {
-
-constexpr const char* kValidForms =
-    "valid forms:\n"
-    "  openai:MODEL                      OpenAI Chat Completions ($OPENAI_BASE_URL or "
-    "api.openai.com)\n"
-    "  openai:MODEL@http://host:port/v1  any OpenAI-compatible server (llama.cpp, vLLM, Ollama)\n"
-    "  anthropic:MODEL[@URL]             Anthropic Messages API\n"
-    "  command:'PROGRAM ARGS'            a program: prompt on stdin, reply on stdout\n"
-    "  manual                            prompt written to .peak/manual/, reply from `peak "
-    "respond`\n"
-    "  replay:DIR                        recorded replies (see --record)";
-
-Error bad_spec(const std::string& spec, const std::string& why) {
-  return make_error(
-      fmt::format("invalid LLM driver \"{}\": {}; {}", llm_detail::redact(spec), why, kValidForms),
-      ErrorKind::input);
-}
-
-// "MODEL" or "MODEL@URL" -> (model, url).
-Result<std::pair<std::string, std::string>> split_model_url(const std::string& spec,
-                                                            const std::string& rest,
-                                                            const std::string& driver) {
-  std::string model = rest, url;
-  for (const char* scheme : {"@http://", "@https://"}) {
-    if (auto at = rest.find(scheme); at != std::string::npos) {
-      model = rest.substr(0, at);
-      url = rest.substr(at + 1);
-      break;
-    }
-  }
-  if (url.empty() && model.find('@') != std::string::npos)
-    return bad_spec(spec, fmt::format("the part after '@' must be an http:// or https:// URL"));
-  if (model.empty())
-    return bad_spec(spec, fmt::format("{} needs a model name ({}:MODEL)", driver, driver));
-  return std::pair{model, url};
-}
-
-}  // namespace
-
 Status preflight(LlmDriver& driver) {
   for (const auto& c : driver.check())
     if (!c.ok)
@@ -197,36 +158,21 @@ Status preflight(LlmDriver& driver) {
 
 Result<std::unique_ptr<LlmDriver>> make_driver(const std::string& spec_in,
                                                const DriverOptions& opts) {
-  std::string spec = trim(spec_in);
-  if (spec.empty()) return bad_spec(spec, "the spec is empty");
-  auto colon = spec.find(':');
-  std::string kind = spec.substr(0, colon);
-  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (kind == "openai" || kind == "anthropic") {
-    if (colon == std::string::npos)
-      return bad_spec(spec, fmt::format("{} needs a model name ({}:MODEL)", kind, kind));
-    auto mu = split_model_url(spec, rest, kind);
-    if (!mu) return Error{mu.error(), mu.error_kind()};
-    return kind == "openai" ? llm_detail::make_openai_driver(mu->first, mu->second, opts)
-                            : llm_detail::make_anthropic_driver(mu->first, mu->second, opts);
+  auto spec = parse_llm_spec(spec_in);
+  if (!spec) return Error{spec.error(), spec.error_kind()};
+  switch (spec->kind) {
+    case LlmKind::openai:
+      return llm_detail::make_openai_driver(spec->model, spec->url, opts);
+    case LlmKind::anthropic:
+      return llm_detail::make_anthropic_driver(spec->model, spec->url, opts);
+    case LlmKind::command:
+      return llm_detail::make_command_driver(spec->program, opts);
+    case LlmKind::manual:
+      return llm_detail::make_manual_driver(opts);
+    case LlmKind::replay:
+      return llm_detail::make_replay_driver(spec->dir);
   }
-  if (kind == "command") {
-    std::string cmd = trim(rest);
-    if (cmd.size() >= 2 && (cmd.front() == '\'' || cmd.front() == '"') && cmd.back() == cmd.front())
-      cmd = cmd.substr(1, cmd.size() - 2);
-    if (trim(cmd).empty())
-      return bad_spec(spec, "command needs a program (command:'PROGRAM ARGS')");
-    return llm_detail::make_command_driver(cmd, opts);
-  }
-  if (kind == "manual") {
-    if (!trim(rest).empty()) return bad_spec(spec, "manual takes no argument");
-    return llm_detail::make_manual_driver(opts);
-  }
-  if (kind == "replay") {
-    if (trim(rest).empty()) return bad_spec(spec, "replay needs a directory (replay:DIR)");
-    return llm_detail::make_replay_driver(trim(rest));
-  }
-  return bad_spec(spec, fmt::format("unknown driver \"{}\"", kind));
+  return make_error("unknown LLM driver kind", ErrorKind::input);
 }
 
 }  // namespace peak

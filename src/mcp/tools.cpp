@@ -56,7 +56,7 @@ json eval_props(json props) {
   props["jobs"] = integer("parallel compiles (default: all cores)");
   props["no_baseline"] = boolean("do not time the vendor library");
   json names = json::array();
-  for (const auto& n : api::strategy_names()) names.push_back(n);
+  for (const auto& n : strategy_names()) names.push_back(n);
   props["strategy"] = {{"type", "string"},
                        {"enum", names},
                        {"description", "tuning strategy (default auto; docs/tuning.md)"}};
@@ -167,20 +167,17 @@ Result<std::unique_ptr<Workspace>> open_workspace(McpServer& server, const json&
 }
 
 Result<EvalChoices> choices_from(const json& a, const ToolContext& ctx) {
-  api::EvalArgs args{s_arg(a, "device"),
-                     b_arg(a, "small"),
-                     b_arg(a, "full"),
-                     i_arg(a, "budget"),
-                     i_arg(a, "jobs"),
-                     b_arg(a, "no_baseline"),
-                     false,
-                     false,
-                     s_arg(a, "strategy"),
-                     s_arg(a, "strategy_budget"),
-                     false,
-                     s_arg(a, "devices")};
-  if (auto s = api::check_tuning(args); !s) return make_error(s.message());
-  EvalChoices c = api::eval_choices(args);
+  EvalChoices c;
+  c.device = s_arg(a, "device");
+  c.devices = s_arg(a, "devices");
+  if (b_arg(a, "small")) c.small = true;
+  if (b_arg(a, "full")) c.small = false;
+  c.budget = static_cast<size_t>(std::max(0, i_arg(a, "budget")));
+  c.jobs = std::max(0, i_arg(a, "jobs"));
+  c.baseline = !b_arg(a, "no_baseline");
+  c.strategy = s_arg(a, "strategy");
+  if (auto s = check_eval_choices(c, s_arg(a, "strategy_budget"), json_choice_names()); !s)
+    return make_error(s.message());
   c.cancelled = ctx.cancelled;
   if (a.contains("tuning"))
     for (const auto& [k, v] : a["tuning"].items()) c.tuning[k] = v.get<std::vector<int64_t>>();
@@ -190,7 +187,10 @@ Result<EvalChoices> choices_from(const json& a, const ToolContext& ctx) {
 Result<EvalOptions> eval_from(Workspace& ws, const json& a, const ToolContext& ctx) {
   auto c = choices_from(a, ctx);
   if (!c) return Error{c.error()};
-  return api::eval_options(ws, *c);
+  if (auto e = ws.eval_options(*c)) return *e;
+  EvalDevices none;  // no device: the evaluation itself will say so
+  none.selector = c->device;
+  return eval_options_for(*c, none);
 }
 
 // The LLM settings of apply/run; an error when the spec is not allowed over MCP.
@@ -198,19 +198,22 @@ Result<ApplyOptions> apply_from(Workspace& ws, const json& a, ToolContext& ctx) 
   ApplyOptions o;
   std::string llm = s_arg(a, "llm", "manual");
   const fs::path root = ctx.server.options().root;
-  if (starts_with(llm, "command:"))
-    return make_error(
-        "llm \"command:...\" runs a program and is not available over MCP; use manual, mcp, "
-        "replay:DIR, openai:MODEL or anthropic:MODEL");
-  if ((starts_with(llm, "openai:") || starts_with(llm, "anthropic:")) &&
-      llm.find('@') != std::string::npos)
-    return make_error(
-        "a server URL in the llm spec is not accepted over MCP (the key would go there); set "
-        "OPENAI_BASE_URL or ANTHROPIC_BASE_URL where peak mcp starts");
-  if (starts_with(llm, "replay:")) {
-    auto dir = confine(root, llm.substr(7), {root, data_path("recordings")});
-    if (!dir) return Error{dir.error()};
-    llm = "replay:" + dir->string();
+  // "mcp" is this server's own driver; a malformed spec is left to the step, which says why.
+  if (auto spec = parse_llm_spec(llm)) {
+    if (spec->kind == LlmKind::command)
+      return make_error(
+          "llm \"command:...\" runs a program and is not available over MCP; use manual, mcp, "
+          "replay:DIR, openai:MODEL or anthropic:MODEL");
+    if (!spec->url.empty())
+      return make_error(
+          "a server URL in the llm spec is not accepted over MCP (the key would go there); set "
+          "OPENAI_BASE_URL or ANTHROPIC_BASE_URL where peak mcp starts");
+    if (spec->kind == LlmKind::replay) {
+      // A recording under the server's root, or one shipped with peak.
+      auto dir = confine(root, spec->arg, {root, data_path("recordings")});
+      if (!dir) return Error{dir.error()};
+      llm = "replay:" + dir->string();
+    }
   }
   o.llm = llm;
   o.driver.workspace = ws.root();
@@ -314,7 +317,7 @@ ToolResult t_init(const json& a, ToolContext& ctx) {
     if (!p) return ToolResult::error(p.error());
     src = *p;
   }
-  auto found = api::find_context(src.string());
+  auto found = find_context(src.string());
   if (!found) return ToolResult::error(found.error());
   auto cx = load_context(*found);
   if (!cx) return ToolResult::error(cx.error());
@@ -332,7 +335,7 @@ ToolResult t_init(const json& a, ToolContext& ctx) {
 
 Result<std::vector<Transformation>> library_of(McpServer& server, const json& a) {
   auto ws = open_workspace(server, a);
-  return api::load_library_for(ws ? (*ws)->root() : fs::path());
+  return load_library_for(ws ? (*ws)->root() : fs::path());
 }
 
 ToolResult t_transformations_list(const json& a, ToolContext& ctx) {
@@ -341,7 +344,7 @@ ToolResult t_transformations_list(const json& a, ToolContext& ctx) {
   json list = json::array();
   std::string text;
   for (const auto& t : *lib) {
-    list.push_back(api::transformation_json(t));
+    list.push_back(transformation_json(t));
     text +=
         fmt::format("{:<16} v{} {} pass(es)  {}\n", t.name, t.version, t.passes.size(), t.title);
   }
@@ -354,20 +357,20 @@ ToolResult t_transformation_show(const json& a, ToolContext& ctx) {
   auto t = find_transformation(*lib, s_arg(a, "name"));
   if (!t) return ToolResult::error(t.error());
   auto text = read_file(t->path);
-  return ok({{"transformation", api::transformation_json(*t)}, {"text", text ? *text : ""}},
+  return ok({{"transformation", transformation_json(*t)}, {"text", text ? *text : ""}},
             text ? *text : "");
 }
 
 ToolResult t_transformation_write(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
-  auto t = api::write_transformation(ws.root(), s_arg(a, "text"));
+  auto t = write_transformation(ws.root(), s_arg(a, "text"));
   if (!t)
     return ToolResult::error(
         fmt::format("the transformation was not written: {}. The format is in "
                     "docs/transformations.md; the shared library's files are examples "
                     "(transformation_show).",
                     t.error()));
-  return ok({{"transformation", api::transformation_json(*t)}, {"path", t->path.string()}},
+  return ok({{"transformation", transformation_json(*t)}, {"path", t->path.string()}},
             fmt::format("wrote {} ({}); apply it with apply {{\"transformation\": \"{}\"}}",
                         t->path.string(), t->title, t->name));
 }
@@ -375,13 +378,13 @@ ToolResult t_transformation_write(const json& a, ToolContext& ctx) {
 ToolResult t_sequence_show(const json& a, ToolContext& ctx) {
   const fs::path root = ctx.server.options().root;
   std::string name = s_arg(a, "name");
-  auto p = api::find_sequence(name);
+  auto p = find_sequence(name);
   if (!p) return ToolResult::error(p.error());
   auto c = confine(root, p->string(), {root, data_path("sequences")});
   if (!c) return ToolResult::error(c.error());
   auto seq = load_sequence(*c);
   if (!seq) return ToolResult::error(seq.error());
-  json j = api::sequence_json(*seq);
+  json j = sequence_json(*seq);
   std::string text = fmt::format("{}: {}\n", seq->name, seq->description);
   for (size_t i = 0; i < seq->steps.size(); ++i)
     text += fmt::format("  {}. {}\n", i + 1, seq->steps[i].transformation);
@@ -396,7 +399,7 @@ ToolResult t_apply(const json& a, ToolContext& ctx) {
   std::map<std::string, std::vector<int64_t>> tuning;
   auto r = ws.apply(s_arg(a, "transformation"), *ao, 0, tuning);
   if (r.input_error || r.environment_error) return ToolResult::error(r.message);
-  json j = api::apply_json(r);
+  json j = apply_json(r);
   if (r.pending) j["prompt"] = pending_prompt(ws.root());
   if (!ao->record_dir.empty()) j["recording"] = ao->record_dir.string();
   return ok(j, step_text(j));
@@ -405,7 +408,7 @@ ToolResult t_apply(const json& a, ToolContext& ctx) {
 ToolResult t_run(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   const fs::path root = ctx.server.options().root;
-  auto p = api::find_sequence(s_arg(a, "sequence"));
+  auto p = find_sequence(s_arg(a, "sequence"));
   if (!p) return ToolResult::error(p.error());
   auto c = confine(root, p->string(), {root, data_path("sequences")});
   if (!c) return ToolResult::error(c.error());
@@ -421,7 +424,7 @@ ToolResult t_run(const json& a, ToolContext& ctx) {
   auto r = ws.run(*seq, ro);
   if (r.input_error || r.environment_error) return ToolResult::error(r.message);
   if (ro.resume && r.workflow_id == 0) return ToolResult::error(r.message);
-  json j = api::run_json(r);
+  json j = run_json(r);
   if (r.pending) j["prompt"] = pending_prompt(ws.root());
   if (!ao->record_dir.empty()) j["recording"] = ao->record_dir.string();
   std::string text =
@@ -495,7 +498,7 @@ ToolResult t_status(const json& a, ToolContext& ctx) {
 
 ToolResult t_log(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
-  json entries = api::log_json(ws);
+  json entries = log_json(ws);
   std::string text;
   for (const auto& c : entries) {
     auto names = c["refs"].get<std::vector<std::string>>();
@@ -511,7 +514,7 @@ ToolResult t_show(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   auto id = ws.resolve(s_arg(a, "ref", "HEAD"));
   if (!id) return ToolResult::error(id.error());
-  auto j = api::checkpoint_json(ws, *id);
+  auto j = checkpoint_json(ws, *id);
   if (!j) return ToolResult::error(j.error());
   std::string text = fmt::format("checkpoint {}  {}\n", *id, j->value("message", ""));
   const EvalSummary s = summary_or_empty((*j)["summary"]);
@@ -572,7 +575,7 @@ ToolResult t_branch(const json& a, ToolContext& ctx) {
 ToolResult t_tag(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   std::string name = s_arg(a, "name"), ref = s_arg(a, "ref", "HEAD");
-  if (auto s = api::tag(ws, name, ref); !s) return ToolResult::error(s.message());
+  if (auto s = ws.tag(name, ref); !s) return ToolResult::error(s.message());
   auto id = ws.resolve(name);
   return ok({{"tag", name}, {"checkpoint", id ? json(*id) : json(nullptr)}},
             fmt::format("tagged {} as {}", ref, name));
@@ -597,16 +600,16 @@ ToolResult t_evaluate(const json& a, ToolContext& ctx) {
 
 ToolResult t_bench(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
-  api::EvalArgs args;
-  args.device = s_arg(a, "device");
-  args.small = b_arg(a, "small");
-  args.full = b_arg(a, "full");
-  args.no_baseline = b_arg(a, "no_baseline");
-  if (args.small && args.full) return ToolResult::error("small and full exclude each other");
-  EvalChoices c = api::eval_choices(args);
+  if (b_arg(a, "small") && b_arg(a, "full"))
+    return ToolResult::error("small and full exclude each other");
+  EvalChoices c;
+  c.device = s_arg(a, "device");
+  if (b_arg(a, "small")) c.small = true;
+  if (b_arg(a, "full")) c.small = false;
+  c.baseline = !b_arg(a, "no_baseline");
   c.cancelled = ctx.cancelled;
   ws.progress().set_listener(ctx.progress);
-  auto r = api::bench(ws, s_arg(a, "ref", "HEAD"), c, b_arg(a, "single"));
+  auto r = bench(ws, s_arg(a, "ref", "HEAD"), c, b_arg(a, "single"));
   if (!r) return ToolResult::error(r.error());
   return ok(suite_json(*r), suite_text(*r));
 }
@@ -620,7 +623,7 @@ ToolResult t_tune_classes(const json& a, ToolContext& ctx) {
   if (a.contains("classes") && a["classes"].is_array())
     for (const auto& x : a["classes"])
       if (x.is_string()) only.push_back(x.get<std::string>());
-  auto t = api::tune_classes(ws, s_arg(a, "ref", "HEAD"), *c, only);
+  auto t = tune_classes(ws, s_arg(a, "ref", "HEAD"), *c, only);
   if (!t) return ToolResult::error(t.error());
   return ok(dispatch_json(*t), dispatch_text(*t));
 }
@@ -628,7 +631,7 @@ ToolResult t_tune_classes(const json& a, ToolContext& ctx) {
 ToolResult t_report(const json& a, ToolContext& ctx) {
   OPEN_WS(ws, a, ctx);
   std::string format = s_arg(a, "format", "markdown");
-  auto text = api::render_report(ws, s_arg(a, "ref", "HEAD"), format);
+  auto text = render_report(ws, s_arg(a, "ref", "HEAD"), format);
   if (!text) return ToolResult::error(text.error());
   return ok({{"format", format}, {"report", *text}}, *text);
 }
@@ -843,7 +846,7 @@ void add_evaluation_tools(std::vector<Tool>& t) {
                    {"evaluations", integer("configurations evaluated over all classes")}},
                   {"checkpoint", "variants"}),
        true, false, false, t_tune_classes});
-  json formats = api::report_formats();
+  json formats = report_formats();
   add({"report", "Report",
        "Performance along the history from the seed to a checkpoint, with every attempt.",
        object_schema(with_workspace(
@@ -897,7 +900,7 @@ std::optional<std::string> check_long_call(const Tool& tool, const json& a, Tool
   if (name == "evaluate" || name == "tune_classes")
     if (auto c = choices_from(a, ctx); !c) return c.error();
   if (name == "run") {
-    auto p = api::find_sequence(s_arg(a, "sequence"));
+    auto p = find_sequence(s_arg(a, "sequence"));
     if (!p) return p.error();
     auto c = confine(ctx.server.options().root, p->string(),
                      {ctx.server.options().root, data_path("sequences")});
@@ -1017,7 +1020,7 @@ json list_resources(McpServer& server) {
                                            p.answered ? "answered" : "waiting")},
                      {"mimeType", "text/markdown"}});
   }
-  auto lib = api::load_library_for(ws_r ? (*ws_r)->root() : fs::path());
+  auto lib = load_library_for(ws_r ? (*ws_r)->root() : fs::path());
   if (lib)
     for (const auto& t : *lib)
       out.push_back({{"uri", "peak://transformations/" + t.name},
@@ -1063,7 +1066,7 @@ Result<json> read_resource(McpServer& server, const std::string& uri) {
   auto parts = split(rest, '/');
   if (parts.size() == 2 && parts[0] == "transformations") {
     auto ws_r = open_workspace(server, json::object());
-    auto lib = api::load_library_for(ws_r ? (*ws_r)->root() : fs::path());
+    auto lib = load_library_for(ws_r ? (*ws_r)->root() : fs::path());
     if (!lib) return Error{lib.error()};
     auto t = find_transformation(*lib, parts[1]);
     if (!t) return Error{t.error()};
@@ -1087,7 +1090,7 @@ Result<json> read_resource(McpServer& server, const std::string& uri) {
     if (dot != std::string::npos) {
       std::string ref = parts[1].substr(0, dot), ext = parts[1].substr(dot + 1);
       std::string format = ext == "md" ? "markdown" : ext == "txt" ? "text" : ext;
-      auto text = api::render_report(ws, ref, format);
+      auto text = render_report(ws, ref, format);
       if (!text) return Error{text.error()};
       return text_result(*text, ext == "md"     ? "text/markdown"
                                 : ext == "json" ? "application/json"
@@ -1113,7 +1116,7 @@ std::vector<std::string> complete_resource_argument(McpServer& server, const std
   std::vector<std::string> all;
   auto ws_r = open_workspace(server, json::object());
   if (argument == "name" && starts_with(uri, "peak://transformations/")) {
-    auto lib = api::load_library_for(ws_r ? (*ws_r)->root() : fs::path());
+    auto lib = load_library_for(ws_r ? (*ws_r)->root() : fs::path());
     if (lib)
       for (const auto& t : *lib) all.push_back(t.name);
   } else if (ws_r && (argument == "id" || argument == "ref")) {

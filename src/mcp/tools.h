@@ -1,8 +1,8 @@
 #pragma once
 // The MCP tools and resources of peak: one table, each row a name, a description, JSON schemas
-// for its arguments and its structured result, and a handler over the library API
-// (engine/api.h, engine/workspace.h). This file and tools.cpp are the MCP layer's only contact
-// with the workspace.
+// for its arguments and its structured result, and a handler over the engine's API
+// (engine/front.h: the Workspace and the engine functions beside it). This file and tools.cpp
+// are the MCP layer's only contact with the workspace.
 #include <filesystem>
 #include <functional>
 #include <memory>

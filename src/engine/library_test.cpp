@@ -1,8 +1,9 @@
-#include "engine/api.h"
+#include "engine/library.h"
 
 #include <gtest/gtest.h>
 
 #include "engine/paths.h"
+#include "engine/reports.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -24,30 +25,30 @@ Unroll the loop over K by four.
 TEST(Api, WritesAValidatedTransformationIntoTheWorkspaceLibrary) {
   auto d = make_temp_dir("peak-api-test");
   ASSERT_TRUE(d);
-  auto bad = api::write_transformation(*d, "no front matter here");
+  auto bad = write_transformation(*d, "no front matter here");
   EXPECT_FALSE(bad);
-  auto t = api::write_transformation(*d, kTransformation);
+  auto t = write_transformation(*d, kTransformation);
   ASSERT_TRUE(t) << t.error();
   EXPECT_EQ(t->name, "my-unroll");
-  EXPECT_TRUE(std::filesystem::exists(api::workspace_library_dir(*d) / "my-unroll.md"));
-  auto lib = api::load_library_for(*d);
+  EXPECT_TRUE(std::filesystem::exists(workspace_library_dir(*d) / "my-unroll.md"));
+  auto lib = load_library_for(*d);
   ASSERT_TRUE(lib) << lib.error();
   EXPECT_TRUE(find_transformation(*lib, "my-unroll"));
   EXPECT_TRUE(find_transformation(*lib, "refactor")) << "the shared library stays";
   std::string clash = kTransformation;
   clash.replace(clash.find("my-unroll"), 9, "refactor");
-  auto refused = api::write_transformation(*d, clash);
+  auto refused = write_transformation(*d, clash);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().find("already has"), std::string::npos);
   std::filesystem::remove_all(*d);
 }
 
 TEST(Api, FindsContextsAndSequencesByName) {
-  EXPECT_TRUE(api::find_context("matmul-hlsl-fp32"));
-  EXPECT_FALSE(api::find_context("no-such-context"));
-  EXPECT_TRUE(api::find_sequence("hlsl-fp32"));
-  EXPECT_FALSE(api::find_sequence("no-such-sequence"));
-  EXPECT_EQ(api::report_formats().front(), "text");
+  EXPECT_TRUE(find_context("matmul-hlsl-fp32"));
+  EXPECT_FALSE(find_context("no-such-context"));
+  EXPECT_TRUE(find_sequence("hlsl-fp32"));
+  EXPECT_FALSE(find_sequence("no-such-sequence"));
+  EXPECT_EQ(report_formats().front(), "text");
 }
 
 }  // namespace

@@ -1,61 +1,29 @@
-#include "engine/front.h"
+#include "engine/bench.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "report/stats.h"
+#include "engine/paths.h"
 #include "tune/bench.h"
 #include "tune/record.h"
-#include "tune/strategy.h"
 #include "util/fs.h"
 
-namespace peak::api {
+namespace peak {
 
-std::vector<std::string> strategy_names() { return peak::strategy_names(); }
-
-std::string resolve_llm_spec(const std::string& spec) {
-  if (!starts_with(spec, "replay:")) return spec;
-  std::string dir = trim(spec.substr(7));
-  std::error_code ec;
-  if (!dir.empty() && !fs::exists(dir, ec) && fs::is_directory(data_path("recordings") / dir, ec))
-    return "replay:" + (data_path("recordings") / dir).string();
-  return spec;
+Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices,
+                          bool single) {
+  auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
+  if (!id) return id.status();
+  return ws.bench_suite(*id, choices, single);
 }
 
-Result<Sequence> open_sequence(const std::string& arg) {
-  auto p = find_sequence(arg);
-  if (!p) return Error{p.error(), ErrorKind::input};
-  auto seq = load_sequence(*p);
-  if (!seq) return Error{seq.error(), ErrorKind::input};
-  return seq;
-}
-
-Result<std::string> render_stats(const std::vector<std::string>& where, const std::string& format) {
-  std::vector<std::pair<std::string, Report>> reports;
-  for (const auto& arg : where) {
-    auto found = find_stores(arg);
-    if (!found) return Error{found.error(), ErrorKind::input};
-    for (const auto& path : *found) {
-      auto store = open_store_for_reading(path);
-      if (!store) return Error{store.error(), ErrorKind::input};
-      auto rep = build_report(**store);
-      if (!rep)
-        return Error{fmt::format("{}: {}", path.string(), rep.error()), ErrorKind::environment};
-      reports.emplace_back(path.string(), std::move(*rep));
-    }
-  }
-  Stats st = build_stats(reports);
-  if (format == "json") return render_stats_json(st).dump(2) + "\n";
-  if (format == "csv") return render_stats_csv(st);
-  if (format == "text") return render_stats_text(st);
-  if (format == "html") {
-    auto html = render_stats_html(st);
-    if (!html) return Error{html.error(), ErrorKind::environment};
-    return html;
-  }
-  return make_error(fmt::format("unknown stats format '{}' (text, json, csv, html)", format),
-                    ErrorKind::input);
+Result<DispatchTable> tune_classes(Workspace& ws, const std::string& ref,
+                                   const EvalChoices& choices,
+                                   const std::vector<std::string>& only) {
+  auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
+  if (!id) return id.status();
+  return ws.tune_classes(*id, choices, only);
 }
 
 Result<SpaceExport> export_space(Workspace& ws, std::optional<int64_t> run, int64_t checkpoint,
@@ -111,4 +79,4 @@ Result<std::string> bench_tuning(const TuningBenchArgs& a) {
   return a.json ? rep->to_json().dump(2) + "\n" : rep->text();
 }
 
-}  // namespace peak::api
+}  // namespace peak
