@@ -662,7 +662,9 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
 
 Result<int64_t> Workspace::checkpoint_passed(const PassedCandidate& c, json& summary) {
   if (c.parent_summary) add_speedups(summary, *c.parent_summary, seed_summary(*c.seed_opts));
-  summary["transformation"] = c.made_by;
+  EvalSummary typed = summary_or_empty(summary);
+  typed.transformation = c.made_by;
+  summary = to_json(typed);
   auto id = make_checkpoint(c.parent, c.transformation, c.message, *c.ctx, *c.source, summary,
                             c.context_text);
   if (!id) return id;

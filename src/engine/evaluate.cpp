@@ -65,23 +65,24 @@ Result<EvalSetup> eval_setup(Workspace& ws, const KernelContext& ctx, const std:
   return s;
 }
 
-void describe_setup(json& summary, const EvalSetup& setup, bool documented_peak) {
+void describe_setup(EvalSummary& summary, const EvalSetup& setup, bool documented_peak) {
   const DeviceFacts& dev = setup.dev;
-  summary["device"] = {{"name", dev.name},
-                       {"backend", setup.be->name()},
-                       {"driver", dev.driver},
-                       {"api", dev.api_version},
-                       {"arch", dev.arch},
-                       {"is_cpu", dev.is_cpu},
-                       {"measured_fp32_tflops", dev.measured_fp32_tflops}};
-  summary["peak"] = {{"tflops", setup.peak.tflops}, {"source", setup.peak.source}};
+  SummaryDevice& d = summary.device.emplace();
+  d.name = dev.name;
+  d.backend = setup.be->name();
+  d.driver = dev.driver;
+  d.api = dev.api_version;
+  d.arch = dev.arch;
+  d.is_cpu = dev.is_cpu;
+  d.measured_fp32_tflops = dev.measured_fp32_tflops;
+  SummaryPeak& p = summary.peak.emplace();
+  p.tflops = setup.peak.tflops;
+  p.source = setup.peak.source;
   if (documented_peak)
-    if (auto doc = documented_peaks(dev.name))
-      summary["peak"]["documented_fp32_tflops"] = doc->fp32_tflops;
-  json tc = json::object();
+    if (auto doc = documented_peaks(dev.name)) p.documented_fp32_tflops = doc->fp32_tflops;
+  auto& tc = summary.toolchain.emplace();
   for (const auto& [k, v] : setup.be->toolchain()) tc[k] = v;
-  summary["toolchain"] = tc;
-  summary["sandbox"] = sandbox_status();
+  summary.extra["sandbox"] = sandbox_status();
 }
 
 LockNotices::~LockNotices() {
@@ -282,6 +283,8 @@ struct Workspace::EvalRun {
   // The final timing and the summary.
   bool time_best();
   Evaluation finish();
+  // The phases in order; the evaluation with its summary's JSON form.
+  Evaluation run();
   bool fail(Disposition d, std::string msg);
   void record_locks();
 
@@ -291,6 +294,7 @@ struct Workspace::EvalRun {
   const EvalOptions& opts;
   std::optional<int64_t> attempt_id, checkpoint_id;
   Evaluation ev;
+  EvalSummary sum;  // ev.summary's typed form, written to it when the evaluation ends
   // resolve, plan_tuning
   SourceRegions regions;
   detail::EvalSetup setup;
@@ -321,34 +325,40 @@ Evaluation Workspace::evaluate(const KernelContext& ctx, const std::string& sour
                                const EvalOptions& opts, std::optional<int64_t> attempt_id,
                                std::optional<int64_t> checkpoint_id) {
   EvalRun r(*this, ctx, source, opts, attempt_id, checkpoint_id);
-  if (!r.resolve()) return r.ev;
-  r.plan_tuning();
-  if (opts.compile_only) return r.compile_only();
-  if (!r.open_lanes()) return r.ev;
-  r.set_deadlines();
-  if (!r.plan_search() || !r.search() || !r.time_best()) return r.ev;
-  return r.finish();
+  Evaluation ev = r.run();
+  ev.summary = to_json(r.sum);
+  return ev;
+}
+
+Evaluation Workspace::EvalRun::run() {
+  if (!resolve()) return ev;
+  plan_tuning();
+  if (opts.compile_only) return compile_only();
+  if (!open_lanes()) return ev;
+  set_deadlines();
+  if (!plan_search() || !search() || !time_best()) return ev;
+  return finish();
 }
 
 bool Workspace::EvalRun::fail(Disposition d, std::string msg) {
   ev.disposition = d;
   ev.message = std::move(msg);
-  ev.summary["disposition"] = std::string(to_string(d));
-  ev.summary["message"] = ev.message;
+  sum.disposition = std::string(to_string(d));
+  sum.message = ev.message;
   return false;
 }
 
 // The source's regions, the backend, the device and its peak.
 bool Workspace::EvalRun::resolve() {
-  ev.summary["format"] = kSummaryFormatVersion;
-  ev.summary["peak_version"] = PEAK_VERSION;
+  sum.format = kEvalSummaryFormatVersion;
+  sum.peak_version = PEAK_VERSION;
   auto r = split_regions(source, ctx.source_file);
   if (!r) return fail(Disposition::region_violation, r.error());
   regions = *r;
   auto s = detail::eval_setup(ws, ctx, opts.device);
   if (!s) return fail(Disposition::not_run, s.error());
   setup = *s;
-  detail::describe_setup(ev.summary, setup, true);
+  detail::describe_setup(sum, setup, true);
   return true;
 }
 
@@ -416,10 +426,10 @@ Evaluation Workspace::EvalRun::compile_only() {
       "{}; launch plans checked on {} shapes; not checked without a device: "
       "{}",
       tr.message, to.plan_shapes.size(), join(unchecked, "; "));
-  ev.summary["disposition"] = "passed";
-  ev.summary["compile_only"] = true;
-  ev.summary["compile_only_unchecked"] = unchecked;
-  ev.summary["message"] = ev.message;
+  sum.disposition = "passed";
+  sum.compile_only = true;
+  sum.extra["compile_only_unchecked"] = unchecked;
+  sum.message = ev.message;
   return ev;
 }
 
@@ -437,7 +447,7 @@ bool Workspace::EvalRun::open_lanes() {
                               "do not rank against each other; pick devices of one model",
                               lane_selectors.front(), dev.name, sel, f->name));
     devices.facts.push_back(*f);
-    json dj = ev.summary["device"];
+    json dj = to_json(sum.device.value_or(SummaryDevice{}));
     if (several) {
       dj["selector"] = sel;
       if (auto pci = f->extra.find("pci_bus_id"); pci != f->extra.end())
@@ -450,7 +460,7 @@ bool Workspace::EvalRun::open_lanes() {
   if (several) {
     json all = json::array();
     for (const auto& dj : lane_json) all.push_back(dj);
-    ev.summary["devices"] = all;
+    sum.extra["devices"] = all;
   }
   return true;
 }
@@ -461,8 +471,8 @@ void Workspace::EvalRun::record_locks() {
   const std::vector<DeviceLockStats>& locks_before = devices.locks_before;
   const auto& runners_started = devices.runners_started;
   const RunnerOptions& ro = lane_runners.front();
-  ev.summary["runner_starts"] = runners_started->load();
-  ev.summary["device_lock"] =
+  sum.extra["runner_starts"] = runners_started->load();
+  sum.extra["device_lock"] =
       detail::lock_json(*ro.device_lock, ro.device_lock->stats().since(locks_before.front()));
   if (!several) return;
   json all = json::array();
@@ -472,7 +482,7 @@ void Workspace::EvalRun::record_locks() {
     l["selector"] = lane_selectors[i];
     all.push_back(l);
   }
-  ev.summary["device_locks"] = all;
+  sum.extra["device_locks"] = all;
 }
 
 // Deadlines from what the reference kernels took per task on this device (the seed, the parent
@@ -496,7 +506,7 @@ void Workspace::EvalRun::set_deadlines() {
   validate_budget = budgets.validate;
   screen_budget = budgets.screen;
   bench_budget = budgets.bench;
-  ev.summary["task_timeouts"] = {{"validate", validate_budget.to_json()},
+  sum.extra["task_timeouts"] = {{"validate", validate_budget.to_json()},
                                  {"screen", screen_budget.to_json()},
                                  {"bench", bench_budget.to_json()}};
 }
@@ -514,7 +524,7 @@ bool Workspace::EvalRun::plan_search() {
   // `--validation-seed` draws them again.
   to.validation.shape_seed =
       opts.validation_seed != 0 ? opts.validation_seed : random_validation_seed();
-  ev.summary["validation_seed"] = to.validation.shape_seed;
+  sum.validation_seed = to.validation.shape_seed;
   to.validation.sanitize = opts.sanitize;
   to.validation.task_timeout_s = validate_budget.timeout_s;
   to.validation.reference_task_s = validate_budget.reference_s;
@@ -559,7 +569,7 @@ bool Workspace::EvalRun::search() {
       if (m.disposition == Disposition::passed)
         measured.screen = std::max(measured.screen, m.seconds);
   }
-  ev.summary["task_seconds"] = measured.to_json();
+  sum.task_seconds = SummaryTaskSeconds{measured.validate, measured.screen, measured.bench, {}};
   if (opts.cancelled && opts.cancelled()) return fail(Disposition::not_run, kCancelledMessage);
   summarize_search(tr, recorder->run_id());
   if (tr.disposition != Disposition::passed) {
@@ -572,42 +582,39 @@ bool Workspace::EvalRun::search() {
 
 // What the search covered ("configs") and how long its phases took ("phases").
 void Workspace::EvalRun::summarize_search(const TuneResult& tr, std::optional<int64_t> run_id) {
-  std::map<std::string, int> counts;
+  std::map<std::string, int64_t> counts;
   for (const auto& o : tr.outcomes) counts[std::string(to_string(o.disposition))]++;
   size_t pruned = tr.space.invalid;
   for (const auto& o : tr.outcomes) pruned += o.pruned();
-  ev.summary["configs"] = {{"space", tr.space.total},
-                           {"rejected_by_constraint", tr.space.invalid},
-                           {"evaluated", tr.outcomes.size()},
-                           {"sampled", tr.space.sampled},
-                           {"pruned", pruned},
-                           {"strategy", tr.strategy},
-                           {"budget", to.budget.text()},
-                           {"stop", tr.stop},
-                           {"reused", tr.reused},
-                           {"dispositions", counts}};
-  if (run_id) ev.summary["configs"]["tuning_run"] = *run_id;
-  ev.summary["phases"] = {{"compile_s", tr.compile_seconds},
-                          {"validate_s", tr.validate_seconds},
-                          {"tune_s", tr.time_seconds}};
+  SummaryConfigs& c = sum.configs.emplace();
+  c.space = static_cast<int64_t>(tr.space.total);
+  c.rejected_by_constraint = static_cast<int64_t>(tr.space.invalid);
+  c.evaluated = static_cast<int64_t>(tr.outcomes.size());
+  c.sampled = tr.space.sampled;
+  c.pruned = static_cast<int64_t>(pruned);
+  c.strategy = tr.strategy;
+  c.budget = to.budget.text();
+  c.stop = tr.stop;
+  c.reused = static_cast<int64_t>(tr.reused);
+  c.dispositions = counts;
+  if (run_id) c.tuning_run = *run_id;
+  SummaryPhases& ph = sum.phases.emplace();
+  ph.compile_s = tr.compile_seconds;
+  ph.validate_s = tr.validate_seconds;
+  ph.tune_s = tr.time_seconds;
 }
 
 // The passing configurations, fastest first ("top"), and the best one ("best").
 void Workspace::EvalRun::rank(const TuneResult& tr) {
-  json top = json::array();
+  auto& top = sum.top.emplace();
   for (size_t i : tr.ranking)
-    top.push_back(
-        {{"config", config_json(tr.outcomes[i].config)}, {"score_ms", tr.outcomes[i].score_ms}});
-  ev.summary["top"] = top;
+    top.push_back({config_json(tr.outcomes[i].config), tr.outcomes[i].score_ms, json::object()});
   best = &tr.outcomes[tr.ranking.front()];
-  ev.summary["best"] = {{"config", config_json(best->config)},
-                        {"config_text", config_text(best->config)},
-                        {"resources", best->build.resources},
-                        {"validation", best->validation.message}};
+  sum.best = SummaryBest{config_json(best->config), config_text(best->config),
+                         best->build.resources, best->validation.message, json::object()};
   for (const auto& o : tr.outcomes)
     if (!o.validation.sanitizer.empty())
-      ev.summary["sanitizer"] = {{"config", config_text(o.config)},
-                                 {"report", o.validation.sanitizer}};
+      sum.sanitizer = SummarySanitizer{config_text(o.config), o.validation.sanitizer, {}};
 }
 
 // The final timing of the best configuration on every bench shape, against the baseline, on
@@ -640,12 +647,12 @@ bool Workspace::EvalRun::time_best() {
   record_locks();
   for (const auto& m : ms)
     if (m.disposition == Disposition::passed) measured.bench = std::max(measured.bench, m.seconds);
-  ev.summary["task_seconds"] = measured.to_json();
-  ev.summary["phases"]["bench_s"] =
+  sum.task_seconds = SummaryTaskSeconds{measured.validate, measured.screen, measured.bench, {}};
+  if (!sum.phases) sum.phases.emplace();
+  sum.phases->bench_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  json mj = json::array();
-  for (const auto& m : ms) mj.push_back(detail::measurement_json(m));
-  ev.summary["bench"] = mj;
+  auto& rows = sum.bench.emplace();
+  for (const auto& m : ms) rows.push_back(bench_from_json(detail::measurement_json(m)));
   ev.disposition = Disposition::passed;
   for (const auto& m : ms)
     if (m.disposition != Disposition::passed)
@@ -655,12 +662,12 @@ bool Workspace::EvalRun::time_best() {
 
 // A passed evaluation's disposition and message.
 Evaluation Workspace::EvalRun::finish() {
-  ev.summary["disposition"] = "passed";
+  sum.disposition = "passed";
   ev.message = fmt::format(
       "best {}: {}", config_text(best->config),
       ms.empty() ? ""
                  : fmt::format("{:.1f} GFLOP/s at {}", ms.front().gflops, ms.front().shape.text()));
-  ev.summary["message"] = ev.message;
+  sum.message = ev.message;
   return ev;
 }
 

@@ -48,7 +48,7 @@ struct EvalSetup {
 Result<EvalSetup> eval_setup(Workspace& ws, const KernelContext& ctx, const std::string& device);
 // The facts of the setup an evaluation summary records: "device", "peak" (with the documented
 // FP32 peak when `documented_peak` and one is known), "toolchain" and "sandbox".
-void describe_setup(nlohmann::json& summary, const EvalSetup& setup, bool documented_peak);
+void describe_setup(EvalSummary& summary, const EvalSetup& setup, bool documented_peak);
 
 // The device's lock (one timer per device), with its label for the waiting line.
 std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev);

@@ -553,7 +553,9 @@ Evaluation Workspace::StepRun::evaluate_once(const std::string& source,
 ApplyResult Workspace::StepRun::checkpoint_candidate(Evaluation& ev, int attempt_no,
                                                      std::optional<int64_t> eval_attempt_id,
                                                      const std::string& new_source) {
-  ev.summary["attempts"] = attempt_no;
+  EvalSummary typed = summary_or_empty(ev.summary);
+  typed.attempts = attempt_no;
+  ev.summary = to_json(typed);
   PassedCandidate made;
   made.parent = head.id;
   made.transformation = T.name;

@@ -336,26 +336,26 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   finish_suite(r);
 
   // The evaluation: the suite's result, the measurements with their raw samples, the facts.
-  json s;
-  s["format"] = kSummaryFormatVersion;
-  s["kind"] = kSuiteEvaluationKind;
-  s["peak_version"] = PEAK_VERSION;
+  EvalSummary s;
+  s.format = kEvalSummaryFormatVersion;
+  s.kind = kSuiteEvaluationKind;
+  s.peak_version = PEAK_VERSION;
   detail::describe_setup(s, *setup, false);
-  s["suite_from"] = suite_from;
-  s["config"] = config_json(config);
-  if (table) s["dispatch"] = table->evaluation;
-  s["measurements"] = rows;
-  s["phases"] = {
-      {"bench_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
+  s.extra["suite_from"] = suite_from;
+  s.extra["config"] = config_json(config);
+  if (table) s.extra["dispatch"] = table->evaluation;
+  s.extra["measurements"] = rows;
+  s.phases.emplace().bench_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const bool any = r.rated > 0 || std::any_of(r.rows.begin(), r.rows.end(), [](const SuiteRow& x) {
                      return x.disposition == "passed";
                    });
-  s["disposition"] = any ? "passed" : (r.rows.empty() ? "not_run" : r.rows.front().disposition);
-  s["message"] = r.rated > 0 ? fmt::format("geometric mean {:.3f} {} over {} of {} shapes",
+  s.disposition = any ? "passed" : (r.rows.empty() ? "not_run" : r.rows.front().disposition);
+  s.message = r.rated > 0 ? fmt::format("geometric mean {:.3f} {} over {} of {} shapes",
                                            r.geomean, suite_ratio_basis(r), r.rated, r.rows.size())
                              : "no shape of the suite has a ratio";
-  s["suite"] = suite_json(r);
-  record_evaluation(id, std::nullopt, kSuiteEvaluationKind, opts, s);
+  s.suite = suite_json(r);
+  record_evaluation(id, std::nullopt, kSuiteEvaluationKind, opts, to_json(s));
   if (auto e = recorded_evaluation(*store_, id, kSuiteEvaluationKind)) {
     r.evaluation = e->id;
     r.created_at = e->created_at;
@@ -529,26 +529,30 @@ Result<DispatchSummary> dispatch_summary(const DispatchTable& t, const DeviceFac
     return make_error("--class names no class that has a shape in the suite", ErrorKind::input);
 
   DispatchSummary d;
-  json& s = d.summary;
-  s["format"] = kSummaryFormatVersion;
-  s["kind"] = kDispatchKind;
-  s["peak_version"] = PEAK_VERSION;
-  s["device"] = {{"name", dev.name}, {"arch", dev.arch}, {"is_cpu", dev.is_cpu}};
-  s["suite_from"] = suite_from;
-  if (!left_out.empty()) s["not_supported"] = left_out;
-  s["dispatch"] = dispatch_json(t);
-  s["classes"] = classes;
-  s["phases"] = {
-      {"tune_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
-  s["disposition"] = any ? "passed" : searched->disposition;
+  EvalSummary s;
+  s.format = kEvalSummaryFormatVersion;
+  s.kind = kDispatchKind;
+  s.peak_version = PEAK_VERSION;
+  SummaryDevice& sd = s.device.emplace();
+  sd.name = dev.name;
+  sd.arch = dev.arch;
+  sd.is_cpu = dev.is_cpu;
+  s.extra["suite_from"] = suite_from;
+  if (!left_out.empty()) s.extra["not_supported"] = left_out;
+  s.dispatch_table = dispatch_json(t);
+  s.extra["classes"] = classes;
+  s.phases.emplace().tune_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.disposition = any ? "passed" : searched->disposition;
   const auto kept = std::count_if(t.variants.begin(), t.variants.end(),
                                   [](const auto& v) { return entry_of(v) == ClassEntry::kept; });
-  s["message"] =
+  s.message =
       fmt::format("{} of {} classes tuned{}, {} configurations evaluated", found, t.variants.size(),
                   kept ? fmt::format(", {} kept", kept) : "", dispatch_evaluations(t));
   if (!any)
     d.none_found = fmt::format("no class found a configuration that passes; the first: {}: {}",
                                searched->disposition, searched->message);
+  d.summary = to_json(s);
   return d;
 }
 

@@ -254,7 +254,7 @@ EvalSummary summary_from(json rest) {
   s.sanitizer = take_part<SummarySanitizer>(rest, "sanitizer", sanitizer_from);
   take(rest, "compile_only", s.compile_only);
   take(rest, "attempts", s.attempts);
-  take(rest, "transformation", s.transformation);
+  take_object(rest, "transformation", s.transformation);
   take_object(rest, "suite", s.suite);
   take_object(rest, "dispatch", s.dispatch_table);
   s.extra = std::move(rest);
@@ -408,6 +408,12 @@ json to_json(const EvalSummary& s) {
   put(j, "dispatch", s.dispatch_table);
   return j;
 }
+
+SummaryBench bench_from_json(const json& j) {
+  return j.is_object() ? bench_from(j) : SummaryBench{};
+}
+
+json to_json(const SummaryDevice& d) { return part_json(d); }
 
 SummaryDevice device_from_json(const json& j) {
   return j.is_object() ? device_from(j) : SummaryDevice{};

@@ -115,7 +115,9 @@ struct EvalSummary {
   std::optional<SummarySanitizer> sanitizer;
   std::optional<bool> compile_only;
   std::optional<int64_t> attempts;
-  std::optional<std::string> transformation;  // what made the checkpoint
+  // What made the checkpoint: {"name", "version"} of a transformation, or {"name": "manual",
+  // "message"} of a commit.
+  std::optional<nlohmann::json> transformation;
   // The JSON forms of a suite benchmark ("suite", results/suite.h) and of a dispatch table
   // ("dispatch" of a dispatch evaluation, results/dispatch.h; a suite's "dispatch" is the id of
   // the table's evaluation and stays in `extra`).
@@ -147,5 +149,10 @@ nlohmann::json to_json(const EvalSummary& s);
 // a checkpoint (CheckpointRecord::top_configs_json).
 nlohmann::json top_json(const EvalSummary& s);
 nlohmann::json to_json(const SummaryBench& b);
+// The parts a writer fills in one by one: a bench row from its JSON form (a final-timing
+// measurement as the pipeline writes it; its unmodeled keys kept), and the device's JSON form (each
+// lane of a search records it with its selector).
+SummaryBench bench_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const SummaryDevice& d);
 
 }  // namespace peak

@@ -134,6 +134,23 @@ TEST(Summary, FieldsAreTyped) {
   EXPECT_TRUE(b->extra.contains("n"));
 }
 
+TEST(Summary, WhatMadeACheckpointAndItsAttemptsAreTyped) {
+  json j = full_summary();
+  j["transformation"] = {{"name", "tb-tiling"}, {"version", 2}};
+  j["attempts"] = 3;
+  EvalSummary s = summary_or_empty(j);
+  ASSERT_TRUE(s.transformation);
+  EXPECT_EQ((*s.transformation)["name"], "tb-tiling");
+  EXPECT_EQ(s.attempts, 3);
+  EXPECT_FALSE(s.extra.contains("transformation"));
+  EXPECT_EQ(to_json(s), j);
+  // A bench row written as a measurement's JSON form reads into its typed fields.
+  SummaryBench b = bench_from_json({{"shape", "M=1"}, {"median_ms", 0.5}, {"n", 20}});
+  EXPECT_DOUBLE_EQ(*b.median_ms, 0.5);
+  EXPECT_EQ(b.extra["n"], 20);
+  EXPECT_EQ(to_json(*s.device)["name"], "Test GPU");
+}
+
 TEST(Summary, UnknownKeysAreWrittenBack) {
   json j = full_summary();
   j["a_future_key"] = {{"nested", {1, 2, 3}}};
