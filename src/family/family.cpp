@@ -83,6 +83,13 @@ struct InstallReferenceRules {
 
 }  // namespace
 
+// The symbol every program linking context/ asks the linker for (CMakeLists.txt), so that this
+// object, with the initializer above, is part of it.
+extern "C" {
+extern const int peak_family_registry_anchor;
+const int peak_family_registry_anchor = 0;
+}
+
 const Family& find_family(std::string_view name) {
   static const GenericFamily generic;
   if (name.empty()) return generic;
