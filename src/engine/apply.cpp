@@ -26,8 +26,7 @@ std::map<std::string, double> bench_medians(const EvalSummary& summary) {
   return out;
 }
 
-void add_speedups(json& summary_json, const json& parent, const json& seed) {
-  EvalSummary summary = summary_or_empty(summary_json);
+void add_speedups(EvalSummary& summary, const json& parent, const json& seed) {
   auto mine = bench_medians(summary), p = bench_medians(summary_or_empty(parent)),
        s = bench_medians(summary_or_empty(seed));
   if (!summary.bench) return;
@@ -37,6 +36,11 @@ void add_speedups(json& summary_json, const json& parent, const json& seed) {
     if (p.count(shape) && mine[shape] > 0) m.speedup_vs_parent = p[shape] / mine[shape];
     if (s.count(shape) && mine[shape] > 0) m.speedup_vs_seed = s[shape] / mine[shape];
   }
+}
+
+void add_speedups(json& summary_json, const json& parent, const json& seed) {
+  EvalSummary summary = summary_or_empty(summary_json);
+  add_speedups(summary, parent, seed);
   summary_json = to_json(summary);
 }
 
@@ -661,8 +665,8 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
 }
 
 Result<int64_t> Workspace::checkpoint_passed(const PassedCandidate& c, json& summary) {
-  if (c.parent_summary) add_speedups(summary, *c.parent_summary, seed_summary(*c.seed_opts));
   EvalSummary typed = summary_or_empty(summary);
+  if (c.parent_summary) add_speedups(typed, *c.parent_summary, seed_summary(*c.seed_opts));
   typed.transformation = c.made_by;
   summary = to_json(typed);
   auto id = make_checkpoint(c.parent, c.transformation, c.message, *c.ctx, *c.source, summary,
