@@ -314,6 +314,7 @@ RunnerTask parse_task(const json& j, const std::string& where, std::vector<std::
   if (const json* tm = r.find("timing")) t.timing = parse_timing(*tm, r.at("timing"), errors);
   r.str("baseline", t.baseline);
   r.boolean("baseline_outputs", t.baseline_outputs);
+  r.integer("copy_bytes", t.copy_bytes);
   r.str("output_dir", t.output_dir);
   return t;
 }
@@ -368,6 +369,8 @@ TaskResult parse_result(const json& j, const std::string& where, std::vector<std
   r.numbers("host_ms", t.host_ms);
   r.numbers("baseline_samples_ms", t.baseline_samples_ms);
   r.numbers("baseline_host_ms", t.baseline_host_ms);
+  r.numbers("copy_samples_ms", t.copy_samples_ms);
+  r.str("copy_method", t.copy_method);
   r.number("clock_mhz_before", t.clock_mhz_before);
   r.number("clock_mhz_after", t.clock_mhz_after);
   r.integer("threads_before", t.threads_before);
@@ -512,6 +515,7 @@ json RunnerTask::to_json() const {
          {"repeat", repeat},
          {"baseline", baseline},
          {"baseline_outputs", baseline_outputs},
+         {"copy_bytes", copy_bytes},
          {"output_dir", output_dir}};
   j["timing"] = timing ? timing->to_json() : json(nullptr);
   return j;
@@ -652,6 +656,8 @@ json TaskResult::to_json() const {
               {"host_ms", host_ms},
               {"baseline_samples_ms", baseline_samples_ms},
               {"baseline_host_ms", baseline_host_ms},
+              {"copy_samples_ms", copy_samples_ms},
+              {"copy_method", copy_method},
               {"clock_mhz_before", clock_mhz_before},
               {"clock_mhz_after", clock_mhz_after},
               {"threads_before", threads_before},

@@ -97,6 +97,11 @@ struct RunnerTask {
   std::optional<TimingPolicy> timing;  // time the kernel after checking
   std::string baseline;                // vendor baseline timed interleaved ("cublas"; "" = none)
   bool baseline_outputs = false;       // mode "reference": run the baseline and write its outputs
+  // Bytes of memory traffic of one launch at this shape (the context's `bytes`; 0 = none). When
+  // set and the task is timed, the runner also times a device-to-device copy that moves the same
+  // traffic (copy_bytes / 2 read and copy_bytes / 2 written), interleaved with the candidate under
+  // the same flush and fresh-input protocol: the speed of light of this kernel on this device.
+  int64_t copy_bytes = 0;
   std::string output_dir;
   json to_json() const;
   static RunnerTask from_json(const json& j);
@@ -161,6 +166,10 @@ struct TaskResult {
   std::vector<double> host_ms;                       // host wall clock per launch (cross-check)
   std::vector<double> baseline_samples_ms;           // interleaved with the candidate
   std::vector<double> baseline_host_ms;
+  // The same-traffic copy (RunnerTask::copy_bytes): device time per timed copy, by the fastest
+  // method the runner has ("memcpy", "vector-kernel", "vulkan-copy"); empty when not timed.
+  std::vector<double> copy_samples_ms;
+  std::string copy_method;
   double clock_mhz_before = 0, clock_mhz_after = 0;
   int threads_before = 0, threads_after = 0;  // process threads around the launches
   bool guard_overwritten = false;  // bytes past the end of a buffer changed (out of bounds)
