@@ -92,7 +92,7 @@ std::vector<std::string> rerun_options(const Options& o) {
   value("--devices", o.devices);
   flag("--small", o.small);
   flag("--full", o.full);
-  if (o.budget > 0) value("--budget", std::to_string(o.budget));
+  value("--budget", o.budget_text);
   if (o.jobs > 0) value("-j", std::to_string(o.jobs));
   flag("--no-baseline", o.no_baseline);
   for (const auto& t : o.tuning) value("--tune", t);
@@ -172,8 +172,7 @@ std::unique_ptr<Workspace> open_ws(const Options& o, int* code) {
 Result<EvalChoices> eval_choices(const Options& o) {
   if (o.small && o.full)
     return make_error("--small and --full exclude each other", ErrorKind::input);
-  if (o.budget < 0 || o.jobs < 0)
-    return make_error("--budget and --jobs take positive numbers", ErrorKind::input);
+  if (o.jobs < 0) return make_error("--jobs takes a positive number", ErrorKind::input);
   auto tuning = parse_tuning(o.tuning);
   if (!tuning) return tuning.status();
   EvalChoices c;
@@ -181,7 +180,7 @@ Result<EvalChoices> eval_choices(const Options& o) {
   c.devices = o.devices;
   if (o.small) c.small = true;
   if (o.full) c.small = false;
-  c.budget = static_cast<size_t>(o.budget);
+  if (auto s = read_budget_option(o.budget_text, c); !s) return s;
   c.jobs = o.jobs;
   c.baseline = !o.no_baseline;
   c.tuning = *tuning;
@@ -271,7 +270,9 @@ void add_eval_options(CLI::App* c, Options& o) {
                 "the tuning search spreads over them, the final timing runs on the first");
   c->add_flag("--small", o.small, "time the context's small shapes (default on CPU devices)");
   c->add_flag("--full", o.full, "time the context's bench shapes even on a CPU device");
-  c->add_option("--budget", o.budget, "tuning configurations at most");
+  c->add_option("--budget", o.budget_text,
+                "tuning configurations at most (N), or a time for the search (10m, 600s, 1h), "
+                "or both (24,10m); default on a GPU: 48 or 15% of the space, at most 10 min");
   c->add_option("--strategy", o.strategy,
                 "tuning strategy: auto (default), exhaustive, random, genetic, annealing, basin, "
                 "bayes");

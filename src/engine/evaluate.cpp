@@ -380,6 +380,8 @@ void Workspace::EvalRun::plan_tuning() {
   several = lane_selectors.size() > 1;
   status.emplace([this](const std::string& line) { ws.progress_.status(line); },
                  lane_selectors.size());
+  status->announce_plan([this](const std::string& line) { ws.progress_.print(line); },
+                        to.budget.seconds);
   target.attempt_id = attempt_id;
   target.checkpoint_id = checkpoint_id;
   target.source_hash = sha256_hex(source);

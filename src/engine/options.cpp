@@ -21,10 +21,27 @@ EvalOptions default_eval_options(bool cpu_device) {
     o.screening = TimingPolicy{1, 3, 5, 1.5, 0.05, false};
     o.task_timeout_s = 120;
   } else {
+    // A step's search ends: 15 % of a large space is thousands of configurations (hours). CPU
+    // devices keep a count alone (24), so what they find does not depend on the host's load.
+    o.budget.seconds = kDefaultGpuTuningSeconds;
     o.policy = TimingPolicy{5, 20, 200, 6.0, 0.01, true};
     o.screening = TimingPolicy{2, 5, 20, 1.0, 0.03, true};
   }
   return o;
+}
+
+Status read_budget_option(std::string_view text, EvalChoices& c, std::string_view name) {
+  if (text.empty()) return Status::ok();
+  auto b = Budget::parse(text);
+  if (!b) return Status::error(fmt::format("{}: {}", name, b.error()), ErrorKind::input);
+  if (b->fraction > 0 || (b->evaluations == 0 && b->seconds <= 0))
+    return Status::error(fmt::format("{} {}: N configurations and/or a time (24, 10m, 24,10m); "
+                                     "a share of the space is --strategy-budget's (15%)",
+                                     name, text),
+                         ErrorKind::input);
+  c.budget = b->evaluations;
+  c.budget_seconds = b->seconds;
+  return Status::ok();
 }
 
 Status check_eval_choices(EvalChoices& c, const std::string& budget_spec,
@@ -68,6 +85,7 @@ EvalOptions eval_options_for(const EvalChoices& c, const EvalDevices& d) {
     e.budget = *c.strategy_budget;
   else if (c.budget == 0)
     e.budget = default_budget(c.strategy, e.budget);
+  if (c.budget_seconds > 0 && !c.strategy_budget) e.budget.seconds = c.budget_seconds;
   if (c.jobs > 0) e.jobs = c.jobs;
   e.baseline = c.baseline;
   e.tuning_overrides = c.tuning;

@@ -22,6 +22,9 @@
 
 namespace peak {
 
+// The default time bound of one step's search on a GPU (`--budget` replaces it).
+inline constexpr double kDefaultGpuTuningSeconds = 600;
+
 // What a user asks of an evaluation; the rest follows from the device (a CPU device gets small
 // shapes and a smaller budget).
 struct EvalChoices {
@@ -31,6 +34,7 @@ struct EvalChoices {
   std::string devices;
   std::optional<bool> small;  // --small / --full; unset: the device's default
   size_t budget = 0;          // --budget: configurations at most (0: the device's default)
+  double budget_seconds = 0;  // --budget with a time: the search's time bound (0: the default)
   int jobs = 0;               // 0: all cores
   bool baseline = true;       // --no-baseline: false
   std::map<std::string, std::vector<int64_t>> tuning;  // --tune NAME=V1,V2
@@ -62,6 +66,11 @@ inline ChoiceNames json_choice_names() { return {"device", "devices", "compile_o
 // choices as `names` does.
 Status check_eval_choices(EvalChoices& c, const std::string& budget_spec = {},
                           const ChoiceNames& names = {});
+
+// `--budget` as written: "N" configurations, a time ("10m", "600s", "1h") or both ("24,10m"),
+// read into c.budget and c.budget_seconds; "" leaves them. A percentage belongs to
+// --strategy-budget, and the error says so.
+Status read_budget_option(std::string_view text, EvalChoices& c, std::string_view name = "--budget");
 
 // The device(s) an evaluation's choices name, resolved once per command
 // (Workspace::resolve_devices).

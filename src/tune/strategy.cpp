@@ -37,13 +37,14 @@ Result<Budget> Budget::parse(std::string_view spec) {
     std::string term = trim(s.substr(start, comma == std::string::npos ? comma : comma - start));
     auto bad = [&] {
       return make_error(fmt::format(
-          "budget '{}': '{}' is not N (evaluations), P% (of the space) or Ts (seconds); e.g. "
-          "24,15%,600s",
+          "budget '{}': '{}' is not N (evaluations), P% (of the space) or a time (Ts, Tm or Th: "
+          "seconds, minutes, hours); e.g. 24,15%,600s or 10m",
           spec, term));
     };
     if (term.empty()) return bad();
     char unit = term.back();
-    std::string number = (unit == '%' || unit == 's') ? term.substr(0, term.size() - 1) : term;
+    const bool time = unit == 's' || unit == 'm' || unit == 'h';
+    std::string number = (unit == '%' || time) ? term.substr(0, term.size() - 1) : term;
     char* end = nullptr;
     double v = std::strtod(number.c_str(), &end);
     if (number.empty() || end != number.c_str() + number.size() || !(v > 0) || !std::isfinite(v))
@@ -51,8 +52,8 @@ Result<Budget> Budget::parse(std::string_view spec) {
     if (unit == '%') {
       if (v > 100) return bad();
       b.fraction = v / 100;
-    } else if (unit == 's') {
-      b.seconds = v;
+    } else if (time) {
+      b.seconds = v * (unit == 'h' ? 3600 : unit == 'm' ? 60 : 1);
     } else {
       if (v != std::floor(v)) return bad();
       b.evaluations = static_cast<size_t>(v);
@@ -61,6 +62,14 @@ Result<Budget> Budget::parse(std::string_view spec) {
     start = comma + 1;
   }
   return b;
+}
+
+std::string duration_text(double seconds) {
+  if (seconds < 120) return fmt::format("{:g} s", std::round(seconds * 10) / 10);
+  const auto minutes = static_cast<long>(std::lround(seconds / 60));
+  if (minutes < 120) return fmt::format("{} min", minutes);
+  return minutes % 60 == 0 ? fmt::format("{} h", minutes / 60)
+                           : fmt::format("{} h {} min", minutes / 60, minutes % 60);
 }
 
 Budget default_budget(std::string_view strategy, const Budget& otherwise) {

@@ -41,9 +41,13 @@ struct Budget {
   // Evaluations allowed in a space of `space_size` valid configurations.
   size_t limit(size_t space_size) const;
   std::string text() const;  // "24,15%,600s"
-  // "N", "P%", "Ts" terms separated by commas: "60", "15%", "300s", "24,15%,600s".
+  // "N", "P%", "T" terms separated by commas: "60", "15%", "300s", "24,15%,600s"; a time is
+  // seconds, minutes or hours: "300s", "10m", "1.5h".
   static Result<Budget> parse(std::string_view spec);
 };
+
+// A time bound as a person reads it: "45 s", "10 min", "1 h 30 min".
+std::string duration_text(double seconds);
 
 // The budget of a strategy named without one: the whole space for exhaustive, `otherwise` for
 // the others.

@@ -75,13 +75,25 @@ TEST(Budget, ParsesCountsFractionsAndSeconds) {
   EXPECT_EQ(Budget{}.limit(77), 77u);
   EXPECT_EQ(Budget::parse("all")->limit(5), 5u);
   EXPECT_EQ(Budget::parse("90s")->limit(5), 5u);
-  for (const char* bad : {"", "x", "-3", "1.5", "150%", "10m", "5,,6", "0"}) {
+  // A time in minutes or hours (`--budget 10m`).
+  EXPECT_DOUBLE_EQ(Budget::parse("10m")->seconds, 600);
+  EXPECT_DOUBLE_EQ(Budget::parse("24,1.5h")->seconds, 5400);
+  EXPECT_EQ(Budget::parse("24,1.5h")->evaluations, 24u);
+  for (const char* bad : {"", "x", "-3", "1.5", "150%", "10k", "m", "0m", "5,,6", "0"}) {
     auto r = Budget::parse(bad);
     EXPECT_FALSE(r) << bad;
     if (!r) {
       EXPECT_NE(r.error().find("e.g. 24,15%,600s"), std::string::npos) << r.error();
     }
   }
+}
+
+TEST(Budget, DurationsReadAsAPersonWritesThem) {
+  EXPECT_EQ(duration_text(45), "45 s");
+  EXPECT_EQ(duration_text(600), "10 min");
+  EXPECT_EQ(duration_text(5400), "90 min");
+  EXPECT_EQ(duration_text(7200), "2 h");
+  EXPECT_EQ(duration_text(9000), "2 h 30 min");
 }
 
 TEST(Strategies, UnknownNameListsTheKnownOnes) {

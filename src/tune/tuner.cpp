@@ -461,10 +461,16 @@ TuneResult tune(Backend& backend, const std::vector<DeviceLane>& lanes, const Ke
   return res;
 }
 
-void StatusObserver::on_start(const TuningSpace&, const std::string& strategy, size_t limit) {
+void StatusObserver::on_start(const TuningSpace& space, const std::string& strategy,
+                              size_t limit) {
   strategy_ = strategy;
   limit_ = limit;
   evaluated_ = 0;
+  if (plan_sink_)
+    plan_sink_(fmt::format("  tuning plan: {}, {} of {} valid configuration{}{}", strategy, limit,
+                           space.size(), space.size() == 1 ? "" : "s",
+                           seconds_ > 0 ? fmt::format(", at most {}", duration_text(seconds_))
+                                        : std::string(", no time bound")));
 }
 
 void StatusObserver::on_phase(std::string_view phase, size_t done, size_t total) {

@@ -168,14 +168,21 @@ class StatusObserver : public TuneObserver {
   // `devices`: how many devices validate and time (said in the line when more than one).
   explicit StatusObserver(std::function<void(const std::string&)> sink, size_t devices = 1)
       : sink_(std::move(sink)), devices_(devices) {}
+  // Where the search's plan is said once before it starts (strategy, evaluations of the space,
+  // the time bound `seconds`, 0 = none); a line that stays, unlike the status lines.
+  void announce_plan(std::function<void(const std::string&)> sink, double seconds) {
+    plan_sink_ = std::move(sink);
+    seconds_ = seconds;
+  }
   void on_start(const TuningSpace& space, const std::string& strategy, size_t limit) override;
   void on_phase(std::string_view phase, size_t done, size_t total) override;
   void on_batch(const std::vector<size_t>& indices, const std::vector<ConfigOutcome>& outcomes,
                 double elapsed_seconds) override;
 
  private:
-  std::function<void(const std::string&)> sink_;
+  std::function<void(const std::string&)> sink_, plan_sink_;
   size_t devices_ = 1;
+  double seconds_ = 0;
   std::string strategy_;
   size_t limit_ = 0, evaluated_ = 0;
 };
