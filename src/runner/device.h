@@ -73,6 +73,21 @@ class Device {
   virtual LaunchOutcome baseline(const std::string& name, const RunnerTask& task,
                                  const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
                                  bool timed) = 0;
+  // The same-traffic copy (RunnerTask::copy_bytes): the device's ways of copying device memory
+  // to device memory, by name ("memcpy", "vector-kernel", "vulkan-copy"); empty when it has
+  // none. The runner times every one and reports the fastest.
+  virtual std::vector<std::string> copy_methods() { return {}; }
+  // Copies the first `bytes` (a multiple of 16) of `src` to `dst` with copy method `method`,
+  // once, on the stream / queue of `launch`; `timed`: measured as `launch` measures (device
+  // timers tight around the copy, and host_ms). Disposition not_run for a method the device
+  // does not have.
+  virtual LaunchOutcome copy(const std::string& method, const DeviceBuffer& /*src*/,
+                             DeviceBuffer& /*dst*/, size_t /*bytes*/, bool /*timed*/) {
+    LaunchOutcome o;
+    o.disposition = Disposition::not_run;
+    o.message = "this device has no copy method '" + method + "'";
+    return o;
+  }
   // Evicts caches between timed samples (writes a buffer twice the L2 size).
   virtual void flush_caches() = 0;
   // Current SM/graphics clock in MHz, 0 when unknown.

@@ -30,6 +30,14 @@ uint8_t word_byte(uint32_t word, size_t offset) {
 }
 
 size_t round_up4(size_t n) { return (n + 3) & ~size_t{3}; }
+size_t round_up16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::infinity();
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
 
 // One array (or scratch buffer) of the task on the device.
 struct Array {
@@ -47,7 +55,7 @@ class Executor {
     r_.id = t.id;
   }
   ~Executor() {
-    for (auto* list : {&bufs_.arrays, &bufs_.scratch, &spare_})
+    for (auto* list : {&bufs_.arrays, &bufs_.scratch, &spare_, &copy_bufs_})
       for (auto& b : *list)
         if (b.handle) dev_.free(b);
   }
@@ -475,11 +483,106 @@ class Executor {
                          r_.full_checks.back().baseline);
   }
 
+  // ---- The same-traffic copy (RunnerTask::copy_bytes) ----
+  // A copy of copy_bytes / 2 bytes (rounded up to 16) from one device buffer to another, with
+  // every copy method of the device, interleaved with the candidate sample for sample under the
+  // same protocol: the same warm-ups, a source written anew before each timed copy when the
+  // candidate gets fresh inputs, and the same flush. The fastest method (lowest median) is
+  // reported with its samples. The copy never fails the task: a method that cannot run, or
+  // copies wrong bytes, is left out with a note.
+
+  // Leaves method `i` out, with a note saying why; false.
+  bool copy_dropped(size_t i, const std::string& why) {
+    note(fmt::format("same-traffic copy '{}' left out: {}", copies_[i].method, why));
+    copies_.erase(copies_.begin() + static_cast<std::ptrdiff_t>(i));
+    return false;
+  }
+
+  static std::string outcome_text(const LaunchOutcome& o) {
+    return fmt::format("{} ({})",
+                       o.message.empty() ? std::string(describe(o.disposition)) : o.message,
+                       to_string(o.disposition));
+  }
+
+  uint32_t next_copy_word() { return 0x9E3779B9u * ++copy_round_ + 0x7F4A7C15u; }
+
+  // The copy's two buffers (once per task) and the device's methods, each checked by an
+  // untimed copy into a poisoned destination that must arrive whole.
+  void setup_copy() {
+    if (task_.copy_bytes <= 0) return;
+    for (const std::string& m : dev_.copy_methods()) copies_.push_back({m, {}});
+    if (copies_.empty()) return note("no same-traffic copy: the device has no copy method");
+    copy_len_ = round_up16(std::max<size_t>(1, static_cast<size_t>(task_.copy_bytes) / 2));
+    copy_bufs_.resize(2);
+    for (DeviceBuffer& b : copy_bufs_) {
+      auto a = dev_.alloc(copy_len_);
+      if (a) b = a.value();
+      if (!a || b.bytes < copy_len_) {
+        copies_.clear();
+        return note(fmt::format("no same-traffic copy: cannot allocate {} bytes on the device{}",
+                                copy_len_, a ? "" : ": " + a.error()));
+      }
+    }
+    for (size_t i = 0; i < copies_.size();)
+      if (copy_arrives(i)) ++i;
+  }
+
+  bool copy_arrives(size_t i) {
+    const uint32_t word = next_copy_word();
+    Status s = dev_.fill_u32(copy_bufs_[1], ~word);
+    if (s) s = dev_.fill_u32(copy_bufs_[0], word);
+    if (!s) return copy_dropped(i, "cannot fill its buffers: " + s.message());
+    LaunchOutcome o = dev_.copy(copies_[i].method, copy_bufs_[0], copy_bufs_[1], copy_len_, false);
+    if (o.disposition != Disposition::passed) return copy_dropped(i, outcome_text(o));
+    std::vector<uint8_t> got(copy_len_);
+    if (Status d = dev_.download(copy_bufs_[1], got.data(), got.size()); !d)
+      return copy_dropped(i, "cannot read back its destination: " + d.message());
+    std::vector<uint8_t> want(std::min<size_t>(copy_len_, 1 << 16));  // a whole number of words
+    for (size_t b = 0; b < want.size(); ++b) want[b] = word_byte(word, b);
+    for (size_t at = 0; at < copy_len_; at += want.size()) {
+      const size_t n = std::min(want.size(), copy_len_ - at);
+      if (std::memcmp(got.data() + at, want.data(), n) == 0) continue;
+      size_t b = 0;
+      while (got[at + b] == want[b]) ++b;
+      return copy_dropped(i, fmt::format("byte {} of {} did not arrive", at + b, copy_len_));
+    }
+    return true;
+  }
+
+  // One copy with method `i`: untimed (a warm-up), or timed (a sample) after the flush.
+  bool copy_once(size_t i, const TimingPolicy& p, bool fresh, bool timed) {
+    if (fresh) {
+      if (Status s = dev_.fill_u32(copy_bufs_[0], next_copy_word()); !s)
+        return copy_dropped(i, "cannot write its source: " + s.message());
+    }
+    if (timed && p.flush_l2) dev_.flush_caches();
+    LaunchOutcome o = dev_.copy(copies_[i].method, copy_bufs_[0], copy_bufs_[1], copy_len_, timed);
+    if (o.disposition != Disposition::passed) return copy_dropped(i, outcome_text(o));
+    if (timed) copies_[i].samples_ms.push_back(o.device_ms);
+    return true;
+  }
+
+  void copy_round(const TimingPolicy& p, bool fresh, bool timed) {
+    for (size_t i = 0; i < copies_.size();)
+      if (copy_once(i, p, fresh, timed)) ++i;
+  }
+
+  void finish_copy() {
+    const CopyTimes* best = nullptr;
+    for (const CopyTimes& c : copies_)
+      if (!c.samples_ms.empty() && (!best || median(c.samples_ms) < median(best->samples_ms)))
+        best = &c;
+    if (!best) return;
+    r_.copy_method = best->method;
+    r_.copy_samples_ms = best->samples_ms;
+  }
+
   bool timing(const TimingPolicy& p) {
     with_baseline_ = !task_.baseline.empty() && !reference_mode();
     const bool fresh = p.fresh_inputs && !reference_mode();
     int launch_no = 0;
     auto next_inputs = [&]() { return !fresh || fresh_inputs(launch_no++); };
+    setup_copy();
     for (int w = 0; w < p.warmup; ++w) {
       if (!next_inputs()) return false;
       if (!poison_outputs()) return false;
@@ -489,6 +592,7 @@ class Executor {
         LaunchOutcome b = dev_.baseline(task_.baseline, task_, job_, bufs_.arrays, false);
         if (b.disposition != Disposition::passed) baseline_unavailable(b);
       }
+      copy_round(p, fresh, false);
     }
     // Samples whose whole output is compared with the baseline's: chosen here, where the
     // candidate cannot see them.
@@ -522,8 +626,10 @@ class Executor {
       }
       if (with_baseline_ && !baseline_sample(p)) return false;
       if (kept && with_baseline_ && !keep_baseline_outputs(sample)) return false;
+      copy_round(p, fresh, true);
       if (last) break;
     }
+    finish_copy();
     r_.clock_mhz_after = dev_.clock_mhz();
     const int64_t memory_after = dev_.memory_in_use();
     if (memory_before >= 0 && memory_after >= 0)
@@ -545,6 +651,14 @@ class Executor {
   uint64_t current_seed_ = 0;
   std::mt19937_64 rng_{std::random_device{}()};
   bool with_baseline_ = false;
+  struct CopyTimes {
+    std::string method;
+    std::vector<double> samples_ms;
+  };
+  std::vector<CopyTimes> copies_;        // the copy methods still in the running
+  std::vector<DeviceBuffer> copy_bufs_;  // the copy's source and destination
+  size_t copy_len_ = 0;
+  uint32_t copy_round_ = 0;
 };
 
 bool safe_char(char c) {

@@ -3,9 +3,11 @@
 // what the fake kernel did.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -60,7 +62,15 @@ class FakeDevice : public Device {
   std::vector<uint8_t> first_c;
   size_t scratch_seen = 0;
   int flushes = 0, unpoisoned = 0, live = 0, clock_reads = 0;
-  std::string order;  // 'K' candidate / 'B' baseline, timed launches only
+  std::string order;  // 'K' candidate / 'B' baseline / 'C' copy, timed launches only
+  // The same-traffic copy: the methods, each one's device_ms when timed, a method that copies
+  // nothing and one whose timed copies fail.
+  std::vector<std::string> copy_names;
+  std::map<std::string, double> copy_ms;
+  std::string copy_loses, copy_fails_timed;
+  int copies = 0;
+  size_t copy_len = 0;
+  std::vector<uint32_t> copy_sources;  // the source's first word at every timed copy
 
   DeviceFacts facts() override {
     DeviceFacts f;
@@ -174,6 +184,36 @@ class FakeDevice : public Device {
       ++timed_baselines;
       o.device_ms = 0.5;
       o.host_ms = 0.51;
+    }
+    return o;
+  }
+  std::vector<std::string> copy_methods() override { return copy_names; }
+  LaunchOutcome copy(const std::string& method, const DeviceBuffer& src, DeviceBuffer& dst,
+                     size_t bytes, bool timed) override {
+    if (std::find(copy_names.begin(), copy_names.end(), method) == copy_names.end())
+      return Device::copy(method, src, dst, bytes, timed);
+    ++copies;
+    copy_len = bytes;
+    LaunchOutcome o;
+    if (bytes > src.bytes || bytes > dst.bytes || bytes % 16 != 0) {
+      o.disposition = Disposition::launch_failed;
+      o.message = "bad copy length";
+      return o;
+    }
+    if (timed && method == copy_fails_timed) {
+      o.disposition = Disposition::launch_failed;
+      o.message = "copy engine on strike";
+      return o;
+    }
+    auto& from = static_cast<FakeBuffer*>(src.handle)->bytes;
+    if (method != copy_loses) std::memcpy(buf(dst).data(), from.data(), bytes);
+    if (timed) {
+      order += 'C';
+      uint32_t first = 0;
+      std::memcpy(&first, from.data(), 4);
+      copy_sources.push_back(first);
+      o.device_ms = copy_ms[method];
+      o.host_ms = o.device_ms + 0.01;
     }
     return o;
   }
@@ -422,6 +462,92 @@ TEST_F(ExecuteTest, TimingInterleavesTheBaselineAndStopsOnLowSpread) {
   EXPECT_NE(file_bytes(r.timed_outputs["C"]), file_bytes(r.outputs["C"]));
   ASSERT_EQ(r.timed_checks.size(), 5u);
   EXPECT_EQ(file_bytes(r.timed_outputs["C"]), product_bytes(r.timed_checks.back().seed));
+}
+
+TEST_F(ExecuteTest, TheCopyIsTimedSampleForSampleAndTheFastestMethodIsReported) {
+  dev_.copy_names = {"slow-copy", "fast-copy"};
+  dev_.copy_ms = {{"slow-copy", 2.0}, {"fast-copy", 0.75}};
+  task_.timing = TimingPolicy{2, 5, 50};  // warm-ups, min and max samples
+  task_.baseline = "fakeblas";
+  task_.copy_bytes = 1000;  // 500 bytes each way, rounded up to 512
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_TRUE(r.message.empty()) << r.message;
+  EXPECT_EQ(dev_.copy_len, 512u);
+  EXPECT_EQ(r.copy_method, "fast-copy");
+  EXPECT_EQ(r.copy_samples_ms, std::vector<double>(5, 0.75));
+  // What is timed for the candidate and the baseline is unchanged.
+  EXPECT_EQ(r.samples_ms, std::vector<double>(5, 1.0));
+  EXPECT_EQ(r.baseline_samples_ms, std::vector<double>(5, 0.5));
+  EXPECT_EQ(dev_.order, "KBCCKBCCKBCCKBCCKBCC");
+  EXPECT_EQ(dev_.copies, 2 + 2 * 2 + 2 * 5);  // the check of each method, warm-ups, samples
+  EXPECT_EQ(dev_.flushes, 5 * 4);             // before every timed sample, copies included
+  // The source is written anew before every timed copy, as the candidate's inputs are.
+  std::set<uint32_t> sources(dev_.copy_sources.begin(), dev_.copy_sources.end());
+  EXPECT_EQ(sources.size(), dev_.copy_sources.size());
+}
+
+TEST_F(ExecuteTest, TheCopyFollowsTheFlushAndFreshInputPolicy) {
+  dev_.copy_names = {"copy"};
+  task_.copy_bytes = 64;
+  TimingPolicy p{1, 3, 3};
+  for (bool on : {true, false}) {
+    p.flush_l2 = p.fresh_inputs = on;
+    task_.timing = p;
+    dev_.flushes = 0;
+    dev_.copy_sources.clear();
+    TaskResult r = run();
+    ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+    EXPECT_EQ(r.copy_method, "copy");
+    EXPECT_EQ(r.copy_samples_ms.size(), 3u);
+    EXPECT_EQ(dev_.flushes, on ? 3 + 3 : 0) << on;  // the candidate's and the copy's
+    std::set<uint32_t> sources(dev_.copy_sources.begin(), dev_.copy_sources.end());
+    EXPECT_EQ(sources.size(), on ? 3u : 1u) << on;
+  }
+}
+
+TEST_F(ExecuteTest, NoCopyWithoutCopyBytesOrACopyMethod) {
+  task_.timing = TimingPolicy{1, 3};
+  dev_.copy_names = {"copy"};
+  TaskResult r = run();  // copy_bytes = 0
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(dev_.copies, 0);
+  EXPECT_TRUE(r.copy_samples_ms.empty());
+  EXPECT_TRUE(r.copy_method.empty());
+
+  dev_.copy_names.clear();
+  task_.copy_bytes = 4096;
+  r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.samples_ms.size(), 3u);
+  EXPECT_TRUE(r.copy_samples_ms.empty());
+  EXPECT_TRUE(r.copy_method.empty());
+  EXPECT_NE(r.message.find("no same-traffic copy"), std::string::npos) << r.message;
+  EXPECT_EQ(dev_.flushes, 3 + 3);  // the candidate's alone
+}
+
+TEST_F(ExecuteTest, ACopyMethodThatLosesBytesOrFailsIsLeftOut) {
+  dev_.copy_names = {"lossy", "striking", "good"};
+  dev_.copy_ms = {{"lossy", 0.1}, {"striking", 0.2}, {"good", 3.0}};
+  dev_.copy_loses = "lossy";
+  dev_.copy_fails_timed = "striking";
+  task_.timing = TimingPolicy{1, 4, 4};
+  task_.copy_bytes = 4096;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(r.samples_ms.size(), 4u);
+  EXPECT_EQ(r.copy_method, "good");
+  EXPECT_EQ(r.copy_samples_ms, std::vector<double>(4, 3.0));
+  EXPECT_NE(r.message.find("'lossy' left out: byte 0 of 2048 did not arrive"), std::string::npos)
+      << r.message;
+  EXPECT_NE(r.message.find("'striking' left out: copy engine on strike"), std::string::npos)
+      << r.message;
+
+  dev_.copy_names = {"lossy"};
+  r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_TRUE(r.copy_samples_ms.empty());
+  EXPECT_TRUE(r.copy_method.empty());
 }
 
 TEST_F(ExecuteTest, WithoutFreshInputsEveryLaunchSeesTheSameInputs) {

@@ -14,12 +14,21 @@
 //                line per hung launch)
 //   hang-once PATH  hang when PATH.<task id> does not exist, after creating it; return at once
 //                when it does (a machine busy for a moment: the task misses its deadline once)
+//   none         no attack: the kernel writes its outputs (zeros) and returns
+//
+// What the device reports of its timings, for the tests of the parent's judgement of them (a
+// kernel faster than a copy of its traffic, say):
+//   PEAK_HOSTILE_KERNEL_MS  the device time of every timed launch (default 0)
+//   PEAK_HOSTILE_COPY_MS    when set, the device has one same-traffic copy method,
+//                           "hostile-copy", whose timed copies take this long (the bytes are
+//                           copied); unset, it has none
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -88,9 +97,10 @@ class HostileDevice : public Device {
     return std::unique_ptr<LoadedKernel>(new NoKernel);
   }
   LaunchOutcome launch(LoadedKernel&, const RunnerTask& task, const RunnerJob& job,
-                       const LaunchPlan&, TaskBuffers& buffers, bool) override {
+                       const LaunchPlan&, TaskBuffers& buffers, bool timed) override {
     std::vector<DeviceBuffer>& arrays = buffers.arrays;
     LaunchOutcome o = attack(task);
+    if (timed) o.device_ms = env_ms("PEAK_HOSTILE_KERNEL_MS");
     // The outputs get written, so that a refused attack is the only failure.
     for (size_t i = 0; i < job.arrays.size(); ++i)
       if (job.arrays[i].output) {
@@ -103,11 +113,26 @@ class HostileDevice : public Device {
                          std::vector<DeviceBuffer>&, bool) override {
     return {Disposition::not_run, "no baseline", 0, 0};
   }
+  std::vector<std::string> copy_methods() override {
+    if (env_or("PEAK_HOSTILE_COPY_MS").empty()) return {};
+    return {"hostile-copy"};
+  }
+  LaunchOutcome copy(const std::string& method, const DeviceBuffer& src, DeviceBuffer& dst,
+                     size_t bytes, bool timed) override {
+    if (copy_methods().empty() || method != "hostile-copy")
+      return Device::copy(method, src, dst, bytes, timed);
+    std::memcpy(bytes_of(dst).data(), bytes_of(src).data(),
+                std::min({bytes, bytes_of(src).size(), bytes_of(dst).size()}));
+    LaunchOutcome o = done("copied");
+    if (timed) o.device_ms = env_ms("PEAK_HOSTILE_COPY_MS");
+    return o;
+  }
   void flush_caches() override {}
   double clock_mhz() override { return 0; }
   bool lost() override { return false; }
 
  private:
+  static double env_ms(const char* name) { return std::atof(env_or(name, "0").c_str()); }
   static std::vector<uint8_t>& bytes_of(const DeviceBuffer& b) {
     return static_cast<HostBuffer*>(b.handle)->bytes;
   }
@@ -206,6 +231,7 @@ class HostileDevice : public Device {
       }
       for (;;) ::pause();
     }
+    if (kind == "none") return done("no attack");
     return {Disposition::launch_failed, "unknown PEAK_HOSTILE_ATTACK '" + kind + "'", 0, 0};
   }
 };

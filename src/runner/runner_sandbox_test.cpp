@@ -200,5 +200,33 @@ TEST_F(RunnerSandbox, WithoutTheSandboxTheSameAttacksSucceed) {
   EXPECT_EQ(memory.disposition, Disposition::passed) << memory.message;
 }
 
+// Not an attack: the hostile device reports the kernel and copy times it is told (for the tests
+// of how the parent judges a kernel faster than a copy of its traffic).
+TEST_F(RunnerSandbox, TheHostileDeviceReportsTheTimesItIsTold) {
+  TimingPolicy p;
+  p.warmup = 1;
+  p.min_samples = 3;
+  p.max_samples = 3;
+  job_.tasks[0].timing = p;
+  job_.tasks[0].copy_bytes = 128;
+  opts_.env = {{"PEAK_HOSTILE_ATTACK", "none"},
+               {"PEAK_HOSTILE_KERNEL_MS", "0.25"},
+               {"PEAK_HOSTILE_COPY_MS", "2"}};
+  auto r = run_job(job_, opts_);
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->size(), 1u);
+  ASSERT_EQ(r->at(0).disposition, Disposition::passed) << r->at(0).message;
+  EXPECT_EQ(r->at(0).samples_ms, std::vector<double>(3, 0.25));
+  EXPECT_EQ(r->at(0).copy_method, "hostile-copy");
+  EXPECT_EQ(r->at(0).copy_samples_ms, std::vector<double>(3, 2.0));
+
+  opts_.env.erase("PEAK_HOSTILE_COPY_MS");  // no copy method, as before the knob
+  r = run_job(job_, opts_);
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->at(0).disposition, Disposition::passed) << r->at(0).message;
+  EXPECT_TRUE(r->at(0).copy_samples_ms.empty());
+  EXPECT_TRUE(r->at(0).copy_method.empty());
+}
+
 }  // namespace
 }  // namespace peak

@@ -501,6 +501,47 @@ TEST_F(CudaGpuTest, CublasRatesAsPeakTimesThem) {
   }
 }
 
+// The same-traffic copy (RunnerTask::copy_bytes) of a 1 GiB task: both methods copy every byte
+// (a method that does not is left out with a note), and the faster one moves the traffic at more
+// than half the documented memory bandwidth and not above it.
+TEST_F(CudaGpuTest, TheSameTrafficCopyRunsNearTheDocumentedBandwidth) {
+  auto peaks = documented_peaks(gpu().facts.name);
+  if (!peaks || peaks->memory_gbs <= 0)
+    GTEST_SKIP() << "no documented memory bandwidth for " << gpu().facts.name;
+  KernelContext ctx = load("matmul-cuda-fp32");
+  Shape s{{{"M", 256}, {"N", 256}, {"K", 256}}};
+  RunnerJob job = RunnerJob::for_context(ctx);
+  RunnerTask t;
+  t.id = "copy";
+  t.shape = s;
+  t.sizes = *array_sizes(ctx, s);
+  t.check = false;
+  t.repeat = false;
+  t.baseline = "cublas";  // reference mode: the candidate is cuBLAS, timed like any other
+  t.baseline_outputs = true;
+  t.copy_bytes = int64_t{1} << 30;
+  TimingPolicy p;
+  p.warmup = 3;
+  p.min_samples = 10;
+  p.max_samples = 10;
+  t.timing = p;
+  job.tasks.push_back(t);
+  auto r = run_job(job, runner_options());
+  ASSERT_TRUE(r) << r.error();
+  const TaskResult& res = r->at(0);
+  ASSERT_EQ(res.disposition, Disposition::passed) << res.message;
+  EXPECT_EQ(res.message.find("left out"), std::string::npos) << res.message;
+  EXPECT_TRUE(res.copy_method == "memcpy" || res.copy_method == "vector-kernel") << res.copy_method;
+  ASSERT_EQ(res.copy_samples_ms.size(), res.samples_ms.size());
+  SampleStats st = compute_stats(res.copy_samples_ms);
+  double gbs = static_cast<double>(t.copy_bytes) / (st.median * 1e-3) / 1e9;
+  std::cout << "[ measured ] same-traffic copy of 1 GiB by " << res.copy_method << ": " << gbs
+            << " GB/s (median " << st.median << " ms; documented " << peaks->memory_gbs
+            << " GB/s)\n";
+  EXPECT_GT(gbs, 0.5 * peaks->memory_gbs);
+  EXPECT_LT(gbs, peaks->memory_gbs);
+}
+
 }  // namespace
 }  // namespace peak
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "backend/cuda/copy_kernel_ptx.h"
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/fma_bench_ptx.h"
 #include "runner/device_testing.h"
@@ -554,28 +555,35 @@ TEST(CudaBackend, ProbeWithoutAGpuFailsClearly) {
   }
 }
 
-TEST(CudaFmaBench, PtxAssembles) {
+// The PTX the runner ships (`stem`.ptx) assembles for sm_90a with kernel `name`, spilling nothing.
+void expect_ptx_assembles(const std::string& stem, const std::string& ptx, const char* name) {
   fs::path nvcc = find_nvcc();
   if (nvcc.empty()) GTEST_SKIP() << "no CUDA toolkit";
   fs::path ptxas = nvcc.parent_path() / "ptxas";
   if (!fs::exists(ptxas)) GTEST_SKIP() << "no ptxas next to nvcc";
-  fs::path dir = cache_dir() / "fma";
+  fs::path dir = cache_dir() / stem;
   fs::create_directories(dir);
-  ASSERT_TRUE(write_file(dir / "fma.ptx", fma_bench_ptx()));
+  ASSERT_TRUE(write_file(dir / (stem + ".ptx"), ptx));
   ProcessOptions po;
   po.argv = {ptxas.string(),
              "-arch=sm_90a",
              "-v",
              "-o",
-             (dir / "fma.cubin").string(),
-             (dir / "fma.ptx").string()};
+             (dir / (stem + ".cubin")).string(),
+             (dir / (stem + ".ptx")).string()};
   po.timeout_s = 60;
   auto r = run_process(po);
   ASSERT_TRUE(r) << r.error();
   ASSERT_TRUE(r->ok()) << r->out << r->err;
   auto res = parse_ptxas_resources(r->out + r->err);
-  EXPECT_TRUE(res["kernels"].contains(kFmaBenchName)) << res.dump(2);
+  EXPECT_TRUE(res["kernels"].contains(name)) << res.dump(2);
   EXPECT_EQ(res["spills"], false);
+}
+
+TEST(CudaFmaBench, PtxAssembles) { expect_ptx_assembles("fma", fma_bench_ptx(), kFmaBenchName); }
+
+TEST(CudaCopyKernel, PtxAssembles) {
+  expect_ptx_assembles("copy", copy_kernel_ptx(), kCopyKernelName);
 }
 
 // ---- Builds with nvcc (each one costs seconds: keep them few) ----

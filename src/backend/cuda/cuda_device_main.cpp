@@ -3,9 +3,10 @@
 // cuModuleLoadData, and their evaluated launch plans run with cuLaunchKernelEx on that stream
 // (TMA tensor maps made with cuTensorMapEncodeTiled, dynamic shared memory limits raised,
 // clusters as launch attributes). Timed samples are events recorded on the stream tight around
-// the plan's steps; the cuBLAS baseline is timed the same way. Also L2 flushing and an FP32
-// FMA-throughput microbenchmark (PTX through the driver API). No candidate code runs on the
-// host. Compiled only into peak-runner-cuda; docs/backend-cuda.md describes it.
+// the plan's steps; the cuBLAS baseline and the same-traffic copy (cudaMemcpyAsync, and a vector
+// copy kernel in PTX) are timed the same way. Also L2 flushing and an FP32 FMA-throughput
+// microbenchmark (PTX through the driver API). No candidate code runs on the host. Compiled only
+// into peak-runner-cuda; docs/backend-cuda.md describes it.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -26,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/copy_kernel_ptx.h"
 #include "backend/cuda/fma_bench_ptx.h"
 #include "family/family.h"
 #include "runner/device.h"
@@ -215,6 +217,19 @@ bool is_config_result(CUresult r) {
   }
 }
 
+// Loads one of the runner's own PTX modules (the driver compiles it for the device) and its
+// kernel `name`; `what` names it in errors.
+Status load_ptx(const std::string& ptx, const char* name, const char* what, CUmodule& module,
+                CUfunction& fn) {
+  if (CUresult r = g_cu.ModuleLoadData(&module, ptx.c_str()); r != CUDA_SUCCESS)
+    return Status::error(fmt::format("cannot load {}: {}", what, cu_text(r)));
+  if (CUresult r = g_cu.ModuleGetFunction(&fn, module, name); r != CUDA_SUCCESS) {
+    fn = nullptr;
+    return Status::error(fmt::format("cannot find the kernel of {}: {}", what, cu_text(r)));
+  }
+  return Status::ok();
+}
+
 // A loaded cubin: the module and, per kernel symbol, its function and parameter sizes.
 class CudaKernel final : public LoadedKernel {
  public:
@@ -253,6 +268,11 @@ class CudaDevice final : public Device {
                        const LaunchPlan& plan, TaskBuffers& buffers, bool timed) override;
   LaunchOutcome baseline(const std::string& name, const RunnerTask& task, const RunnerJob& job,
                          std::vector<DeviceBuffer>& arrays, bool timed) override;
+  // The same-traffic copy: cudaMemcpyAsync device to device, and peak's own 16-byte vector copy
+  // kernel (copy_kernel_ptx.h); each timed by run() like a launch.
+  std::vector<std::string> copy_methods() override { return {"memcpy", "vector-kernel"}; }
+  LaunchOutcome copy(const std::string& method, const DeviceBuffer& src, DeviceBuffer& dst,
+                     size_t bytes, bool timed) override;
   void flush_caches() override;
   double clock_mhz() override;
   int64_t memory_in_use() override {
@@ -297,6 +317,9 @@ class CudaDevice final : public Device {
   // errors surface there, and a device still busy afterwards is flagged (`outlived`).
   LaunchOutcome run(const std::function<CUresult()>& enqueue, bool timed, std::string_view what);
   Status load_fma_module();
+  Status load_copy_module();
+  // Puts one launch of the vector copy kernel on the stream.
+  CUresult enqueue_vector_copy(void* dst, const void* src, size_t bytes);
   // The gate kernel (fma_bench_ptx.h) and its host-mapped flag; false when unavailable (the
   // samples then include the host's enqueue time, and say so).
   bool gate_ready();
@@ -315,6 +338,8 @@ class CudaDevice final : public Device {
   CUfunction fma_fn_ = nullptr;
   CUmodule gate_module_ = nullptr;
   CUfunction gate_fn_ = nullptr;
+  CUmodule copy_module_ = nullptr;
+  CUfunction copy_fn_ = nullptr;
   volatile unsigned* gate_flag_ = nullptr;  // [0] release, [1] the gate timed out
   bool gate_failed_ = false;
   bool lost_ = false;
@@ -396,6 +421,7 @@ CudaDevice::~CudaDevice() {
   cudaDeviceSynchronize();
   if (fma_module_) g_cu.ModuleUnload(fma_module_);
   if (gate_module_) g_cu.ModuleUnload(gate_module_);
+  if (copy_module_) g_cu.ModuleUnload(copy_module_);
   if (gate_flag_) cudaFreeHost(const_cast<unsigned*>(gate_flag_));
   if (cublas_) cublasDestroy(cublas_);
   if (workspace_) cudaFree(workspace_);
@@ -1032,6 +1058,58 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
   return o;
 }
 
+Status CudaDevice::load_copy_module() {
+  if (copy_fn_) return Status::ok();
+  return load_ptx(cuda::copy_kernel_ptx(), cuda::kCopyKernelName, "the vector copy kernel",
+                  copy_module_, copy_fn_);
+}
+
+CUresult CudaDevice::enqueue_vector_copy(void* dst, const void* src, size_t bytes) {
+  // Enough blocks to fill every SM at full occupancy, fewer when there is less to copy.
+  const int sms = std::max(1, attr(cudaDevAttrMultiProcessorCount));
+  const int per_sm = std::max(cuda::kCopyThreads, attr(cudaDevAttrMaxThreadsPerMultiProcessor));
+  const size_t vectors = std::max<size_t>(1, bytes / 16);
+  const size_t wanted = (vectors + cuda::kCopyThreads - 1) / cuda::kCopyThreads;
+  const auto blocks = static_cast<unsigned>(
+      std::min<size_t>(wanted, static_cast<size_t>(sms) * (per_sm / cuda::kCopyThreads)));
+  auto d = reinterpret_cast<CUdeviceptr>(dst);
+  auto s = reinterpret_cast<CUdeviceptr>(src);
+  unsigned long long n = bytes;
+  void* args[] = {&d, &s, &n};
+  return g_cu.LaunchKernel(copy_fn_, blocks, 1, 1, cuda::kCopyThreads, 1, 1, 0,
+                           reinterpret_cast<CUstream>(stream_), args, nullptr);
+}
+
+LaunchOutcome CudaDevice::copy(const std::string& method, const DeviceBuffer& src,
+                               DeviceBuffer& dst, size_t bytes, bool timed) {
+  LaunchOutcome bad;
+  bad.disposition = Disposition::launch_failed;
+  if (bytes > src.bytes || bytes > dst.bytes) {
+    bad.message = fmt::format("internal: a copy of {} bytes between buffers of {} and {}", bytes,
+                              src.bytes, dst.bytes);
+    return bad;
+  }
+  if (method == "vector-kernel") {
+    if (Status st = load_copy_module(); !st) {
+      bad.message = st.message();
+      return bad;
+    }
+    return run([&] { return enqueue_vector_copy(dst.handle, src.handle, bytes); }, timed,
+               "the vector copy kernel");
+  }
+  if (method != "memcpy") return Device::copy(method, src, dst, bytes, timed);
+  cudaError_t copied = cudaSuccess;
+  LaunchOutcome o = run(
+      [&] {
+        copied = cudaMemcpyAsync(dst.handle, src.handle, bytes, cudaMemcpyDeviceToDevice, stream_);
+        return copied == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+      },
+      timed, "cudaMemcpyAsync (device to device)");
+  if (copied != cudaSuccess && o.disposition == Disposition::launch_failed)
+    o.message = fmt::format("cudaMemcpyAsync (device to device) failed: {}", err_text(copied));
+  return o;
+}
+
 void CudaDevice::flush_caches() {
   if (lost_ || flush_buf_ == nullptr) return;
   int value = (flush_round_++ & 1) ? 0x5A : 0xA5;
@@ -1050,25 +1128,16 @@ bool CudaDevice::gate_ready() {
     return false;
   }
   gate_flag_ = static_cast<volatile unsigned*>(flag);
-  std::string ptx = cuda::gate_ptx();
-  if (g_cu.ModuleLoadData(&gate_module_, ptx.c_str()) != CUDA_SUCCESS) return false;
-  if (g_cu.ModuleGetFunction(&gate_fn_, gate_module_, cuda::kGateName) != CUDA_SUCCESS) {
-    gate_fn_ = nullptr;
+  if (!load_ptx(cuda::gate_ptx(), cuda::kGateName, "the timing gate", gate_module_, gate_fn_))
     return false;
-  }
   gate_failed_ = false;
   return true;
 }
 
 Status CudaDevice::load_fma_module() {
   if (fma_fn_) return Status::ok();
-  std::string ptx = cuda::fma_bench_ptx();
-  if (CUresult r = g_cu.ModuleLoadData(&fma_module_, ptx.c_str()); r != CUDA_SUCCESS)
-    return Status::error(fmt::format("cannot load the FMA benchmark: {}", cu_text(r)));
-  if (CUresult r = g_cu.ModuleGetFunction(&fma_fn_, fma_module_, cuda::kFmaBenchName);
-      r != CUDA_SUCCESS)
-    return Status::error(fmt::format("cannot find the FMA benchmark kernel: {}", cu_text(r)));
-  return Status::ok();
+  return load_ptx(cuda::fma_bench_ptx(), cuda::kFmaBenchName, "the FMA benchmark", fma_module_,
+                  fma_fn_);
 }
 
 double CudaDevice::measure_fp32_tflops() {

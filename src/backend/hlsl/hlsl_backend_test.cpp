@@ -536,6 +536,38 @@ TEST_F(HlslRunnerTest, SeedMatmulMatchesAFloat64Reference) {
   EXPECT_LT(max_rel_error(j.tasks[0], read_floats(results[0].outputs.at("C"))), 1e-4);
 }
 
+// The same-traffic copy (RunnerTask::copy_bytes): vkCmdCopyBuffer timed beside the candidate,
+// sample for sample; none when the task asks for none.
+TEST_F(HlslRunnerTest, TheSameTrafficCopyIsTimedBesideTheKernel) {
+  RunnerJob j = job();
+  j.tasks.push_back(task("copied", example_source(), shape(64, 64, 64)));
+  j.tasks[0].timing = TimingPolicy{1, 3, 3, 2.0, 0.5, true};
+  j.tasks[0].copy_bytes = 4 * 3 * 64 * 64;  // A and B read, C written
+  j.tasks.push_back(j.tasks[0]);
+  j.tasks[1].id = "uncopied";
+  j.tasks[1].copy_bytes = 0;
+  auto results = run(j);
+  ASSERT_EQ(results.size(), 2u);
+  for (const TaskResult& r : results) {
+    ASSERT_EQ(r.disposition, Disposition::passed) << r.id << ": " << r.message;
+    EXPECT_EQ(r.samples_ms.size(), 3u) << r.id;
+  }
+  EXPECT_TRUE(results[0].message.empty()) << results[0].message;  // nothing left out
+  EXPECT_EQ(results[0].copy_method, "vulkan-copy");
+  ASSERT_EQ(results[0].copy_samples_ms.size(), 3u) << results[0].message;
+  for (double ms : results[0].copy_samples_ms) EXPECT_GT(ms, 0.0);
+  EXPECT_TRUE(results[1].copy_samples_ms.empty());
+  EXPECT_TRUE(results[1].copy_method.empty());
+
+  // Between buffers the host cannot map (the path of discrete GPUs): every byte still arrives.
+  j.tasks.resize(1);
+  results = run(j, {{"PEAK_RUNNER_VK_STAGING", "1"}});
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_EQ(results[0].disposition, Disposition::passed) << results[0].message;
+  EXPECT_TRUE(results[0].message.empty()) << results[0].message;
+  EXPECT_EQ(results[0].copy_samples_ms.size(), 3u);
+}
+
 TEST_F(HlslRunnerTest, TwoLaunchesThroughAScratchBufferAndAMemset) {
   std::string src = with_device(
       "[[vk::binding(4, 0)]] RWStructuredBuffer<float> S;  // the plan's scratch buffer\n"

@@ -222,6 +222,10 @@ class VulkanDevice final : public Device {
     o.message = fmt::format("the Vulkan runner has no vendor library baseline (`{}`)", name);
     return o;
   }
+  // The same-traffic copy: vkCmdCopyBuffer between two device buffers, timed like a launch.
+  std::vector<std::string> copy_methods() override { return {"vulkan-copy"}; }
+  LaunchOutcome copy(const std::string& method, const DeviceBuffer& src, DeviceBuffer& dst,
+                     size_t bytes, bool timed) override;
   void flush_caches() override;
   double clock_mhz() override;
   bool lost() override { return lost_; }
@@ -248,6 +252,15 @@ class VulkanDevice final : public Device {
   // device lost. host_ms: the host clock around submit + wait.
   VkResult run(const std::function<void(VkCommandBuffer)>& record, double* host_ms = nullptr);
   Status run_status(const char* what, const std::function<void(VkCommandBuffer)>& record);
+  // run() of `body` between barriers and, with `stamps`, between the timestamps timestamp_ms()
+  // reads.
+  VkResult run_stamped(const std::function<void(VkCommandBuffer)>& body, bool stamps,
+                       double* host_ms);
+  // Records `body` between barriers (and, when timed, between timestamps: device_ms; the clock
+  // brought back first, ramp_clock), submits and waits; the outcome names `what` when it times
+  // out and `action` when it fails.
+  LaunchOutcome submit_timed(const std::function<void(VkCommandBuffer)>& body, bool timed,
+                             const char* what, const char* action);
   Result<std::unique_ptr<VulkanKernel>> make_kernel(const std::vector<uint32_t>& words,
                                                     const std::string& entry, size_t arrays,
                                                     size_t scratch, size_t uniform_bytes);
@@ -1163,16 +1176,8 @@ LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
     steps.push_back(s);
   }
 
-  const bool stamps = timed && queries_ != VK_NULL_HANDLE;
-  if (timed) ramp_clock();
-  double host_ms = 0;
-  VkResult r = run(
+  return submit_timed(
       [&](VkCommandBuffer cmd) {
-        full_barrier(cmd);
-        if (stamps) {
-          vkCmdResetQueryPool(cmd, queries_, 0, 2);
-          vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
-        }
         for (size_t i = 0; i < steps.size(); ++i) {
           const Step& s = steps[i];
           if (i > 0) full_barrier(cmd);  // each step sees what the previous ones wrote
@@ -1186,24 +1191,76 @@ LaunchOutcome VulkanDevice::launch(LoadedKernel& kernel, const RunnerTask& task,
                                   &s.kernel->set, 0, nullptr);
           vkCmdDispatch(cmd, s.groups[0], s.groups[1], s.groups[2]);
         }
+      },
+      timed, "the kernel", "the launch");
+}
+
+VkResult VulkanDevice::run_stamped(const std::function<void(VkCommandBuffer)>& body, bool stamps,
+                                   double* host_ms) {
+  return run(
+      [&](VkCommandBuffer cmd) {
+        full_barrier(cmd);
+        if (stamps) {
+          vkCmdResetQueryPool(cmd, queries_, 0, 2);
+          vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
+        }
+        body(cmd);
         if (stamps) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
         full_barrier(cmd);
       },
-      &host_ms);
+      host_ms);
+}
+
+LaunchOutcome VulkanDevice::submit_timed(const std::function<void(VkCommandBuffer)>& body,
+                                         bool timed, const char* what, const char* action) {
+  LaunchOutcome out;
+  auto fail = [&](Disposition d, std::string m) {
+    out.disposition = d;
+    out.message = std::move(m);
+    return out;
+  };
+  const bool stamps = timed && queries_ != VK_NULL_HANDLE;
+  if (timed) ramp_clock();
+  double host_ms = 0;
+  VkResult r = run_stamped(body, stamps, &host_ms);
   out.host_ms = host_ms;
   if (r == VK_TIMEOUT)
-    return fail(
-        Disposition::timeout,
-        fmt::format("the kernel did not finish within {} s (fence timeout)", fence_timeout_s_));
+    return fail(Disposition::timeout, fmt::format("{} did not finish within {} s (fence timeout)",
+                                                  what, fence_timeout_s_));
   if (r == VK_ERROR_DEVICE_LOST)
     return fail(Disposition::crashed,
-                "the Vulkan device was lost during the launch (VK_ERROR_DEVICE_LOST)");
+                fmt::format("the Vulkan device was lost during {} (VK_ERROR_DEVICE_LOST)", action));
   if (r != VK_SUCCESS)
     return fail(Disposition::launch_failed,
-                fmt::format("the launch failed: {}", vk_result_name(r)));
+                fmt::format("{} failed: {}", action, vk_result_name(r)));
   if (timed) out.device_ms = stamps ? timestamp_ms() : host_ms;
   if (timed && out.device_ms < 0) out.device_ms = host_ms;
   return out;
+}
+
+LaunchOutcome VulkanDevice::copy(const std::string& method, const DeviceBuffer& src,
+                                 DeviceBuffer& dst, size_t bytes, bool timed) {
+  if (method != "vulkan-copy") return Device::copy(method, src, dst, bytes, timed);
+  auto* from = static_cast<Buf*>(src.handle);
+  auto* to = static_cast<Buf*>(dst.handle);
+  if (lost_) {
+    LaunchOutcome o;
+    o.disposition = Disposition::crashed;
+    o.message = "the Vulkan device was lost by an earlier launch";
+    return o;
+  }
+  if (from == nullptr || to == nullptr || bytes > from->size || bytes > to->size) {
+    LaunchOutcome o;
+    o.disposition = Disposition::launch_failed;
+    o.message = fmt::format("internal: a copy of {} bytes between buffers it does not fit", bytes);
+    return o;
+  }
+  return submit_timed(
+      [&](VkCommandBuffer cmd) {
+        VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(bytes)};
+        if (bytes > 0) vkCmdCopyBuffer(cmd, from->buffer, to->buffer, 1, &region);
+      },
+      timed, "the copy", "the copy");
 }
 
 void VulkanDevice::flush_caches() {
@@ -1344,18 +1401,7 @@ double VulkanDevice::measure_fp32_tflops() {
   auto time_once = [&](int32_t iters) -> double {
     set_fma_iters(*f, iters);
     double host_ms = 0;
-    VkResult r = run(
-        [&](VkCommandBuffer cmd) {
-          full_barrier(cmd);
-          if (stamps) {
-            vkCmdResetQueryPool(cmd, queries_, 0, 2);
-            vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);
-          }
-          record_fma(cmd, *f);
-          if (stamps) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
-          full_barrier(cmd);
-        },
-        &host_ms);
+    VkResult r = run_stamped([&](VkCommandBuffer cmd) { record_fma(cmd, *f); }, stamps, &host_ms);
     if (r != VK_SUCCESS) return -1;
     double ms = stamps ? timestamp_ms() : host_ms;
     return ms > 0 ? ms : host_ms;
