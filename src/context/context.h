@@ -74,11 +74,25 @@ struct Shape {
 
 // The class of a suite shape: what it stresses. A fixed set, so that suites of different kernels
 // (and reports over many of them) group the same way.
-enum class SuiteClass { square, irregular, large_k, small_k, small_m, wide };
-inline constexpr SuiteClass kAllSuiteClasses[] = {SuiteClass::square,  SuiteClass::irregular,
-                                                  SuiteClass::large_k, SuiteClass::small_k,
-                                                  SuiteClass::small_m, SuiteClass::wide};
-std::string_view to_string(SuiteClass c);  // "square", "irregular", "large-k", ...
+// The first six group matmul shapes; the last four group the shapes of row kernels (softmax,
+// RMSNorm, LayerNorm: R rows of N elements), whose paths split by rows and row length instead.
+enum class SuiteClass {
+  square,
+  irregular,
+  large_k,
+  small_k,
+  small_m,
+  wide,
+  decode,
+  short_rows,
+  long_rows,
+  regular
+};
+inline constexpr SuiteClass kAllSuiteClasses[] = {
+    SuiteClass::square,    SuiteClass::irregular, SuiteClass::large_k, SuiteClass::small_k,
+    SuiteClass::small_m,   SuiteClass::wide,      SuiteClass::decode,  SuiteClass::short_rows,
+    SuiteClass::long_rows, SuiteClass::regular};
+std::string_view to_string(SuiteClass c);  // "square", "irregular", "large-k", "short-rows", ...
 std::optional<SuiteClass> suite_class_from_string(std::string_view s);
 
 // One named shape of the shape suite (`peak bench`).

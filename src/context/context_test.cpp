@@ -570,7 +570,7 @@ TEST(Context, ShapeSuiteErrors) {
        "[suite] needs kernel context format 3; write 'format = 3'"},
       {with_suite("shapes = [ { name = \"a\", class = \"tall\", M = 1, N = 1, K = 1 } ]\n"),
        "unknown class 'tall' of suite shape 'a' (the classes are square, irregular, large-k, "
-       "small-k, small-m, wide)"},
+       "small-k, small-m, wide, decode, short-rows, long-rows, regular)"},
       {with_suite("shapes = [ { name = \"a\", class = \"square\", M = 1, N = 1 } ]\n"),
        "shape in suite.shapes ('a') gives no value to scalar 'K'"},
       {with_suite("shapes = [ { name = \"a\", class = \"square\", M = 1, N = 1, K = 1 },\n"
@@ -613,7 +613,9 @@ TEST(Context, ExamplesCarryTheShapeSuite) {
     std::set<SuiteClass> classes, small_classes;
     for (const auto& s : c->suite) classes.insert(s.cls);
     for (const auto& s : c->suite_small) small_classes.insert(s.cls);
-    EXPECT_EQ(classes.size(), std::size(kAllSuiteClasses)) << e << ": every class";
+    std::set<SuiteClass> matmul_classes;
+    for (const ClassRule& r : class_rules(*c)) matmul_classes.insert(r.cls);
+    EXPECT_EQ(classes, matmul_classes) << e << ": every class of the family's rules";
     EXPECT_EQ(classes, small_classes) << e;
     // The small variant stays small: a CPU device runs each shape in well under a second.
     for (const auto& s : c->suite_small) EXPECT_LE(*shape_flops(*c, s.shape), 1.2e8) << s.name;
@@ -647,6 +649,75 @@ TEST(Context, ExamplesValidateAShapeOfEveryClass) {
         EXPECT_LE(*shape_flops(*c, sh), 1.0e9) << e;
       }
     EXPECT_EQ(checked, suite) << e;
+  }
+}
+
+// The row-kernel examples (families softmax, rmsnorm, layernorm): each loads with the CPU
+// reference, carries a suite of real models' rows in every class of its family's rules (each
+// shape labelled as the rules classify it, R * N at most 2^28, the small variant at sizes a CPU
+// runs in milliseconds), and validates a shape of every class, with rows of 1 and row lengths
+// that are no multiple of 4 or 32.
+constexpr const char* kRowExamples[] = {"softmax-cuda-fp32", "rmsnorm-cuda-bf16",
+                                        "layernorm-cuda-fp32", "softmax-hip-fp32",
+                                        "softmax-hlsl-fp32"};
+
+TEST(Context, RowExamplesCarryASuiteOfEveryClass) {
+  for (const char* e : kRowExamples) {
+    auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
+    ASSERT_TRUE(c.is_ok()) << c.error();
+    EXPECT_EQ(c->reference, ReferenceKind::cpu) << e;
+    EXPECT_EQ(c->family, std::string(e).substr(0, std::string(e).find('-'))) << e;
+    EXPECT_GE(c->suite.size(), 16u) << e;
+    EXPECT_LE(c->suite.size(), 24u) << e;
+    std::set<SuiteClass> rules;
+    for (const ClassRule& r : class_rules(*c)) rules.insert(r.cls);
+    EXPECT_EQ(rules.size(), 4u) << e;
+    for (const auto* list : {&c->suite, &c->suite_small}) {
+      std::set<SuiteClass> seen;
+      for (const auto& s : *list) {
+        auto cls = classify_shape(*c, s.shape);
+        ASSERT_TRUE(cls.is_ok()) << cls.error();
+        ASSERT_TRUE(cls->has_value()) << e << " " << s.name;
+        EXPECT_EQ(**cls, s.cls) << e << " " << s.name << ": " << to_string(**cls);
+        seen.insert(s.cls);
+        const int64_t elements = s.shape.values.at("R") * s.shape.values.at("N");
+        EXPECT_LE(elements, int64_t{1} << (list == &c->suite ? 28 : 21)) << e << " " << s.name;
+      }
+      EXPECT_EQ(seen, rules) << e;
+    }
+    // The suite holds the shapes every row example is compared on.
+    std::set<std::pair<int64_t, int64_t>> shapes;
+    for (const auto& s : c->suite) shapes.emplace(s.shape.values.at("R"), s.shape.values.at("N"));
+    for (auto rn : {std::pair<int64_t, int64_t>{1, 128256},
+                    {16, 32000},
+                    {32768, 1024},
+                    {2048, 50257},
+                    {4096, 4096},
+                    {65536, 4096},
+                    {8192, 8192}})
+      EXPECT_TRUE(shapes.count(rn)) << e << " " << rn.first << " x " << rn.second;
+  }
+}
+
+TEST(Context, RowExamplesValidateAShapeOfEveryClassWithTails) {
+  for (const char* e : kRowExamples) {
+    auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
+    ASSERT_TRUE(c.is_ok()) << c.error();
+    std::set<SuiteClass> suite, checked;
+    for (const auto& s : c->suite) suite.insert(s.cls);
+    bool one_row = false, odd_row = false;
+    for (const auto* list : {&c->validation_shapes, &c->hidden_shapes})
+      for (const Shape& sh : *list) {
+        auto cls = classify_shape(*c, sh);
+        ASSERT_TRUE(cls.is_ok()) << cls.error();
+        if (*cls) checked.insert(**cls);
+        EXPECT_LE(sh.values.at("R") * sh.values.at("N"), 4 << 20) << e << " " << sh.text();
+        one_row |= sh.values.at("R") == 1;
+        odd_row |= sh.values.at("N") % 4 != 0 && sh.values.at("N") > 32;
+      }
+    EXPECT_EQ(checked, suite) << e;
+    EXPECT_TRUE(one_row) << e;
+    EXPECT_TRUE(odd_row) << e;
   }
 }
 

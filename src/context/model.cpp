@@ -69,6 +69,14 @@ std::string_view to_string(SuiteClass c) {
       return "small-m";
     case SuiteClass::wide:
       return "wide";
+    case SuiteClass::decode:
+      return "decode";
+    case SuiteClass::short_rows:
+      return "short-rows";
+    case SuiteClass::long_rows:
+      return "long-rows";
+    case SuiteClass::regular:
+      return "regular";
   }
   return "?";
 }

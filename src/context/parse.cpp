@@ -144,9 +144,11 @@ void Loader::load_reference(const toml::table& root, KernelContext& ctx) const {
       if (!cpu_available) {
         fail(n, ctx.family.empty()
                     ? std::string("reference = \"cpu\" needs a family with a CPU reference "
-                                  "(family = \"matmul\"); use reference = \"seed\"")
-                    : fmt::format("reference = \"cpu\": family '{}' has no CPU reference (only "
-                                  "matmul has); use reference = \"seed\"",
+                                  "(family = \"matmul\", \"softmax\", \"rmsnorm\" or "
+                                  "\"layernorm\"); use reference = \"seed\"")
+                    : fmt::format("reference = \"cpu\": family '{}' has no CPU reference "
+                                  "(matmul, softmax, rmsnorm and layernorm have); use "
+                                  "reference = \"seed\"",
                                   ctx.family));
       }
       ctx.reference = ReferenceKind::cpu;

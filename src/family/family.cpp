@@ -8,7 +8,10 @@
 
 #include "context/reference_rules.h"
 #include "expr/expr.h"
+#include "family/layernorm/layernorm.h"
 #include "family/matmul/matmul.h"
+#include "family/rmsnorm/rmsnorm.h"
+#include "family/softmax/softmax.h"
 
 namespace peak {
 
@@ -18,7 +21,9 @@ std::string_view to_string(Headline h) { return h == Headline::flops ? "FLOP/s" 
 
 Status Family::check_cpu_reference(const KernelContext& ctx) const {
   return Status::error(fmt::format(
-      "family '{}' has no CPU reference (only matmul has); use reference = \"seed\"", ctx.family));
+      "family '{}' has no CPU reference (matmul, softmax, rmsnorm and layernorm have); use "
+      "reference = \"seed\"",
+      ctx.family));
 }
 
 Result<std::map<std::string, ReferenceValues>> Family::cpu_reference(
@@ -65,7 +70,8 @@ class GenericFamily final : public Family {
 };
 
 std::vector<const Family*>& members() {
-  static std::vector<const Family*> m{&matmul::family()};
+  static std::vector<const Family*> m{&matmul::family(), &softmax::family(), &rmsnorm::family(),
+                                      &layernorm::family()};
   return m;
 }
 
