@@ -667,6 +667,12 @@ TEST(Context, RowExamplesCarryASuiteOfEveryClass) {
     ASSERT_TRUE(c.is_ok()) << c.error();
     EXPECT_EQ(c->reference, ReferenceKind::cpu) << e;
     EXPECT_EQ(c->family, std::string(e).substr(0, std::string(e).find('-'))) << e;
+    // The traffic of one launch (bytes, the headline): X in and Y out, the weights once.
+    const Shape shape{{{"R", 3}, {"N", 5}}};
+    const double element = c->family == "rmsnorm" ? 2 : 4;
+    const double columns = c->family == "softmax" ? 0 : c->family == "rmsnorm" ? 1 : 2;
+    EXPECT_EQ(*shape_bytes(*c, shape), element * (2 * 15 + columns * 5)) << e;
+    EXPECT_EQ(c->reduction, "N") << e;
     EXPECT_GE(c->suite.size(), 16u) << e;
     EXPECT_LE(c->suite.size(), 24u) << e;
     std::set<SuiteClass> rules;
@@ -683,7 +689,11 @@ TEST(Context, RowExamplesCarryASuiteOfEveryClass) {
         const int64_t elements = s.shape.values.at("R") * s.shape.values.at("N");
         EXPECT_LE(elements, int64_t{1} << (list == &c->suite ? 28 : 21)) << e << " " << s.name;
       }
-      EXPECT_EQ(seen, rules) << e;
+      // On lavapipe the seed cannot run long rows (examples/softmax-hlsl-fp32/kernel.toml says
+      // why): its small suite leaves them out.
+      std::set<SuiteClass> want = rules;
+      if (c->backend == "hlsl" && list == &c->suite_small) want.erase(SuiteClass::long_rows);
+      EXPECT_EQ(seen, want) << e;
     }
     // The suite holds the shapes every row example is compared on.
     std::set<std::pair<int64_t, int64_t>> shapes;
@@ -715,6 +725,7 @@ TEST(Context, RowExamplesValidateAShapeOfEveryClassWithTails) {
         one_row |= sh.values.at("R") == 1;
         odd_row |= sh.values.at("N") % 4 != 0 && sh.values.at("N") > 32;
       }
+    if (c->backend == "hlsl") suite.erase(SuiteClass::long_rows);  // not on lavapipe (above)
     EXPECT_EQ(checked, suite) << e;
     EXPECT_TRUE(one_row) << e;
     EXPECT_TRUE(odd_row) << e;

@@ -90,9 +90,10 @@ Result<Workspace::SuiteCheckpoint> Workspace::suite_checkpoint(int64_t id,
   if (ctx.suite.empty() && ctx.suite_small.empty())
     return make_error(
         fmt::format("checkpoint {}'s kernel context has no shape suite: add a [suite] table to "
-                    "kernel.toml (and set format = {}), with named shapes of the classes square, "
-                    "irregular, large-k, small-k, small-m and wide, as "
-                    "examples/matmul-cuda-fp32/kernel.toml does (docs/kernel-context.md, "
+                    "kernel.toml (and set format = {}), with named shapes of its family's "
+                    "classes, as examples/matmul-cuda-fp32/kernel.toml (square, irregular, "
+                    "large-k, small-k, small-m, wide) or examples/softmax-cuda-fp32/kernel.toml "
+                    "(decode, short-rows, long-rows, regular) does (docs/kernel-context.md, "
                     "\"[suite]\"); `{}` then reads it from the working kernel.toml",
                     id, kContextFormatSuite, command),
         ErrorKind::input);
@@ -388,7 +389,7 @@ Result<std::vector<ClassRule>> checked_rules(const KernelContext& ctx, int64_t i
         fmt::format("checkpoint {}'s kernel context has no class rules: add suite.classes to "
                     "kernel.toml (format = {}), e.g. classes = [{{ class = \"small-m\", when = "
                     "\"M <= 32\" }}, {{ class = \"irregular\" }}] (docs/kernel-context.md); "
-                    "family \"matmul\" has default rules",
+                    "the families matmul, softmax, rmsnorm and layernorm have default rules",
                     id, kContextFormatClasses),
         ErrorKind::input);
   for (const std::string& name : only) {

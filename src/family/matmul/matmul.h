@@ -1,6 +1,6 @@
 #pragma once
 // Family "matmul": C = A * B with A (M x K), B (K x N) and C (M x N) row-major, scalars M, N, K.
-// The first member of the family interface and the worked example of docs/families.md.
+// The first member of the family interface (docs/families.md).
 #include "family/family.h"
 
 namespace peak::matmul {
