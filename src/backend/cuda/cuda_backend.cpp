@@ -820,8 +820,14 @@ class CudaBackend final : public Backend {
   }
 
  public:
-  std::string baseline(const KernelContext& ctx, const DeviceFacts&) const override {
-    return family_of(ctx).baseline(ctx, "cuda");
+  // The family's baseline, unless the runner's facts say its library is absent: cuDNN is loaded
+  // at run time and reported as "none: <why>" where it is missing, and then no baseline is timed
+  // (the facts kept with the results say why). cuBLAS is linked and always named.
+  std::string baseline(const KernelContext& ctx, const DeviceFacts& device) const override {
+    std::string name = family_of(ctx).baseline(ctx, "cuda");
+    auto library = device.extra.find(name);
+    if (library != device.extra.end() && starts_with(library->second, "none")) return "";
+    return name;
   }
 
  private:

@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/cudnn_baseline.h"
 #include "backend/cuda/fma_bench_ptx.h"
 #include "family/family.h"
 #include "runner/device.h"
@@ -307,6 +308,7 @@ class CudaDevice final : public Device {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::string cublas_error_;
+  std::unique_ptr<CudnnBaselines> cudnn_;  // on the stream; its handle only for its families
   void* workspace_ = nullptr;
   void* flush_buf_ = nullptr;
   size_t flush_bytes_ = 0;
@@ -379,6 +381,10 @@ Status CudaDevice::init(const RunnerJob& job) {
       workspace_ = nullptr;
     }
   }
+  cudnn_ = std::make_unique<CudnnBaselines>(
+      process_cudnn(),
+      CudnnMemory{[this](size_t n) { return alloc(n); }, [this](DeviceBuffer& b) { free(b); }});
+  cudnn_->open(job.family, stream_);
 
   int l2 = attr(cudaDevAttrL2CacheSize);
   flush_bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : (32 << 20));
@@ -392,8 +398,12 @@ Status CudaDevice::init(const RunnerJob& job) {
 }
 
 CudaDevice::~CudaDevice() {
-  if (lost_) return;  // the context is unusable; the process exits
+  if (lost_) {  // the context is unusable; the process exits
+    (void)cudnn_.release();
+    return;
+  }
   cudaDeviceSynchronize();
+  cudnn_.reset();  // before the stream and the buffers it uses
   if (fma_module_) g_cu.ModuleUnload(fma_module_);
   if (gate_module_) g_cu.ModuleUnload(gate_module_);
   if (gate_flag_) cudaFreeHost(const_cast<unsigned*>(gate_flag_));
@@ -457,6 +467,7 @@ DeviceFacts CudaDevice::facts() {
   x["max_persisting_l2_bytes"] = std::to_string(attr(cudaDevAttrMaxPersistingL2CacheSize));
   x["ecc"] = attr(cudaDevAttrEccEnabled) ? "on" : "off";
   x["cublas"] = cublas_ ? "ready" : cublas_error_;
+  x["cudnn"] = process_cudnn().describe();  // "9.14.0", or "none: <why>"
 #ifdef PEAK_HAVE_NVML
   x["nvml"] = nvml_available() ? "yes" : "no";
   if (nvml_available() && !pci_bus_id_.empty())
@@ -957,10 +968,22 @@ LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const 
 LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& task,
                                    const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
                                    bool timed) {
+  if (name == "cudnn") {
+    auto timer = [&](const std::function<void()>& enqueue, std::string_view what) {
+      return run(
+          [&]() -> CUresult {
+            enqueue();
+            return CUDA_SUCCESS;
+          },
+          timed, what);
+    };
+    return cudnn_->run(task, job, arrays, timer);
+  }
   LaunchOutcome no;
   no.disposition = Disposition::not_run;
   if (name != "cublas") {
-    no.message = fmt::format("unknown baseline '{}' (the CUDA runner knows 'cublas')", name);
+    no.message =
+        fmt::format("unknown baseline '{}' (the CUDA runner knows 'cublas' and 'cudnn')", name);
     return no;
   }
   if (find_family(job.family).baseline_name("cuda") != name) {
