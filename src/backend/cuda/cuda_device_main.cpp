@@ -297,6 +297,8 @@ class CudaDevice final : public Device {
   // around it. After the end event, outside the timed window, the whole device is synchronized:
   // errors surface there, and a device still busy afterwards is flagged (`outlived`).
   LaunchOutcome run(const std::function<CUresult()>& enqueue, bool timed, std::string_view what);
+  LaunchOutcome cudnn_baseline(const RunnerTask& task, const RunnerJob& job,
+                               std::vector<DeviceBuffer>& arrays, bool timed);
   Status load_fma_module();
   // The gate kernel (fma_bench_ptx.h) and its host-mapped flag; false when unavailable (the
   // samples then include the host's enqueue time, and say so).
@@ -968,17 +970,7 @@ LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const 
 LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& task,
                                    const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
                                    bool timed) {
-  if (name == "cudnn") {
-    auto timer = [&](const std::function<void()>& enqueue, std::string_view what) {
-      return run(
-          [&]() -> CUresult {
-            enqueue();
-            return CUDA_SUCCESS;
-          },
-          timed, what);
-    };
-    return cudnn_->run(task, job, arrays, timer);
-  }
+  if (name == "cudnn") return cudnn_baseline(task, job, arrays, timed);
   LaunchOutcome no;
   no.disposition = Disposition::not_run;
   if (name != "cublas") {
@@ -1053,6 +1045,20 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
         fmt::format("{} failed: {}", fp32 ? "cublasSgemm" : "cublasGemmEx", cublas_text(status));
   }
   return o;
+}
+
+// The cuDNN baseline of the row families (cudnn_baseline.h), its call timed like a candidate.
+LaunchOutcome CudaDevice::cudnn_baseline(const RunnerTask& task, const RunnerJob& job,
+                                         std::vector<DeviceBuffer>& arrays, bool timed) {
+  auto timer = [&](const std::function<void()>& enqueue, std::string_view what) {
+    return run(
+        [&]() -> CUresult {
+          enqueue();
+          return CUDA_SUCCESS;
+        },
+        timed, what);
+  };
+  return cudnn_->run(task, job, arrays, timer);
 }
 
 void CudaDevice::flush_caches() {

@@ -126,7 +126,6 @@ class GraphBuilder {
   }
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
-  const CudnnApi& api() const { return api_; }
 
  private:
   void check(StatusCode s, const char* what) {
