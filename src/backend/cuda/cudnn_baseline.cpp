@@ -154,10 +154,11 @@ BackendDescriptor graph_tensor(GraphBuilder& g, int64_t uid, int dtype, std::arr
   return t;
 }
 
-// The normalization forward (inference) of `mode` over rows of `cols`: X, scale, [bias] -> Y;
-// the operation graph holding it, finalized.
-BackendDescriptor norm_graph(GraphBuilder& g, cudnn::Handle handle, int mode, int64_t rows,
-                             int64_t cols, const std::vector<int>& dtypes, Plan& p) {
+// The normalization forward (inference) of `mode` over rows of `cols`: X, scale, [bias] -> Y
+// (the arrays of uids 1, 2, ... with cuDNN's `dtypes`), finalized.
+BackendDescriptor norm_operation(GraphBuilder& g, int mode, int64_t rows, int64_t cols,
+                                 const std::vector<int>& dtypes, Plan& p) {
+  for (size_t i = 0; i < dtypes.size(); ++i) p.uids.push_back(static_cast<int64_t>(i) + 1);
   const bool bias = dtypes.size() == 4;
   std::vector<BackendDescriptor> t;
   for (size_t i = 0; i < dtypes.size(); ++i) {
@@ -178,10 +179,19 @@ BackendDescriptor norm_graph(GraphBuilder& g, cudnn::Handle handle, int mode, in
   g.link(op, cudnn::kAttrNormFwdEpsilonDesc, eps, "normalization epsilon");
   g.link(op, cudnn::kAttrNormFwdYDesc, t.back(), "normalization Y");
   g.finalize(op, "the normalization forward");
+  return op;
+}
+
+// The operation graph of one normalization forward, finalized (without a handle, cuDNN checks it
+// all the same, as far as it can without a device).
+BackendDescriptor norm_graph(GraphBuilder& g, cudnn::Handle handle, int mode, int64_t rows,
+                             int64_t cols, const std::vector<int>& dtypes, Plan& p) {
+  BackendDescriptor op = norm_operation(g, mode, rows, cols, dtypes, p);
   BackendDescriptor graph =
       g.make(cudnn::kOperationGraphDescriptor, "cudnnBackendCreateDescriptor (graph)");
   g.link(graph, cudnn::kAttrOperationGraphOps, op, "graph operations");
-  g.set(graph, cudnn::kAttrOperationGraphHandle, cudnn::kTypeHandle, 1, &handle, "graph handle");
+  if (handle)
+    g.set(graph, cudnn::kAttrOperationGraphHandle, cudnn::kTypeHandle, 1, &handle, "graph handle");
   g.finalize(graph, "the operation graph");
   return graph;
 }
@@ -270,7 +280,6 @@ void build_norm(const CudnnApi& api, cudnn::Handle handle, const CudnnMemory& me
   const bool rms = mode == cudnn::kRmsNorm;
   p.what = "cudnnBackendExecute";
   p.epsilon = rms ? 1e-6f : 1e-5f;  // the families' conventions (docs/families.md)
-  for (size_t i = 0; i < dtypes.size(); ++i) p.uids.push_back(static_cast<int64_t>(i) + 1);
   GraphBuilder g(api, p);
   BackendDescriptor graph = norm_graph(g, handle, mode, rows, cols, dtypes, p);
   if (!g.ok()) {
@@ -361,6 +370,16 @@ LaunchOutcome failed_call(const CudnnApi& api, const std::string& what, StatusCo
 }  // namespace
 
 bool cudnn_covers(std::string_view family) { return arrays_of(family) != nullptr; }
+
+Status check_cudnn_norm_graph(const CudnnApi& api, std::string_view family, int64_t rows,
+                              int64_t cols, const std::vector<int>& dtypes) {
+  if (!api.ready()) return Status::error("cuDNN is not available: " + api.error);
+  Plan p;
+  GraphBuilder g(api, p);
+  norm_graph(g, nullptr, family == "rmsnorm" ? cudnn::kRmsNorm : cudnn::kLayerNorm, rows, cols,
+             dtypes, p);
+  return g.ok() ? Status::ok() : Status::error(g.error());
+}
 
 CudnnBaselines::CudnnBaselines(const CudnnApi& api, CudnnMemory memory)
     : api_(api), memory_(std::move(memory)) {}

@@ -22,6 +22,12 @@ namespace peak {
 
 // Whether cuDNN is the baseline the CUDA runner implements for `family`.
 bool cudnn_covers(std::string_view family);
+// The operation graph of the normalization forward of `family` (rmsnorm, layernorm) over `rows`
+// x `cols`, cuDNN's `dtypes` of its arrays in the order X, W, [B], Y, made and finalized without
+// a handle or a device (cuDNN checks the attributes and the data types there): an error with
+// cuDNN's message where it refuses them. The runner's plans start from this graph.
+Status check_cudnn_norm_graph(const CudnnApi& api, std::string_view family, int64_t rows,
+                              int64_t cols, const std::vector<int>& dtypes);
 
 // Runs `enqueue` (which puts the library's work on the runner's stream) once: untimed, or timed
 // the way the device times candidates.

@@ -112,6 +112,27 @@ TEST(CudnnBaseline, WithoutADeviceTheHandleIsRefusedAndNothingIsTimed) {
   EXPECT_EQ(p.timed, 0);
 }
 
+// The normalization graphs the runner plans, as this machine's cuDNN checks them without a
+// device: the attributes, their types and the mirrored enumeration values are what cuDNN takes,
+// and a data type it does not normalize is refused with its words.
+TEST(CudnnBaseline, TheNormalizationGraphsFinalizeInThisMachinesCudnn) {
+  CudnnApi api = load_cudnn();
+  if (!api.ready()) GTEST_SKIP() << "no cuDNN 9 on this machine: " << api.describe();
+  const int bf16 = cudnn::kDataBfloat16, f32 = cudnn::kDataFloat, i32 = 4;  // CUDNN_DATA_INT32
+  Status rms = check_cudnn_norm_graph(api, "rmsnorm", 4096, 4096, {bf16, bf16, bf16});
+  EXPECT_TRUE(rms) << rms.message();
+  Status ln = check_cudnn_norm_graph(api, "layernorm", 4096, 4096, {f32, f32, f32, f32});
+  EXPECT_TRUE(ln) << ln.message();
+  Status ints = check_cudnn_norm_graph(api, "layernorm", 64, 128, {i32, i32, i32, i32});
+  EXPECT_FALSE(ints);
+  EXPECT_NE(ints.message().find("the operation graph: CUDNN_STATUS_NOT_SUPPORTED"),
+            std::string::npos)
+      << ints.message();
+  Status none = check_cudnn_norm_graph(load_cudnn("libpeak-no-such-cudnn.so.9"), "rmsnorm", 64, 128,
+                                       {bf16, bf16, bf16});
+  EXPECT_EQ(none.message().rfind("cuDNN is not available: ", 0), 0u) << none.message();
+}
+
 // A family whose CUDA baseline is cuDNN (the row families' convention), under a name of its own.
 class CudnnRowsFamily final : public Family {
  public:
