@@ -4,6 +4,7 @@
 // CPU computation of the same inputs, and its timed samples are the baseline's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -164,6 +165,9 @@ class CudnnGpuTest : public ::testing::Test {
 TEST_F(CudnnGpuTest, TheFactsSayWhichCudnn) {
   const std::string cudnn = cudnn_fact();
   EXPECT_TRUE(cudnn.rfind("9.", 0) == 0 || cudnn.rfind("none: ", 0) == 0) << "'" << cudnn << "'";
+  // The toolchain recorded with every evaluation says it too.
+  auto tc = cuda_gpu().backend->toolchain();
+  EXPECT_NE(std::find(tc.begin(), tc.end(), std::make_pair(std::string("cudnn"), cudnn)), tc.end());
 }
 
 TEST_F(CudnnGpuTest, SoftmaxMatchesTheCpuAndIsTimed) {
