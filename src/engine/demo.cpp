@@ -167,6 +167,25 @@ int run_demo(const DemoOptions& opts) {
   return rr.disposition == Disposition::passed ? 0 : 1;
 }
 
+namespace {
+
+// The vendor libraries the CUDA runner times as baselines, as its facts say: cuBLAS, and cuDNN,
+// loaded at run time and "none: <why>" where it is absent (the row families then run with no
+// baseline).
+DoctorCheck cuda_baselines_check(const DeviceFacts& facts) {
+  auto fact = [&](const char* key) {
+    auto it = facts.extra.find(key);
+    return it == facts.extra.end() ? std::string("not reported") : it->second;
+  };
+  const std::string cudnn = fact("cudnn");
+  return {"cuda baselines", !starts_with(cudnn, "none"),
+          fmt::format("cuBLAS {}, cuDNN {}", fact("cublas"), cudnn),
+          "install cuDNN 9 (libcudnn.so.9 where the loader finds it) for the cudnn baseline of "
+          "softmax, rmsnorm and layernorm"};
+}
+
+}  // namespace
+
 std::string DoctorReport::text() const {
   std::string out;
   for (const auto& c : checks) {
@@ -303,6 +322,7 @@ DoctorReport run_doctor(const std::string& device) {
                               p->fp16_tflops);
       if (facts->is_cpu) detail += " (a CPU device: fine for tests and small demos)";
       r.checks.push_back({name + " device", true, detail, ""});
+      if (name == "cuda") r.checks.push_back(cuda_baselines_check(*facts));
     } else {
       r.checks.push_back(
           {name + " device", false,

@@ -652,6 +652,9 @@ class CudaBackend final : public Backend {
       out.emplace_back("driver", facts_->driver);
       out.emplace_back("device", facts_->name);
       out.emplace_back("arch", facts_->arch);
+      // Kept with every evaluation: which cuDNN timed the row families' baseline, or why none.
+      if (auto cudnn = facts_->extra.find("cudnn"); cudnn != facts_->extra.end())
+        out.emplace_back("cudnn", cudnn->second);
     }
     return out;
   }
@@ -820,8 +823,14 @@ class CudaBackend final : public Backend {
   }
 
  public:
-  std::string baseline(const KernelContext& ctx, const DeviceFacts&) const override {
-    return family_of(ctx).baseline(ctx, "cuda");
+  // The family's baseline, unless the runner's facts say its library is absent: cuDNN is loaded
+  // at run time and reported as "none: <why>" where it is missing, and then no baseline is timed
+  // (the toolchain kept with the results says why). cuBLAS is linked and always named.
+  std::string baseline(const KernelContext& ctx, const DeviceFacts& device) const override {
+    std::string name = family_of(ctx).baseline(ctx, "cuda");
+    auto library = device.extra.find(name);
+    if (library != device.extra.end() && starts_with(library->second, "none")) return "";
+    return name;
   }
 
  private:

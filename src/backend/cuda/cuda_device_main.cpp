@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/copy_kernel_ptx.h"
+#include "backend/cuda/cudnn_baseline.h"
 #include "backend/cuda/fma_bench_ptx.h"
 #include "family/family.h"
 #include "runner/device.h"
@@ -316,6 +317,8 @@ class CudaDevice final : public Device {
   // around it. After the end event, outside the timed window, the whole device is synchronized:
   // errors surface there, and a device still busy afterwards is flagged (`outlived`).
   LaunchOutcome run(const std::function<CUresult()>& enqueue, bool timed, std::string_view what);
+  LaunchOutcome cudnn_baseline(const RunnerTask& task, const RunnerJob& job,
+                               std::vector<DeviceBuffer>& arrays, bool timed);
   Status load_fma_module();
   Status load_copy_module();
   // Puts one launch of the vector copy kernel on the stream.
@@ -330,6 +333,7 @@ class CudaDevice final : public Device {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::string cublas_error_;
+  std::unique_ptr<CudnnBaselines> cudnn_;  // on the stream; its handle only for its families
   void* workspace_ = nullptr;
   void* flush_buf_ = nullptr;
   size_t flush_bytes_ = 0;
@@ -404,6 +408,10 @@ Status CudaDevice::init(const RunnerJob& job) {
       workspace_ = nullptr;
     }
   }
+  cudnn_ = std::make_unique<CudnnBaselines>(
+      process_cudnn(),
+      CudnnMemory{[this](size_t n) { return alloc(n); }, [this](DeviceBuffer& b) { free(b); }});
+  cudnn_->open(job.family, stream_);
 
   int l2 = attr(cudaDevAttrL2CacheSize);
   flush_bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : (32 << 20));
@@ -417,8 +425,12 @@ Status CudaDevice::init(const RunnerJob& job) {
 }
 
 CudaDevice::~CudaDevice() {
-  if (lost_) return;  // the context is unusable; the process exits
+  if (lost_) {  // the context is unusable; the process exits
+    (void)cudnn_.release();
+    return;
+  }
   cudaDeviceSynchronize();
+  cudnn_.reset();  // before the stream and the buffers it uses
   if (fma_module_) g_cu.ModuleUnload(fma_module_);
   if (gate_module_) g_cu.ModuleUnload(gate_module_);
   if (copy_module_) g_cu.ModuleUnload(copy_module_);
@@ -483,6 +495,7 @@ DeviceFacts CudaDevice::facts() {
   x["max_persisting_l2_bytes"] = std::to_string(attr(cudaDevAttrMaxPersistingL2CacheSize));
   x["ecc"] = attr(cudaDevAttrEccEnabled) ? "on" : "off";
   x["cublas"] = cublas_ ? "ready" : cublas_error_;
+  x["cudnn"] = process_cudnn().describe();  // "9.14.0", or "none: <why>"
 #ifdef PEAK_HAVE_NVML
   x["nvml"] = nvml_available() ? "yes" : "no";
   if (nvml_available() && !pci_bus_id_.empty())
@@ -983,10 +996,12 @@ LaunchOutcome CudaDevice::launch(LoadedKernel& k, const RunnerTask& task, const 
 LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& task,
                                    const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
                                    bool timed) {
+  if (name == "cudnn") return cudnn_baseline(task, job, arrays, timed);
   LaunchOutcome no;
   no.disposition = Disposition::not_run;
   if (name != "cublas") {
-    no.message = fmt::format("unknown baseline '{}' (the CUDA runner knows 'cublas')", name);
+    no.message =
+        fmt::format("unknown baseline '{}' (the CUDA runner knows 'cublas' and 'cudnn')", name);
     return no;
   }
   if (find_family(job.family).baseline_name("cuda") != name) {
@@ -1108,6 +1123,20 @@ LaunchOutcome CudaDevice::copy(const std::string& method, const DeviceBuffer& sr
   if (copied != cudaSuccess && o.disposition == Disposition::launch_failed)
     o.message = fmt::format("cudaMemcpyAsync (device to device) failed: {}", err_text(copied));
   return o;
+}
+
+// The cuDNN baseline of the row families (cudnn_baseline.h), its call timed like a candidate.
+LaunchOutcome CudaDevice::cudnn_baseline(const RunnerTask& task, const RunnerJob& job,
+                                         std::vector<DeviceBuffer>& arrays, bool timed) {
+  auto timer = [&](const std::function<void()>& enqueue, std::string_view what) {
+    return run(
+        [&]() -> CUresult {
+          enqueue();
+          return CUDA_SUCCESS;
+        },
+        timed, what);
+  };
+  return cudnn_->run(task, job, arrays, timer);
 }
 
 void CudaDevice::flush_caches() {
