@@ -14,6 +14,8 @@
 //                line per hung launch)
 //   hang-once PATH  hang when PATH.<task id> does not exist, after creating it; return at once
 //                when it does (a machine busy for a moment: the task misses its deadline once)
+//   fast MS      do nothing and report MS ms on both the device timer and the host clock (a
+//                kernel that claims a time its context's traffic or work cannot take)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -195,6 +197,10 @@ class HostileDevice : public Device {
             0, 0};
       }
       return done("reserved 100 GiB of host memory");
+    }
+    if (kind == "fast") {
+      const double ms = std::atof(target.c_str());
+      return {Disposition::passed, "", ms, ms};
     }
     if (kind == "hang" || kind == "hang-once") {
       if (kind == "hang-once") {
