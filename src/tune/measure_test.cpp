@@ -4,7 +4,6 @@
 
 #include <fstream>
 
-#include "context/testing.h"
 #include "tune/testing.h"
 #include "util/temp_dir_testing.h"
 
@@ -102,10 +101,14 @@ class HostileTiming : public testing::TempDirTest {
  protected:
   HostileTiming() : TempDirTest("peak-measure-") {}
   std::vector<Measurement> time(const std::string& ms) {
-    auto ctx = parse_context(testing::kCopyBytesToml, "kernel.toml");
-    EXPECT_TRUE(ctx) << ctx.error();
-    if (!ctx) return {};
-    ctx_ = *ctx;
+    // A copy of N floats whose kernel.toml gives `bytes` (8 * N) and no flops.
+    ctx_.name = "copy";
+    ctx_.bytes = "8 * N";
+    ctx_.arrays = {ArraySpec{"X", DType::f32, "N", Initializer{}, false},
+                   ArraySpec{"Y", DType::f32, "N", Initializer{}, true}};
+    ctx_.scalars.emplace_back();
+    ctx_.scalars.back().name = "N";
+    ctx_.bench_shapes = {Shape{{{"N", 262144}}}};
     dev_.name = "NVIDIA H100 80GB HBM3";
     runner_.executable = fs::path(PEAK_BINARY_DIR) / "peak-hostile-runner";
     runner_.env = {{"PEAK_HOSTILE_ATTACK", "fast"}, {"PEAK_HOSTILE_TARGET", ms}};
