@@ -43,7 +43,7 @@ std::string config_line(const json& config) {
 std::string perf_text(const EvalSummary& s) {
   const SummaryBench* m = s.first_bench();
   if (!m || !m->passed()) return "-";
-  return fmt::format("{:.1f} GFLOP/s at {}", m->gflops.value_or(0.0), m->shape.value_or(""));
+  return fmt::format("{} at {}", headline_rate(*m), m->shape.value_or(""));
 }
 
 // The search, the sanitizer's report, the best configurations and the final timing of `s`.
@@ -57,9 +57,10 @@ void print_evaluation(const EvalSummary& s) {
       std::printf("  %-40s %.2f ms\n", config_line(t.config.value_or(json::object())).c_str(), t.score_ms.value_or(0.0));
   if (s.bench)
     for (const auto& m : *s.bench)
-      std::printf("  %-20s %10.1f GFLOP/s (median %.4f ms, spread %.1f%%, %zu samples)\n",
-                  m.shape.value_or("").c_str(), m.gflops.value_or(0.0), m.median_ms.value_or(0.0),
-                  100 * m.spread.value_or(0.0), m.samples_ms ? m.samples_ms->size() : 0);
+      std::printf("  %-20s %s (median %.4f ms, spread %.1f%%, %zu samples)\n",
+                  m.shape.value_or("").c_str(), headline_rate(m, 10).c_str(),
+                  m.median_ms.value_or(0.0), 100 * m.spread.value_or(0.0),
+                  m.samples_ms ? m.samples_ms->size() : 0);
 }
 
 // What the commands that evaluate start with: the user's choices into `choices`, checked before

@@ -289,8 +289,8 @@ int cmd_show(Options& o) {
     std::printf("best configuration: %s\n", summary.best->config_text.value_or("").c_str());
   if (summary.bench)
     for (const auto& m : *summary.bench)
-      std::printf("  %-20s %10.1f GFLOP/s  spread %.1f%%\n", m.shape.value_or("").c_str(),
-                  m.gflops.value_or(0.0), 100 * m.spread.value_or(0.0));
+      std::printf("  %-20s %s  spread %.1f%%\n", m.shape.value_or("").c_str(),
+                  headline_rate(m, 10).c_str(), 100 * m.spread.value_or(0.0));
   if (o.all) {
     std::printf("\nevaluations (%zu; * marks the result: the best under the default options):\n",
                 evaluations.size());

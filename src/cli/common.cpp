@@ -307,9 +307,9 @@ int print_apply(const ApplyResult& r, const Options& o) {
                 r.message.c_str());
     if (EvalSummary s = summary_or_empty(r.summary); s.bench)
       for (const auto& m : *s.bench)
-        std::printf("  %-20s %10.1f GFLOP/s  x%.2f vs parent  x%.2f vs seed%s\n",
-                    m.shape.value_or("").c_str(), m.gflops.value_or(0.0),
-                    m.speedup_vs_parent.value_or(0.0), m.speedup_vs_seed.value_or(0.0),
+        std::printf("  %-20s %s  x%.2f vs parent  x%.2f vs seed%s\n", m.shape.value_or("").c_str(),
+                    headline_rate(m, 10).c_str(), m.speedup_vs_parent.value_or(0.0),
+                    m.speedup_vs_seed.value_or(0.0),
                     m.pct_of_baseline ? fmt::format("  {:.1f}% of {}", *m.pct_of_baseline,
                                                     m.baseline.value_or(""))
                                             .c_str()

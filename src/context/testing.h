@@ -26,4 +26,25 @@ name = "N"
 name = "K"
 )";
 
+// A memory-bound kernel.toml with `bytes` and no `flops` (no family: the generic family headlines
+// it with GB/s): Y = X over N floats, N read and N written per launch.
+inline constexpr std::string_view kCopyBytesToml = R"(name = "copy"
+backend = "hlsl"
+source = "k.hlsl"
+bytes = "8 * N"
+[[arrays]]
+name = "X"
+dtype = "f32"
+size = "N"
+[[arrays]]
+name = "Y"
+dtype = "f32"
+size = "N"
+output = true
+[[scalars]]
+name = "N"
+[shapes]
+bench = [{ N = 262144 }]
+)";
+
 }  // namespace peak::testing

@@ -33,6 +33,7 @@ PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
     return !a.output && (a.dtype == DType::f16 || a.dtype == DType::bf16);
   });
   if (auto doc = documented_peaks(dev.name)) {
+    p.memory_gbs = doc->memory_gbs;
     p.tflops = half ? doc->fp16_tflops : doc->fp32_tflops;
     p.source = fmt::format("documented {} peak of {} ({})", half ? "FP16" : "FP32", doc->device,
                            doc->source);
@@ -80,6 +81,7 @@ void describe_setup(EvalSummary& summary, const EvalSetup& setup, bool documente
   p.source = setup.peak.source;
   if (documented_peak)
     if (auto doc = documented_peaks(dev.name)) p.documented_fp32_tflops = doc->fp32_tflops;
+  if (setup.peak.memory_gbs > 0) p.documented_memory_gbs = setup.peak.memory_gbs;
   auto& tc = summary.toolchain.emplace();
   for (const auto& [k, v] : setup.be->toolchain()) tc[k] = v;
   summary.extra["sandbox"] = sandbox_status();
@@ -147,6 +149,20 @@ json measurement_json(const Measurement& m) {
     j["pct_of_baseline"] = m.pct_of_baseline;
     j["baseline_samples_ms"] = m.baseline_samples_ms;
   }
+  if (m.bytes_headline) j["headline"] = "bytes";
+  if (m.bytes > 0) {
+    j["bytes"] = m.bytes;
+    j["gbs"] = m.gbs;
+    if (m.pct_of_bandwidth > 0) j["pct_of_bandwidth"] = m.pct_of_bandwidth;
+  }
+  // Absent when the runner timed no copy: there is no number, not a zero.
+  if (!m.copy_samples_ms.empty()) {
+    j["copy_method"] = m.copy_method;
+    j["copy_median_ms"] = m.copy_stats.median;
+    j["copy_gbs"] = m.copy_gbs;
+    j["pct_of_copy"] = m.pct_of_copy;
+    j["copy_samples_ms"] = m.copy_samples_ms;
+  }
   j["clock_mhz_before"] = m.clock_mhz_before;
   j["clock_mhz_after"] = m.clock_mhz_after;
   j["throttled"] = m.throttled;
@@ -193,6 +209,7 @@ FinalTimingOptions final_timing_options(const EvalOptions& opts, const TaskBudge
   mo.reference_task_s = budget.reference_s;
   mo.timeout_basis = budget.basis;
   mo.peak_tflops = peak.limit;
+  mo.memory_gbs = peak.memory_gbs;
   fo.peak_tflops = peak.tflops;
   return fo;
 }
@@ -536,6 +553,9 @@ bool Workspace::EvalRun::plan_search() {
   to.screening.reference_task_s = screen_budget.reference_s;
   to.screening.timeout_basis = screen_budget.basis;
   to.screening.peak_tflops = setup.peak.limit;
+  to.screening.memory_gbs = setup.peak.memory_gbs;
+  // Screening ranks configurations by their time; the copy is timed once, in the final timing.
+  to.screening.with_copy = false;
   // A class's search ranks by the sum over its shapes: its runs name them all, so that
   // --reuse-measurements never mixes its scores with a search of the first shape alone.
   target.shape = bench.front().text();
@@ -668,7 +688,9 @@ Evaluation Workspace::EvalRun::finish() {
   ev.message = fmt::format(
       "best {}: {}", config_text(best->config),
       ms.empty() ? ""
-                 : fmt::format("{:.1f} GFLOP/s at {}", ms.front().gflops, ms.front().shape.text()));
+                 : fmt::format("{} at {}",
+                               headline_rate(bench_from_json(detail::measurement_json(ms.front()))),
+                               ms.front().shape.text()));
   sum.message = ev.message;
   return ev;
 }

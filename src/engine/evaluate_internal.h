@@ -32,6 +32,8 @@ struct PeakInfo {
   double tflops = 0;  // for % of peak
   std::string source;
   double limit = 0;  // for faster_than_peak
+  // The documented memory bandwidth in GB/s (0: none known): the bytes gate and % of bandwidth.
+  double memory_gbs = 0;
 };
 // The documented peak for the kernel's input precision, else the measured FP32 throughput.
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev);

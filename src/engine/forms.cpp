@@ -57,7 +57,7 @@ json log_json(Workspace& ws) {
     EvalSummary s = ws.result_summary(c);
     std::string perf;
     if (const SummaryBench* b = s.first_bench(); b && b->disposition.value_or("passed") == "passed")
-      perf = fmt::format("{:.1f} GFLOP/s at {}", b->gflops.value_or(0.0), b->shape.value_or(""));
+      perf = fmt::format("{} at {}", headline_rate(*b), b->shape.value_or(""));
     out.push_back({{"id", c.id},
                    {"parent", c.parent ? json(*c.parent) : json(nullptr)},
                    {"branch", c.branch},

@@ -264,7 +264,12 @@ Status SuiteTimer::time_shape(const std::vector<SuiteShape>& suite, size_t i, Su
     row.median_ms = m.stats.median;
     row.spread = m.stats.rel_spread;
     row.samples_ms = m.samples_ms;
+    row.gbs = m.gbs;
+    row.pct_of_bandwidth = m.pct_of_bandwidth;
+    row.pct_of_copy = m.pct_of_copy;
     if (!m.baseline_samples_ms.empty()) {
+      if (m.baseline_stats.median > 0)
+        row.baseline_gbs = m.bytes / (m.baseline_stats.median * 1e-3) / 1e9;
       row.baseline_gflops = m.baseline_gflops;
       row.baseline_median_ms = m.baseline_stats.median;
       row.baseline_samples_ms = m.baseline_samples_ms;
@@ -305,6 +310,8 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   r.dims_names = dims_names_of(ctx);
   r.peak_tflops = setup->peak.tflops;
   r.peak_source = setup->peak.source;
+  r.bytes_headline = headlines_bytes(ctx);
+  r.memory_gbs = setup->peak.memory_gbs;
   r.baseline = opts.baseline ? setup->be->baseline(ctx, dev) : "";
   // The configuration: the checkpoint's result's best one; its default values when it has none.
   json result = summary(sc->record);

@@ -281,9 +281,9 @@ std::string step_text(const json& s) {
   if (auto it = s.find("summary"); it != s.end())
     if (EvalSummary summary = summary_or_empty(*it); summary.bench)
       for (const auto& m : *summary.bench)
-        t += fmt::format("\n  {:<20} {:10.1f} GFLOP/s  x{:.2f} vs parent  x{:.2f} vs seed",
-                         m.shape.value_or(""), m.gflops.value_or(0.0),
-                         m.speedup_vs_parent.value_or(0.0), m.speedup_vs_seed.value_or(0.0));
+        t += fmt::format("\n  {:<20} {}  x{:.2f} vs parent  x{:.2f} vs seed", m.shape.value_or(""),
+                         headline_rate(m, 10), m.speedup_vs_parent.value_or(0.0),
+                         m.speedup_vs_seed.value_or(0.0));
   return t;
 }
 
@@ -521,8 +521,8 @@ ToolResult t_show(const json& a, ToolContext& ctx) {
   if (s.best) text += fmt::format("best configuration: {}\n", s.best->config_text.value_or(""));
   if (s.bench)
     for (const auto& m : *s.bench)
-      text += fmt::format("  {:<20} {:10.1f} GFLOP/s  spread {:.1f}%\n", m.shape.value_or(""),
-                          m.gflops.value_or(0.0), 100 * m.spread.value_or(0.0));
+      text += fmt::format("  {:<20} {}  spread {:.1f}%\n", m.shape.value_or(""),
+                          headline_rate(m, 10), 100 * m.spread.value_or(0.0));
   text += "\n" + j->value("source", "");
   return ok(*j, text);
 }

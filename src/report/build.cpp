@@ -54,6 +54,7 @@ class ReportBuilder {
   void add_failures();
   void add_provenance();
   void name_kernel();
+  void add_copy_note();
   void add_notes();
 
  private:
@@ -287,6 +288,7 @@ void ReportBuilder::read_facts(const EvalSummary& s) {
     p.peak_tflops = s.peak->tflops.value_or(0.0);
     p.peak_source = s.peak->source.value_or("");
   }
+  if (s.peak && p.memory_gbs == 0) p.memory_gbs = s.peak->documented_memory_gbs.value_or(0.0);
   if (s.toolchain)
     for (const auto& [k, v] : *s.toolchain) p.toolchain[k] = v;
 }
@@ -517,6 +519,25 @@ void ReportBuilder::name_kernel() {
   r_.precision = kernel_precision_;
 }
 
+// How the memory-bound headline's % of copy was measured, or that it was not.
+void ReportBuilder::add_copy_note() {
+  std::set<std::string> methods;
+  for (const auto& st : r_.steps)
+    for (const auto& b : st.bench)
+      if (!b.copy_method.empty()) methods.insert(b.copy_method);
+  if (methods.empty()) {
+    r_.notes.push_back(
+        "% of copy: not measured (the runner timed no same-traffic copy beside the kernel)");
+    return;
+  }
+  std::string list;
+  for (const auto& m : methods) list += (list.empty() ? "" : ", ") + m;
+  r_.notes.push_back(fmt::format(
+      "% of copy: the copy's median time over the kernel's, a device-to-device copy of the same "
+      "traffic ({}) timed in the same run; a row without it had none timed",
+      list));
+}
+
 // What the reader should know.
 void ReportBuilder::add_notes() {
   bool any_numbers = std::any_of(r_.steps.begin(), r_.steps.end(),
@@ -530,6 +551,7 @@ void ReportBuilder::add_notes() {
         "the kernel supports the shapes with {} (its transformations narrowed the problem's "
         "shapes); it is validated and timed on those only",
         kernel_supports_));
+  if (bytes_headlined(r_)) add_copy_note();
   if (r_.live.running) {
     if (r_.live.process_gone)
       r_.notes.push_back(fmt::format(
@@ -556,6 +578,13 @@ Result<CheckpointRecord> head_of(const Store& store) {
   return store.checkpoint(**id);
 }
 }  // namespace
+
+bool bytes_headlined(const Report& r) {
+  for (const auto& s : r.steps)
+    for (const auto& b : s.bench)
+      if (b.bytes_headline) return true;
+  return false;
+}
 
 Result<int64_t> resolve_checkpoint(const Store& store, const std::string& ref_in) {
   std::string ref = trim(ref_in);

@@ -244,6 +244,16 @@ BenchRow bench_from_summary(const SummaryBench& m) {
   b.clock_mhz_before = m.clock_mhz_before.value_or(0.0);
   b.clock_mhz_after = m.clock_mhz_after.value_or(0.0);
   b.throttled = m.throttled.value_or(false);
+  b.bytes_headline = m.bytes_headline();
+  b.bytes = m.bytes.value_or(0.0);
+  b.gbs = m.gbs.value_or(0.0);
+  b.pct_of_bandwidth = m.pct_of_bandwidth.value_or(0.0);
+  b.copy_method = m.copy_method.value_or("");
+  b.copy_median_ms = m.copy_median_ms.value_or(0.0);
+  b.copy_gbs = m.copy_gbs.value_or(0.0);
+  b.pct_of_copy = m.pct_of_copy.value_or(0.0);
+  if (b.bytes > 0 && b.gflops > 0 && b.median_ms > 0)
+    b.intensity = b.gflops * 1e9 * (b.median_ms * 1e-3) / b.bytes;
   return b;
 }
 
@@ -251,6 +261,10 @@ void finish_bench(BenchRow& b) {
   if (b.gflops > 0 && b.median_ms > 0) {
     b.gflops_low = b.p75_ms > 0 ? b.gflops * b.median_ms / b.p75_ms : b.gflops;
     b.gflops_high = b.p25_ms > 0 ? b.gflops * b.median_ms / b.p25_ms : b.gflops;
+  }
+  if (b.gbs > 0 && b.median_ms > 0) {
+    b.gbs_low = b.p75_ms > 0 ? b.gbs * b.median_ms / b.p75_ms : b.gbs;
+    b.gbs_high = b.p25_ms > 0 ? b.gbs * b.median_ms / b.p25_ms : b.gbs;
   }
   if (b.baseline_gflops > 0 && b.baseline_median_ms > 0 && !b.baseline_samples_ms.empty()) {
     double p25 = percentile(b.baseline_samples_ms, 0.25),

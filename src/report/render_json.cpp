@@ -73,32 +73,51 @@ json provenance_json(const Provenance& p) {
   return prov;
 }
 
+// The memory-bound measures of a row, where they were measured (absent otherwise).
+void add_memory_measures(const BenchRow& b, json& j) {
+  if (b.bytes_headline) j["headline"] = "bytes";
+  if (b.bytes <= 0) return;
+  j["bytes"] = b.bytes;
+  j["gbs"] = b.gbs;
+  j["gbs_low"] = b.gbs_low;
+  j["gbs_high"] = b.gbs_high;
+  j["pct_of_bandwidth"] = b.pct_of_bandwidth;
+  if (b.intensity > 0) j["intensity"] = b.intensity;
+  if (b.copy_method.empty()) return;
+  j["copy_method"] = b.copy_method;
+  j["copy_median_ms"] = b.copy_median_ms;
+  j["copy_gbs"] = b.copy_gbs;
+  j["pct_of_copy"] = b.pct_of_copy;
+}
+
 json bench_json(const BenchRow& b) {
-  return {{"shape", b.shape},
-          {"disposition", b.disposition},
-          {"median_ms", b.median_ms},
-          {"p25_ms", b.p25_ms},
-          {"p75_ms", b.p75_ms},
-          {"spread", b.spread},
-          {"gflops", b.gflops},
-          {"gflops_low", b.gflops_low},
-          {"gflops_high", b.gflops_high},
-          {"pct_of_peak", b.pct_of_peak},
-          {"baseline", b.baseline},
-          {"baseline_gflops", b.baseline_gflops},
-          {"baseline_median_ms", b.baseline_median_ms},
-          {"baseline_spread", b.baseline_spread},
-          {"baseline_gflops_low", b.baseline_gflops_low},
-          {"baseline_gflops_high", b.baseline_gflops_high},
-          {"pct_of_baseline", b.pct_of_baseline},
-          {"speedup_vs_seed", b.speedup_vs_seed},
-          {"speedup_vs_parent", b.speedup_vs_parent},
-          {"samples", b.samples},
-          {"samples_ms", b.samples_ms},
-          {"baseline_samples_ms", b.baseline_samples_ms},
-          {"clock_mhz_before", b.clock_mhz_before},
-          {"clock_mhz_after", b.clock_mhz_after},
-          {"throttled", b.throttled}};
+  json j = {{"shape", b.shape},
+            {"disposition", b.disposition},
+            {"median_ms", b.median_ms},
+            {"p25_ms", b.p25_ms},
+            {"p75_ms", b.p75_ms},
+            {"spread", b.spread},
+            {"gflops", b.gflops},
+            {"gflops_low", b.gflops_low},
+            {"gflops_high", b.gflops_high},
+            {"pct_of_peak", b.pct_of_peak},
+            {"baseline", b.baseline},
+            {"baseline_gflops", b.baseline_gflops},
+            {"baseline_median_ms", b.baseline_median_ms},
+            {"baseline_spread", b.baseline_spread},
+            {"baseline_gflops_low", b.baseline_gflops_low},
+            {"baseline_gflops_high", b.baseline_gflops_high},
+            {"pct_of_baseline", b.pct_of_baseline},
+            {"speedup_vs_seed", b.speedup_vs_seed},
+            {"speedup_vs_parent", b.speedup_vs_parent},
+            {"samples", b.samples},
+            {"samples_ms", b.samples_ms},
+            {"baseline_samples_ms", b.baseline_samples_ms},
+            {"clock_mhz_before", b.clock_mhz_before},
+            {"clock_mhz_after", b.clock_mhz_after},
+            {"throttled", b.throttled}};
+  add_memory_measures(b, j);
+  return j;
 }
 
 json attempt_json(const AttemptRow& a) {
@@ -196,6 +215,7 @@ json render_json(const Report& r) {
   j["backend"] = p.backend;
   j["peak_tflops"] = p.peak_tflops;
   j["peak_source"] = p.peak_source;
+  if (p.memory_gbs > 0) j["memory_gbs"] = p.memory_gbs;
   j["measured_fp32_tflops"] = p.measured_fp32_tflops;
   j["notes"] = r.notes;
   if (!r.cross_reference.empty()) j["cross_reference"] = cross_reference_json(r.cross_reference);

@@ -42,6 +42,85 @@ std::string step_label(const StepRow& s) {
   return s.checkpoint ? std::to_string(s.checkpoint) : "-";
 }
 
+// The bench table's measure columns, in text and Markdown names: GFLOP/s with its shares of the
+// vendor library and the peak; or, for a memory-bound headline, GB/s with its shares of the
+// same-run copy, the documented bandwidth and the vendor library, and GFLOP/s where the context
+// gives flops. Then the speedups and the spread.
+struct MeasureColumns {
+  bool bytes = false, flops = false;
+  explicit MeasureColumns(const Report& r) : bytes(bytes_headlined(r)) {
+    for (const auto& s : r.steps)
+      for (const auto& b : s.bench) flops |= b.gflops > 0;
+  }
+  std::vector<std::string> names(bool markdown) const {
+    std::vector<std::string> out;
+    if (bytes) {
+      out = markdown
+                ? std::vector<std::string>{"GB/s", "% of copy", "% of bandwidth", "% of vendor"}
+                : std::vector<std::string>{"GB/s", "%copy", "%bandwidth", "%vendor"};
+      if (flops) out.push_back("GFLOP/s");
+    } else {
+      out = markdown ? std::vector<std::string>{"GFLOP/s", "% of vendor", "% of peak"}
+                     : std::vector<std::string>{"GFLOP/s", "%vendor", "%peak"};
+    }
+    const std::vector<std::string> tail =
+        markdown ? std::vector<std::string>{"speedup vs seed", "vs parent", "spread"}
+                 : std::vector<std::string>{"x seed", "x parent", "spread"};
+    out.insert(out.end(), tail.begin(), tail.end());
+    return out;
+  }
+  std::vector<std::string> cells(const BenchRow& b) const {
+    std::vector<std::string> out;
+    if (bytes) {
+      out = {num(b.gbs), num(b.pct_of_copy), num(b.pct_of_bandwidth), num(b.pct_of_baseline)};
+      if (flops) out.push_back(num(b.gflops));
+    } else {
+      out = {num(b.gflops), num(b.pct_of_baseline), num(b.pct_of_peak)};
+    }
+    for (std::string c :
+         {num(b.speedup_vs_seed, "{:.2f}"), num(b.speedup_vs_parent, "{:.2f}"), pct(b.spread)})
+      out.push_back(std::move(c));
+    return out;
+  }
+};
+
+// One row per (step, shape) after the header: checkpoint, step, disposition, best configuration,
+// shape, then the measure columns (a step without bench rows leaves them empty).
+std::vector<std::vector<std::string>> bench_table(const Report& r, bool markdown) {
+  const MeasureColumns cols(r);
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back(markdown ? std::vector<std::string>{"checkpoint", "step", "disposition",
+                                                     "best configuration", "shape"}
+                          : std::vector<std::string>{"ckpt", "step", "disposition",
+                                                     "best configuration", "shape"});
+  for (auto& n : cols.names(markdown)) rows[0].push_back(std::move(n));
+  const size_t width = rows[0].size();
+  for (const auto& s : r.steps) {
+    if (s.bench.empty()) {
+      rows.push_back({step_label(s), s.transformation, s.disposition, s.best_config});
+      rows.back().resize(width);
+      continue;
+    }
+    bool first = true;
+    for (const auto& b : s.bench) {
+      const bool head = first || markdown;  // Markdown repeats the step on every row
+      std::string config = markdown ? "`" + s.best_config + "`" : s.best_config;
+      rows.push_back({head ? step_label(s) : "", head ? s.transformation : "",
+                      head ? s.disposition : "", head ? config : "", b.shape});
+      for (auto& c : cols.cells(b)) rows.back().push_back(std::move(c));
+      first = false;
+    }
+  }
+  return rows;
+}
+
+// The memory-bound headline's reference: the documented bandwidth % of bandwidth is of.
+std::string bandwidth_line(const Report& r) {
+  if (!bytes_headlined(r) || r.provenance.memory_gbs <= 0) return "";
+  return fmt::format("{:.0f} GB/s (documented memory bandwidth of {})", r.provenance.memory_gbs,
+                     r.provenance.device);
+}
+
 // "passed 9, incorrect 2, pruned 420"
 std::string search_words(const StepRow& s) {
   std::string out;
@@ -77,31 +156,14 @@ std::string render_text(const Report& r) {
   o << fmt::format("device: {} [{}]\n", p.device.empty() ? "(not evaluated)" : p.device, p.backend);
   if (p.peak_tflops > 0)
     o << fmt::format("peak:   {:.3g} TFLOP/s ({})\n", p.peak_tflops, p.peak_source);
+  if (auto bw = bandwidth_line(r); !bw.empty()) o << "bandwidth: " << bw << "\n";
   if (p.measured_fp32_tflops > 0)
     o << fmt::format("measured FP32 FMA throughput: {:.3g} TFLOP/s\n", p.measured_fp32_tflops);
   if (!r.cross_reference.empty()) o << "cross-reference: " << cross_reference_line(r) << "\n";
   for (const auto& n : r.notes) o << "note: " << n << "\n";
   o << "\n";
   // One row per (step, shape); columns sized to their content.
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"ckpt", "step", "disposition", "best configuration", "shape", "GFLOP/s",
-                  "%vendor", "%peak", "x seed", "x parent", "spread"});
-  for (const auto& s : r.steps) {
-    if (s.bench.empty()) {
-      rows.push_back({step_label(s), s.transformation, s.disposition, s.best_config, "", "", "", "",
-                      "", "", ""});
-      continue;
-    }
-    bool first = true;
-    for (const auto& b : s.bench) {
-      rows.push_back({first ? step_label(s) : "", first ? s.transformation : "",
-                      first ? s.disposition : "", first ? s.best_config : "", b.shape,
-                      num(b.gflops), num(b.pct_of_baseline), num(b.pct_of_peak),
-                      num(b.speedup_vs_seed, "{:.2f}"), num(b.speedup_vs_parent, "{:.2f}"),
-                      pct(b.spread)});
-      first = false;
-    }
-  }
+  const auto rows = bench_table(r, false);
   std::vector<size_t> w(rows[0].size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
@@ -189,23 +251,24 @@ std::string render_markdown(const Report& r) {
   if (p.peak_tflops > 0)
     o << fmt::format("- Peak used for % of peak: {:.3g} TFLOP/s ({})\n", p.peak_tflops,
                      p.peak_source);
+  if (auto bw = bandwidth_line(r); !bw.empty())
+    o << "- Bandwidth used for % of bandwidth: " << bw << "\n";
   if (p.measured_fp32_tflops > 0)
     o << fmt::format("- Measured FP32 FMA throughput: {:.3g} TFLOP/s\n", p.measured_fp32_tflops);
   if (!r.cross_reference.empty()) o << "- Cross-reference: " << cross_reference_line(r) << "\n";
   for (const auto& n : r.notes) o << "- Note: " << n << "\n";
-  o << "\n| checkpoint | step | disposition | best configuration | shape | GFLOP/s | % of vendor | "
-       "% of peak | speedup vs seed | vs parent | spread |\n";
-  o << "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
-  for (const auto& s : r.steps) {
-    if (s.bench.empty())
-      o << fmt::format("| {} | {} | {} | {} | | | | | | | |\n", step_label(s), s.transformation,
-                       s.disposition, s.best_config);
-    for (const auto& b : s.bench)
-      o << fmt::format("| {} | {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
-                       step_label(s), s.transformation, s.disposition, s.best_config, b.shape,
-                       num(b.gflops), num(b.pct_of_baseline), num(b.pct_of_peak),
-                       num(b.speedup_vs_seed, "{:.2f}"), num(b.speedup_vs_parent, "{:.2f}"),
-                       pct(b.spread));
+  const auto rows = bench_table(r, true);
+  o << "\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::string line = "|";
+    for (size_t k = 0; k < rows[i].size(); ++k)  // a step's empty measures as bare bars
+      line += k >= 4 && rows[i][k].empty() ? " |" : " " + rows[i][k] + " |";
+    o << line << "\n";
+    if (i == 0) {  // left-aligned names, right-aligned numbers
+      o << "|---|---|---|---|---|";
+      for (size_t k = 5; k < rows[0].size(); ++k) o << "---:|";
+      o << "\n";
+    }
   }
   bool any_suite = false;
   for (const auto& s : r.steps) any_suite |= s.suite.has_value();

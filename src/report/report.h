@@ -37,6 +37,16 @@ struct BenchRow {
   std::vector<double> samples_ms, baseline_samples_ms;  // raw samples (device timer)
   double clock_mhz_before = 0, clock_mhz_after = 0;
   bool throttled = false;
+  // Memory-bound measures (results/summary.h SummaryBench; 0 where not measured): the family
+  // headlines this row with GB/s; the traffic of one launch, its rate (with the spread as error
+  // bars), its share of the documented memory bandwidth; the same-traffic copy of the same run
+  // (copy_method "": none timed) with its rate and 100 * its time / the candidate's.
+  bool bytes_headline = false;
+  double bytes = 0, gbs = 0, gbs_low = 0, gbs_high = 0, pct_of_bandwidth = 0;
+  std::string copy_method;
+  double copy_median_ms = 0, copy_gbs = 0, pct_of_copy = 0;
+  // FLOPs of one launch over its bytes (0 unless the context gives both): the roofline's x.
+  double intensity = 0;
 };
 
 // One tuning configuration evaluated for a step, from its build, validation and timing rows.
@@ -136,6 +146,7 @@ struct Provenance {
   bool throttled = false;
   double peak_tflops = 0;
   std::string peak_source;
+  double memory_gbs = 0;  // the device's documented memory bandwidth (0: unknown)
   double measured_fp32_tflops = 0;
   std::string peak_versions;   // of the peak that evaluated the steps, "" when not recorded
   std::string report_version;  // of this peak
@@ -189,6 +200,9 @@ struct Report {
   LiveState live;
   std::vector<CrossReference> cross_reference;  // add_cross_reference()
 };
+
+// Whether the report's results are headlined with GB/s (a bench row of a bytes-headlined family).
+bool bytes_headlined(const Report& r);
 
 struct ReportOptions {
   std::optional<int64_t> tip;  // default: HEAD's checkpoint, else the newest

@@ -438,6 +438,109 @@ TEST_F(ReportTest, ShowsTheInstructionMixOfTheBestConfiguration) {
   EXPECT_EQ(render_markdown(r).find("Instruction mix"), std::string::npos);
 }
 
+// A memory-bound kernel (bytes, no flops): the report headlines GB/s with its shares of the
+// same-run copy and of the documented bandwidth, says how % of copy was measured, and the page
+// places each step under the bandwidth ceilings; stats follow the same headline.
+TEST_F(ReportTest, AMemoryBoundReportHeadlinesGbsAndItsShares) {
+  testing::write_memory_bound_campaign(tmp_ / "ws", /*copy=*/true);
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_TRUE(bytes_headlined(r));
+  ASSERT_EQ(r.steps[1].bench.size(), 1u);
+  const BenchRow& b = r.steps[1].bench[0];
+  EXPECT_NEAR(b.gbs, 1048.576, 1e-6);  // 2 MiB in 2 us
+  EXPECT_NEAR(b.pct_of_copy, 80, 1e-9);
+  EXPECT_EQ(b.copy_method, "memcpy");
+  EXPECT_EQ(r.provenance.memory_gbs, 3350);
+  EXPECT_EQ(r.steps[0].bench[0].copy_method, "");  // the seed's run timed no copy
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("bandwidth: 3350 GB/s (documented memory bandwidth of NVIDIA H100 80GB "
+                      "HBM3)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("GFLOP/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("  GB/s  %copy  %bandwidth  %vendor  x seed  x parent  spread\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("note: % of copy: the copy's median time over the kernel's"),
+            std::string::npos)
+      << text;
+  const std::string md = render_markdown(r);
+  EXPECT_NE(
+      md.find("| shape | GB/s | % of copy | % of bandwidth | % of vendor | speedup vs seed | "
+              "vs parent | spread |\n|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(
+      md.find("| 2 | vectorize | passed | `BLOCK=256` | N=262144 | 1048.6 | 80.0 | 31.3 | - | "
+              "5.00 | 5.00 | 3.0% |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 1 | seed | passed | `BLOCK=64` | N=262144 | 209.7 | - | 6.3 | - |"),
+            std::string::npos)
+      << md;
+  json j = render_json(r);
+  EXPECT_EQ(j["memory_gbs"], 3350.0);
+  EXPECT_EQ(j["steps"][1]["bench"][0]["headline"], "bytes");
+  EXPECT_NEAR(j["steps"][1]["bench"][0]["pct_of_copy"].get<double>(), 80, 1e-9);
+  EXPECT_FALSE(j["steps"][0]["bench"][0].contains("pct_of_copy"));  // not measured: absent
+  Stats st = build_stats({{"ws", r}});
+  ASSERT_EQ(st.evolution.size(), 2u);
+  EXPECT_TRUE(st.evolution[1].bytes_headline);
+  EXPECT_NEAR(st.evolution[1].vs_seed, 5, 1e-9);  // of GB/s
+  EXPECT_NE(render_stats_text(st).find("1048.6 GB/s     x5.00         -   80.0%   31.3%"),
+            std::string::npos)
+      << render_stats_text(st);
+
+  auto html = render_html(r);
+  ASSERT_TRUE(html.is_ok()) << html.error();
+  fs::path page = tmp_ / "memory.html";
+  ASSERT_TRUE(write_file(page, *html).is_ok());
+  json checked =
+      check_page(page.string(), {"--charts", "5", "--expect-text", "Roofline", "--expect-text",
+                                 "under the bandwidth ceilings", "--expect-text", "% bandwidth"});
+  EXPECT_EQ(checked["ok"], true) << checked.dump(1);
+  bool roofline = false;
+  for (const auto& c : checked["charts"]) roofline |= c["label"] == "roofline";
+  EXPECT_TRUE(roofline) << checked.dump(1);
+}
+
+// Without a copy timed, no % of copy is shown and the report says it was not measured.
+TEST_F(ReportTest, AMemoryBoundReportWithoutACopySaysSo) {
+  testing::write_memory_bound_campaign(tmp_ / "ws", /*copy=*/false);
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_EQ(r.steps.size(), 2u);
+  EXPECT_EQ(r.steps[1].bench[0].pct_of_copy, 0);
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("note: % of copy: not measured (the runner timed no same-traffic copy"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1048.6      -        31.3"), std::string::npos) << text;
+}
+
+// Steps whose context gives flops and bytes sit on the roofline at their arithmetic intensity
+// under the compute and bandwidth ceilings (the measured copy's as a second line).
+TEST_F(ReportTest, TheRooflinePlacesStepsAtTheirIntensity) {
+  testing::write_memory_bound_campaign(tmp_ / "ws", /*copy=*/true);
+  Report r = report_of(tmp_ / "ws");
+  ASSERT_EQ(r.steps.size(), 2u);
+  for (auto& s : r.steps)
+    for (auto& b : s.bench) {
+      b.gflops = b.gbs / 4;  // 0.25 FLOP per byte
+      b.intensity = 0.25;
+    }
+  EXPECT_NE(render_text(r).find("  GB/s  %copy  %bandwidth  %vendor  GFLOP/s  x seed"),
+            std::string::npos)
+      << render_text(r);
+  auto html = render_html(r);
+  ASSERT_TRUE(html.is_ok()) << html.error();
+  fs::path page = tmp_ / "roofline.html";
+  ASSERT_TRUE(write_file(page, *html).is_ok());
+  json checked = check_page(page.string(),
+                            {"--charts", "5", "--expect-text", "FLOPs per byte of its traffic"});
+  EXPECT_EQ(checked["ok"], true) << checked.dump(1);
+}
+
 }  // namespace
 }  // namespace peak
 
@@ -472,6 +575,36 @@ SuiteResult vendor_suite() {
   s.rows[3].message = "out of memory\nsecond line";
   finish_suite(s);
   return s;
+}
+
+// A memory-bound suite without a vendor library: ratios of the same-run copy (% of copy / 100)
+// where one was timed, else of the documented bandwidth.
+TEST(Suite, AMemoryBoundSuiteIsRatedByCopyThenBandwidth) {
+  SuiteResult s;
+  s.bytes_headline = true;
+  s.memory_gbs = 3350;
+  SuiteRow a;
+  a.name = "rows-4096";
+  a.disposition = "passed";
+  a.gbs = 1675;
+  a.pct_of_bandwidth = 50;
+  a.pct_of_copy = 80;
+  s.rows = {a};
+  finish_suite(s);
+  EXPECT_EQ(suite_ratio_basis(s), "of copy");
+  EXPECT_DOUBLE_EQ(s.rows[0].ratio, 0.8);
+  const std::string text = suite_text(s);
+  EXPECT_NE(text.find("GB/s  %copy  %bandwidth  vendor GB/s  ratio of copy"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("same-traffic copy of the same run"), std::string::npos) << text;
+  SuiteResult back = suite_from_json(suite_json(s));
+  EXPECT_TRUE(back.bytes_headline);
+  EXPECT_DOUBLE_EQ(back.rows[0].ratio, 0.8);
+  s.rows[0].pct_of_copy = 0;  // no copy timed
+  finish_suite(s);
+  EXPECT_EQ(suite_ratio_basis(s), "of bandwidth");
+  EXPECT_DOUBLE_EQ(s.rows[0].ratio, 0.5);
+  EXPECT_EQ(suite_json(s)["ratio_of"], "bandwidth");
 }
 
 TEST(Suite, RatiosAndGeometricMean) {

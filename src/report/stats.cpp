@@ -53,6 +53,27 @@ Result<std::vector<fs::path>> find_stores(const fs::path& path) {
 
 namespace {
 
+// A step's numbers at one bench shape, as the evolution shows them (campaign, position and
+// vs_seed are the caller's).
+EvolutionPoint evolution_point(const StepRow& s, const BenchRow& b) {
+  EvolutionPoint p;
+  p.checkpoint = s.checkpoint;
+  p.transformation = s.transformation;
+  p.shape = b.shape;
+  p.gflops = b.gflops;
+  p.gflops_low = b.gflops_low;
+  p.gflops_high = b.gflops_high;
+  p.pct_of_vendor = b.pct_of_baseline;
+  p.pct_of_peak = b.pct_of_peak;
+  p.bytes_headline = b.bytes_headline;
+  p.gbs = b.gbs;
+  p.gbs_low = b.gbs_low;
+  p.gbs_high = b.gbs_high;
+  p.pct_of_copy = b.pct_of_copy;
+  p.pct_of_bandwidth = b.pct_of_bandwidth;
+  return p;
+}
+
 std::string model_of(const std::vector<AttemptRow>& rows, int attempt) {
   for (const auto& a : rows)
     if (a.attempt == attempt && a.pass > 0) {
@@ -143,20 +164,14 @@ Stats build_stats(const std::vector<std::pair<std::string, Report>>& reports) {
       // Performance along the history.
       if (s.checkpoint != 0) {
         for (const auto& b : s.bench) {
-          if (b.gflops <= 0) continue;
-          if (!s.parent) seed_gflops[b.shape] = b.gflops;
-          EvolutionPoint p;
+          // The headline rate: GB/s for a memory-bound family, else GFLOP/s.
+          const double rate = b.bytes_headline ? b.gbs : b.gflops;
+          if (rate <= 0) continue;
+          if (!s.parent) seed_gflops[b.shape] = rate;
+          EvolutionPoint p = evolution_point(s, b);
           p.campaign = label;
           p.step = index;
-          p.checkpoint = s.checkpoint;
-          p.transformation = s.transformation;
-          p.shape = b.shape;
-          p.gflops = b.gflops;
-          p.gflops_low = b.gflops_low;
-          p.gflops_high = b.gflops_high;
-          p.vs_seed = seed_gflops.count(b.shape) ? b.gflops / seed_gflops[b.shape] : 0;
-          p.pct_of_vendor = b.pct_of_baseline;
-          p.pct_of_peak = b.pct_of_peak;
+          p.vs_seed = seed_gflops.count(b.shape) ? rate / seed_gflops[b.shape] : 0;
           if (!b.baseline.empty()) c.baseline = b.baseline;
           st.evolution.push_back(p);
         }
@@ -217,6 +232,23 @@ std::string number(double v) { return fmt::format("{:.6g}", v); }
 
 }  // namespace
 
+namespace {
+
+std::string percent_or_dash(double v) { return v > 0 ? fmt::format("{:.1f}%", v) : "-"; }
+
+// One step of a sequence at one shape: its headline rate and shares.
+std::string evolution_line(const EvolutionPoint& p) {
+  if (p.bytes_headline)
+    return fmt::format("    {:>2} {:<16} {:>10.1f} GB/s     x{:<6.2f} {:>7} {:>7} {:>7}\n", p.step,
+                       p.transformation, p.gbs, p.vs_seed, percent_or_dash(p.pct_of_vendor),
+                       percent_or_dash(p.pct_of_copy), percent_or_dash(p.pct_of_bandwidth));
+  return fmt::format("    {:>2} {:<16} {:>10.1f} GFLOP/s  x{:<6.2f} {:>7} {:>7}\n", p.step,
+                     p.transformation, p.gflops, p.vs_seed, percent_or_dash(p.pct_of_vendor),
+                     percent_or_dash(p.pct_of_peak));
+}
+
+}  // namespace
+
 std::string render_stats_text(const Stats& s) {
   std::ostringstream o;
   o << fmt::format("peak stats: {} store(s)\n", s.campaigns.size());
@@ -241,7 +273,11 @@ std::string render_stats_text(const Stats& s) {
   for (const auto& e : s.errors)
     o << fmt::format("  {:>4}  {:<18} {:<16} {}\n", e.count, e.disposition, e.transformation,
                      e.example);
-  o << "\nperformance along each sequence (x seed, % of vendor library, % of peak):\n";
+  o << "\nperformance along each sequence (x seed, % of vendor library, % of peak";
+  if (std::any_of(s.evolution.begin(), s.evolution.end(),
+                  [](const EvolutionPoint& p) { return p.bytes_headline; }))
+    o << "; memory-bound: GB/s, x seed, % of vendor library, % of copy, % of bandwidth";
+  o << "):\n";
   std::string last;
   auto points = s.evolution;
   std::stable_sort(
@@ -251,10 +287,7 @@ std::string render_stats_text(const Stats& s) {
   for (const auto& p : points) {
     if (p.campaign + p.shape != last) o << fmt::format("  {} {}\n", p.campaign, p.shape);
     last = p.campaign + p.shape;
-    o << fmt::format("    {:>2} {:<16} {:>10.1f} GFLOP/s  x{:<6.2f} {:>7} {:>7}\n", p.step,
-                     p.transformation, p.gflops, p.vs_seed,
-                     p.pct_of_vendor > 0 ? fmt::format("{:.1f}%", p.pct_of_vendor) : "-",
-                     p.pct_of_peak > 0 ? fmt::format("{:.1f}%", p.pct_of_peak) : "-");
+    o << evolution_line(p);
   }
   o << "\ncost breakdown (seconds, share of the total):\n";
   o << fmt::format("  {:<40} {:>14} {:>14} {:>14} {:>14} {:>14} {:>9}\n", "campaign", "LLM",
@@ -318,6 +351,17 @@ json render_stats_json(const Stats& s) {
                               {"vs_seed", p.vs_seed},
                               {"pct_of_vendor", p.pct_of_vendor},
                               {"pct_of_peak", p.pct_of_peak}});
+  for (size_t i = 0; i < s.evolution.size(); ++i) {
+    const EvolutionPoint& p = s.evolution[i];
+    if (!p.bytes_headline && p.gbs <= 0) continue;  // absent for GFLOP/s families' points
+    json& e = j["evolution"][i];
+    if (p.bytes_headline) e["headline"] = "bytes";
+    e["gbs"] = p.gbs;
+    e["gbs_low"] = p.gbs_low;
+    e["gbs_high"] = p.gbs_high;
+    e["pct_of_copy"] = p.pct_of_copy;
+    e["pct_of_bandwidth"] = p.pct_of_bandwidth;
+  }
   j["costs"] = json::array();
   for (const auto& c : s.costs) j["costs"].push_back(cost_json(c));
   j["total"] = cost_json(s.total);
@@ -360,6 +404,14 @@ std::string render_stats_csv(const Stats& s) {
     if (p.pct_of_peak > 0)
       row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "pct_of_peak",
           p.pct_of_peak);
+    if (p.gbs > 0)
+      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "gbs", p.gbs);
+    if (p.pct_of_copy > 0)
+      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "pct_of_copy",
+          p.pct_of_copy);
+    if (p.pct_of_bandwidth > 0)
+      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "pct_of_bandwidth",
+          p.pct_of_bandwidth);
   }
   auto costs = s.costs;
   costs.push_back(s.total);

@@ -36,6 +36,10 @@ struct EvolutionPoint {
   std::string transformation, shape;
   double gflops = 0, vs_seed = 0, pct_of_vendor = 0, pct_of_peak = 0;
   double gflops_low = 0, gflops_high = 0;
+  // A memory-bound headline (BenchRow::bytes_headline): vs_seed is of GB/s, and GB/s with its
+  // error bars and its shares of the same-run copy and the documented bandwidth (0: not measured).
+  bool bytes_headline = false;
+  double gbs = 0, gbs_low = 0, gbs_high = 0, pct_of_copy = 0, pct_of_bandwidth = 0;
 };
 
 struct CostRow {

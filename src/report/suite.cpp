@@ -20,17 +20,34 @@ std::string cell(const std::string& m) {
   return s.size() > 120 ? s.substr(0, 117) + "..." : s;
 }
 
+// The measure columns: GFLOP/s and the vendor's; for a bytes headline GB/s, % of copy, % of
+// bandwidth and the vendor's GB/s.
+std::vector<std::string> measure_names(const SuiteResult& s) {
+  const std::string vendor = s.baseline.empty() ? "vendor" : s.baseline;
+  if (s.bytes_headline) return {"GB/s", "%copy", "%bandwidth", vendor + " GB/s"};
+  return {"GFLOP/s", vendor + " GFLOP/s"};
+}
+
+std::vector<std::string> measures(const SuiteResult& s, const SuiteRow& r) {
+  if (s.bytes_headline)
+    return {num(r.gbs), num(r.pct_of_copy), num(r.pct_of_bandwidth), num(r.baseline_gbs)};
+  return {num(r.gflops), num(r.baseline_gflops)};
+}
+
 std::vector<std::vector<std::string>> table(const SuiteResult& s) {
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"shape", "class", s.dims_names, "GFLOP/s",
-                  s.baseline.empty() ? "vendor GFLOP/s" : s.baseline + " GFLOP/s",
-                  "ratio " + suite_ratio_basis(s), "disposition"});
+  rows.push_back({"shape", "class", s.dims_names});
+  for (auto& n : measure_names(s)) rows.back().push_back(std::move(n));
+  rows.back().push_back("ratio " + suite_ratio_basis(s));
+  rows.back().push_back("disposition");
   if (s.dispatch > 0) rows.back().push_back("configuration (dispatched class)");
   for (const auto& r : s.rows) {
     std::string d = r.disposition;
     if (r.disposition != "passed" && !r.message.empty()) d += ": " + cell(r.message);
-    rows.push_back(
-        {r.name, r.cls, r.dims, num(r.gflops), num(r.baseline_gflops), ratio_text(r.ratio), d});
+    rows.push_back({r.name, r.cls, r.dims});
+    for (auto& m : measures(s, r)) rows.back().push_back(std::move(m));
+    rows.back().push_back(ratio_text(r.ratio));
+    rows.back().push_back(d);
     if (s.dispatch > 0)
       rows.back().push_back(
           r.config.empty()
@@ -61,7 +78,16 @@ std::string heading(const SuiteResult& s) {
   if (!s.dispatch_note.empty()) h += " [" + s.dispatch_note + "]";
   if (!s.device.empty()) h += ", on " + s.device;
   if (s.small) h += ", small suite";
-  if (s.baseline.empty())
+  if (s.baseline.empty() && s.bytes_headline)
+    h += suite_ratio_basis(s) == "of copy"
+             ? std::string("; no vendor library: ratios of the same-traffic copy of the same run")
+         : s.memory_gbs > 0
+             ? fmt::format(
+                   "; no vendor library and no copy timed: ratios of the documented "
+                   "memory bandwidth, {:.0f} GB/s",
+                   s.memory_gbs)
+             : "; no vendor library, no copy timed and no bandwidth known: no ratios";
+  else if (s.baseline.empty())
     h += s.peak_tflops > 0
              ? fmt::format("; no vendor library: ratios of the peak, {:.3g} TFLOP/s ({})",
                            s.peak_tflops, s.peak_source)
@@ -76,13 +102,14 @@ std::string suite_text(const SuiteResult& s) {
   std::ostringstream o;
   o << heading(s) << "\n";
   auto rows = table(s);
+  const size_t numbers_end = 3 + measure_names(s).size();  // the ratio's column
   std::vector<size_t> w(rows[0].size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i + 1 < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
   for (const auto& row : rows) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) {
-      bool right = i >= 3 && i <= 5;
+      bool right = i >= 3 && i <= numbers_end;
       if (i + 1 == row.size())
         line += row[i];
       else
@@ -113,7 +140,11 @@ std::string suite_markdown(const SuiteResult& s) {
       o << " " << t << " |";
     }
     o << "\n";
-    if (i == 0) o << "|---|---|---|---:|---:|---:|---|\n";
+    if (i == 0) {
+      o << "|---|---|---|";
+      for (size_t k = 0; k <= measure_names(s).size(); ++k) o << "---:|";
+      o << "---|\n";
+    }
   }
   o << "\n" << geomean_line(s) << "\n";
   return o.str();

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "context/testing.h"
 #include "store/store.h"
 #include "util/fs.h"
 
@@ -269,6 +270,62 @@ inline void write_campaign(const std::filesystem::path& dir, bool running = fals
   ASSERT_TRUE(
       st.update_workflow(*wid, "done", json{{"sequence", "hlsl-fp32"}, {"next_step", 2}}.dump())
           .is_ok());
+}
+
+namespace detail {
+// The summary of a memory-bound kernel (context/testing.h kCopyBytesToml: 8 * N bytes, no flops)
+// timed at N = 262144 in `median_ms` on an H100 SXM (3350 GB/s documented): its bench row headlined
+// with GB/s, with the same-run copy's time when `copy_ms` > 0.
+inline nlohmann::json memory_bound_summary(const std::string& best, double median_ms,
+                                           double copy_ms, double vs_seed, double vs_parent) {
+  nlohmann::json s = summary(best, 32, median_ms, 0.0, vs_seed, vs_parent);
+  s["device"]["name"] = "NVIDIA H100 80GB HBM3";
+  s["peak"] = {{"tflops", 67.0},
+               {"source", "documented FP32 peak of H100 SXM"},
+               {"documented_memory_gbs", 3350.0}};
+  nlohmann::json& b = s["bench"][0];
+  const double bytes = 8.0 * 262144;
+  b["shape"] = "N=262144";
+  b.erase("gflops");
+  b.erase("pct_of_peak");
+  b["headline"] = "bytes";
+  b["bytes"] = bytes;
+  b["gbs"] = bytes / (median_ms * 1e-3) / 1e9;
+  b["pct_of_bandwidth"] = 100 * b["gbs"].get<double>() / 3350;
+  if (copy_ms > 0) {
+    b["copy_method"] = "memcpy";
+    b["copy_median_ms"] = copy_ms;
+    b["copy_gbs"] = bytes / (copy_ms * 1e-3) / 1e9;
+    b["pct_of_copy"] = 100 * copy_ms / median_ms;
+    b["copy_samples_ms"] = {copy_ms};
+  }
+  return s;
+}
+}  // namespace detail
+
+// A memory-bound campaign: a seed and one step of kCopyBytesToml, the step's copy timed when
+// `copy` (the seed's never).
+inline void write_memory_bound_campaign(const std::filesystem::path& dir, bool copy) {
+  auto opened = Store::open(dir / ".peak", true);
+  ASSERT_TRUE(opened.is_ok()) << opened.error();
+  Store& st = **opened;
+  CheckpointRecord seed;
+  seed.branch = "main";
+  seed.message = "seed";
+  seed.context_blob = *st.put_blob(std::string(kCopyBytesToml));
+  seed.source_blob = *st.put_blob("// peak:begin device\nfloat x;\n// peak:end device\n");
+  seed.summary_json = detail::memory_bound_summary("BLOCK=64", 0.01, 0, 1.0, 1.0).dump();
+  auto c1 = st.add_checkpoint(seed);
+  ASSERT_TRUE(c1.is_ok()) << c1.error();
+  CheckpointRecord next = seed;
+  next.parent = *c1;
+  next.transformation = "vectorize";
+  next.message = "apply vectorize";
+  next.summary_json =
+      detail::memory_bound_summary("BLOCK=256", 0.002, copy ? 0.0016 : 0, 5.0, 5.0).dump();
+  auto c2 = st.add_checkpoint(next);
+  ASSERT_TRUE(c2.is_ok()) << c2.error();
+  ASSERT_TRUE(st.set_ref("main", *c2).is_ok());
 }
 
 inline nlohmann::json normalized(nlohmann::json j) {

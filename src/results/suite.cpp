@@ -17,10 +17,33 @@ double geometric_mean(const std::vector<double>& v) {
   return std::exp(sum / static_cast<double>(v.size()));
 }
 
+namespace {
+
+bool any_copy(const SuiteResult& s) {
+  for (const auto& r : s.rows)
+    if (r.pct_of_copy > 0) return true;
+  return false;
+}
+
+// A memory-bound row's ratio: of the vendor library, else of the copy, else of the bandwidth.
+double bytes_ratio(const SuiteResult& s, const SuiteRow& r, bool copy) {
+  if (!s.baseline.empty()) return r.baseline_gbs > 0 ? r.gbs / r.baseline_gbs : 0;
+  if (copy) return r.pct_of_copy / 100;
+  return s.memory_gbs > 0 ? r.gbs / s.memory_gbs : 0;
+}
+
+}  // namespace
+
 void finish_suite(SuiteResult& s) {
   std::vector<double> ratios;
+  const bool copy = any_copy(s);
   for (auto& r : s.rows) {
     r.ratio = 0;
+    if (s.bytes_headline) {
+      if (r.disposition == "passed" && r.gbs > 0) r.ratio = bytes_ratio(s, r, copy);
+      if (r.ratio > 0) ratios.push_back(r.ratio);
+      continue;
+    }
     if (r.disposition != "passed" || !(r.gflops > 0)) continue;
     if (!s.baseline.empty()) {
       if (r.baseline_gflops > 0) r.ratio = r.gflops / r.baseline_gflops;
@@ -34,7 +57,9 @@ void finish_suite(SuiteResult& s) {
 }
 
 std::string suite_ratio_basis(const SuiteResult& s) {
-  return s.baseline.empty() ? "of peak" : "of " + s.baseline;
+  if (!s.baseline.empty()) return "of " + s.baseline;
+  if (s.bytes_headline) return any_copy(s) ? "of copy" : "of bandwidth";
+  return "of peak";
 }
 
 json suite_json(const SuiteResult& s) {
@@ -55,31 +80,33 @@ json suite_json(const SuiteResult& s) {
            {"samples_ms", r.samples_ms},
            {"baseline_samples_ms", r.baseline_samples_ms}};
     if (!r.message.empty()) j["message"] = r.message;
+    if (s.bytes_headline || r.gbs > 0) {  // absent from the suites of GFLOP/s families
+      j["gbs"] = r.gbs;
+      j["baseline_gbs"] = r.baseline_gbs;
+      j["pct_of_bandwidth"] = r.pct_of_bandwidth;
+      j["pct_of_copy"] = r.pct_of_copy;
+    }
     if (!r.config.empty()) {
       j["config"] = r.config;
       j["dispatched_class"] = r.dispatched_class;
     }
     rows.push_back(std::move(j));
   }
-  return {{"kind", "peak-suite"},
-          {"format", kSuiteFormatVersion},
-          {"checkpoint", s.checkpoint},
-          {"evaluation", s.evaluation},
-          {"created_at", s.created_at},
-          {"device", s.device},
-          {"config", s.config},
-          {"default_config", s.default_config},
-          {"dispatch", s.dispatch},
-          {"dispatch_note", s.dispatch_note},
-          {"baseline", s.baseline},
-          {"ratio_of", s.baseline.empty() ? "peak" : s.baseline},
-          {"peak_tflops", s.peak_tflops},
-          {"peak_source", s.peak_source},
-          {"small", s.small},
-          {"dims_names", s.dims_names},
-          {"rows", rows},
-          {"geomean", s.geomean},
-          {"rated", s.rated}};
+  json out = {{"kind", "peak-suite"},         {"format", kSuiteFormatVersion},
+              {"checkpoint", s.checkpoint},   {"evaluation", s.evaluation},
+              {"created_at", s.created_at},   {"device", s.device},
+              {"config", s.config},           {"default_config", s.default_config},
+              {"dispatch", s.dispatch},       {"dispatch_note", s.dispatch_note},
+              {"baseline", s.baseline},       {"peak_tflops", s.peak_tflops},
+              {"peak_source", s.peak_source}, {"small", s.small},
+              {"dims_names", s.dims_names},   {"rows", rows},
+              {"geomean", s.geomean},         {"rated", s.rated}};
+  if (s.bytes_headline) {
+    out["headline"] = "bytes";
+    out["memory_gbs"] = s.memory_gbs;
+  }
+  out["ratio_of"] = suite_ratio_basis(s).substr(3);
+  return out;
 }
 
 namespace {
@@ -107,6 +134,8 @@ SuiteResult suite_from_json(const json& j) {
   s.peak_tflops = j.value("peak_tflops", 0.0);
   s.peak_source = j.value("peak_source", "");
   s.small = j.value("small", false);
+  s.bytes_headline = j.value("headline", "") == "bytes";
+  s.memory_gbs = j.value("memory_gbs", 0.0);
   s.dims_names = j.value("dims_names", "MxNxK");
   if (j.contains("rows") && j["rows"].is_array())
     for (const auto& r : j["rows"]) {
@@ -122,6 +151,10 @@ SuiteResult suite_from_json(const json& j) {
       row.baseline_gflops = r.value("baseline_gflops", 0.0);
       row.pct_of_peak = r.value("pct_of_peak", 0.0);
       row.median_ms = r.value("median_ms", 0.0);
+      row.gbs = r.value("gbs", 0.0);
+      row.baseline_gbs = r.value("baseline_gbs", 0.0);
+      row.pct_of_bandwidth = r.value("pct_of_bandwidth", 0.0);
+      row.pct_of_copy = r.value("pct_of_copy", 0.0);
       row.spread = r.value("spread", 0.0);
       row.baseline_median_ms = r.value("baseline_median_ms", 0.0);
       row.samples_ms = doubles(r, "samples_ms");

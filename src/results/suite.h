@@ -29,7 +29,11 @@ struct SuiteRow {
   double gflops = 0, baseline_gflops = 0, pct_of_peak = 0;
   double median_ms = 0, spread = 0, baseline_median_ms = 0;
   std::vector<double> samples_ms, baseline_samples_ms;  // raw samples (device timer)
-  double ratio = 0;  // finish_suite: GFLOP/s over the vendor's, or over the peak; 0: none
+  // Memory-bound measures (SuiteResult::bytes_headline; 0 where not measured): GB/s of the
+  // context's bytes, the vendor library's at the same bytes, the shares of the documented
+  // bandwidth and of the same-run copy (100 * copy time / candidate time).
+  double gbs = 0, baseline_gbs = 0, pct_of_bandwidth = 0, pct_of_copy = 0;
+  double ratio = 0;  // finish_suite: the rate over the vendor's, the peak's or the copy's; 0: none
   // With a dispatch table (results/dispatch.h): the class the rules give this shape and the
   // configuration it ran with; empty otherwise (every row ran SuiteResult::config).
   std::string dispatched_class;
@@ -50,6 +54,10 @@ struct SuiteResult {
   std::string baseline;  // the vendor library ("cublas", "hipblas"); "": ratios are of the peak
   double peak_tflops = 0;
   std::string peak_source;
+  // The family headlines GB/s (results/summary.h SummaryBench::headline): rows are rated by GB/s,
+  // without a vendor library of the copy (else of the documented bandwidth, memory_gbs).
+  bool bytes_headline = false;
+  double memory_gbs = 0;
   bool small = false;                // the suite's small variant (CPU devices)
   std::string dims_names = "MxNxK";  // the scalars' names, as SuiteRow::dims lists them
   std::vector<SuiteRow> rows;
@@ -60,11 +68,12 @@ struct SuiteResult {
 // Geometric mean; 0 when `v` is empty or holds a value that is not positive.
 double geometric_mean(const std::vector<double>& v);
 // Sets every row's ratio (a passed row's GFLOP/s over the vendor library's at that shape, or,
-// without a vendor library, over the peak) and the geometric mean over the rows that have one.
-// Rows that failed, and rows whose vendor timing is missing, have no ratio.
+// without a vendor library, over the peak; for a bytes headline GB/s over the vendor's, else
+// % of copy / 100, else GB/s over the documented bandwidth) and the geometric mean over the rows
+// that have one. Rows that failed, and rows whose vendor timing is missing, have no ratio.
 void finish_suite(SuiteResult& s);
 
-// "of cublas" / "of peak": what the ratios compare with.
+// "of cublas" / "of peak" / "of copy" / "of bandwidth": what the ratios compare with.
 std::string suite_ratio_basis(const SuiteResult& s);
 
 // JSON form (kind "peak-suite", format kSuiteFormatVersion) and back. from_json accepts what

@@ -1,6 +1,7 @@
 #include "results/summary.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace peak {
 
@@ -101,6 +102,15 @@ SummaryBench bench_from(json rest) {
   take(rest, "clock_mhz_before", b.clock_mhz_before);
   take(rest, "clock_mhz_after", b.clock_mhz_after);
   take(rest, "throttled", b.throttled);
+  take(rest, "headline", b.headline);
+  take(rest, "bytes", b.bytes);
+  take(rest, "gbs", b.gbs);
+  take(rest, "pct_of_bandwidth", b.pct_of_bandwidth);
+  take(rest, "copy_method", b.copy_method);
+  take(rest, "copy_median_ms", b.copy_median_ms);
+  take(rest, "copy_gbs", b.copy_gbs);
+  take(rest, "pct_of_copy", b.pct_of_copy);
+  take(rest, "copy_samples_ms", b.copy_samples_ms);
   b.extra = std::move(rest);
   return b;
 }
@@ -180,6 +190,7 @@ SummaryPeak peak_from(json rest) {
   SummaryPeak p;
   take(rest, "tflops", p.tflops);
   take(rest, "documented_fp32_tflops", p.documented_fp32_tflops);
+  take(rest, "documented_memory_gbs", p.documented_memory_gbs);
   take(rest, "source", p.source);
   p.extra = std::move(rest);
   return p;
@@ -279,6 +290,7 @@ json part_json(const SummaryPeak& p) {
   json j = with_extra(p.extra);
   put(j, "tflops", p.tflops);
   put(j, "documented_fp32_tflops", p.documented_fp32_tflops);
+  put(j, "documented_memory_gbs", p.documented_memory_gbs);
   put(j, "source", p.source);
   return j;
 }
@@ -380,6 +392,15 @@ json to_json(const SummaryBench& b) {
   put(j, "clock_mhz_before", b.clock_mhz_before);
   put(j, "clock_mhz_after", b.clock_mhz_after);
   put(j, "throttled", b.throttled);
+  put(j, "headline", b.headline);
+  put(j, "bytes", b.bytes);
+  put(j, "gbs", b.gbs);
+  put(j, "pct_of_bandwidth", b.pct_of_bandwidth);
+  put(j, "copy_method", b.copy_method);
+  put(j, "copy_median_ms", b.copy_median_ms);
+  put(j, "copy_gbs", b.copy_gbs);
+  put(j, "pct_of_copy", b.pct_of_copy);
+  put(j, "copy_samples_ms", b.copy_samples_ms);
   return j;
 }
 
@@ -423,6 +444,17 @@ json top_json(const EvalSummary& s) {
   json j = json::object();
   put_list(j, "top", s.top);
   return j.contains("top") ? j["top"] : json::array();
+}
+
+std::string headline_rate(const SummaryBench& b, int width) {
+  if (!b.bytes_headline()) return fmt::format("{:{}.1f} GFLOP/s", b.gflops.value_or(0.0), width);
+  std::vector<std::string> shares;
+  if (b.pct_of_copy) shares.push_back(fmt::format("{:.0f}% of copy", *b.pct_of_copy));
+  if (b.pct_of_bandwidth)
+    shares.push_back(fmt::format("{:.0f}% of bandwidth", *b.pct_of_bandwidth));
+  std::string out = fmt::format("{:{}.1f} GB/s", b.gbs.value_or(0.0), width);
+  if (!shares.empty()) out += fmt::format(" ({})", fmt::join(shares, ", "));
+  return out;
 }
 
 std::string EvalSummary::disposition_or_default() const {

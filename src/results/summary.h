@@ -34,10 +34,26 @@ struct SummaryBench {
   std::optional<double> speedup_vs_seed, speedup_vs_parent;
   std::optional<double> clock_mhz_before, clock_mhz_after;
   std::optional<bool> throttled;
+  // The headline of the context's family: "bytes" where results are headlined with GB/s; absent
+  // (older stores, matmul) for GFLOP/s.
+  std::optional<std::string> headline;
+  // Memory-bound measures, where the context gives `bytes` (absent: not measured): the traffic of
+  // one launch, its rate at the median time, and its share of the documented memory bandwidth.
+  std::optional<double> bytes, gbs, pct_of_bandwidth;
+  // The same-traffic copy timed in the same run (absent: the runner timed none): its method,
+  // median time and rate, and 100 * its median time / the candidate's.
+  std::optional<std::string> copy_method;
+  std::optional<double> copy_median_ms, copy_gbs, pct_of_copy;
+  std::optional<std::vector<double>> copy_samples_ms;
   nlohmann::json extra = nlohmann::json::object();
 
   bool passed() const { return disposition.value_or("") == "passed"; }
+  bool bytes_headline() const { return headline.value_or("") == "bytes"; }
 };
+
+// The headline rate of a timed row in words, its number `width` wide: "1234.5 GFLOP/s", or for a
+// bytes headline "812.3 GB/s (81% of copy, 24% of bandwidth)" (each share only when measured).
+std::string headline_rate(const SummaryBench& b, int width = 0);
 
 // One of the passing configurations, fastest first ("top").
 struct SummaryTop {
@@ -81,6 +97,7 @@ struct SummaryDevice {
 // The peak the percentages are of ("peak").
 struct SummaryPeak {
   std::optional<double> tflops, documented_fp32_tflops;
+  std::optional<double> documented_memory_gbs;  // the bytes gate and % of bandwidth
   std::optional<std::string> source;
   nlohmann::json extra = nlohmann::json::object();
 };

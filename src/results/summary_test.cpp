@@ -177,6 +177,44 @@ TEST(Summary, AbsentFieldsStayAbsent) {
   EXPECT_EQ(to_json(EvalSummary{}), json::object());
 }
 
+// A memory-bound row: the headline, GB/s and the shares of the bandwidth and of the same-run copy
+// are typed and round-trip; a row without them (older stores, GFLOP/s families) has none.
+TEST(Summary, MemoryBoundMeasuresAreTypedAndOptional) {
+  json row = {{"shape", "N=262144"},
+              {"disposition", "passed"},
+              {"median_ms", 0.002},
+              {"headline", "bytes"},
+              {"bytes", 4e6},
+              {"gbs", 2000.0},
+              {"pct_of_bandwidth", 50.0},
+              {"copy_method", "memcpy"},
+              {"copy_median_ms", 0.0016},
+              {"copy_gbs", 2500.0},
+              {"pct_of_copy", 80.0},
+              {"copy_samples_ms", {0.0016}}};
+  json j = {{"format", 1}, {"bench", {row}}, {"peak", {{"documented_memory_gbs", 4800.0}}}};
+  auto s = summary_from_json(j);
+  ASSERT_TRUE(s.is_ok()) << s.error();
+  const SummaryBench& b = *s->first_bench();
+  EXPECT_TRUE(b.bytes_headline());
+  EXPECT_EQ(b.gbs, 2000.0);
+  EXPECT_EQ(b.pct_of_copy, 80.0);
+  EXPECT_EQ(b.copy_method, "memcpy");
+  EXPECT_EQ(s->peak->documented_memory_gbs, 4800.0);
+  EXPECT_TRUE(b.extra.empty()) << b.extra.dump();
+  EXPECT_EQ(to_json(*s), j);
+  EXPECT_EQ(headline_rate(b), "2000.0 GB/s (80% of copy, 50% of bandwidth)");
+  // No copy timed: no share of it, never a zero.
+  SummaryBench no_copy = b;
+  no_copy.pct_of_copy.reset();
+  EXPECT_EQ(headline_rate(no_copy, 8), "  2000.0 GB/s (50% of bandwidth)");
+  // An older row (no headline) keeps the GFLOP/s headline, as before.
+  SummaryBench old = bench_from_json({{"gflops", 16.0}, {"gbs", 3.0}});
+  EXPECT_FALSE(old.bytes_headline());
+  EXPECT_EQ(headline_rate(old, 10), "      16.0 GFLOP/s");
+  EXPECT_FALSE(summary_or_empty(full_summary()).first_bench()->gbs);
+}
+
 // The summary a store of schema 1 recorded with a checkpoint (store/testdata/schema1.sql): no
 // format, no options, a bench row with few fields.
 json schema1_summary() {

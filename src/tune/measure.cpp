@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "family/family.h"
 #include "util/fs.h"
 #include "validate/task_timeout.h"
 
@@ -70,6 +71,9 @@ std::optional<RunnerTask> timing_task(Backend& backend, const DeviceFacts& devic
   t.repeat = false;
   t.timing = opts.policy;
   t.baseline = baseline;
+  // The same traffic copied on this device in the same task: the speed of light % of copy is of.
+  if (opts.with_copy && bound->bytes && *bound->bytes > 0)
+    t.copy_bytes = static_cast<int64_t>(*bound->bytes);
   t.output_dir = dir.string();
   return t;
 }
@@ -91,6 +95,8 @@ SampleStats read_timing(const KernelContext& ctx, const Shape& shape, const Task
     }
   }
   if (opts.peak_tflops > 0) m.pct_of_peak = 100.0 * m.gflops / (opts.peak_tflops * 1e3);
+  auto bytes = shape_bytes(ctx, shape);
+  read_memory_rates(bytes ? *bytes : 0, r.copy_samples_ms, r.copy_method, opts.memory_gbs, m);
   if (m.clock_mhz_before > 0 && m.clock_mhz_after > 0 &&
       m.clock_mhz_after < 0.9 * m.clock_mhz_before)
     m.throttled = true;
@@ -155,23 +161,6 @@ bool check_timed_outputs(Validator& validator, const KernelContext& ctx, const S
   return true;
 }
 
-// Rejects a time the device cannot have taken: one the host clock contradicts, or one faster than
-// the device's peak.
-void reject_impossible(const SampleStats& host, const MeasureOptions& opts, Measurement& m) {
-  if (m.host_clock_mismatch) {
-    m.disposition = Disposition::faster_than_peak;
-    m.message =
-        fmt::format("device timer ({:.4f} ms) disagrees with the host clock ({:.4f} ms): rejected",
-                    m.stats.median, host.median);
-    return;
-  }
-  if (opts.peak_tflops > 0 && m.gflops > opts.peak_tflops * 1e3 * 1.02) {
-    m.disposition = Disposition::faster_than_peak;
-    m.message = fmt::format("{:.0f} GFLOP/s exceeds the device's peak of {:.0f} GFLOP/s: rejected",
-                            m.gflops, opts.peak_tflops * 1e3);
-  }
-}
-
 // The measurement of shape `i` from its task's result, checked.
 void read_result(Validator& validator, const KernelContext& ctx, const Shape& shape, size_t i,
                  const TaskResult& r, const MeasureOptions& opts, Measurement& m) {
@@ -197,6 +186,49 @@ void read_result(Validator& validator, const KernelContext& ctx, const Shape& sh
 
 }  // namespace
 
+bool headlines_bytes(const KernelContext& ctx) {
+  return !ctx.bytes.empty() && family_of(ctx).headline(ctx) == Headline::bytes;
+}
+
+void read_memory_rates(double bytes, const std::vector<double>& copy_samples_ms,
+                       const std::string& copy_method, double memory_gbs, Measurement& m) {
+  if (!(bytes > 0) || !(m.stats.median > 0)) return;
+  m.bytes = bytes;
+  m.gbs = bytes / (m.stats.median * 1e-3) / 1e9;
+  if (memory_gbs > 0) m.pct_of_bandwidth = 100.0 * m.gbs / memory_gbs;
+  // No samples: the runner timed no copy, and there is no number to show.
+  if (copy_samples_ms.empty()) return;
+  m.copy_samples_ms = copy_samples_ms;
+  m.copy_method = copy_method;
+  m.copy_stats = compute_stats(copy_samples_ms);
+  if (!(m.copy_stats.median > 0)) return;
+  m.copy_gbs = bytes / (m.copy_stats.median * 1e-3) / 1e9;
+  m.pct_of_copy = 100.0 * m.copy_stats.median / m.stats.median;
+}
+
+void reject_impossible(const SampleStats& host, const MeasureOptions& opts, Measurement& m) {
+  if (m.host_clock_mismatch) {
+    m.disposition = Disposition::faster_than_peak;
+    m.message =
+        fmt::format("device timer ({:.4f} ms) disagrees with the host clock ({:.4f} ms): rejected",
+                    m.stats.median, host.median);
+    return;
+  }
+  // The same 2 % margin for both: the documented numbers are rounded datasheet figures.
+  if (opts.peak_tflops > 0 && m.gflops > opts.peak_tflops * 1e3 * 1.02) {
+    m.disposition = Disposition::faster_than_peak;
+    m.message = fmt::format("{:.0f} GFLOP/s exceeds the device's peak of {:.0f} GFLOP/s: rejected",
+                            m.gflops, opts.peak_tflops * 1e3);
+    return;
+  }
+  if (opts.memory_gbs > 0 && m.gbs > opts.memory_gbs * 1.02) {
+    m.disposition = Disposition::faster_than_peak;
+    m.message = fmt::format(
+        "{:.0f} GB/s exceeds the device's documented memory bandwidth of {:.0f} GB/s: rejected",
+        m.gbs, opts.memory_gbs);
+  }
+}
+
 std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
                                  const RunnerOptions& runner, Validator& validator,
                                  const KernelContext& ctx, const SourceRegions& source,
@@ -212,6 +244,7 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
     m.shape = shapes[i];
     m.config = config;
     m.baseline = baseline;
+    m.bytes_headline = headlines_bytes(ctx);
     out.push_back(m);
     if (!dir) {
       out.back().disposition = Disposition::crashed;

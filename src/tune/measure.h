@@ -26,6 +26,18 @@ struct Measurement {
   double gflops = 0, baseline_gflops = 0;
   double pct_of_baseline = 0;  // 100 * baseline time / candidate time
   double pct_of_peak = 0;      // of the documented (or measured) peak for the precision
+  // Memory-bound measures, where the context gives `bytes` (0 where it does not): the traffic of
+  // one launch at this shape, its rate at the median time, and the share of the device's
+  // documented memory bandwidth (MeasureOptions::memory_gbs) that rate is.
+  double bytes = 0, gbs = 0, pct_of_bandwidth = 0;
+  bool bytes_headline = false;  // the context's family headlines GB/s (headlines_bytes)
+  // The same-traffic copy timed in the same task (RunnerTask::copy_bytes): its samples and method
+  // as the runner returned them (empty: not measured), its rate, and 100 * its median time / the
+  // candidate's (the share of this device's attainable speed of light the kernel reaches).
+  std::vector<double> copy_samples_ms;
+  SampleStats copy_stats;
+  std::string copy_method;
+  double copy_gbs = 0, pct_of_copy = 0;
   double clock_mhz_before = 0, clock_mhz_after = 0;
   bool throttled = false;            // clock dropped by more than 10% during sampling
   bool host_clock_mismatch = false;  // device time far below host time / the reverse
@@ -51,7 +63,25 @@ struct MeasureOptions {
   bool with_baseline = true;
   uint64_t seed = 0x71e;
   double peak_tflops = 0;  // physical peak used for faster_than_peak and % of peak
+  // The device's documented memory bandwidth in GB/s (0: unknown): the bytes gate (a rate of the
+  // context's `bytes` above it is faster_than_peak) and % of bandwidth.
+  double memory_gbs = 0;
+  // Ask the runner to time a same-traffic copy beside the candidate (contexts with `bytes`).
+  bool with_copy = true;
 };
+
+// Whether results of `ctx` are headlined with GB/s: its family headlines bytes and it gives
+// `bytes` (a context with neither flops nor bytes keeps the GFLOP/s headline).
+bool headlines_bytes(const KernelContext& ctx);
+
+// The memory-bound measures of `m` (bytes, GB/s, % of bandwidth, and the copy's when
+// `copy_samples_ms` holds samples) from its median time; `bytes` is the context's at the shape.
+void read_memory_rates(double bytes, const std::vector<double>& copy_samples_ms,
+                       const std::string& copy_method, double memory_gbs, Measurement& m);
+// Rejects a time the device cannot have taken (faster_than_peak, with both numbers in the
+// message): one the host clock contradicts, a FLOP/s above opts.peak_tflops or a GB/s above
+// opts.memory_gbs (each with a 2 % margin). `host`: the statistics of the host times.
+void reject_impossible(const SampleStats& host, const MeasureOptions& opts, Measurement& m);
 
 // Times `build` (one configuration) on `shapes`; re-checks the outputs of the timed runs with
 // `validator` (sampled); rejects results faster than the peak.

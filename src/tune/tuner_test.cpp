@@ -18,14 +18,8 @@ namespace {
 
 // Builds every configuration except X=3; a group has X * Y threads. The launch plan (kPlan)
 // requires that X * Y != 4.
-class FakeBackend : public Backend {
+class FakeBackend : public testing::StubBackend {
  public:
-  std::string name() const override { return "fake"; }
-  std::string source_extension() const override { return ".txt"; }
-  std::map<std::string, std::string> translation_table() const override { return {}; }
-  std::filesystem::path runner() const override { return {}; }
-  std::vector<std::pair<std::string, std::string>> toolchain() const override { return {}; }
-  Result<DeviceFacts> probe(const std::string&, bool) override { return DeviceFacts{}; }
   BuildResult build(const BuildRequest& req) override {
     std::lock_guard<std::mutex> lock(mu_);
     built.push_back(req.defines);
@@ -41,20 +35,7 @@ class FakeBackend : public Backend {
     r.resources = {{"threads", x * y}, {"shared_bytes", 0}};
     return r;
   }
-  PlanDialect plan_dialect() const override {
-    PlanDialect d;
-    d.backend = "fake";
-    d.args = false;
-    d.shared = false;
-    return d;
-  }
-  std::string baseline(const KernelContext&, const DeviceFacts&) const override { return ""; }
   std::vector<Config> built;
-
- protected:
-  PlanResult resolve_plan(LaunchPlan&, const BuildResult&, const DeviceFacts&) override {
-    return {};
-  }
 
  private:
   std::mutex mu_;

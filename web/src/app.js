@@ -90,17 +90,23 @@
     const p = r.provenance || {};
     const steps = r.steps || [];
     const measured = steps.filter((s) => s.checkpoint && (s.bench || []).length);
+    // A memory-bound family headlines GB/s with its shares of the same-run copy and the bandwidth.
+    const bytes = steps.some((s) => (s.bench || []).some((b) => b.headline === 'bytes'));
+    const rate = bytes ? 'gbs' : 'gflops';
+    const unit = bytes ? 'GB/s' : 'GFLOP/s';
+    const roofed = measured.some((s) => s.bench.some((b) => b.gbs > 0));
     app.appendChild(el('header', {},
       el('h1', { text: `peak report: ${r.kernel}` }),
       el('p', { class: 'sub' }, `${r.source} · ${p.device || 'not evaluated yet'}`,
-        p.backend ? ` (${p.backend})` : '', p.peak_tflops ? ` · peak ${fmt(p.peak_tflops, 3)} TFLOP/s` : '')));
+        p.backend ? ` (${p.backend})` : '', p.peak_tflops ? ` · peak ${fmt(p.peak_tflops, 3)} TFLOP/s` : '',
+        r.memory_gbs ? ` · documented memory bandwidth ${fmt(r.memory_gbs, 0)} GB/s` : '')));
     if ((r.notes || []).length)
       app.appendChild(el('div', { class: 'notes', id: 'notes' },
         el('strong', { text: 'Partial report: ' }), el('ul', {}, r.notes.map((n) => el('li', { text: n })))));
     if (r.live && r.live.running) app.appendChild(renderLive(r.live));
 
     const suited = steps.filter((s) => s.suite && (s.suite.rows || []).length);
-    const nav = el('nav', {}, ['performance', 'speedup', 'tuning', 'costs', ...(suited.length ? ['suite'] : []),
+    const nav = el('nav', {}, ['performance', ...(roofed ? ['roofline'] : []), 'speedup', 'tuning', 'costs', ...(suited.length ? ['suite'] : []),
       'steps', 'provenance'].map((id) => el('a', { href: `#${id}`, text: id })));
     app.appendChild(nav);
 
@@ -117,11 +123,11 @@
       const labels = measured.map(stepLabel);
       const hasVendor = rows.some((b) => b && b.baseline_gflops > 0);
       const datasets = [{
-        type: 'lineWithErrorBars', label: 'GFLOP/s (median, error bars p25..p75)',
-        data: rows.map((b) => b ? { y: b.gflops, yMin: b.gflops_low, yMax: b.gflops_high } : null),
+        type: 'lineWithErrorBars', label: `${unit} (median, error bars p25..p75)`,
+        data: rows.map((b) => b ? { y: b[rate], yMin: b[rate + '_low'], yMax: b[rate + '_high'] } : null),
         borderColor: SERIES[0], backgroundColor: SERIES[0], yAxisID: 'y',
       }];
-      if (hasVendor)
+      if (hasVendor && !bytes)
         datasets.push({
           type: 'lineWithErrorBars', label: `${rows.find((b) => b && b.baseline).baseline} GFLOP/s (same run)`,
           data: rows.map((b) => b && b.baseline_gflops > 0 ? {
@@ -135,7 +141,12 @@
       if (hasVendor)
         pct.push({ type: 'line', label: '% of vendor library', data: rows.map((b) => b ? b.pct_of_baseline : null),
                    borderColor: SERIES[1], backgroundColor: SERIES[1], yAxisID: 'pct' });
-      if (rows.some((b) => b && b.pct_of_peak > 0))
+      for (const [key, label, color] of [['pct_of_copy', '% of copy (same run)', SERIES[3]],
+                                         ['pct_of_bandwidth', '% of documented bandwidth', SERIES[4]]])
+        if (bytes && rows.some((b) => b && b[key] > 0))
+          pct.push({ type: 'line', label, data: rows.map((b) => b ? b[key] || null : null),
+                     borderColor: color, backgroundColor: color, yAxisID: 'pct' });
+      if (!bytes && rows.some((b) => b && b.pct_of_peak > 0))
         pct.push({ type: 'line', label: '% of peak', data: rows.map((b) => b ? b.pct_of_peak : null),
                    borderColor: SERIES[2], backgroundColor: SERIES[2], yAxisID: 'pct', borderDash: [2, 3] });
       chart(box, {
@@ -143,15 +154,16 @@
         data: { labels, datasets: datasets.concat(pct) },
         options: {
           scales: {
-            y: { beginAtZero: true, title: { display: true, text: 'GFLOP/s' } },
+            y: { beginAtZero: true, title: { display: true, text: unit } },
             pct: { position: 'right', beginAtZero: true, grid: { drawOnChartArea: false },
                    title: { display: true, text: '%' }, display: pct.length > 0 },
           },
         },
       }, `performance ${shape}`);
     }
-    perf.appendChild(summaryTable(steps));
+    perf.appendChild(summaryTable(steps, bytes));
     app.appendChild(perf);
+    if (roofed) app.appendChild(renderRoofline(r, measured));
 
     // Parent -> child speedup.
     const sp = section('speedup', 'Speedup of each step over its parent');
@@ -253,7 +265,12 @@
       const su = section('suite', 'Shape suite (peak bench)');
       for (const s of suited) {
         const b = s.suite;
-        const basis = b.baseline ? `of ${b.baseline}` : 'of peak';
+        const basis = `of ${b.ratio_of || (b.baseline ? b.baseline : 'peak')}`;
+        const byteSuite = b.headline === 'bytes';
+        const vendor = b.baseline || 'vendor';
+        const heads = byteSuite ? ['GB/s', '% copy', '% bandwidth', `${vendor} GB/s`] : ['GFLOP/s', `${vendor} GFLOP/s`];
+        const cells = (x) => byteSuite ? [fmt(x.gbs), fmt(x.pct_of_copy), fmt(x.pct_of_bandwidth), fmt(x.baseline_gbs)]
+                                       : [fmt(x.gflops), fmt(x.baseline_gflops)];
         // With a dispatch table (`peak tune --classes`) every row ran its class's configuration.
         const dispatched = b.dispatch > 0;
         su.appendChild(el('h3', { text: `${stepLabel(s)} · ` + (dispatched
@@ -261,10 +278,9 @@
           : `${b.config || 'no tuning parameters'}${b.default_config ? ' (default values: never tuned)' : ''}`) +
           ` · ${b.device || ''}${b.small ? ' · small suite' : ''}${b.created_at ? ' · ' + b.created_at : ''}` }));
         if (b.dispatch_note) su.appendChild(el('p', { class: 'sub', text: b.dispatch_note }));
-        su.appendChild(table(['shape', 'class', b.dims_names || 'MxNxK', 'GFLOP/s',
-          b.baseline ? `${b.baseline} GFLOP/s` : 'vendor GFLOP/s', `ratio ${basis}`, 'disposition',
+        su.appendChild(table(['shape', 'class', b.dims_names || 'MxNxK', ...heads, `ratio ${basis}`, 'disposition',
           ...(dispatched ? ['configuration (dispatched class)'] : [])],
-          b.rows.map((x) => [x.name, x.class, x.dims, fmt(x.gflops), fmt(x.baseline_gflops), fmt(x.ratio, 3),
+          b.rows.map((x) => [x.name, x.class, x.dims, ...cells(x), fmt(x.ratio, 3),
             x.disposition === 'passed' ? badge('passed') : el('span', {}, badge(x.disposition), ' ', x.message || ''),
             ...(dispatched ? [x.config ? `${x.config} (${x.dispatched_class || 'no class'})` : '-'] : [])])));
         su.appendChild(el('p', { class: 'sub', text: b.rated
@@ -282,20 +298,86 @@
     app.appendChild(renderProvenance(r));
   }
 
-  function summaryTable(steps) {
+  // The bench table: GFLOP/s with its shares of the vendor library and the peak, or for a
+  // memory-bound headline GB/s with its shares of the same-run copy, the documented bandwidth and
+  // the vendor library (and GFLOP/s where the context gives flops).
+  function summaryTable(steps, bytes) {
+    const flops = steps.some((s) => (s.bench || []).some((b) => b.gflops > 0));
+    const heads = bytes ? ['GB/s', '% copy', '% bandwidth', '% vendor', ...(flops ? ['GFLOP/s'] : [])]
+                        : ['GFLOP/s', '% vendor', '% peak'];
+    const measures = (b) => !b ? heads.map(() => '')
+      : bytes ? [fmt(b.gbs), fmt(b.pct_of_copy), fmt(b.pct_of_bandwidth), fmt(b.pct_of_baseline), ...(flops ? [fmt(b.gflops)] : [])]
+        : [fmt(b.gflops), fmt(b.pct_of_baseline), fmt(b.pct_of_peak)];
     const rows = [];
     for (const s of steps) {
       const bench = s.bench && s.bench.length ? s.bench : [null];
       bench.forEach((b, i) => rows.push([
         i ? '' : (s.checkpoint ? `#${s.checkpoint}` : '-'), i ? '' : s.transformation,
-        i ? '' : badge(s.disposition), i ? '' : s.best_config, b ? b.shape : '',
-        b ? fmt(b.gflops) : '', b ? fmt(b.pct_of_baseline) : '', b ? fmt(b.pct_of_peak) : '',
+        i ? '' : badge(s.disposition), i ? '' : s.best_config, b ? b.shape : '', ...measures(b),
         b ? fmt(b.speedup_vs_seed, 2) : '', b ? fmt(b.speedup_vs_parent, 2) : '',
         b && b.spread ? `${(100 * b.spread).toFixed(1)}%` : '', b ? b.samples : '',
       ]));
     }
-    return table(['ckpt', 'step', 'disposition', 'best configuration', 'shape', 'GFLOP/s', '% vendor',
-                  '% peak', '× seed', '× parent', 'spread', 'samples'], rows, 'grid summary');
+    return table(['ckpt', 'step', 'disposition', 'best configuration', 'shape', ...heads, '× seed', '× parent',
+                  'spread', 'samples'], rows, 'grid summary');
+  }
+
+  // Every step on a roofline: attained GFLOP/s against arithmetic intensity (FLOPs per byte of the
+  // context's traffic) under the device's compute ceiling (the documented peak of the precision)
+  // and its bandwidth ceilings (the documented memory bandwidth, and the same-run copy's measured
+  // rate where one was timed). A context without flops has no intensity: its steps' GB/s are shown
+  // against the two bandwidth ceilings instead.
+  function renderRoofline(r, measured) {
+    const sec = section('roofline', 'Roofline');
+    const box = el('div', { class: 'chartbox wide' });
+    sec.appendChild(box);
+    const rows = measured.flatMap((s) => s.bench.filter((b) => b.gbs > 0).map((b) => ({ s, b })));
+    const copy = Math.max(0, ...rows.map(({ b }) => b.copy_gbs || 0));
+    const bw = r.memory_gbs || 0;
+    const peak = (r.peak_tflops || 0) * 1e3;
+    const placed = rows.filter(({ b }) => b.intensity > 0);
+    const ceilings = [];
+    if (placed.length) {
+      const xs = placed.map(({ b }) => b.intensity);
+      const lo = Math.min(...xs, peak && bw ? peak / bw : Infinity) / 8;
+      const hi = Math.max(...xs, peak && bw ? peak / bw : 0) * 8;
+      const line = (gbs) => Array.from({ length: 49 }, (_, i) => {
+        const x = lo * Math.pow(hi / lo, i / 48);
+        return { x, y: peak > 0 ? Math.min(peak, gbs * x) : gbs * x };
+      });
+      if (bw > 0) ceilings.push({ label: `documented bandwidth ${fmt(bw, 0)} GB/s${peak ? `, peak ${fmt(peak, 0)} GFLOP/s` : ''}`, data: line(bw) });
+      if (copy > 0) ceilings.push({ label: `measured copy ${fmt(copy, 0)} GB/s (same run)`, data: line(copy), borderDash: [6, 4] });
+      sec.appendChild(el('p', { class: 'sub', text: 'Each step at each bench shape: FLOPs per byte of its traffic against attained GFLOP/s (log scales).' }));
+      chart(box, {
+        type: 'scatter',
+        data: { datasets: [
+          ...ceilings.map((c, i) => Object.assign({ type: 'line', pointRadius: 0, borderWidth: 2, fill: false,
+            borderColor: i ? '#757575' : '#212121', backgroundColor: i ? '#757575' : '#212121' }, c)),
+          ...measured.map((s, i) => ({ label: stepLabel(s), pointRadius: 5, backgroundColor: SERIES[i % SERIES.length],
+            data: s.bench.filter((b) => b.intensity > 0).map((b) => ({ x: b.intensity, y: b.gflops })) })),
+        ] },
+        options: { scales: {
+          x: { type: 'logarithmic', title: { display: true, text: 'arithmetic intensity (FLOP/byte)' } },
+          y: { type: 'logarithmic', title: { display: true, text: 'GFLOP/s' } } } },
+      }, 'roofline');
+      return sec;
+    }
+    const shapes = [...new Set(rows.map(({ b }) => b.shape))];
+    const labels = measured.map(stepLabel);
+    const flat = (v) => labels.map(() => v);
+    if (bw > 0) ceilings.push({ label: `documented bandwidth ${fmt(bw, 0)} GB/s`, data: flat(bw), borderColor: '#212121' });
+    if (copy > 0) ceilings.push({ label: `measured copy ${fmt(copy, 0)} GB/s (same run)`, data: flat(copy), borderColor: '#757575', borderDash: [6, 4] });
+    sec.appendChild(el('p', { class: 'sub', text: 'The context gives no flops (no arithmetic intensity): each step\'s GB/s under the bandwidth ceilings.' }));
+    chart(box, {
+      type: 'line',
+      data: { labels, datasets: [
+        ...ceilings.map((c) => Object.assign({ pointRadius: 0, borderWidth: 2, fill: false }, c)),
+        ...shapes.map((shape, i) => ({ label: shape, backgroundColor: SERIES[i % SERIES.length], borderColor: SERIES[i % SERIES.length],
+          data: measured.map((s) => { const b = s.bench.find((x) => x.shape === shape); return b && b.gbs > 0 ? b.gbs : null; }) })),
+      ] },
+      options: { scales: { y: { beginAtZero: true, title: { display: true, text: 'GB/s' } } } },
+    }, 'roofline');
+    return sec;
   }
 
   function renderLive(l) {
@@ -484,7 +566,9 @@
       const labels = Array.from({ length: maxStep + 1 }, (_, i) => `step ${i}`);
       const egrid = el('div', { class: 'charts' });
       ev.appendChild(egrid);
-      const metrics = [['vs_seed', '× seed'], ['pct_of_vendor', '% of vendor library'], ['pct_of_peak', '% of peak']];
+      // Memory-bound sequences (headline bytes) add their shares of the same-run copy and the bandwidth.
+      const metrics = [['vs_seed', '× seed'], ['pct_of_vendor', '% of vendor library'], ['pct_of_peak', '% of peak'],
+                       ['pct_of_copy', '% of copy (memory-bound)'], ['pct_of_bandwidth', '% of documented bandwidth (memory-bound)']];
       for (const [metric, title] of metrics) {
         if (!points.some((p) => p[metric] > 0)) continue;
         const box = el('div', { class: 'chartbox' }, el('h3', { text: title }));
