@@ -16,6 +16,7 @@
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sha256.h"
+#include "family/family.h"
 
 namespace peak {
 namespace hip {
@@ -480,7 +481,11 @@ class HipBackend final : public Backend {
   }
 
  public:
+  // HIP runs on NVIDIA through the CUDA runner, which times the CUDA library of the family's
+  // HIP baseline (hipBLAS maps to cuBLAS); a family with no HIP baseline (the row kernels: no
+  // MIOpen path here) gets none, even where the CUDA runner could time cuDNN.
   std::string baseline(const KernelContext& ctx, const DeviceFacts& device) const override {
+    if (family_of(ctx).baseline(ctx, "hip").empty()) return "";
     return nvidia_->baseline(ctx, device);
   }
 
