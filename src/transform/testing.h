@@ -69,6 +69,58 @@ inline SourceRegions matmul_source() {
   return r.is_ok() ? *r : SourceRegions{};
 }
 
+// The naive softmax seed of the row families: one thread per row, three passes over it.
+inline constexpr const char* kSoftmaxSource =
+    "#include <cuda_runtime.h>\n"
+    "// peak:begin macros\n"
+    "// peak:end macros\n"
+    "// peak:begin device\n"
+    "__global__ void softmax(const float* X, float* Y, int R, int N) {\n"
+    "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (r >= R) return;\n"
+    "  const float* x = X + (size_t)r * N;\n"
+    "  float m = x[0];\n"
+    "  for (int c = 1; c < N; ++c) m = fmaxf(m, x[c]);\n"
+    "  float s = 0.0f;\n"
+    "  for (int c = 0; c < N; ++c) s += expf(x[c] - m);\n"
+    "  for (int c = 0; c < N; ++c) Y[(size_t)r * N + c] = expf(x[c] - m) / s;\n"
+    "}\n"
+    "// peak:end device\n"
+    "// peak:begin host\n"
+    "launch softmax\n"
+    "  grid = (ceil_div(R, BLOCK))\n"
+    "  block = (BLOCK)\n"
+    "  args = (X, Y, R, N)\n"
+    "// peak:end host\n";
+
+inline Shape row_shape(int64_t r, int64_t n) { return Shape{{{"R", r}, {"N", n}}}; }
+
+inline KernelContext softmax_context() {
+  KernelContext ctx;
+  ctx.name = "softmax-cuda-fp32";
+  ctx.description = "Y = softmax(X) along each row, row-major R x N";
+  ctx.backend = "cuda";
+  ctx.family = "softmax";
+  ctx.precision = "fp32";
+  ctx.source_file = "softmax.cu";
+  ctx.arrays = {{"X", DType::f32, "R * N", {}, false}, {"Y", DType::f32, "R * N", {}, true}};
+  ctx.scalars = {{"R", DType::i32, {}, 1, 1 << 20, 1}, {"N", DType::i32, {}, 1, 1 << 18, 1}};
+  ctx.valid = "R > 0 && N > 0";
+  ctx.bench_shapes = {row_shape(4096, 4096), row_shape(1, 128256)};
+  ctx.validation_shapes = {row_shape(100, 1000), row_shape(3, 40000)};
+  ctx.hidden_shapes = {row_shape(77, 555)};
+  ctx.small_shapes = {row_shape(61, 67)};
+  ctx.tuning = {{"BLOCK", {64, 128, 256}, 128}};
+  ctx.bytes = "4 * 2 * R * N";
+  return ctx;
+}
+
+inline SourceRegions softmax_source() {
+  auto r = split_regions(kSoftmaxSource, "softmax.cu");
+  EXPECT_TRUE(r.is_ok()) << r.error();
+  return r.is_ok() ? *r : SourceRegions{};
+}
+
 // Compares `actual` with the golden file src/transform/testdata/<name>; PEAK_UPDATE_GOLDEN=1
 // rewrites the file instead.
 inline void expect_golden(const std::string& name, const std::string& actual) {
