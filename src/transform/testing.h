@@ -93,26 +93,33 @@ inline constexpr const char* kSoftmaxSource =
     "  args = (X, Y, R, N)\n"
     "// peak:end host\n";
 
-inline Shape row_shape(int64_t r, int64_t n) { return Shape{{{"R", r}, {"N", n}}}; }
+// The softmax context of the row families' prompts, as kernel.toml text.
+inline constexpr const char* kSoftmaxToml = R"TOML(format = 3
+name = "softmax-cuda-fp32"
+description = "Y = softmax(X) along each row, row-major R x N"
+backend = "cuda"
+family = "softmax"
+precision = "fp32"
+source = "softmax.cu"
+reference = "seed"
+bytes = "4 * 2 * R * N"
+valid = "R > 0 && N > 0"
+arrays = [{ name = "X", dtype = "f32", size = "R * N" },
+          { name = "Y", dtype = "f32", size = "R * N", output = true }]
+scalars = [{ name = "R", dtype = "i32" }, { name = "N", dtype = "i32" }]
+tuning = [{ name = "BLOCK", values = [64, 128, 256], default = 128 }]
+
+[shapes]
+bench = [{ R = 4096, N = 4096 }, { R = 1, N = 128256 }]
+validation = [{ R = 100, N = 1000 }, { R = 3, N = 40000 }]
+hidden = [{ R = 77, N = 555 }]
+small = [{ R = 61, N = 67 }]
+)TOML";
 
 inline KernelContext softmax_context() {
-  KernelContext ctx;
-  ctx.name = "softmax-cuda-fp32";
-  ctx.description = "Y = softmax(X) along each row, row-major R x N";
-  ctx.backend = "cuda";
-  ctx.family = "softmax";
-  ctx.precision = "fp32";
-  ctx.source_file = "softmax.cu";
-  ctx.arrays = {{"X", DType::f32, "R * N", {}, false}, {"Y", DType::f32, "R * N", {}, true}};
-  ctx.scalars = {{"R", DType::i32, {}, 1, 1 << 20, 1}, {"N", DType::i32, {}, 1, 1 << 18, 1}};
-  ctx.valid = "R > 0 && N > 0";
-  ctx.bench_shapes = {row_shape(4096, 4096), row_shape(1, 128256)};
-  ctx.validation_shapes = {row_shape(100, 1000), row_shape(3, 40000)};
-  ctx.hidden_shapes = {row_shape(77, 555)};
-  ctx.small_shapes = {row_shape(61, 67)};
-  ctx.tuning = {{"BLOCK", {64, 128, 256}, 128}};
-  ctx.bytes = "4 * 2 * R * N";
-  return ctx;
+  auto ctx = parse_context(kSoftmaxToml, "kernel.toml");
+  EXPECT_TRUE(ctx.is_ok()) << ctx.error();
+  return ctx.is_ok() ? *ctx : KernelContext{};
 }
 
 inline SourceRegions softmax_source() {
