@@ -301,6 +301,29 @@ Status resolve_matrix(const toml::table& t, const Src& src, const fs::path& base
   return Status::ok();
 }
 
+// Each sequence runs on each context: a step written for other kernel families than a context's
+// is refused here, when the campaign is read, rather than in the middle of its runs. A context or
+// a library that cannot be read is left to the runs, which report it.
+Status check_families(const Campaign& c) {
+  std::vector<std::string> problems;
+  auto lib = load_library_for("", &problems);
+  if (!lib) return Status::ok();
+  for (const auto& ctx : c.contexts) {
+    auto kc = load_context(ctx.value);
+    if (!kc) continue;
+    for (const auto& s : c.sequences) {
+      auto seq = load_sequence(s.value);
+      if (!seq) continue;
+      if (auto why = sequence_family_problem(*seq, *lib, kc->family); !why.empty())
+        return bad(fmt::format(
+            "{}: sequence {} cannot run on context {}: {}; give each family's contexts a "
+            "campaign of their own",
+            c.file.string(), s.name, ctx.name, why));
+    }
+  }
+  return Status::ok();
+}
+
 // [[device]] tables; without any, one default device.
 Status parse_devices(const toml::table& t, const Src& src, Campaign& c) {
   const toml::node* dn = t.get("device");
@@ -428,6 +451,7 @@ Result<Campaign> parse_campaign(std::string_view text, const fs::path& file) {
   PEAK_TRY(parse_format(t, src, c));
   PEAK_TRY(parse_identity(t, src, base, c));
   PEAK_TRY(resolve_matrix(t, src, base, c));
+  PEAK_TRY(check_families(c));
   PEAK_TRY(parse_devices(t, src, c));
   PEAK_TRY(read_int(t, "attempts", src, 0, 1, 100, &c.attempts));
   auto deadline = get_number(t, "llm_deadline", src, 0, 1);

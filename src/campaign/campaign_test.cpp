@@ -179,6 +179,13 @@ TEST_F(CampaignTest, MistakesAreNamedWithTheirLine) {
        "select and devices exclude each other"},
       {"format = 1\n" + base + "\n[[device]]\ndevices = \"0,,1\"\n",
        "devices: --devices '0,,1': '' is not a device index"},
+      // Each sequence runs on each context: a matmul sequence on a softmax context is refused.
+      {"format = 1\nname = \"c\"\ncontexts = [\"matmul-hlsl-fp32\", \"" +
+           std::string(PEAK_SOURCE_DIR) +
+           "/src/cli/testdata/softmax-hlsl\"]\nsequences = [\"hlsl-fp32-short\"]\nllms = "
+           "[\"replay:hlsl-fp32\"]\n",
+       "sequence hlsl-fp32-short cannot run on context softmax-hlsl: step 1 (refactor): refactor "
+       "is written for the matmul family; this context is softmax"},
   };
   for (const auto& k : cases) {
     auto c = parse(k.text);

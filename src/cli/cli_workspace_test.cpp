@@ -305,6 +305,69 @@ TEST_F(Cli, ABrokenTransformationFileIsSkipped) {
   EXPECT_EQ(show.code, 0) << show.err;
 }
 
+// A workspace lists the transformations of its kernel's family; --all and outside a workspace,
+// every one with its families.
+TEST_F(Cli, TransformationsAreListedForTheWorkspacesFamily) {
+  fs::path ws = tmp_ / "softmax";
+  Out init =
+      peak({"init", std::string(PEAK_SOURCE_DIR) + "/src/cli/testdata/softmax-hlsl", ws.string()});
+  ASSERT_EQ(init.code, 0) << init.err;
+  Out list = peak({"transformations", "list"}, ws);
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_NE(list.out.find("transformations for the softmax family:"), std::string::npos)
+      << list.out;
+  EXPECT_NE(list.out.find("online-softmax"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("warp-reduce"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("thread-tiling"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("written for other families than softmax; --all lists them"),
+            std::string::npos)
+      << list.out;
+  Out json_list = peak({"--json", "transformations", "list"}, ws);
+  json j = json::parse(json_list.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << json_list.out;
+  for (const auto& t : j) EXPECT_NE(t["name"], "tb-tiling");
+
+  Out all = peak({"transformations", "list", "--all"}, ws);
+  EXPECT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("families"), std::string::npos) << all.out;
+  for (const char* name : {"thread-tiling", "online-softmax"})
+    EXPECT_NE(all.out.find(name), std::string::npos) << name << "\n" << all.out;
+  EXPECT_EQ(all.out.find("--all lists"), std::string::npos) << all.out;
+  Out outside = peak({"transformations", "list"});
+  EXPECT_EQ(outside.code, 0) << outside.err;
+  EXPECT_NE(outside.out.find("thread-tiling"), std::string::npos) << outside.out;
+  EXPECT_NE(outside.out.find("softmax, rmsnorm, layernorm"), std::string::npos) << outside.out;
+  Out show = peak({"transformations", "show", "thread-tiling"}, ws);
+  EXPECT_EQ(show.code, 0) << show.err;
+  EXPECT_EQ(show.out.rfind("families: matmul\n", 0), 0u) << show.out;
+}
+
+// A transformation or a sequence written for another family is refused before any model call.
+TEST_F(Cli, ATransformationOfAnotherFamilyIsRefusedBeforeAnyModelCall) {
+  fs::path ws = tmp_ / "softmax";
+  Out init =
+      peak({"init", std::string(PEAK_SOURCE_DIR) + "/src/cli/testdata/softmax-hlsl", ws.string()});
+  ASSERT_EQ(init.code, 0) << init.err;
+  const std::string why =
+      "thread-tiling is written for the matmul family; this context is softmax (transformations "
+      "list shows the ones for it; --all shows every one)";
+  std::string llm = command_llm(added_reply());
+  Out apply = peak({"apply", "thread-tiling", "--llm", llm}, ws);
+  EXPECT_EQ(apply.code, 2) << apply.out << apply.err;
+  EXPECT_NE(apply.err.find(why), std::string::npos) << apply.err;
+  EXPECT_EQ(llm_calls(), 0u);
+  Out manual = peak({"apply", "thread-tiling", "--llm", "manual"}, ws);
+  EXPECT_EQ(manual.code, 2) << manual.out << manual.err;
+  EXPECT_FALSE(fs::exists(ws / ".peak/manual/0001.prompt.md"));
+  Out run = peak({"run", "hlsl-fp32", "--llm", "manual"}, ws);
+  EXPECT_EQ(run.code, 2) << run.out << run.err;
+  EXPECT_NE(run.err.find("step 1 (refactor): refactor is written for the matmul family"),
+            std::string::npos)
+      << run.err;
+  EXPECT_FALSE(fs::exists(ws / ".peak/manual/0001.prompt.md"));
+  EXPECT_EQ(checkpoints(ws), 1u);
+}
+
 // The command line wins over a sequence file: attempts = 1 in the file, --attempts 2 given.
 TEST_F(Cli, CommandLineAttemptsWinOverTheSequenceFile) {
   fs::path ws = scale_workspace("ws");

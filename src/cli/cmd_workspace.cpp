@@ -108,18 +108,40 @@ int cmd_init(Options& o) {
 
 void setup_transformations(CLI::App* c, Options& o) {
   c->add_option("args", o.args, "list | show NAME");
+  c->add_flag("--all", o.all,
+              "list every transformation, also those written for other kernel families than the "
+              "workspace's");
 }
+
+namespace {
+
+// The table of `transformations list`; with `families`, a column naming each one's families.
+void print_transformations(const std::vector<Transformation>& lib, bool families) {
+  std::printf("%-20s %-4s %-7s %-24s %s%s\n", "name", "ver", "passes", "tuning parameters",
+              families ? "families                      " : "", "title");
+  for (const auto& t : lib) {
+    std::vector<std::string> tp;
+    for (const auto& p : t.tuning) tp.push_back(p.name);
+    const std::string fam = families ? fmt::format("{:<29} ", families_text(t)) : "";
+    std::printf("%-20s %-4d %-7zu %-24s %s%s\n", t.name.c_str(), t.version, t.passes.size(),
+                join(tp, ",").c_str(), fam.c_str(), t.title.c_str());
+  }
+}
+
+}  // namespace
 
 int cmd_transformations(Options& o) {
   std::vector<std::string> problems;
-  // The workspace's own transformations join the shared library inside a workspace.
+  // Inside a workspace: its own transformations join the shared library, and the list shows
+  // those written for its kernel's family unless --all.
+  // Any transformation can be shown, whatever family it is written for.
+  const std::string sub = o.args.empty() ? "list" : o.args[0];
   auto ws = Workspace::open(o.workspace);
-  auto l = ws ? (*ws)->library(&problems) : load_library_for("", &problems);
+  auto l = list_library(ws ? ws->get() : nullptr, o.all || sub == "show", &problems);
   if (!l) return fail(l.status());
   for (const auto& p : problems)
     note(fmt::format("warning: skipped a transformation file that cannot be read: {}", p));
-  const auto& lib = *l;
-  std::string sub = o.args.empty() ? "list" : o.args[0];
+  const auto& lib = l->shown;
   if (sub == "list") {
     if (o.json_out) {
       json j = json::array();
@@ -127,14 +149,11 @@ int cmd_transformations(Options& o) {
       emit_json(j);
       return kOk;
     }
-    std::printf("%-16s %-4s %-7s %-24s %s\n", "name", "ver", "passes", "tuning parameters",
-                "title");
-    for (const auto& t : lib) {
-      std::vector<std::string> tp;
-      for (const auto& p : t.tuning) tp.push_back(p.name);
-      std::printf("%-16s %-4d %-7zu %-24s %s\n", t.name.c_str(), t.version, t.passes.size(),
-                  join(tp, ",").c_str(), t.title.c_str());
-    }
+    if (l->family)
+      std::printf("transformations for the %s family:\n",
+                  l->family->empty() ? "generic" : l->family->c_str());
+    print_transformations(lib, !l->family);
+    if (auto line = others_line(*l); !line.empty()) std::printf("%s\n", line.c_str());
     return kOk;
   }
   if (sub == "show") {
@@ -148,7 +167,7 @@ int cmd_transformations(Options& o) {
       return kUsage;
     }
     auto text = read_file(t->path);
-    std::printf("%s", text ? text->c_str() : "");
+    std::printf("families: %s\n\n%s", families_text(*t).c_str(), text ? text->c_str() : "");
     return kOk;
   }
   err(fmt::format("unknown `transformations {}`; use `list` or `show NAME`", sub));

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/library.h"
 #include "engine/step.h"
 #include "engine/workspace.h"
 #include "transform/prompt.h"
@@ -440,6 +441,11 @@ ApplyResult Workspace::apply(const std::string& name, const ApplyOptions& opts, 
   if (!lib) return fail_kind(ErrorKind::input, lib.error());
   auto tr = find_transformation(*lib, name);
   if (!tr) return fail_kind(ErrorKind::input, tr.error());
+  // A transformation written for other kernel families is refused before any model call.
+  auto family = context_family(*this);
+  if (!family) return fail_kind(family.error_kind(), family.error());
+  if (auto why = family_problem(*tr, *family); !why.empty())
+    return fail_kind(ErrorKind::input, why);
   if (auto s = check_overrides({*tr}, opts.eval.tuning); !s)
     return fail_kind(s.kind(), s.message());
   auto driver = open_driver(opts);
@@ -523,6 +529,10 @@ Result<std::vector<Transformation>> Workspace::check_sequence(const Sequence& se
       return make_error(fmt::format("{}: {}", seq.path.string(), tr.error()), ErrorKind::input);
     steps.push_back(*tr);
   }
+  auto family = context_family(*this);
+  if (!family) return Error{family.error(), family.error_kind()};
+  if (auto why = sequence_family_problem(seq, *lib, *family); !why.empty())
+    return make_error(fmt::format("{}: {}", seq.path.string(), why), ErrorKind::input);
   if (opts.from_step >= static_cast<int>(seq.steps.size()))
     return make_error(
         fmt::format("--from {}: sequence {} has {} step{}, numbered from 0 (the "

@@ -15,6 +15,7 @@ json transformation_json(const Transformation& t) {
             {"backends", t.backends}, {"passes", t.passes.size()}, {"regions", regions},
             {"tuning", tuning},       {"path", t.path.string()}};
   if (!t.required_arch.empty()) j["requires"] = t.required_arch;
+  j["families"] = t.families;  // empty: any family
   return j;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "engine/paths.h"
+#include "engine/workspace.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -75,6 +76,53 @@ Result<std::vector<Transformation>> load_library_for(const fs::path& workspace,
     lib->push_back(std::move(t));
   }
   return lib;
+}
+
+LibraryListing filter_library(std::vector<Transformation> lib,
+                              const std::optional<std::string>& family, bool all) {
+  LibraryListing out;
+  if (all || !family) {
+    out.shown = std::move(lib);
+    return out;
+  }
+  out.family = family;
+  for (auto& t : lib) {
+    if (t.suits_family(*family))
+      out.shown.push_back(std::move(t));
+    else
+      ++out.others;
+  }
+  return out;
+}
+
+Result<std::string> context_family(const Workspace& ws) {
+  auto head = ws.head();
+  if (!head) return Error{head.error(), head.error_kind()};
+  auto files = ws.checkpoint_files(head->id);
+  if (!files) return Error{files.error(), files.error_kind()};
+  return files->first.family;
+}
+
+Result<LibraryListing> list_library(const Workspace* ws, bool all,
+                                    std::vector<std::string>* problems) {
+  auto lib = ws ? ws->library(problems) : load_library_for("", problems);
+  if (!lib) return Error{lib.error(), lib.error_kind()};
+  std::optional<std::string> family;
+  if (ws && !all) {
+    auto f = context_family(*ws);
+    if (!f) return Error{f.error(), f.error_kind()};
+    family = *f;
+  }
+  return filter_library(std::move(*lib), family, all);
+}
+
+std::string others_line(const LibraryListing& l) {
+  if (l.others == 0) return "";
+  return fmt::format(
+      "{} more transformation{} {} written for other families than {}; --all lists {}", l.others,
+      l.others == 1 ? "" : "s", l.others == 1 ? "is" : "are",
+      l.family && !l.family->empty() ? *l.family : "the generic family",
+      l.others == 1 ? "it" : "them");
 }
 
 Result<Transformation> write_transformation(const fs::path& workspace, const std::string& text) {

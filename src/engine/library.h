@@ -2,6 +2,7 @@
 // Where peak finds its inputs: kernel contexts and sequences (by path or by name under the data
 // folder) and the transformation library (the shared one plus a workspace's own).
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,8 @@
 #include "util/result.h"
 
 namespace peak {
+
+class Workspace;
 
 // A kernel context folder: `arg` as a path, else a name under <data>/examples.
 Result<std::filesystem::path> find_context(const std::string& arg);
@@ -26,6 +29,26 @@ std::filesystem::path workspace_library_dir(const std::filesystem::path& workspa
 // read is named there and skipped instead of failing the whole library.
 Result<std::vector<Transformation>> load_library_for(const std::filesystem::path& workspace,
                                                      std::vector<std::string>* problems = nullptr);
+// What a listing of the library shows: in a workspace the transformations written for its
+// context's family (KernelContext::family; the generic family "" sees those that name no family),
+// else every one.
+struct LibraryListing {
+  std::vector<Transformation> shown;
+  std::optional<std::string> family;  // the family the listing is for; nullopt: every one shown
+  size_t others = 0;                  // transformations left out, written for other families
+};
+// `lib` as seen from a context of `family` (nullopt or `all`: every transformation).
+LibraryListing filter_library(std::vector<Transformation> lib,
+                              const std::optional<std::string>& family, bool all);
+// The library of `ws` (null: outside a workspace, the shared library) filtered for the family of
+// its HEAD context unless `all`.
+Result<LibraryListing> list_library(const Workspace* ws, bool all,
+                                    std::vector<std::string>* problems = nullptr);
+// "3 more transformations are written for other families; --all lists them", or "".
+std::string others_line(const LibraryListing& l);
+// The family of the kernel at the HEAD of `ws` ("" for the generic family).
+Result<std::string> context_family(const Workspace& ws);
+
 // Checks `text` as a transformation file (docs/transformations.md) and writes it to the
 // workspace's library as <name>.md, where <name> is the name in its front matter. Refused: a
 // malformed file (the parser's message says what is wrong), a name the shared library holds.

@@ -1,5 +1,7 @@
 #include "engine/library.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "engine/paths.h"
@@ -41,6 +43,34 @@ TEST(Api, WritesAValidatedTransformationIntoTheWorkspaceLibrary) {
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().find("already has"), std::string::npos);
   std::filesystem::remove_all(*d);
+}
+
+TEST(Api, ListsTheTransformationsOfAFamily) {
+  auto lib = load_library_for("");
+  ASSERT_TRUE(lib) << lib.error();
+  auto has = [](const LibraryListing& l, const std::string& name) {
+    return std::any_of(l.shown.begin(), l.shown.end(),
+                       [&](const Transformation& t) { return t.name == name; });
+  };
+  LibraryListing softmax = filter_library(*lib, std::string("softmax"), false);
+  EXPECT_TRUE(has(softmax, "online-softmax"));
+  EXPECT_TRUE(has(softmax, "warp-reduce"));
+  EXPECT_FALSE(has(softmax, "tb-tiling"));
+  EXPECT_EQ(softmax.shown.size() + softmax.others, lib->size());
+  EXPECT_NE(others_line(softmax).find("written for other families than softmax; --all lists them"),
+            std::string::npos)
+      << others_line(softmax);
+  LibraryListing rmsnorm = filter_library(*lib, std::string("rmsnorm"), false);
+  EXPECT_FALSE(has(rmsnorm, "online-softmax")) << "softmax's alone";
+  EXPECT_TRUE(has(rmsnorm, "row-per-block"));
+  LibraryListing generic = filter_library(*lib, std::string(""), false);
+  EXPECT_TRUE(generic.shown.empty()) << "every shipped transformation names its families";
+  EXPECT_NE(others_line(generic).find("than the generic family"), std::string::npos);
+  LibraryListing all = filter_library(*lib, std::string("softmax"), true);
+  EXPECT_EQ(all.shown.size(), lib->size());
+  EXPECT_EQ(all.others, 0u);
+  EXPECT_FALSE(all.family);
+  EXPECT_EQ(others_line(all), "");
 }
 
 TEST(Api, FindsContextsAndSequencesByName) {

@@ -253,6 +253,8 @@ Workspace::StepRun::Ended Workspace::StepRun::resolve() {
     return fail_kind(ErrorKind::input,
                      fmt::format("transformation {} does not support backend {} (it supports: {})",
                                  T.name, ctx.backend, join(T.backends, ", ")));
+  if (auto why = family_problem(T, ctx.family); !why.empty())
+    return fail_kind(ErrorKind::input, why);
   // `requires` names a CUDA architecture: on another backend it is refused before any probing.
   if (auto why = requirement_problem(T, ctx.backend, "", ""); !why.empty())
     return fail_kind(ErrorKind::input, why);

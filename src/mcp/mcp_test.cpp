@@ -2,6 +2,7 @@
 #include <chrono>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -170,6 +171,41 @@ TEST_F(McpServerTest, LongCallsAreCheckedBeforeTheyTakeTheWorker) {
     EXPECT_EQ(text.find("busy"), std::string::npos) << text;
     EXPECT_TRUE(server->job_status().is_null()) << "nothing runs";
   }
+}
+
+// In a workspace the library is its kernel's family's (`all` lists every one), and apply of a
+// transformation written for another family is refused before anything runs.
+TEST_F(McpServerTest, TransformationsAreTheWorkspacesFamilys) {
+  initialize();
+  const std::filesystem::path ctx = std::filesystem::path(PEAK_SOURCE_DIR) / "src/cli/testdata";
+  std::filesystem::copy(ctx / "softmax-hlsl", root / "softmax-hlsl",
+                        std::filesystem::copy_options::recursive);
+  json init = request("tools/call", {{"name", "init"},
+                                     {"arguments", {{"context", "softmax-hlsl"}, {"dir", "ws"}}}});
+  ASSERT_FALSE(init["result"]["isError"]) << init.dump();
+  auto names = [](const json& r) {
+    std::set<std::string> out;
+    for (const auto& t : r["result"]["structuredContent"]["transformations"])
+      out.insert(t["name"].get<std::string>());
+    return out;
+  };
+  json list = request("tools/call", {{"name", "transformations_list"}, {"arguments", json::object()}});
+  ASSERT_FALSE(list["result"]["isError"]) << list.dump();
+  EXPECT_TRUE(names(list).count("warp-reduce")) << list.dump();
+  EXPECT_FALSE(names(list).count("tb-tiling")) << list.dump();
+  EXPECT_EQ(list["result"]["structuredContent"]["family"], "softmax");
+  EXPECT_GT(list["result"]["structuredContent"]["others"].get<int>(), 0);
+  json all = request("tools/call",
+                     {{"name", "transformations_list"}, {"arguments", {{"all", true}}}});
+  EXPECT_TRUE(names(all).count("tb-tiling")) << all.dump();
+  json apply = request("tools/call", {{"name", "apply"},
+                                      {"arguments", {{"transformation", "tb-tiling"}}}});
+  EXPECT_TRUE(apply["result"]["isError"]) << apply.dump();
+  std::string text = apply["result"]["content"][0]["text"];
+  EXPECT_NE(text.find("tb-tiling is written for the matmul family; this context is softmax"),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(server->job_status().is_null()) << "nothing runs";
 }
 
 TEST(CheckArguments, TypesRequiredEnumsAndExtras) {

@@ -339,16 +339,21 @@ Result<std::vector<Transformation>> library_of(McpServer& server, const json& a)
 }
 
 ToolResult t_transformations_list(const json& a, ToolContext& ctx) {
-  auto lib = library_of(ctx.server, a);
-  if (!lib) return ToolResult::error(lib.error());
+  // In a workspace, those written for its kernel's family unless `all` (engine/library.h).
+  auto ws = open_workspace(ctx.server, a);
+  auto l = list_library(ws ? ws->get() : nullptr, b_arg(a, "all"));
+  if (!l) return ToolResult::error(l.error());
   json list = json::array();
   std::string text;
-  for (const auto& t : *lib) {
+  for (const auto& t : l->shown) {
     list.push_back(transformation_json(t));
-    text +=
-        fmt::format("{:<16} v{} {} pass(es)  {}\n", t.name, t.version, t.passes.size(), t.title);
+    text += fmt::format("{:<20} v{} {} pass(es)  {}{}\n", t.name, t.version, t.passes.size(),
+                        l->family ? "" : "[" + families_text(t) + "] ", t.title);
   }
-  return ok({{"transformations", list}}, text);
+  if (auto line = others_line(*l); !line.empty()) text += line + " (all: true)\n";
+  json j{{"transformations", list}, {"others", l->others}};
+  if (l->family) j["family"] = *l->family;
+  return ok(j, text);
 }
 
 ToolResult t_transformation_show(const json& a, ToolContext& ctx) {
@@ -660,8 +665,11 @@ void add_library_tools(std::vector<Tool>& t) {
                   {"workspace"}),
        false, true, false, t_init});
   add({"transformations_list", "List transformations",
-       "The library of natural transformations: peak's shared library plus the workspace's own.",
-       object_schema(with_workspace({})),
+       "The library of natural transformations: peak's shared library plus the workspace's own. "
+       "In a workspace, only those written for its kernel's family (others: how many are left "
+       "out); all lists every one with its families.",
+       object_schema(with_workspace(
+           {{"all", boolean("every transformation, also those for other kernel families")}})),
        out_schema({{"transformations", {{"type", "array"}}}}, {"transformations"}), false, false,
        true, t_transformations_list});
   add({"transformation_show", "Show a transformation",
@@ -905,7 +913,12 @@ std::optional<std::string> check_long_call(const Tool& tool, const json& a, Tool
     auto c = confine(ctx.server.options().root, p->string(),
                      {ctx.server.options().root, data_path("sequences")});
     if (!c) return c.error();
-    if (auto seq = load_sequence(*c); !seq) return seq.error();
+    auto seq = load_sequence(*c);
+    if (!seq) return seq.error();
+    auto lib = (*ws)->library();
+    auto family = context_family(**ws);
+    if (lib && family)
+      if (auto why = sequence_family_problem(*seq, *lib, *family); !why.empty()) return why;
   }
   if (name == "apply" || name == "run") {
     auto ao = apply_from(**ws, a, ctx);
@@ -916,7 +929,11 @@ std::optional<std::string> check_long_call(const Tool& tool, const json& a, Tool
   if (name == "apply") {
     auto lib = (*ws)->library();
     if (!lib) return lib.error();
-    if (auto t = find_transformation(*lib, s_arg(a, "transformation")); !t) return t.error();
+    auto t = find_transformation(*lib, s_arg(a, "transformation"));
+    if (!t) return t.error();
+    auto family = context_family(**ws);
+    if (!family) return family.error();
+    if (auto why = family_problem(*t, *family); !why.empty()) return why;
   }
   return std::nullopt;
 }

@@ -37,6 +37,30 @@ const char* kHlslSource =
     "  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))\n"
     "// peak:end host\n";
 
+// The softmax seed in HLSL, for the row transformations' HLSL prompts.
+const char* kHlslSoftmaxSource =
+    "[[vk::binding(0, 0)]] StructuredBuffer<float> X;\n"
+    "[[vk::binding(1, 0)]] RWStructuredBuffer<float> Y;\n"
+    "[[vk::binding(2, 0)]] cbuffer Scalars { int R; int N; };\n"
+    "// peak:begin macros\n"
+    "// peak:end macros\n"
+    "// peak:begin device\n"
+    "[numthreads(BLOCK, 1, 1)]\n"
+    "void softmax(uint3 tid : SV_DispatchThreadID) {\n"
+    "  int r = (int)tid.x;\n"
+    "  if (r >= R) return;\n"
+    "  float m = X[r * N];\n"
+    "  for (int c = 1; c < N; ++c) m = max(m, X[r * N + c]);\n"
+    "  float s = 0.0f;\n"
+    "  for (int c = 0; c < N; ++c) s += exp(X[r * N + c] - m);\n"
+    "  for (int c = 0; c < N; ++c) Y[r * N + c] = exp(X[r * N + c] - m) / s;\n"
+    "}\n"
+    "// peak:end device\n"
+    "// peak:begin host\n"
+    "launch softmax\n"
+    "  grid = (ceil_div(R, BLOCK))\n"
+    "// peak:end host\n";
+
 std::string fmt_pass_header(int index) {
   return "######## pass " + std::to_string(index) + "\n";
 }
@@ -48,13 +72,16 @@ std::vector<Transformation> library() {
 }
 
 // Every pass of `t` for `backend`, as the workspace would render it on an H100 (device notes
-// for "H100" apply), the context as the transformation leaves it.
+// for "H100" apply), the context as the transformation leaves it: the matmul seed for the
+// transformations that suit matmul, the softmax seed for those of the row families.
 std::string render_all_passes(const Transformation& t, const std::string& backend) {
-  KernelContext ctx = transformed_context(t, testing::matmul_context());
+  const bool matmul = t.suits_family("matmul");
+  KernelContext ctx =
+      transformed_context(t, matmul ? testing::matmul_context() : testing::softmax_context());
   ctx.backend = backend;
-  SourceRegions src = testing::matmul_source();
+  SourceRegions src = matmul ? testing::matmul_source() : testing::softmax_source();
   if (backend == "hlsl") {
-    auto r = split_regions(kHlslSource, "kernel.hlsl");
+    auto r = split_regions(matmul ? kHlslSource : kHlslSoftmaxSource, "kernel.hlsl");
     EXPECT_TRUE(r.is_ok()) << r.error();
     if (r.is_ok()) src = *r;
   }
@@ -85,6 +112,57 @@ TEST(ShippedLibrary, EveryTransformationRendersItsGoldenPromptsPerBackend) {
       SCOPED_TRACE(t.name + " / " + backend);
       expect_golden("library/" + t.name + "." + backend + ".txt", render_all_passes(t, backend));
     }
+}
+
+// Every shipped transformation says which families it is written for: the folder's.
+TEST(ShippedLibrary, EachFolderNamesItsFamilies) {
+  const std::set<std::string> rows = {"softmax", "rmsnorm", "layernorm"};
+  size_t row_count = 0;
+  for (const auto& t : library()) {
+    SCOPED_TRACE(t.name);
+    const std::string folder = t.path.parent_path().filename().string();
+    ASSERT_FALSE(t.families.empty());
+    if (folder == "matmul") {
+      EXPECT_EQ(t.families, std::vector<std::string>{"matmul"});
+    }
+    if (folder != "rows") continue;
+    ++row_count;
+    for (const auto& f : t.families) EXPECT_TRUE(rows.count(f)) << f;
+    for (const std::string backend : {"cuda", "hip", "hlsl"}) EXPECT_TRUE(t.supports(backend));
+  }
+  EXPECT_GE(row_count, 8u);
+}
+
+// Every step of every shipped sequence names a transformation of the library that supports the
+// sequence's backend (a word of its name), and all its steps suit one family at least.
+// (Which family's context a sequence is meant for is not written in it: the family of each
+// step is checked against a context where a run or a campaign starts.)
+TEST(ShippedLibrary, EverySequenceNamesTransformationsOfOneFamily) {
+  const auto lib = library();
+  size_t count = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(PEAK_SOURCE_DIR) + "/sequences")) {
+    if (e.path().extension() != ".toml") continue;
+    ++count;
+    SCOPED_TRACE(e.path().filename().string());
+    auto seq = load_sequence(e.path());
+    ASSERT_TRUE(seq) << seq.error();
+    std::string backend;  // "softmax-hip" and "hip-fp32" are for HIP
+    const std::string stem = "-" + e.path().stem().string() + "-";
+    for (const char* b : {"cuda", "hip", "hlsl"})
+      if (stem.find(std::string("-") + b + "-") != std::string::npos) backend = b;
+    std::set<std::string> families = {"matmul", "softmax", "rmsnorm", "layernorm"};
+    for (const auto& st : seq->steps) {
+      auto t = find_transformation(lib, st.transformation);
+      ASSERT_TRUE(t) << t.error();
+      if (!backend.empty()) {
+        EXPECT_TRUE(t->supports(backend)) << st.transformation;
+      }
+      std::erase_if(families, [&](const std::string& f) { return !t->suits_family(f); });
+    }
+    EXPECT_FALSE(families.empty()) << "no family suits every step";
+  }
+  EXPECT_GE(count, 12u);
 }
 
 TEST(ShippedLibrary, HelpersAreInsertedOncePerBackend) {

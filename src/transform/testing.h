@@ -69,6 +69,65 @@ inline SourceRegions matmul_source() {
   return r.is_ok() ? *r : SourceRegions{};
 }
 
+// The naive softmax seed of the row families: one thread per row, three passes over it.
+inline constexpr const char* kSoftmaxSource =
+    "#include <cuda_runtime.h>\n"
+    "// peak:begin macros\n"
+    "// peak:end macros\n"
+    "// peak:begin device\n"
+    "__global__ void softmax(const float* X, float* Y, int R, int N) {\n"
+    "  int r = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (r >= R) return;\n"
+    "  const float* x = X + (size_t)r * N;\n"
+    "  float m = x[0];\n"
+    "  for (int c = 1; c < N; ++c) m = fmaxf(m, x[c]);\n"
+    "  float s = 0.0f;\n"
+    "  for (int c = 0; c < N; ++c) s += expf(x[c] - m);\n"
+    "  for (int c = 0; c < N; ++c) Y[(size_t)r * N + c] = expf(x[c] - m) / s;\n"
+    "}\n"
+    "// peak:end device\n"
+    "// peak:begin host\n"
+    "launch softmax\n"
+    "  grid = (ceil_div(R, BLOCK))\n"
+    "  block = (BLOCK)\n"
+    "  args = (X, Y, R, N)\n"
+    "// peak:end host\n";
+
+// The softmax context of the row families' prompts, as kernel.toml text.
+inline constexpr const char* kSoftmaxToml = R"TOML(format = 3
+name = "softmax-cuda-fp32"
+description = "Y = softmax(X) along each row, row-major R x N"
+backend = "cuda"
+family = "softmax"
+precision = "fp32"
+source = "softmax.cu"
+reference = "seed"
+bytes = "4 * 2 * R * N"
+valid = "R > 0 && N > 0"
+arrays = [{ name = "X", dtype = "f32", size = "R * N" },
+          { name = "Y", dtype = "f32", size = "R * N", output = true }]
+scalars = [{ name = "R", dtype = "i32" }, { name = "N", dtype = "i32" }]
+tuning = [{ name = "BLOCK", values = [64, 128, 256], default = 128 }]
+
+[shapes]
+bench = [{ R = 4096, N = 4096 }, { R = 1, N = 128256 }]
+validation = [{ R = 100, N = 1000 }, { R = 3, N = 40000 }]
+hidden = [{ R = 77, N = 555 }]
+small = [{ R = 61, N = 67 }]
+)TOML";
+
+inline KernelContext softmax_context() {
+  auto ctx = parse_context(kSoftmaxToml, "kernel.toml");
+  EXPECT_TRUE(ctx.is_ok()) << ctx.error();
+  return ctx.is_ok() ? *ctx : KernelContext{};
+}
+
+inline SourceRegions softmax_source() {
+  auto r = split_regions(kSoftmaxSource, "softmax.cu");
+  EXPECT_TRUE(r.is_ok()) << r.error();
+  return r.is_ok() ? *r : SourceRegions{};
+}
+
 // Compares `actual` with the golden file src/transform/testdata/<name>; PEAK_UPDATE_GOLDEN=1
 // rewrites the file instead.
 inline void expect_golden(const std::string& name, const std::string& actual) {

@@ -216,6 +216,32 @@ Status parse_identity(const toml::table& t, const TomlSource& src, int top, Tran
   return read_string(t, "title", src, top, true, "the front matter", &tr.title);
 }
 
+// `families` (format 2): kernel family names such as "matmul", each once.
+Status parse_families(const toml::table& t, const TomlSource& src, Transformation& tr) {
+  const toml::node* f = t.get("families");
+  if (!f) return Status::ok();
+  if (tr.format < 2)
+    return Status::error(fmt::format(
+        "{}: 'families' needs transformation format 2; write 'format = 2'", src.at(*f)));
+  const toml::array* arr = f->as_array();
+  if (!arr || arr->empty())
+    return Status::error(fmt::format(
+        "{}: 'families' must be a non-empty array of kernel family names such as [\"matmul\"] "
+        "(leave it out for a transformation that suits any family)",
+        src.at(*f)));
+  for (const toml::node& e : *arr) {
+    if (!e.is_string() || !is_kebab(e.as_string()->get()))
+      return Status::error(fmt::format(
+          "{}: 'families' must hold kernel family names (lowercase, as kernel.toml's `family`)",
+          src.at(e)));
+    const std::string name = e.as_string()->get();
+    if (std::find(tr.families.begin(), tr.families.end(), name) != tr.families.end())
+      return Status::error(fmt::format("{}: family '{}' appears twice", src.at(e), name));
+    tr.families.push_back(name);
+  }
+  return Status::ok();
+}
+
 Status parse_backends(const toml::table& t, const TomlSource& src, Transformation& tr) {
   const toml::node* b = t.get("backends");
   if (!b) return Status::ok();
@@ -403,13 +429,14 @@ Status parse_helper(const toml::node& e, const TomlSource& src, Transformation& 
 Status parse_front_matter(const toml::table& t, const TomlSource& src, Transformation& tr) {
   RETURN_IF_ERROR(check_keys(
       t,
-      {"format", "name", "version", "title", "backends", "tuning", "tuning_valid", "workspace",
-       "valid", "requires", "retires", "translations", "devices", "helpers"},
+      {"format", "name", "version", "title", "backends", "families", "tuning", "tuning_valid",
+       "workspace", "valid", "requires", "retires", "translations", "devices", "helpers"},
       src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
   RETURN_IF_ERROR(parse_identity(t, src, top, tr));
   RETURN_IF_ERROR(parse_backends(t, src, tr));
+  RETURN_IF_ERROR(parse_families(t, src, tr));
   RETURN_IF_ERROR(read_expression(t, "workspace", src, top, &tr.workspace));
   RETURN_IF_ERROR(read_expression(t, "tuning_valid", src, top, &tr.tuning_valid));
   tr.tuning_valid = trim(tr.tuning_valid);
@@ -663,6 +690,26 @@ std::string requirement_problem(const Transformation& t, std::string_view backen
 
 bool Transformation::supports(std::string_view backend) const {
   return backends.empty() || std::find(backends.begin(), backends.end(), backend) != backends.end();
+}
+
+bool Transformation::suits_family(std::string_view family) const {
+  return families.empty() || std::find(families.begin(), families.end(), family) != families.end();
+}
+
+std::string families_text(const Transformation& t) {
+  return t.families.empty() ? "any family" : join(t.families, ", ");
+}
+
+std::string family_problem(const Transformation& t, std::string_view family) {
+  if (t.suits_family(family)) return "";
+  std::string written = join(t.families, ", ");
+  if (const auto comma = written.rfind(", "); comma != std::string::npos)
+    written.replace(comma, 2, " and ");
+  return fmt::format(
+      "{} is written for the {} famil{}; this context is {} (transformations list shows the ones "
+      "for it; --all shows every one)",
+      t.name, written, t.families.size() == 1 ? "y" : "ies",
+      family.empty() ? std::string("of no family (generic)") : std::string(family));
 }
 
 Result<Transformation> parse_transformation(std::string_view text, std::string_view filename) {
@@ -926,6 +973,19 @@ Result<Sequence> parse_sequence(std::string_view text, std::string_view filename
   if (seq.steps.empty())
     return make_error(fmt::format("{}: the sequence has no steps", src.at(*steps)));
   return seq;
+}
+
+std::string sequence_family_problem(const Sequence& seq, const std::vector<Transformation>& library,
+                                    std::string_view family) {
+  for (size_t i = 0; i < seq.steps.size(); ++i) {
+    const std::string& name = seq.steps[i].transformation;
+    auto t = std::find_if(library.begin(), library.end(),
+                          [&](const Transformation& x) { return x.name == name; });
+    if (t == library.end()) continue;
+    if (auto why = family_problem(*t, family); !why.empty())
+      return fmt::format("step {} ({}): {}", i + 1, name, why);
+  }
+  return "";
 }
 
 Result<Sequence> load_sequence(const std::filesystem::path& path) {

@@ -11,6 +11,7 @@
 //   version = 1
 //   title = "Thread-block tiling through shared memory"
 //   backends = ["hlsl", "cuda", "hip"]
+//   families = ["matmul"]  # format 2, optional: the kernel families it is written for
 //   requires = "sm_90a"    # optional: the minimum device architecture (CUDA only)
 //   [[tuning]]
 //   name = "TILE_K"
@@ -44,7 +45,8 @@
 
 namespace peak {
 
-inline constexpr int kTransformationFormatVersion = 1;
+// Format 2 added `families`; format 1 files are read as before (written for any family).
+inline constexpr int kTransformationFormatVersion = 2;
 // Format 2 added per-step `keep` and the tuning `budget` keys.
 inline constexpr int kSequenceFormatVersion = 2;
 
@@ -68,6 +70,9 @@ struct Transformation {
   std::string title;
   std::string description;
   std::vector<std::string> backends;  // empty = all
+  // The kernel families (KernelContext::family) it is written for; empty = any family, the
+  // generic one ("") included.
+  std::vector<std::string> families;
   std::vector<Pass> passes;
   std::vector<TuningParam> tuning;  // parameters this transformation introduces
   // Scratch bytes its launch plans may need for a shape (an expression of the scalars and
@@ -97,7 +102,15 @@ struct Transformation {
   std::filesystem::path path;  // where it was loaded from
 
   bool supports(std::string_view backend) const;
+  // Whether it is written for kernels of `family` (every family when it names none).
+  bool suits_family(std::string_view family) const;
 };
+
+// "matmul", "softmax, rmsnorm", or "any family" when `t` names none.
+std::string families_text(const Transformation& t);
+// Why `t` cannot be applied to a kernel of `family` ("" for the generic family): it is written
+// for other families. "" when it can.
+std::string family_problem(const Transformation& t, std::string_view family);
 
 // The context after `t`: its tuning parameters join the context's (a name already there keeps
 // the context's value set), its tuning_valid joins with &&, its valid narrows the shapes the
@@ -172,6 +185,12 @@ struct Sequence {
 };
 
 Result<Sequence> parse_sequence(std::string_view text, std::string_view filename);
+// Why `seq` cannot run on a kernel of `family`: its first step whose transformation (found in
+// `library`) is written for other families, as "step 2 (thread-tiling): <family_problem>". ""
+// when every step suits; a step naming no transformation of `library` is left to the checks
+// that look names up.
+std::string sequence_family_problem(const Sequence& seq, const std::vector<Transformation>& library,
+                                    std::string_view family);
 Result<Sequence> load_sequence(const std::filesystem::path& path);
 
 }  // namespace peak

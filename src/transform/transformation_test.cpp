@@ -259,6 +259,43 @@ TEST(Transformation, RequirementProblemNamesTheDeviceAndTheWayOut) {
             std::string::npos);
 }
 
+TEST(Transformation, FamiliesSayWhichKernelsItIsWrittenFor) {
+  auto any = parse_transformation(front(""), "x.md");
+  ASSERT_TRUE(any) << any.error();
+  EXPECT_TRUE(any->families.empty()) << "format 1 files are read as written for any family";
+  for (const char* f : {"matmul", "softmax", ""}) EXPECT_TRUE(any->suits_family(f)) << f;
+  EXPECT_EQ(families_text(*any), "any family");
+
+  auto rows = parse_transformation(
+      "+++\nformat = 2\nname = \"warp-reduce\"\ntitle = \"X\"\nfamilies = [\"softmax\", "
+      "\"rmsnorm\"]\n+++\n## Pass 1: device\nDo.\n",
+      "x.md");
+  ASSERT_TRUE(rows) << rows.error();
+  EXPECT_EQ(rows->families, (std::vector<std::string>{"softmax", "rmsnorm"}));
+  EXPECT_TRUE(rows->suits_family("rmsnorm"));
+  EXPECT_FALSE(rows->suits_family("matmul"));
+  EXPECT_FALSE(rows->suits_family("")) << "the generic family sees only those naming none";
+  EXPECT_EQ(family_problem(*rows, "softmax"), "");
+  EXPECT_EQ(family_problem(*rows, "matmul"),
+            "warp-reduce is written for the softmax and rmsnorm families; this context is matmul "
+            "(transformations list shows the ones for it; --all shows every one)");
+  EXPECT_NE(family_problem(*rows, "").find("this context is of no family (generic)"),
+            std::string::npos);
+
+  Sequence seq;
+  seq.steps = {{}, {}, {}};
+  seq.steps[0].transformation = "x";
+  seq.steps[1].transformation = "no-such-one";
+  seq.steps[2].transformation = "warp-reduce";
+  const std::vector<Transformation> lib = {*any, *rows};
+  EXPECT_EQ(sequence_family_problem(seq, lib, "softmax"), "");
+  EXPECT_EQ(sequence_family_problem(seq, lib, "matmul")
+                .rfind("step 3 (warp-reduce): warp-reduce "
+                       "is written for",
+                       0),
+            0u);
+}
+
 struct BadCase {
   std::string text;
   std::string expected;  // a substring of the error
@@ -270,8 +307,15 @@ TEST(Transformation, ErrorsNameFileLineAndWhatWasExpected) {
       {"+++\nformat = 1\n", "x.md:2: the front matter opened on line 1 is never closed"},
       {"+++\nformat = 1\nname = = 3\n+++\n", "x.md:3:"},
       {front("colour = \"red\"\n"), "x.md:5: unknown key 'colour' in the front matter"},
-      {"+++\nformat = 2\nname = \"x\"\ntitle = \"X\"\n+++\n## Pass 1: device\nDo.\n",
-       "x.md:2: transformation format 2 is newer than this peak supports (format 1)"},
+      {"+++\nformat = 3\nname = \"x\"\ntitle = \"X\"\n+++\n## Pass 1: device\nDo.\n",
+       "x.md:2: transformation format 3 is newer than this peak supports (format 2)"},
+      {front("families = [\"matmul\"]\n"),
+       "x.md:5: 'families' needs transformation format 2; write 'format = 2'"},
+      {"+++\nformat = 2\nname = \"x\"\ntitle = \"X\"\nfamilies = []\n+++\n## Pass 1: device\nDo.\n",
+       "x.md:5: 'families' must be a non-empty array"},
+      {"+++\nformat = 2\nname = \"x\"\ntitle = \"X\"\nfamilies = [\"softmax\", \"softmax\"]\n+++\n"
+       "## Pass 1: device\nDo.\n",
+       "x.md:5: family 'softmax' appears twice"},
       {"+++\nname = \"x\"\ntitle = \"X\"\n+++\n", "missing key 'format'"},
       {"+++\nformat = 1\ntitle = \"X\"\n+++\n", "x.md:1: missing key 'name'"},
       {"+++\nformat = 1\nname = \"Tb_Tiling\"\ntitle = \"X\"\n+++\n",
@@ -570,6 +614,15 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"warp-specialization", {m, d}},
       {"persistent", {m, d, h}},
       {"cluster", {m, d, h}},
+      // The row families (softmax, rmsnorm, layernorm), from the one-thread-per-row seed.
+      {"row-per-block", {m, d, h}},
+      {"warp-reduce", {m, d}},
+      {"vector-loads", {m, d}},
+      {"row-in-registers", {m, d}},
+      {"online-softmax", {d}},
+      {"rows-per-warp", {m, d, h}},
+      {"split-row", {m, d, h}},
+      {"persistent-rows", {d, h}},
   };
   // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks, which
   // Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on gfx90a),
