@@ -123,5 +123,32 @@ TEST_F(Recordings, TheWholeHlslRecordingAnswersEveryPromptAndCompiles) {
   replay_compiled("matmul-hlsl-fp32", "hlsl-fp32", "hlsl-fp32-full", kept_steps(false));
 }
 
+// The row-kernel sequence from the one-thread-per-row seed: every step kept.
+std::vector<std::string> row_steps(bool softmax) {
+  std::vector<std::string> s = {"seed",         "row-per-block",    "warp-reduce",
+                                "vector-loads", "row-in-registers", "rows-per-warp",
+                                "split-row",    "persistent-rows"};
+  if (softmax) s.insert(s.begin() + 5, "online-softmax");
+  return s;
+}
+
+TEST_F(Recordings, TheCudaSoftmaxRecordingCompilesWithNvcc) {
+  if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
+  replay_compiled("softmax-cuda-fp32", "softmax-cuda", "softmax-cuda", row_steps(true),
+                  row_steps(true).size() - 1);
+}
+
+TEST_F(Recordings, TheHipSoftmaxRecordingCompilesForAmdAndNvidia) {
+  if (!has_toolchain("hip")) GTEST_SKIP() << "no HIP toolchain on this machine";
+  replay_compiled("softmax-hip-fp32", "softmax-hip", "softmax-hip", row_steps(true),
+                  row_steps(true).size() - 1);
+}
+
+// Recorded on lavapipe (validated there at the small shapes); here answered and compiled to SPIR-V.
+TEST_F(Recordings, TheHlslSoftmaxRecordingAnswersEveryPromptAndCompiles) {
+  replay_compiled("softmax-hlsl-fp32", "softmax-hlsl", "softmax-hlsl", row_steps(true),
+                  row_steps(true).size() - 1);
+}
+
 }  // namespace
 }  // namespace peak
