@@ -144,10 +144,23 @@ TEST_F(Recordings, TheHipSoftmaxRecordingCompilesForAmdAndNvidia) {
                   row_steps(true).size() - 1);
 }
 
-// Recorded on lavapipe (validated there at the small shapes); here answered and compiled to SPIR-V.
-TEST_F(Recordings, TheHlslSoftmaxRecordingAnswersEveryPromptAndCompiles) {
-  replay_compiled("softmax-hlsl-fp32", "softmax-hlsl", "softmax-hlsl", row_steps(true),
-                  row_steps(true).size() - 1);
+// `peak demo --family softmax` on lavapipe: the HLSL softmax recording validated, tuned (one
+// configuration per step) and timed there at the small shapes, every step kept at its first
+// attempt.
+TEST_F(Recordings, TheHlslSoftmaxDemoRunsEveryStepOnLavapipe) {
+  Out o = peak({"--json", "demo", "--family", "softmax", "--backend", "hlsl", "--device",
+                "llvmpipe", "--budget", "1", "--dir", (tmp_ / "softmax-demo").string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json r = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(r.is_object()) << o.out;
+  EXPECT_EQ(r["disposition"], "passed") << r["message"];
+  std::vector<std::string> kept;
+  for (const auto& s : r["steps"]) {
+    EXPECT_EQ(s["disposition"], "passed") << s.dump();
+    kept.push_back(s["transformation"].get<std::string>());
+  }
+  EXPECT_EQ(kept, row_steps(true));
+  EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
 }
 
 }  // namespace

@@ -236,6 +236,27 @@ TEST_F(Cli, DemoOnACpuDeviceChoosesTheWholeSequence) {
   EXPECT_EQ(three.out.find("tuning configurations per step"), std::string::npos) << three.out;
 }
 
+// A family with no context for the backend is refused before anything runs, saying where peak
+// looked; a family's campaign uses its own recording (checked without replies, as above).
+TEST_F(Cli, DemoOfAnotherFamilyUsesItsOwnCampaign) {
+  Out none = peak({"demo", "--family", "nosuch", "--backend", "hlsl"});
+  EXPECT_EQ(none.code, 2) << none.out << none.err;
+  EXPECT_NE(none.err.find("no nosuch context for the hlsl backend"), std::string::npos) << none.err;
+  fs::path data = tmp_ / "data";
+  fs::create_directories(data / "recordings" / "softmax-hlsl");
+  for (const char* d : {"examples", "sequences", "transformations"})
+    fs::create_directory_symlink(fs::path(PEAK_SOURCE_DIR) / d, data / d);
+  fs::copy_file(fs::path(PEAK_SOURCE_DIR) / "recordings/softmax-hlsl/device.json",
+                data / "recordings/softmax-hlsl/device.json");
+  Out o = peak({"demo", "--family", "softmax", "--backend", "hlsl", "--device", "llvmpipe",
+                "--dir", (tmp_ / "ws").string()},
+               {}, {{"PEAK_DATA_DIR", data.string()}});
+  EXPECT_EQ(o.code, 4) << o.out << o.err;  // no recorded reply
+  EXPECT_NE(o.out.find("peak demo: softmax-hlsl (8 steps) on llvmpipe"), std::string::npos)
+      << o.out;
+  EXPECT_NE(o.out.find("recordings/softmax-hlsl"), std::string::npos) << o.out;
+}
+
 TEST_F(Cli, ManualModeWaitsRespondsAndResumes) {
   fs::path ws = workspace_with_device("manual", "");
   std::string dev = std::string(PEAK_SOURCE_DIR) + "/recordings/hlsl-fp32/device.json";

@@ -93,6 +93,9 @@ int cmd_doctor(Options& o) {
 
 void setup_demo(CLI::App* c, Options& o) {
   c->add_option("--backend", o.backend, "cuda, hip, hlsl or auto")->capture_default_str();
+  c->add_option("--family", o.family,
+                "the kernel family of the campaign: matmul (default), or one recorded in "
+                "recordings/FAMILY-BACKEND (softmax)");
   c->add_option("--dir", o.dir, "workspace folder (default: a new temporary folder)");
   c->add_option("--device", o.device, "device selector");
   c->add_option("--devices", o.devices,
@@ -112,6 +115,7 @@ void setup_demo(CLI::App* c, Options& o) {
 int cmd_demo(Options& o) {
   DemoOptions d;
   d.backend = o.backend;
+  d.family = o.family;
   d.dir = o.dir;
   d.device = o.device;
   d.devices = o.devices;

@@ -53,6 +53,7 @@ struct Options {
   std::string output;
   std::string message;
   std::string backend = "auto";
+  std::string family = "matmul";  // demo: the kernel family of the replayed campaign
   std::string dir;
   bool list = false;
   std::vector<std::string> tuning;  // NAME=V1,V2

@@ -1,5 +1,6 @@
 #include "engine/demo.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -40,6 +41,36 @@ std::string choose_backend(const std::string& requested, const std::string& devi
   return "hlsl";
 }
 
+// The files of the campaign `peak demo` replays: its context, the recording of its first steps
+// with their sequence (matmul alone has one), and the whole recording with its sequence.
+struct DemoCampaign {
+  fs::path context, short_rec, short_seq, full_rec, full_seq;
+};
+
+// The context of `family` for `backend`: examples/FAMILY-BACKEND-fp32 where it exists, else the
+// first examples/FAMILY-BACKEND-* (rmsnorm's is bf16); "" when there is none.
+fs::path demo_context(const std::string& family, const std::string& backend) {
+  const fs::path examples = data_path("examples");
+  const std::string stem = family + "-" + backend + "-";
+  std::error_code ec;
+  if (fs::exists(examples / (stem + "fp32"), ec)) return examples / (stem + "fp32");
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(examples, ec))
+    if (starts_with(e.path().filename().string(), stem)) found.push_back(e.path());
+  std::sort(found.begin(), found.end());
+  return found.empty() ? fs::path() : found.front();
+}
+
+DemoCampaign demo_campaign(const std::string& family, const std::string& backend) {
+  const fs::path rec = data_path("recordings"), seq = data_path("sequences");
+  if (family == "matmul")  // the first campaigns, named before there were other families
+    return {demo_context(family, backend), rec / (backend + "-fp32"),
+            seq / (backend + "-fp32-short.toml"), rec / (backend + "-fp32-full"),
+            seq / (backend + "-fp32.toml")};
+  const std::string name = family + "-" + backend;
+  return {demo_context(family, backend), {}, {}, rec / name, seq / (name + ".toml")};
+}
+
 }  // namespace
 
 int run_demo(const DemoOptions& opts) {
@@ -47,19 +78,30 @@ int run_demo(const DemoOptions& opts) {
   std::string why;
   std::string backend = choose_backend(opts.backend, opts.device, &why);
   if (!why.empty() && !opts.quiet) out.print(why);
-  fs::path ctx_dir = data_path("examples") / fmt::format("matmul-{}-fp32", backend);
+  const DemoCampaign campaign = demo_campaign(opts.family, backend);
+  if (campaign.context.empty()) {
+    std::fprintf(stderr,
+                 "peak demo: no %s context for the %s backend under %s (set PEAK_DATA_DIR to the "
+                 "peak source folder; --family names a family with examples/FAMILY-BACKEND-*)\n",
+                 opts.family.c_str(), backend.c_str(), data_path("examples").string().c_str());
+    return 2;
+  }
+  const fs::path ctx_dir = campaign.context;
   // The short recording covers the first three steps, which the short sequence names; the full
   // one (where it exists) the whole sequence.
   std::error_code ec;
-  fs::path rec_dir = data_path("recordings") / fmt::format("{}-fp32", backend);
-  fs::path seq_path = data_path("sequences") / fmt::format("{}-fp32-short.toml", backend);
-  const fs::path full_rec = data_path("recordings") / fmt::format("{}-fp32-full", backend);
-  const fs::path full_seq = data_path("sequences") / fmt::format("{}-fp32.toml", backend);
-  const bool have_short = fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
+  fs::path rec_dir = campaign.short_rec, seq_path = campaign.short_seq;
+  const fs::path full_rec = campaign.full_rec, full_seq = campaign.full_seq;
+  const bool have_short =
+      !rec_dir.empty() && fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
   const bool have_full = fs::exists(full_rec, ec) && fs::exists(full_seq, ec);
-  // Missing: the context, or both recordings (named by the short one's files).
+  // Missing: the context, or both recordings (named by the short one's files, or the whole one's
+  // where a family has no short one).
   std::vector<fs::path> needed = {ctx_dir};
-  if (!have_short && !have_full) needed.insert(needed.end(), {seq_path, rec_dir});
+  if (!have_short && !have_full) {
+    needed.push_back(rec_dir.empty() ? full_seq : seq_path);
+    needed.push_back(rec_dir.empty() ? full_rec : rec_dir);
+  }
   for (const auto& p : needed)
     if (!fs::exists(p, ec)) {
       std::fprintf(stderr,

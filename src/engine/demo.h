@@ -11,6 +11,11 @@ namespace peak {
 
 struct DemoOptions {
   std::string backend = "auto";  // cuda, hip, hlsl or auto (CUDA when a CUDA GPU answers)
+  // The kernel family of the campaign: matmul (recordings/BACKEND-fp32 and BACKEND-fp32-full,
+  // whose names predate the other families), or a family with a whole recording
+  // recordings/FAMILY-BACKEND, its sequence sequences/FAMILY-BACKEND.toml and its context
+  // examples/FAMILY-BACKEND-PRECISION.
+  std::string family = "matmul";
   std::string dir;               // workspace folder ("" = a new temporary folder)
   std::string device;
   std::string devices;  // several GPUs of one host (engine/devices.h); excludes `device`
