@@ -269,7 +269,7 @@ Status SuiteTimer::time_shape(const std::vector<SuiteShape>& suite, size_t i, Su
     row.pct_of_copy = m.pct_of_copy;
     if (!m.baseline_samples_ms.empty()) {
       if (m.baseline_stats.median > 0)
-        row.baseline_gbs = m.bytes / (m.baseline_stats.median * 1e-3) / 1e9;
+        row.baseline_gbs = giga_per_second(m.bytes, m.baseline_stats.median);
       row.baseline_gflops = m.baseline_gflops;
       row.baseline_median_ms = m.baseline_stats.median;
       row.baseline_samples_ms = m.baseline_samples_ms;

@@ -179,4 +179,15 @@ Result<std::optional<SuiteClass>> classify_shape(const KernelContext& ctx, const
   return classify_shape(class_rules(ctx), ctx, shape);
 }
 
+const ArraySpec* find_array(const KernelContext& ctx, std::string_view name) {
+  for (const auto& a : ctx.arrays)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+bool has_scalar(const KernelContext& ctx, std::string_view name) {
+  return std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
+                     [&](const ScalarSpec& s) { return s.name == name; });
+}
+
 }  // namespace peak

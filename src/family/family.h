@@ -115,4 +115,10 @@ std::vector<ClassRule> class_rules(const KernelContext& ctx);
 // The class of a shape by those rules; nullopt when no rule holds or there are none.
 Result<std::optional<SuiteClass>> classify_shape(const KernelContext& ctx, const Shape& shape);
 
+// ---- What the members use ----
+// The array of the context named `name`; null when it has none.
+const ArraySpec* find_array(const KernelContext& ctx, std::string_view name);
+// Whether the context has a scalar named `name`.
+bool has_scalar(const KernelContext& ctx, std::string_view name);
+
 }  // namespace peak

@@ -221,51 +221,72 @@ std::vector<ConfigRow> config_rows(const EvalRows& e, const EvalSummary& summary
   return out;
 }
 
+namespace {
+
+// The fields a bench row takes from the summary as they are (0 or "" where absent).
+template <typename T>
+using SummaryField = std::pair<std::optional<T> SummaryBench::*, T BenchRow::*>;
+
+constexpr SummaryField<std::string> kSummaryTexts[] = {
+    {&SummaryBench::shape, &BenchRow::shape},
+    {&SummaryBench::disposition, &BenchRow::disposition},
+    {&SummaryBench::baseline, &BenchRow::baseline},
+    {&SummaryBench::copy_method, &BenchRow::copy_method}};
+
+constexpr SummaryField<double> kSummaryNumbers[] = {
+    {&SummaryBench::median_ms, &BenchRow::median_ms},
+    {&SummaryBench::spread, &BenchRow::spread},
+    {&SummaryBench::gflops, &BenchRow::gflops},
+    {&SummaryBench::pct_of_peak, &BenchRow::pct_of_peak},
+    {&SummaryBench::baseline_gflops, &BenchRow::baseline_gflops},
+    {&SummaryBench::baseline_median_ms, &BenchRow::baseline_median_ms},
+    {&SummaryBench::baseline_spread, &BenchRow::baseline_spread},
+    {&SummaryBench::pct_of_baseline, &BenchRow::pct_of_baseline},
+    {&SummaryBench::speedup_vs_seed, &BenchRow::speedup_vs_seed},
+    {&SummaryBench::speedup_vs_parent, &BenchRow::speedup_vs_parent},
+    {&SummaryBench::clock_mhz_before, &BenchRow::clock_mhz_before},
+    {&SummaryBench::clock_mhz_after, &BenchRow::clock_mhz_after},
+    {&SummaryBench::bytes, &BenchRow::bytes},
+    {&SummaryBench::gbs, &BenchRow::gbs},
+    {&SummaryBench::pct_of_bandwidth, &BenchRow::pct_of_bandwidth},
+    {&SummaryBench::copy_median_ms, &BenchRow::copy_median_ms},
+    {&SummaryBench::copy_gbs, &BenchRow::copy_gbs},
+    {&SummaryBench::pct_of_copy, &BenchRow::pct_of_copy}};
+
+template <typename T, size_t N>
+void take_fields(const SummaryBench& m, const SummaryField<T> (&fields)[N], BenchRow& b) {
+  for (const auto& [from, to] : fields) b.*to = (m.*from).value_or(T{});
+}
+
+// A rate's error bars: the rate at the 75th and at the 25th percentile time (the rate itself where
+// one is unknown).
+void rate_bars(const BenchRow& b, double rate, double& low, double& high) {
+  if (!(rate > 0) || !(b.median_ms > 0)) return;
+  low = b.p75_ms > 0 ? rate * b.median_ms / b.p75_ms : rate;
+  high = b.p25_ms > 0 ? rate * b.median_ms / b.p25_ms : rate;
+}
+
+}  // namespace
+
 BenchRow bench_from_summary(const SummaryBench& m) {
   BenchRow b;
-  b.shape = m.shape.value_or("");
-  b.disposition = m.disposition.value_or("");
-  b.median_ms = m.median_ms.value_or(0.0);
-  b.spread = m.spread.value_or(0.0);
-  b.gflops = m.gflops.value_or(0.0);
-  b.pct_of_peak = m.pct_of_peak.value_or(0.0);
-  b.baseline = m.baseline.value_or("");
-  b.baseline_gflops = m.baseline_gflops.value_or(0.0);
-  b.baseline_median_ms = m.baseline_median_ms.value_or(0.0);
-  b.baseline_spread = m.baseline_spread.value_or(0.0);
-  b.pct_of_baseline = m.pct_of_baseline.value_or(0.0);
-  b.speedup_vs_seed = m.speedup_vs_seed.value_or(0.0);
-  b.speedup_vs_parent = m.speedup_vs_parent.value_or(0.0);
+  take_fields(m, kSummaryTexts, b);
+  take_fields(m, kSummaryNumbers, b);
+  b.throttled = m.throttled.value_or(false);
+  b.bytes_headline = m.bytes_headline();
   if (m.samples_ms) b.samples_ms = *m.samples_ms;
   if (m.baseline_samples_ms) b.baseline_samples_ms = *m.baseline_samples_ms;
   b.samples = b.samples_ms.size();
   b.p25_ms = m.p25_ms.value_or(percentile(b.samples_ms, 0.25));
   b.p75_ms = m.p75_ms.value_or(percentile(b.samples_ms, 0.75));
-  b.clock_mhz_before = m.clock_mhz_before.value_or(0.0);
-  b.clock_mhz_after = m.clock_mhz_after.value_or(0.0);
-  b.throttled = m.throttled.value_or(false);
-  b.bytes_headline = m.bytes_headline();
-  b.bytes = m.bytes.value_or(0.0);
-  b.gbs = m.gbs.value_or(0.0);
-  b.pct_of_bandwidth = m.pct_of_bandwidth.value_or(0.0);
-  b.copy_method = m.copy_method.value_or("");
-  b.copy_median_ms = m.copy_median_ms.value_or(0.0);
-  b.copy_gbs = m.copy_gbs.value_or(0.0);
-  b.pct_of_copy = m.pct_of_copy.value_or(0.0);
   if (b.bytes > 0 && b.gflops > 0 && b.median_ms > 0)
     b.intensity = b.gflops * 1e9 * (b.median_ms * 1e-3) / b.bytes;
   return b;
 }
 
 void finish_bench(BenchRow& b) {
-  if (b.gflops > 0 && b.median_ms > 0) {
-    b.gflops_low = b.p75_ms > 0 ? b.gflops * b.median_ms / b.p75_ms : b.gflops;
-    b.gflops_high = b.p25_ms > 0 ? b.gflops * b.median_ms / b.p25_ms : b.gflops;
-  }
-  if (b.gbs > 0 && b.median_ms > 0) {
-    b.gbs_low = b.p75_ms > 0 ? b.gbs * b.median_ms / b.p75_ms : b.gbs;
-    b.gbs_high = b.p25_ms > 0 ? b.gbs * b.median_ms / b.p25_ms : b.gbs;
-  }
+  rate_bars(b, b.gflops, b.gflops_low, b.gflops_high);
+  rate_bars(b, b.gbs, b.gbs_low, b.gbs_high);
   if (b.baseline_gflops > 0 && b.baseline_median_ms > 0 && !b.baseline_samples_ms.empty()) {
     double p25 = percentile(b.baseline_samples_ms, 0.25),
            p75 = percentile(b.baseline_samples_ms, 0.75);

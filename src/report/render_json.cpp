@@ -77,17 +77,17 @@ json provenance_json(const Provenance& p) {
 void add_memory_measures(const BenchRow& b, json& j) {
   if (b.bytes_headline) j["headline"] = "bytes";
   if (b.bytes <= 0) return;
-  j["bytes"] = b.bytes;
-  j["gbs"] = b.gbs;
-  j["gbs_low"] = b.gbs_low;
-  j["gbs_high"] = b.gbs_high;
-  j["pct_of_bandwidth"] = b.pct_of_bandwidth;
+  j.update({{"bytes", b.bytes},
+            {"gbs", b.gbs},
+            {"gbs_low", b.gbs_low},
+            {"gbs_high", b.gbs_high},
+            {"pct_of_bandwidth", b.pct_of_bandwidth}});
   if (b.intensity > 0) j["intensity"] = b.intensity;
   if (b.copy_method.empty()) return;
-  j["copy_method"] = b.copy_method;
-  j["copy_median_ms"] = b.copy_median_ms;
-  j["copy_gbs"] = b.copy_gbs;
-  j["pct_of_copy"] = b.pct_of_copy;
+  j.update({{"copy_method", b.copy_method},
+            {"copy_median_ms", b.copy_median_ms},
+            {"copy_gbs", b.copy_gbs},
+            {"pct_of_copy", b.pct_of_copy}});
 }
 
 json bench_json(const BenchRow& b) {

@@ -49,6 +49,15 @@ class ReportTest : public ::testing::Test {
     EXPECT_TRUE(j.is_object()) << r->out << r->err;
     return j.is_object() ? j : json::object();
   }
+  // Renders `r` as the page tmp_/`name` and runs check_page on it.
+  json check_report_page(const Report& r, const std::string& name, std::vector<std::string> extra) {
+    auto html = render_html(r);
+    EXPECT_TRUE(html.is_ok()) << html.error();
+    if (!html) return json::object();
+    const fs::path page = tmp_ / name;
+    EXPECT_TRUE(write_file(page, *html).is_ok());
+    return check_page(page.string(), std::move(extra));
+  }
   fs::path tmp_;
 };
 
@@ -173,11 +182,9 @@ TEST_F(ReportTest, BadInputGetsAClearMessage) {
   ASSERT_EQ(seed_only.notes.size(), 1u);
   EXPECT_NE(seed_only.notes[0].find("no checkpoint has been evaluated yet"), std::string::npos);
   // Its HTML says so and draws no empty chart.
-  auto html = render_html(seed_only);
-  ASSERT_TRUE(html.is_ok()) << html.error();
-  ASSERT_TRUE(write_file(tmp_ / "seed.html", *html).is_ok());
-  json page = check_page((tmp_ / "seed.html").string(), {"--charts", "0", "--expect-text",
-                                                         "no checkpoint has been evaluated yet"});
+  json page =
+      check_report_page(seed_only, "seed.html",
+                        {"--charts", "0", "--expect-text", "no checkpoint has been evaluated yet"});
   EXPECT_EQ(page["ok"], true) << page.dump(1);
   EXPECT_EQ(page["canvases"], 0);
 }
@@ -264,12 +271,9 @@ TEST_F(ReportTest, HtmlIsOnePageWithNothingToFetch) {
 
 TEST_F(ReportTest, BrowserDrawsEveryChartAndDiffAt1280x800) {
   testing::write_campaign(tmp_ / "ws");
-  auto html = render_html(report_of(tmp_ / "ws"));
-  ASSERT_TRUE(html.is_ok()) << html.error();
-  fs::path page = tmp_ / "report.html";
-  ASSERT_TRUE(write_file(page, *html).is_ok());
-  json j = check_page(page.string(), {"--charts", "5", "--diffs", "2", "--expect-text",
-                                      "max relative error 0.5 at C[3]"});
+  json j = check_report_page(
+      report_of(tmp_ / "ws"), "report.html",
+      {"--charts", "5", "--diffs", "2", "--expect-text", "max relative error 0.5 at C[3]"});
   EXPECT_EQ(j["ok"], true) << j.dump(1);
   EXPECT_EQ(j["diffPanes"], 2);
   EXPECT_EQ(j["kind"], "peak-report");
@@ -383,30 +387,12 @@ TEST_F(ReportTest, ShowsTheInstructionMixOfTheBestConfiguration) {
   EXPECT_EQ(instruction_mix_text(one),
             "SASS: HGMMA 0, HMMA 0, FFMA 12, LDS 0, LDG 0, STS 0, STG 0, BAR 0 of 20 instructions");
 
-  {  // A seed whose best build has the mix, and a step whose build has none.
-    auto opened = Store::open(tmp_ / "ws" / ".peak", true);
-    ASSERT_TRUE(opened.is_ok()) << opened.error();
-    Store& st = **opened;
-    CheckpointRecord seed;
-    seed.branch = "main";
-    seed.message = "seed";
-    seed.context_blob = *st.put_blob(testing::detail::kernel_toml());
-    seed.source_blob = *st.put_blob("// peak:begin device\nfloat x;\n// peak:end device\n");
-    json s1 = testing::detail::summary("BLOCK_X=16 BLOCK_Y=16", 90, 2.0, 16.0, 1.0, 1.0);
-    s1["best"]["resources"] = resources;
-    seed.summary_json = s1.dump();
-    auto c1 = st.add_checkpoint(seed);
-    ASSERT_TRUE(c1.is_ok()) << c1.error();
-    CheckpointRecord next = seed;
-    next.parent = *c1;
-    next.transformation = "tb-tiling";
-    next.message = "apply tb-tiling";
-    next.summary_json =
-        testing::detail::summary("BLOCK_X=16 BLOCK_Y=16", 32, 1.0, 32.0, 2.0, 2.0).dump();
-    auto c2 = st.add_checkpoint(next);
-    ASSERT_TRUE(c2.is_ok()) << c2.error();
-    ASSERT_TRUE(st.set_ref("main", *c2).is_ok());
-  }
+  // A seed whose best build has the mix, and a step whose build has none.
+  json s1 = testing::detail::summary("BLOCK_X=16 BLOCK_Y=16", 90, 2.0, 16.0, 1.0, 1.0);
+  s1["best"]["resources"] = resources;
+  ASSERT_NO_FATAL_FAILURE(testing::write_seed_and_step(
+      tmp_ / "ws", testing::detail::kernel_toml(), s1, "tb-tiling",
+      testing::detail::summary("BLOCK_X=16 BLOCK_Y=16", 32, 1.0, 32.0, 2.0, 2.0)));
   Report r = report_of(tmp_ / "ws");
   ASSERT_EQ(r.steps.size(), 2u);
   EXPECT_EQ(r.steps[0].instruction_mix, mix);
@@ -423,12 +409,8 @@ TEST_F(ReportTest, ShowsTheInstructionMixOfTheBestConfiguration) {
   EXPECT_FALSE(j["steps"][1].contains("instruction_mix"));
   EXPECT_FALSE(j["steps"][1].contains("sass"));
   // The page shows it under the step, with a table of each kernel's opcodes.
-  auto html = render_html(r);
-  ASSERT_TRUE(html.is_ok()) << html.error();
-  fs::path page = tmp_ / "report.html";
-  ASSERT_TRUE(write_file(page, *html).is_ok());
-  json checked = check_page(
-      page.string(),
+  json checked = check_report_page(
+      r, "report.html",
       {"--charts", "1", "--expect-text", "Instruction mix of the best configuration: " + mix,
        "--expect-text", "HGMMA 48, NOP 40, FFMA 12, LDG 4, BAR 3, STG 2"});
   EXPECT_EQ(checked["ok"], true) << checked.dump(1);
@@ -492,13 +474,10 @@ TEST_F(ReportTest, AMemoryBoundReportHeadlinesGbsAndItsShares) {
             std::string::npos)
       << render_stats_text(st);
 
-  auto html = render_html(r);
-  ASSERT_TRUE(html.is_ok()) << html.error();
-  fs::path page = tmp_ / "memory.html";
-  ASSERT_TRUE(write_file(page, *html).is_ok());
   json checked =
-      check_page(page.string(), {"--charts", "5", "--expect-text", "Roofline", "--expect-text",
-                                 "under the bandwidth ceilings", "--expect-text", "% bandwidth"});
+      check_report_page(r, "memory.html",
+                        {"--charts", "5", "--expect-text", "Roofline", "--expect-text",
+                         "under the bandwidth ceilings", "--expect-text", "% bandwidth"});
   EXPECT_EQ(checked["ok"], true) << checked.dump(1);
   bool roofline = false;
   for (const auto& c : checked["charts"]) roofline |= c["label"] == "roofline";
@@ -532,12 +511,8 @@ TEST_F(ReportTest, TheRooflinePlacesStepsAtTheirIntensity) {
   EXPECT_NE(render_text(r).find("  GB/s  %copy  %bandwidth  %vendor  GFLOP/s  x seed"),
             std::string::npos)
       << render_text(r);
-  auto html = render_html(r);
-  ASSERT_TRUE(html.is_ok()) << html.error();
-  fs::path page = tmp_ / "roofline.html";
-  ASSERT_TRUE(write_file(page, *html).is_ok());
-  json checked = check_page(page.string(),
-                            {"--charts", "5", "--expect-text", "FLOPs per byte of its traffic"});
+  json checked = check_report_page(
+      r, "roofline.html", {"--charts", "5", "--expect-text", "FLOPs per byte of its traffic"});
   EXPECT_EQ(checked["ok"], true) << checked.dump(1);
 }
 

@@ -113,7 +113,7 @@ Stats build_stats(const std::vector<std::pair<std::string, Report>>& reports) {
     for (const auto& n : r.notes) st.notes.push_back(fmt::format("{}: {}", label, n));
     CostRow cost;
     cost.campaign = label;
-    std::map<std::string, double> seed_gflops;  // per shape
+    std::map<std::string, double> seed_rate;  // per shape: the headline rate of the seed
     int index = 0;
     for (const auto& s : r.steps) {
       // Success and errors: every step that was tried (not the seed, not manual commits).
@@ -167,11 +167,11 @@ Stats build_stats(const std::vector<std::pair<std::string, Report>>& reports) {
           // The headline rate: GB/s for a memory-bound family, else GFLOP/s.
           const double rate = b.bytes_headline ? b.gbs : b.gflops;
           if (rate <= 0) continue;
-          if (!s.parent) seed_gflops[b.shape] = rate;
+          if (!s.parent) seed_rate[b.shape] = rate;
           EvolutionPoint p = evolution_point(s, b);
           p.campaign = label;
           p.step = index;
-          p.vs_seed = seed_gflops.count(b.shape) ? rate / seed_gflops[b.shape] : 0;
+          p.vs_seed = seed_rate.count(b.shape) ? rate / seed_rate[b.shape] : 0;
           if (!b.baseline.empty()) c.baseline = b.baseline;
           st.evolution.push_back(p);
         }
@@ -339,28 +339,26 @@ json render_stats_json(const Stats& s) {
                            {"count", e.count},
                            {"example", e.example}});
   j["evolution"] = json::array();
-  for (const auto& p : s.evolution)
-    j["evolution"].push_back({{"campaign", p.campaign},
-                              {"step", p.step},
-                              {"checkpoint", p.checkpoint},
-                              {"transformation", p.transformation},
-                              {"shape", p.shape},
-                              {"gflops", p.gflops},
-                              {"gflops_low", p.gflops_low},
-                              {"gflops_high", p.gflops_high},
-                              {"vs_seed", p.vs_seed},
-                              {"pct_of_vendor", p.pct_of_vendor},
-                              {"pct_of_peak", p.pct_of_peak}});
-  for (size_t i = 0; i < s.evolution.size(); ++i) {
-    const EvolutionPoint& p = s.evolution[i];
-    if (!p.bytes_headline && p.gbs <= 0) continue;  // absent for GFLOP/s families' points
-    json& e = j["evolution"][i];
+  for (const auto& p : s.evolution) {
+    json e = {{"campaign", p.campaign},
+              {"step", p.step},
+              {"checkpoint", p.checkpoint},
+              {"transformation", p.transformation},
+              {"shape", p.shape},
+              {"gflops", p.gflops},
+              {"gflops_low", p.gflops_low},
+              {"gflops_high", p.gflops_high},
+              {"vs_seed", p.vs_seed},
+              {"pct_of_vendor", p.pct_of_vendor},
+              {"pct_of_peak", p.pct_of_peak}};
     if (p.bytes_headline) e["headline"] = "bytes";
-    e["gbs"] = p.gbs;
-    e["gbs_low"] = p.gbs_low;
-    e["gbs_high"] = p.gbs_high;
-    e["pct_of_copy"] = p.pct_of_copy;
-    e["pct_of_bandwidth"] = p.pct_of_bandwidth;
+    if (p.bytes_headline || p.gbs > 0)  // absent for GFLOP/s families' points
+      e.update({{"gbs", p.gbs},
+                {"gbs_low", p.gbs_low},
+                {"gbs_high", p.gbs_high},
+                {"pct_of_copy", p.pct_of_copy},
+                {"pct_of_bandwidth", p.pct_of_bandwidth}});
+    j["evolution"].push_back(std::move(e));
   }
   j["costs"] = json::array();
   for (const auto& c : s.costs) j["costs"].push_back(cost_json(c));
@@ -395,23 +393,20 @@ std::string render_stats_csv(const Stats& s) {
   for (const auto& e : s.errors)
     row("errors", "", e.transformation, "", e.disposition, "", "", "count", e.count, e.example);
   for (const auto& p : s.evolution) {
-    std::string step = std::to_string(p.step);
-    row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "gflops", p.gflops);
-    row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "vs_seed", p.vs_seed);
-    if (p.pct_of_vendor > 0)
-      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "pct_of_vendor",
-          p.pct_of_vendor);
-    if (p.pct_of_peak > 0)
-      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "pct_of_peak",
-          p.pct_of_peak);
-    if (p.gbs > 0)
-      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "gbs", p.gbs);
-    if (p.pct_of_copy > 0)
-      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "pct_of_copy",
-          p.pct_of_copy);
-    if (p.pct_of_bandwidth > 0)
-      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, "pct_of_bandwidth",
-          p.pct_of_bandwidth);
+    const std::string step = std::to_string(p.step);
+    auto measure = [&](const std::string& metric, double value) {
+      row("evolution", p.campaign, p.transformation, "", "", step, p.shape, metric, value);
+    };
+    measure("gflops", p.gflops);
+    measure("vs_seed", p.vs_seed);
+    // The shares and GB/s only where they were measured.
+    for (const auto& [metric, value] :
+         {std::pair<const char*, double>{"pct_of_vendor", p.pct_of_vendor},
+          {"pct_of_peak", p.pct_of_peak},
+          {"gbs", p.gbs},
+          {"pct_of_copy", p.pct_of_copy},
+          {"pct_of_bandwidth", p.pct_of_bandwidth}})
+      if (value > 0) measure(metric, value);
   }
   auto costs = s.costs;
   costs.push_back(s.total);

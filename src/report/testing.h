@@ -303,29 +303,39 @@ inline nlohmann::json memory_bound_summary(const std::string& best, double media
 }
 }  // namespace detail
 
-// A memory-bound campaign: a seed and one step of kCopyBytesToml, the step's copy timed when
-// `copy` (the seed's never).
-inline void write_memory_bound_campaign(const std::filesystem::path& dir, bool copy) {
+// A store of two checkpoints of the context `toml`: a seed with the summary `seed_summary` and one
+// step of `transformation` with `step_summary`, the step at HEAD.
+inline void write_seed_and_step(const std::filesystem::path& dir, const std::string& toml,
+                                const nlohmann::json& seed_summary,
+                                const std::string& transformation,
+                                const nlohmann::json& step_summary) {
   auto opened = Store::open(dir / ".peak", true);
   ASSERT_TRUE(opened.is_ok()) << opened.error();
   Store& st = **opened;
   CheckpointRecord seed;
   seed.branch = "main";
   seed.message = "seed";
-  seed.context_blob = *st.put_blob(std::string(kCopyBytesToml));
+  seed.context_blob = *st.put_blob(toml);
   seed.source_blob = *st.put_blob("// peak:begin device\nfloat x;\n// peak:end device\n");
-  seed.summary_json = detail::memory_bound_summary("BLOCK=64", 0.01, 0, 1.0, 1.0).dump();
+  seed.summary_json = seed_summary.dump();
   auto c1 = st.add_checkpoint(seed);
   ASSERT_TRUE(c1.is_ok()) << c1.error();
   CheckpointRecord next = seed;
   next.parent = *c1;
-  next.transformation = "vectorize";
-  next.message = "apply vectorize";
-  next.summary_json =
-      detail::memory_bound_summary("BLOCK=256", 0.002, copy ? 0.0016 : 0, 5.0, 5.0).dump();
+  next.transformation = transformation;
+  next.message = "apply " + transformation;
+  next.summary_json = step_summary.dump();
   auto c2 = st.add_checkpoint(next);
   ASSERT_TRUE(c2.is_ok()) << c2.error();
   ASSERT_TRUE(st.set_ref("main", *c2).is_ok());
+}
+
+// A memory-bound campaign: a seed and one step of kCopyBytesToml, the step's copy timed when
+// `copy` (the seed's never).
+inline void write_memory_bound_campaign(const std::filesystem::path& dir, bool copy) {
+  write_seed_and_step(
+      dir, std::string(kCopyBytesToml), detail::memory_bound_summary("BLOCK=64", 0.01, 0, 1.0, 1.0),
+      "vectorize", detail::memory_bound_summary("BLOCK=256", 0.002, copy ? 0.0016 : 0, 5.0, 5.0));
 }
 
 inline nlohmann::json normalized(nlohmann::json j) {

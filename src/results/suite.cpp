@@ -25,11 +25,20 @@ bool any_copy(const SuiteResult& s) {
   return false;
 }
 
-// A memory-bound row's ratio: of the vendor library, else of the copy, else of the bandwidth.
-double bytes_ratio(const SuiteResult& s, const SuiteRow& r, bool copy) {
-  if (!s.baseline.empty()) return r.baseline_gbs > 0 ? r.gbs / r.baseline_gbs : 0;
-  if (copy) return r.pct_of_copy / 100;
-  return s.memory_gbs > 0 ? r.gbs / s.memory_gbs : 0;
+// A passed row's ratio, of its headline rate (GB/s for a bytes headline, else GFLOP/s): over the
+// vendor library's, else (memory-bound, a copy timed) the copy's share, else over the device's
+// ceiling (the documented bandwidth, or the peak); 0 where there is none.
+double row_ratio(const SuiteResult& s, const SuiteRow& r, bool copy) {
+  const bool bytes = s.bytes_headline;
+  const double rate = bytes ? r.gbs : r.gflops;
+  if (r.disposition != "passed" || !(rate > 0)) return 0;
+  if (!s.baseline.empty()) {
+    const double vendor = bytes ? r.baseline_gbs : r.baseline_gflops;
+    return vendor > 0 ? rate / vendor : 0;
+  }
+  if (bytes && copy) return r.pct_of_copy / 100;
+  const double ceiling = bytes ? s.memory_gbs : s.peak_tflops * 1e3;
+  return ceiling > 0 ? rate / ceiling : 0;
 }
 
 }  // namespace
@@ -38,18 +47,7 @@ void finish_suite(SuiteResult& s) {
   std::vector<double> ratios;
   const bool copy = any_copy(s);
   for (auto& r : s.rows) {
-    r.ratio = 0;
-    if (s.bytes_headline) {
-      if (r.disposition == "passed" && r.gbs > 0) r.ratio = bytes_ratio(s, r, copy);
-      if (r.ratio > 0) ratios.push_back(r.ratio);
-      continue;
-    }
-    if (r.disposition != "passed" || !(r.gflops > 0)) continue;
-    if (!s.baseline.empty()) {
-      if (r.baseline_gflops > 0) r.ratio = r.gflops / r.baseline_gflops;
-    } else if (s.peak_tflops > 0) {
-      r.ratio = r.gflops / (s.peak_tflops * 1e3);
-    }
+    r.ratio = row_ratio(s, r, copy);
     if (r.ratio > 0) ratios.push_back(r.ratio);
   }
   s.rated = static_cast<int>(ratios.size());

@@ -29,8 +29,8 @@ uint8_t word_byte(uint32_t word, size_t offset) {
   return static_cast<uint8_t>(word >> (8 * (offset % 4)));
 }
 
-size_t round_up4(size_t n) { return (n + 3) & ~size_t{3}; }
-size_t round_up16(size_t n) { return (n + 15) & ~size_t{15}; }
+// `n` rounded up to a multiple of `align` (a power of two).
+size_t round_up(size_t n, size_t align) { return (n + align - 1) & ~(align - 1); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::numeric_limits<double>::infinity();
@@ -119,7 +119,7 @@ class Executor {
                     fmt::format("the job gives no element count for array '{}'", spec.name));
       a.count = it->second;
       a.bytes = static_cast<size_t>(a.count) * dtype_size(spec.dtype);
-      a.alloc_bytes = round_up4(a.bytes) + kGuardBytes;
+      a.alloc_bytes = round_up(a.bytes, 4) + kGuardBytes;
       a.guard_word = spec.output ? poison_u32(spec.dtype) : kGuardWord;
       auto b = dev_.alloc(a.alloc_bytes);
       if (!b)
@@ -164,7 +164,7 @@ class Executor {
       a.spec = &scratch_specs_[i];
       a.count = plan_.scratch[i].count;
       a.bytes = static_cast<size_t>(plan_.scratch[i].bytes);
-      a.alloc_bytes = round_up4(a.bytes) + kGuardBytes;
+      a.alloc_bytes = round_up(a.bytes, 4) + kGuardBytes;
       a.guard_word = poison_u32(a.spec->dtype);
       auto b = dev_.alloc(a.alloc_bytes);
       if (!b)
@@ -512,7 +512,7 @@ class Executor {
     if (task_.copy_bytes <= 0) return;
     for (const std::string& m : dev_.copy_methods()) copies_.push_back({m, {}});
     if (copies_.empty()) return note("no same-traffic copy: the device has no copy method");
-    copy_len_ = round_up16(std::max<size_t>(1, static_cast<size_t>(task_.copy_bytes) / 2));
+    copy_len_ = round_up(std::max<size_t>(1, static_cast<size_t>(task_.copy_bytes) / 2), 16);
     copy_bufs_.resize(2);
     for (DeviceBuffer& b : copy_bufs_) {
       auto a = dev_.alloc(copy_len_);
@@ -569,9 +569,15 @@ class Executor {
 
   void finish_copy() {
     const CopyTimes* best = nullptr;
-    for (const CopyTimes& c : copies_)
-      if (!c.samples_ms.empty() && (!best || median(c.samples_ms) < median(best->samples_ms)))
+    double best_median = 0;
+    for (const CopyTimes& c : copies_) {
+      if (c.samples_ms.empty()) continue;
+      const double m = median(c.samples_ms);
+      if (!best || m < best_median) {
         best = &c;
+        best_median = m;
+      }
+    }
     if (!best) return;
     r_.copy_method = best->method;
     r_.copy_samples_ms = best->samples_ms;

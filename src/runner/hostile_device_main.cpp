@@ -103,7 +103,8 @@ class HostileDevice : public Device {
     std::vector<DeviceBuffer>& arrays = buffers.arrays;
     LaunchOutcome o = attack(task);
     // Set, the variable decides the device time (the `fast` attack's own time otherwise).
-    if (timed && std::getenv("PEAK_HOSTILE_KERNEL_MS")) o.device_ms = env_ms("PEAK_HOSTILE_KERNEL_MS");
+    if (timed && std::getenv("PEAK_HOSTILE_KERNEL_MS"))
+      o.device_ms = env_ms("PEAK_HOSTILE_KERNEL_MS");
     // The outputs get written, so that a refused attack is the only failure.
     for (size_t i = 0; i < job.arrays.size(); ++i)
       if (job.arrays[i].output) {

@@ -40,6 +40,8 @@ SampleStats compute_stats(std::vector<double> s) {
   return st;
 }
 
+double giga_per_second(double amount, double ms) { return amount / (ms * 1e-3) / 1e9; }
+
 namespace {
 
 // The runner task that times shape `i`; nullopt, with the reason in `m`, where there is none.
@@ -86,11 +88,11 @@ SampleStats read_timing(const KernelContext& ctx, const Shape& shape, const Task
   auto host = compute_stats(r.host_ms);
   auto flops = shape_flops(ctx, shape);
   double f = flops ? *flops : 0;
-  if (m.stats.median > 0) m.gflops = f / (m.stats.median * 1e-3) / 1e9;
+  if (m.stats.median > 0) m.gflops = giga_per_second(f, m.stats.median);
   if (!r.baseline_samples_ms.empty()) {
     m.baseline_stats = compute_stats(r.baseline_samples_ms);
     if (m.baseline_stats.median > 0) {
-      m.baseline_gflops = f / (m.baseline_stats.median * 1e-3) / 1e9;
+      m.baseline_gflops = giga_per_second(f, m.baseline_stats.median);
       m.pct_of_baseline = 100.0 * m.baseline_stats.median / m.stats.median;
     }
   }
@@ -194,7 +196,7 @@ void read_memory_rates(double bytes, const std::vector<double>& copy_samples_ms,
                        const std::string& copy_method, double memory_gbs, Measurement& m) {
   if (!(bytes > 0) || !(m.stats.median > 0)) return;
   m.bytes = bytes;
-  m.gbs = bytes / (m.stats.median * 1e-3) / 1e9;
+  m.gbs = giga_per_second(bytes, m.stats.median);
   if (memory_gbs > 0) m.pct_of_bandwidth = 100.0 * m.gbs / memory_gbs;
   // No samples: the runner timed no copy, and there is no number to show.
   if (copy_samples_ms.empty()) return;
@@ -202,7 +204,7 @@ void read_memory_rates(double bytes, const std::vector<double>& copy_samples_ms,
   m.copy_method = copy_method;
   m.copy_stats = compute_stats(copy_samples_ms);
   if (!(m.copy_stats.median > 0)) return;
-  m.copy_gbs = bytes / (m.copy_stats.median * 1e-3) / 1e9;
+  m.copy_gbs = giga_per_second(bytes, m.copy_stats.median);
   m.pct_of_copy = 100.0 * m.copy_stats.median / m.stats.median;
 }
 
@@ -239,12 +241,13 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
   auto dir = make_temp_dir("peak-time-");
   RunnerJob job = RunnerJob::for_context(ctx);
   std::vector<size_t> task_of_shape(shapes.size(), SIZE_MAX);
+  const bool bytes_headline = headlines_bytes(ctx);
   for (size_t i = 0; i < shapes.size(); ++i) {
     Measurement m;
     m.shape = shapes[i];
     m.config = config;
     m.baseline = baseline;
-    m.bytes_headline = headlines_bytes(ctx);
+    m.bytes_headline = bytes_headline;
     out.push_back(m);
     if (!dir) {
       out.back().disposition = Disposition::crashed;

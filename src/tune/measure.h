@@ -15,6 +15,9 @@ struct SampleStats {
   size_t n = 0;
 };
 SampleStats compute_stats(std::vector<double> samples);
+// The rate of `amount` (FLOPs, bytes) done in `ms` milliseconds, in billions a second (GFLOP/s,
+// GB/s).
+double giga_per_second(double amount, double ms);
 
 struct Measurement {
   Shape shape;

@@ -1,44 +1,13 @@
 #pragma once
 // Test helpers of the tuning module: synthetic measured spaces for the simulation runner, and a
-// backend that compiles nothing.
+// backend that compiles nothing (backend/testing.h).
 #include <cmath>
 #include <functional>
 
-#include "backend/backend.h"
+#include "backend/testing.h"
 #include "tune/cache.h"
 
 namespace peak::testing {
-
-// A backend that builds every configuration (an empty artifact), evaluates launch plans of the
-// plan language without arguments or shared memory, resolves them as they are, and has no
-// baseline; tests override what they observe.
-class StubBackend : public Backend {
- public:
-  std::string name() const override { return "fake"; }
-  std::string source_extension() const override { return ".txt"; }
-  std::map<std::string, std::string> translation_table() const override { return {}; }
-  std::filesystem::path runner() const override { return {}; }
-  std::vector<std::pair<std::string, std::string>> toolchain() const override { return {}; }
-  Result<DeviceFacts> probe(const std::string&, bool) override { return DeviceFacts{}; }
-  BuildResult build(const BuildRequest&) override {
-    BuildResult r;
-    r.disposition = Disposition::passed;
-    return r;
-  }
-  PlanDialect plan_dialect() const override {
-    PlanDialect d;
-    d.backend = "fake";
-    d.args = false;
-    d.shared = false;
-    return d;
-  }
-  std::string baseline(const KernelContext&, const DeviceFacts&) const override { return ""; }
-
- protected:
-  PlanResult resolve_plan(LaunchPlan&, const BuildResult&, const DeviceFacts&) override {
-    return {};
-  }
-};
 
 // A measured space over `params` whose passing configurations take `time(config)` ms (a
 // non-positive time makes the configuration fail validation as incorrect); every configuration

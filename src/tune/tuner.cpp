@@ -461,8 +461,7 @@ TuneResult tune(Backend& backend, const std::vector<DeviceLane>& lanes, const Ke
   return res;
 }
 
-void StatusObserver::on_start(const TuningSpace& space, const std::string& strategy,
-                              size_t limit) {
+void StatusObserver::on_start(const TuningSpace& space, const std::string& strategy, size_t limit) {
   strategy_ = strategy;
   limit_ = limit;
   evaluated_ = 0;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/testing.h"
 #include "context/inputs.h"
 #include "context/testing.h"
 #include "family/family.h"
@@ -28,26 +29,8 @@ TEST(Tolerance, ScalesWithReductionAndCatchesTf32) {
   EXPECT_EQ(default_tolerance(DType::i32, DType::i32, 100), 0);
 }
 
-// Nondeterminism judged against the tolerance: a fake backend (no vendor library), the float64
+// Nondeterminism judged against the tolerance: a stub backend (no vendor library), the float64
 // CPU reference, and output files written here as two checked runs would.
-class NoBackend : public Backend {
- public:
-  std::string name() const override { return "none"; }
-  std::string source_extension() const override { return ".txt"; }
-  std::map<std::string, std::string> translation_table() const override { return {}; }
-  std::filesystem::path runner() const override { return {}; }
-  std::vector<std::pair<std::string, std::string>> toolchain() const override { return {}; }
-  Result<DeviceFacts> probe(const std::string&, bool) override { return DeviceFacts{}; }
-  BuildResult build(const BuildRequest&) override { return {}; }
-  PlanDialect plan_dialect() const override { return {}; }
-  std::string baseline(const KernelContext&, const DeviceFacts&) const override { return ""; }
-
- protected:
-  PlanResult resolve_plan(LaunchPlan&, const BuildResult&, const DeviceFacts&) override {
-    return {};
-  }
-};
-
 class RunToRun : public testing::TempDirTest {
  protected:
   RunToRun() : TempDirTest("peak-run-to-run-") {}
@@ -85,7 +68,7 @@ reduction = "K"
     return {{"C", (dir_ / name).string()}};
   }
   ShapeCheck judge(const std::vector<float>& second, ValidationOptions opts = {}) {
-    NoBackend backend;
+    testing::StubBackend backend;
     Validator v(backend, DeviceFacts{}, RunnerOptions{}, ReferenceSource{});
     return v.compare_runs(ctx_, shape_, kSeed, 0, write("first.bin", c_),
                           write("second.bin", second), opts);
@@ -208,7 +191,7 @@ name = "n"
     std::string bytes(y.size() * 4, '\0');
     std::memcpy(bytes.data(), y.data(), bytes.size());
     EXPECT_TRUE(write_file(*dir / "y.bin", bytes));
-    NoBackend backend;
+    testing::StubBackend backend;
     Validator v(backend, DeviceFacts{}, RunnerOptions{}, ReferenceSource{});
     return v.compare_outputs(*ctx, shape, seed, 0, {{"Y", (*dir / "y.bin").string()}}, {});
   };

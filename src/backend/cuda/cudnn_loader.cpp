@@ -5,14 +5,15 @@
 #include <dlfcn.h>
 
 #include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
 namespace peak {
 
 std::string cudnn_version_text(size_t v) {
-  if (v >= 90000) return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
-  return fmt::format("{}.{}.{}", v / 1000, (v % 1000) / 100, v % 100);
+  const size_t major = v >= 90000 ? 10000 : 1000;  // the weight of the major version
+  return fmt::format("{}.{}.{}", v / major, (v % major) / 100, v % 100);
 }
 
 std::string CudnnApi::status_text(StatusCode s) const {
@@ -63,23 +64,20 @@ CudnnApi load_cudnn(const std::string& library) {
     api.error = fmt::format("{} cannot be loaded ({})", library, why ? why : "dlopen failed");
     return api;
   }
-  std::string missing = resolve(lib, api);
-  if (!missing.empty()) {
-    api = CudnnApi{};
-    api.library = library;
-    api.error = fmt::format("{} lacks {}", library, missing);
+  // An unusable library is closed again, and none of its functions is kept.
+  auto refused = [&](std::string why) {
     ::dlclose(lib);
-    return api;
-  }
+    CudnnApi none;
+    none.library = library;
+    none.error = std::move(why);
+    return none;
+  };
+  std::string missing = resolve(lib, api);
+  if (!missing.empty()) return refused(fmt::format("{} lacks {}", library, missing));
   size_t v = api.GetVersion();
   api.version = cudnn_version_text(v);
-  if (v < 90000 || v >= 100000) {
-    std::string found = api.version;
-    api = CudnnApi{};
-    api.library = library;
-    api.error = fmt::format("{} is cuDNN {}; peak uses cuDNN 9", library, found);
-    ::dlclose(lib);
-  }
+  if (v < 90000 || v >= 100000)
+    return refused(fmt::format("{} is cuDNN {}; peak uses cuDNN 9", library, api.version));
   // A usable library stays loaded for the life of the process, like the driver library.
   return api;
 }

@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
-#include "util/scoped_dir.h"
+#include "family/family.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/scoped_dir.h"
 #include "util/sha256.h"
-#include "family/family.h"
 
 namespace peak {
 namespace hip {

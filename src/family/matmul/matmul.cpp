@@ -1,28 +1,8 @@
 #include "family/matmul/matmul.h"
 
-#include <algorithm>
-
 #include "family/matmul/reference.h"
 
 namespace peak::matmul {
-
-namespace {
-
-const ArraySpec* array_named(const KernelContext& ctx, std::string_view name) {
-  for (const auto& a : ctx.arrays)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-bool has_scalars_mnk(const KernelContext& ctx) {
-  auto has = [&](const char* n) {
-    return std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
-                       [&](const ScalarSpec& s) { return s.name == n; });
-  };
-  return has("M") && has("N") && has("K");
-}
-
-}  // namespace
 
 Status MatmulFamily::check_cpu_reference(const KernelContext& ctx) const {
   return check_convention(ctx);
@@ -45,9 +25,9 @@ std::string MatmulFamily::baseline_name(std::string_view backend) const {
 }
 
 std::string MatmulFamily::baseline(const KernelContext& ctx, std::string_view backend) const {
-  const ArraySpec* a = array_named(ctx, "A");
-  const ArraySpec* b = array_named(ctx, "B");
-  const ArraySpec* c = array_named(ctx, "C");
+  const ArraySpec* a = find_array(ctx, "A");
+  const ArraySpec* b = find_array(ctx, "B");
+  const ArraySpec* c = find_array(ctx, "C");
   if (!a || !b || !c || !c->output || a->dtype != b->dtype) return "";
   if (a->dtype != DType::f32 && a->dtype != DType::f16 && a->dtype != DType::bf16) return "";
   if (c->dtype == DType::i32) return "";
@@ -55,7 +35,7 @@ std::string MatmulFamily::baseline(const KernelContext& ctx, std::string_view ba
 }
 
 std::vector<ClassRule> MatmulFamily::default_class_rules(const KernelContext& ctx) const {
-  if (!has_scalars_mnk(ctx)) return {};
+  if (!has_scalar(ctx, "M") || !has_scalar(ctx, "N") || !has_scalar(ctx, "K")) return {};
   // A long reduction over a small output first (256 x 256 x 131072, and 16 x 16 x 8192 too),
   // then few rows (decode), a short reduction, the LLM layers' wide outputs, the cube.
   return {{SuiteClass::large_k, "K >= 8 * M && K >= 8 * N"},

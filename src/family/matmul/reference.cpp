@@ -13,18 +13,6 @@ namespace peak::matmul {
 
 namespace {
 
-const ArraySpec* find_array(const KernelContext& ctx, std::string_view name) {
-  for (const auto& a : ctx.arrays) {
-    if (a.name == name) return &a;
-  }
-  return nullptr;
-}
-
-bool has_scalar(const KernelContext& ctx, std::string_view name) {
-  return std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
-                     [&](const ScalarSpec& s) { return s.name == name; });
-}
-
 constexpr std::string_view kMatmulConvention =
     "family \"matmul\" needs arrays A (size M * K), B (size K * N) and output C (size M * N), "
     "row-major, and scalars M, N, K";

@@ -11,17 +11,6 @@ namespace peak::rows {
 
 namespace {
 
-const ArraySpec* find_array(const KernelContext& ctx, std::string_view name) {
-  for (const auto& a : ctx.arrays)
-    if (a.name == name) return &a;
-  return nullptr;
-}
-
-bool has_scalar(const KernelContext& ctx, std::string_view name) {
-  return std::any_of(ctx.scalars.begin(), ctx.scalars.end(),
-                     [&](const ScalarSpec& s) { return s.name == name; });
-}
-
 bool floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 // "family "rmsnorm" needs input X (size R * N), input W (size N), output Y (size R * N), ...".
