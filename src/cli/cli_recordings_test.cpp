@@ -144,6 +144,20 @@ TEST_F(Recordings, TheHipSoftmaxRecordingCompilesForAmdAndNvidia) {
                   row_steps(true).size() - 1);
 }
 
+// The normalizations: bf16 RMSNorm and fp32 LayerNorm, every step of their sequences (no online
+// softmax), built with nvcc for the H100.
+TEST_F(Recordings, TheCudaRmsnormRecordingCompilesWithNvcc) {
+  if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
+  replay_compiled("rmsnorm-cuda-bf16", "rmsnorm-cuda", "rmsnorm-cuda", row_steps(false),
+                  row_steps(false).size() - 1);
+}
+
+TEST_F(Recordings, TheCudaLayernormRecordingCompilesWithNvcc) {
+  if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
+  replay_compiled("layernorm-cuda-fp32", "layernorm-cuda", "layernorm-cuda", row_steps(false),
+                  row_steps(false).size() - 1);
+}
+
 // `peak demo --family softmax` on lavapipe: the HLSL softmax recording validated, tuned (one
 // configuration per step) and timed there at the small shapes, every step kept at its first
 // attempt.

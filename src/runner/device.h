@@ -74,8 +74,8 @@ class Device {
                                  const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
                                  bool timed) = 0;
   // The same-traffic copy (RunnerTask::copy_bytes): the device's ways of copying device memory
-  // to device memory, by name ("memcpy", "vector-kernel", "vulkan-copy"); empty when it has
-  // none. The runner times every one and reports the fastest.
+  // to device memory, by name ("memcpy", "vector-kernel", "vulkan-copy", "vector-shader"); empty
+  // when it has none. The runner times every one and reports the fastest.
   virtual std::vector<std::string> copy_methods() { return {}; }
   // Copies the first `bytes` (a multiple of 16) of `src` to `dst` with copy method `method`,
   // once, on the stream / queue of `launch`; `timed`: measured as `launch` measures (device

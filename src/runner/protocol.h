@@ -167,7 +167,8 @@ struct TaskResult {
   std::vector<double> baseline_samples_ms;           // interleaved with the candidate
   std::vector<double> baseline_host_ms;
   // The same-traffic copy (RunnerTask::copy_bytes): device time per timed copy, by the fastest
-  // method the runner has ("memcpy", "vector-kernel", "vulkan-copy"); empty when not timed.
+  // method the runner has ("memcpy", "vector-kernel", "vulkan-copy", "vector-shader"); empty when
+  // not timed.
   std::vector<double> copy_samples_ms;
   std::string copy_method;
   double clock_mhz_before = 0, clock_mhz_after = 0;

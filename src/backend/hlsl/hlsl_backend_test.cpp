@@ -536,8 +536,10 @@ TEST_F(HlslRunnerTest, SeedMatmulMatchesAFloat64Reference) {
   EXPECT_LT(max_rel_error(j.tasks[0], read_floats(results[0].outputs.at("C"))), 1e-4);
 }
 
-// The same-traffic copy (RunnerTask::copy_bytes): vkCmdCopyBuffer timed beside the candidate,
-// sample for sample; none when the task asks for none.
+// The same-traffic copy (RunnerTask::copy_bytes): vkCmdCopyBuffer and the runner's vector copy
+// shader, each checked on a poisoned destination (a method whose bytes do not all arrive is left
+// out with a note in the message), the faster timed beside the candidate, sample for sample; none
+// when the task asks for none.
 TEST_F(HlslRunnerTest, TheSameTrafficCopyIsTimedBesideTheKernel) {
   RunnerJob j = job();
   j.tasks.push_back(task("copied", example_source(), shape(64, 64, 64)));
@@ -553,7 +555,8 @@ TEST_F(HlslRunnerTest, TheSameTrafficCopyIsTimedBesideTheKernel) {
     EXPECT_EQ(r.samples_ms.size(), 3u) << r.id;
   }
   EXPECT_TRUE(results[0].message.empty()) << results[0].message;  // nothing left out
-  EXPECT_EQ(results[0].copy_method, "vulkan-copy");
+  EXPECT_TRUE(results[0].copy_method == "vulkan-copy" || results[0].copy_method == "vector-shader")
+      << results[0].copy_method;
   ASSERT_EQ(results[0].copy_samples_ms.size(), 3u) << results[0].message;
   for (double ms : results[0].copy_samples_ms) EXPECT_GT(ms, 0.0);
   EXPECT_TRUE(results[1].copy_samples_ms.empty());

@@ -222,8 +222,9 @@ class VulkanDevice final : public Device {
     o.message = fmt::format("the Vulkan runner has no vendor library baseline (`{}`)", name);
     return o;
   }
-  // The same-traffic copy: vkCmdCopyBuffer between two device buffers, timed like a launch.
-  std::vector<std::string> copy_methods() override { return {"vulkan-copy"}; }
+  // The same-traffic copy between two device buffers, timed like a launch: vkCmdCopyBuffer, and a
+  // compute shader that copies 16-byte vectors in a grid-stride loop (the runner keeps the faster).
+  std::vector<std::string> copy_methods() override { return {"vulkan-copy", "vector-shader"}; }
   LaunchOutcome copy(const std::string& method, const DeviceBuffer& src, DeviceBuffer& dst,
                      size_t bytes, bool timed) override;
   void flush_caches() override;
@@ -281,6 +282,12 @@ class VulkanDevice final : public Device {
     uint64_t threads() const { return uint64_t{groups} * kFmaGroupSize; }
   };
   Fma* fma();
+  // One of the runner's own HLSL compute shaders compiled to SPIR-V (entry point `main`).
+  Result<std::vector<uint32_t>> compile_builtin(const char* source, const char* name);
+  // The 16-byte vector copy shader of the same-traffic copy, built on first use; nullptr when it
+  // cannot be.
+  VulkanKernel* copy_shader();
+  LaunchOutcome shader_copy(const Buf& from, const Buf& to, size_t bytes, bool timed);
   // Records one dispatch of the FMA kernel; its loop count is set in its uniform before submit.
   void record_fma(VkCommandBuffer cmd, const Fma& f);
   void set_fma_iters(const Fma& f, int32_t iters);
@@ -317,6 +324,8 @@ class VulkanDevice final : public Device {
   Buf scratch_;
   uint32_t flush_word_ = 0;
   std::unique_ptr<Fma> fma_;
+  std::unique_ptr<VulkanKernel> copy_shader_;
+  bool copy_shader_failed_ = false;
   bool fma_failed_ = false;
   double fma_iters_per_ms_ = 0;  // at the loaded clock, from the first timed FMA dispatch
   double loaded_clock_mhz_ = 0;  // the highest SM clock seen right after a busy slice
@@ -339,6 +348,7 @@ VulkanDevice::~VulkanDevice() {
     destroy_buffer(fma_->out);
     fma_.reset();
   }
+  copy_shader_.reset();
   if (queries_) vkDestroyQueryPool(dev_, queries_, nullptr);
   if (fence_) vkDestroyFence(dev_, fence_, nullptr);
   if (cmd_pool_) vkDestroyCommandPool(dev_, cmd_pool_, nullptr);
@@ -1240,7 +1250,8 @@ LaunchOutcome VulkanDevice::submit_timed(const std::function<void(VkCommandBuffe
 
 LaunchOutcome VulkanDevice::copy(const std::string& method, const DeviceBuffer& src,
                                  DeviceBuffer& dst, size_t bytes, bool timed) {
-  if (method != "vulkan-copy") return Device::copy(method, src, dst, bytes, timed);
+  if (method != "vulkan-copy" && method != "vector-shader")
+    return Device::copy(method, src, dst, bytes, timed);
   auto* from = static_cast<Buf*>(src.handle);
   auto* to = static_cast<Buf*>(dst.handle);
   if (lost_) {
@@ -1255,12 +1266,91 @@ LaunchOutcome VulkanDevice::copy(const std::string& method, const DeviceBuffer& 
     o.message = fmt::format("internal: a copy of {} bytes between buffers it does not fit", bytes);
     return o;
   }
+  if (method == "vector-shader") return shader_copy(*from, *to, bytes, timed);
   return submit_timed(
       [&](VkCommandBuffer cmd) {
         VkBufferCopy region{0, 0, static_cast<VkDeviceSize>(bytes)};
         if (bytes > 0) vkCmdCopyBuffer(cmd, from->buffer, to->buffer, 1, &region);
       },
       timed, "the copy", "the copy");
+}
+
+// ---- The 16-byte vector copy shader ----
+
+constexpr uint32_t kCopyGroupSize = 256;
+constexpr uint32_t kCopyMaxGroups = 65535;
+
+const char* kCopyShader = R"(
+[[vk::binding(0, 0)]] StructuredBuffer<uint4> Src;
+[[vk::binding(1, 0)]] RWStructuredBuffer<uint4> Dst;
+[[vk::binding(2, 0)]] cbuffer Params { uint vectors; uint stride; uint pad0; uint pad1; };
+[numthreads(256, 1, 1)]
+void main(uint3 id : SV_DispatchThreadID) {
+  for (uint i = id.x; i < vectors; i += stride) Dst[i] = Src[i];
+}
+)";
+
+Result<std::vector<uint32_t>> VulkanDevice::compile_builtin(const char* source, const char* name) {
+  shaderc::Compiler compiler;
+  shaderc::CompileOptions options;
+  options.SetSourceLanguage(shaderc_source_language_hlsl);
+  options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
+  options.SetOptimizationLevel(shaderc_optimization_level_performance);
+  auto result = compiler.CompileGlslToSpv(source, shaderc_compute_shader, name, "main", options);
+  if (result.GetCompilationStatus() != shaderc_compilation_status_success)
+    return make_error(fmt::format("{} does not compile: {}", name, result.GetErrorMessage()));
+  return std::vector<uint32_t>(result.cbegin(), result.cend());
+}
+
+VulkanKernel* VulkanDevice::copy_shader() {
+  if (copy_shader_ || copy_shader_failed_ || lost_) return copy_shader_.get();
+  copy_shader_failed_ = true;  // until it is built
+  auto words = compile_builtin(kCopyShader, "copy.hlsl");
+  if (!words) return nullptr;
+  auto k = make_kernel(*words, "main", 2, 0, 16);
+  if (!k) return nullptr;
+  copy_shader_ = std::move(*k);
+  copy_shader_failed_ = false;
+  return copy_shader_.get();
+}
+
+// `bytes` is a multiple of 16 (the runner rounds the copy up); the buffers are bound anew each
+// time, as the previous copy has finished (submit_timed waits for it).
+LaunchOutcome VulkanDevice::shader_copy(const Buf& from, const Buf& to, size_t bytes, bool timed) {
+  VulkanKernel* k = copy_shader();
+  if (k == nullptr) {
+    LaunchOutcome o;
+    o.disposition = Disposition::launch_failed;
+    o.message = "the copy shader could not be built";
+    return o;
+  }
+  const auto vectors = static_cast<uint32_t>(bytes / 16);
+  const uint32_t groups =
+      std::clamp((vectors + kCopyGroupSize - 1) / kCopyGroupSize, 1u, kCopyMaxGroups);
+  const uint32_t params[4] = {vectors, groups * kCopyGroupSize, 0, 0};
+  std::memcpy(k->uniform.mapped, params, sizeof(params));
+  VkDescriptorBufferInfo infos[3] = {{from.buffer, 0, VK_WHOLE_SIZE},
+                                     {to.buffer, 0, VK_WHOLE_SIZE},
+                                     {k->uniform.buffer, 0, VK_WHOLE_SIZE}};
+  VkWriteDescriptorSet writes[3];
+  for (uint32_t i = 0; i < 3; ++i) {
+    writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    writes[i].dstSet = k->set;
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType =
+        i < 2 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(dev_, 3, writes, 0, nullptr);
+  return submit_timed(
+      [&](VkCommandBuffer cmd) {
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
+        vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &k->set, 0,
+                                nullptr);
+        if (vectors > 0) vkCmdDispatch(cmd, groups, 1, 1);
+      },
+      timed, "the copy shader", "the copy shader");
 }
 
 void VulkanDevice::flush_caches() {
@@ -1314,16 +1404,9 @@ void main(uint3 id : SV_DispatchThreadID) {
 VulkanDevice::Fma* VulkanDevice::fma() {
   if (fma_ || fma_failed_ || lost_) return fma_.get();
   fma_failed_ = true;  // until it is built
-  shaderc::Compiler compiler;
-  shaderc::CompileOptions options;
-  options.SetSourceLanguage(shaderc_source_language_hlsl);
-  options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
-  options.SetOptimizationLevel(shaderc_optimization_level_performance);
-  auto result =
-      compiler.CompileGlslToSpv(kFmaShader, shaderc_compute_shader, "fma.hlsl", "main", options);
-  if (result.GetCompilationStatus() != shaderc_compilation_status_success) return nullptr;
-  std::vector<uint32_t> words(result.cbegin(), result.cend());
-  auto k = make_kernel(words, "main", 1, 0, 16);
+  auto words = compile_builtin(kFmaShader, "fma.hlsl");
+  if (!words) return nullptr;
+  auto k = make_kernel(*words, "main", 1, 0, 16);
   if (!k) return nullptr;
   auto f = std::make_unique<Fma>();
   f->kernel = std::move(*k);
