@@ -74,7 +74,8 @@ DemoCampaign demo_campaign(const std::string& family, const std::string& backend
 }  // namespace
 
 int run_demo(const DemoOptions& opts) {
-  Progress out(stdout);
+  // With --json, standard output holds the report's JSON alone.
+  Progress out(opts.json_out ? stderr : stdout);
   std::string why;
   std::string backend = choose_backend(opts.backend, opts.device, &why);
   if (!why.empty() && !opts.quiet) out.print(why);
