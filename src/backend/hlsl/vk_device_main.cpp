@@ -282,8 +282,13 @@ class VulkanDevice final : public Device {
     uint64_t threads() const { return uint64_t{groups} * kFmaGroupSize; }
   };
   Fma* fma();
-  // One of the runner's own HLSL compute shaders compiled to SPIR-V (entry point `main`).
-  Result<std::vector<uint32_t>> compile_builtin(const char* source, const char* name);
+  // One of the runner's own HLSL compute shaders (entry point `main`, `storage` storage buffers at
+  // bindings 0.. and a 16-byte uniform buffer after them) compiled and made a kernel.
+  Result<std::unique_ptr<VulkanKernel>> builtin_kernel(const char* source, const char* name,
+                                                       size_t storage);
+  // Points a built-in kernel's storage bindings at `storage` (in binding order) and the binding
+  // after them at its uniform buffer.
+  void bind_builtin(VulkanKernel& k, std::initializer_list<VkBuffer> storage);
   // The 16-byte vector copy shader of the same-traffic copy, built on first use; nullptr when it
   // cannot be.
   VulkanKernel* copy_shader();
@@ -1290,7 +1295,9 @@ void main(uint3 id : SV_DispatchThreadID) {
 }
 )";
 
-Result<std::vector<uint32_t>> VulkanDevice::compile_builtin(const char* source, const char* name) {
+Result<std::unique_ptr<VulkanKernel>> VulkanDevice::builtin_kernel(const char* source,
+                                                                   const char* name,
+                                                                   size_t storage) {
   shaderc::Compiler compiler;
   shaderc::CompileOptions options;
   options.SetSourceLanguage(shaderc_source_language_hlsl);
@@ -1299,15 +1306,30 @@ Result<std::vector<uint32_t>> VulkanDevice::compile_builtin(const char* source, 
   auto result = compiler.CompileGlslToSpv(source, shaderc_compute_shader, name, "main", options);
   if (result.GetCompilationStatus() != shaderc_compilation_status_success)
     return make_error(fmt::format("{} does not compile: {}", name, result.GetErrorMessage()));
-  return std::vector<uint32_t>(result.cbegin(), result.cend());
+  return make_kernel(std::vector<uint32_t>(result.cbegin(), result.cend()), "main", storage, 0, 16);
+}
+
+void VulkanDevice::bind_builtin(VulkanKernel& k, std::initializer_list<VkBuffer> storage) {
+  std::vector<VkDescriptorBufferInfo> infos;
+  for (VkBuffer b : storage) infos.push_back({b, 0, VK_WHOLE_SIZE});
+  infos.push_back({k.uniform.buffer, 0, VK_WHOLE_SIZE});
+  std::vector<VkWriteDescriptorSet> writes(infos.size());
+  for (size_t i = 0; i < infos.size(); ++i) {
+    writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    writes[i].dstSet = k.set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = i < storage.size() ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                                  : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(dev_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 }
 
 VulkanKernel* VulkanDevice::copy_shader() {
   if (copy_shader_ || copy_shader_failed_ || lost_) return copy_shader_.get();
   copy_shader_failed_ = true;  // until it is built
-  auto words = compile_builtin(kCopyShader, "copy.hlsl");
-  if (!words) return nullptr;
-  auto k = make_kernel(*words, "main", 2, 0, 16);
+  auto k = builtin_kernel(kCopyShader, "copy.hlsl", 2);
   if (!k) return nullptr;
   copy_shader_ = std::move(*k);
   copy_shader_failed_ = false;
@@ -1329,20 +1351,7 @@ LaunchOutcome VulkanDevice::shader_copy(const Buf& from, const Buf& to, size_t b
       std::clamp((vectors + kCopyGroupSize - 1) / kCopyGroupSize, 1u, kCopyMaxGroups);
   const uint32_t params[4] = {vectors, groups * kCopyGroupSize, 0, 0};
   std::memcpy(k->uniform.mapped, params, sizeof(params));
-  VkDescriptorBufferInfo infos[3] = {{from.buffer, 0, VK_WHOLE_SIZE},
-                                     {to.buffer, 0, VK_WHOLE_SIZE},
-                                     {k->uniform.buffer, 0, VK_WHOLE_SIZE}};
-  VkWriteDescriptorSet writes[3];
-  for (uint32_t i = 0; i < 3; ++i) {
-    writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-    writes[i].dstSet = k->set;
-    writes[i].dstBinding = i;
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType =
-        i < 2 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
-  }
-  vkUpdateDescriptorSets(dev_, 3, writes, 0, nullptr);
+  bind_builtin(*k, {from.buffer, to.buffer});
   return submit_timed(
       [&](VkCommandBuffer cmd) {
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
@@ -1404,9 +1413,7 @@ void main(uint3 id : SV_DispatchThreadID) {
 VulkanDevice::Fma* VulkanDevice::fma() {
   if (fma_ || fma_failed_ || lost_) return fma_.get();
   fma_failed_ = true;  // until it is built
-  auto words = compile_builtin(kFmaShader, "fma.hlsl");
-  if (!words) return nullptr;
-  auto k = make_kernel(*words, "main", 1, 0, 16);
+  auto k = builtin_kernel(kFmaShader, "fma.hlsl", 1);
   if (!k) return nullptr;
   auto f = std::make_unique<Fma>();
   f->kernel = std::move(*k);
@@ -1416,20 +1423,7 @@ VulkanDevice::Fma* VulkanDevice::fma() {
   auto out = create_buffer(f->threads() * sizeof(float), VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, false);
   if (!out) return nullptr;
   f->out = *out;
-  VulkanKernel& kernel = *f->kernel;
-  VkDescriptorBufferInfo infos[2] = {{f->out.buffer, 0, VK_WHOLE_SIZE},
-                                     {kernel.uniform.buffer, 0, VK_WHOLE_SIZE}};
-  VkWriteDescriptorSet writes[2];
-  for (int i = 0; i < 2; ++i) {
-    writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-    writes[i].dstSet = kernel.set;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType =
-        i == 0 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
-  }
-  vkUpdateDescriptorSets(dev_, 2, writes, 0, nullptr);
+  bind_builtin(*f->kernel, {f->out.buffer});
   fma_ = std::move(f);
   fma_failed_ = false;
   return fma_.get();
