@@ -447,6 +447,10 @@ void leave_unsearched(DispatchVariant& v, const DispatchVariant* before,
     v.space = before->space;
     v.gflops = before->gflops;
     v.baseline_gflops = before->baseline_gflops;
+    v.bytes_headline = before->bytes_headline;
+    v.gbs = before->gbs;
+    v.baseline_gbs = before->baseline_gbs;
+    v.pct_of_copy = before->pct_of_copy;
     v.disposition = disposition_text(ClassEntry::kept);
     v.message = fmt::format("not searched; kept from dispatch table {}", earlier->evaluation);
     progress.print(fmt::format("class {}: not searched, keeps dispatch table {}'s {}", v.cls,
@@ -475,6 +479,12 @@ void read_class_search(DispatchVariant& v, const Evaluation& ev) {
   if (const SummaryBench* b = s.first_bench()) {
     v.gflops = b->gflops.value_or(0.0);
     v.baseline_gflops = b->baseline_gflops.value_or(0.0);
+    v.bytes_headline = b->bytes_headline();
+    v.gbs = b->gbs.value_or(0.0);
+    v.pct_of_copy = b->pct_of_copy.value_or(0.0);
+    // The vendor's GB/s at the same traffic: the candidate's rate scaled by the time ratio.
+    const double ms = b->median_ms.value_or(0.0), vendor_ms = b->baseline_median_ms.value_or(0.0);
+    if (v.gbs > 0 && ms > 0 && vendor_ms > 0) v.baseline_gbs = v.gbs * ms / vendor_ms;
   }
 }
 

@@ -28,9 +28,14 @@ std::string dispatch_text(const DispatchTable& t) {
                    t.device.empty() ? "" : ", on " + t.device, t.small ? ", small suite" : "");
   if (t.evaluation > 0) o << fmt::format(" (evaluation {}, {})", t.evaluation, t.created_at);
   o << "\n";
-  std::vector<std::vector<std::string>> rows = {{"class", "rule", "tuned on", "configuration",
-                                                 "evaluated", "seconds", "GFLOP/s",
-                                                 "vendor GFLOP/s"}};
+  // The family's headline: GB/s with the share of the same-run copy, or GFLOP/s.
+  const bool bytes = std::any_of(t.variants.begin(), t.variants.end(),
+                                 [](const DispatchVariant& v) { return v.bytes_headline; });
+  std::vector<std::vector<std::string>> rows = {
+      {"class", "rule", "tuned on", "configuration", "evaluated", "seconds"}};
+  for (const char* h : bytes ? std::vector<const char*>{"GB/s", "% of copy", "vendor GB/s"}
+                             : std::vector<const char*>{"GFLOP/s", "vendor GFLOP/s"})
+    rows[0].push_back(h);
   auto num = [](double v) { return v > 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
   for (const auto& v : t.variants) {
     std::string config = v.config.empty()
@@ -38,7 +43,10 @@ std::string dispatch_text(const DispatchTable& t) {
                              : v.config_text;
     rows.push_back({v.cls, v.when.empty() ? "(any other shape)" : v.when, join(v.shapes, ", "),
                     config, fmt::format("{} of {}", v.evaluated, v.space),
-                    fmt::format("{:.1f}", v.seconds), num(v.gflops), num(v.baseline_gflops)});
+                    fmt::format("{:.1f}", v.seconds)});
+    for (double x : bytes ? std::vector<double>{v.gbs, v.pct_of_copy, v.baseline_gbs}
+                          : std::vector<double>{v.gflops, v.baseline_gflops})
+      rows.back().push_back(num(x));
   }
   std::vector<size_t> w(rows[0].size(), 0);
   for (const auto& r : rows)

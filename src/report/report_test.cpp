@@ -749,6 +749,27 @@ TEST(Dispatch, TableRoundTripsAndFallsBack) {
   EXPECT_NE(text.find("12 of 40"), std::string::npos) << text;
   EXPECT_NE(text.find("(none found: wrong_output; runs the fallback)"), std::string::npos) << text;
   EXPECT_NE(text.find("evaluations over all classes: 17"), std::string::npos) << text;
+  EXPECT_NE(text.find("vendor GFLOP/s"), std::string::npos) << text;
+  EXPECT_FALSE(j["variants"][0].contains("headline"));
+
+  // A family headlined in GB/s: the table shows GB/s, the share of the copy and the vendor's GB/s,
+  // and its JSON keeps them.
+  DispatchTable rows = t;
+  rows.variants[0].bytes_headline = true;
+  rows.variants[0].gbs = 2671.5;
+  rows.variants[0].pct_of_copy = 72.3;
+  rows.variants[0].baseline_gbs = 3069.4;
+  const std::string rt = dispatch_text(rows);
+  EXPECT_NE(rt.find("% of copy"), std::string::npos) << rt;
+  EXPECT_NE(rt.find("vendor GB/s"), std::string::npos) << rt;
+  EXPECT_EQ(rt.find("GFLOP/s"), std::string::npos) << rt;
+  EXPECT_NE(rt.find("2671.5"), std::string::npos) << rt;
+  EXPECT_NE(rt.find("72.3"), std::string::npos) << rt;
+  EXPECT_NE(rt.find("3069.4"), std::string::npos) << rt;
+  const DispatchTable rows_back = dispatch_from_json(dispatch_json(rows));
+  EXPECT_TRUE(rows_back.variants[0].bytes_headline);
+  EXPECT_EQ(rows_back.variants[0].gbs, 2671.5);
+  EXPECT_EQ(dispatch_json(rows_back), dispatch_json(rows));
 
   SuiteResult s = vendor_suite();
   s.dispatch = 3;

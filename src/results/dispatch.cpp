@@ -42,7 +42,7 @@ std::map<std::string, int64_t> config_map(const json& j) {
 
 json dispatch_json(const DispatchTable& t) {
   json variants = json::array();
-  for (const auto& v : t.variants)
+  for (const auto& v : t.variants) {
     variants.push_back({{"class", v.cls},
                         {"when", v.when},
                         {"shapes", v.shapes},
@@ -55,6 +55,12 @@ json dispatch_json(const DispatchTable& t) {
                         {"seconds", v.seconds},
                         {"gflops", v.gflops},
                         {"baseline_gflops", v.baseline_gflops}});
+    if (v.bytes_headline)
+      variants.back().update({{"headline", "bytes"},
+                              {"gbs", v.gbs},
+                              {"baseline_gbs", v.baseline_gbs},
+                              {"pct_of_copy", v.pct_of_copy}});
+  }
   return {{"kind", "peak-dispatch"},
           {"format", kDispatchFormatVersion},
           {"checkpoint", t.checkpoint},
@@ -96,6 +102,10 @@ DispatchTable dispatch_from_json(const json& j) {
       v.seconds = e.value("seconds", 0.0);
       v.gflops = e.value("gflops", 0.0);
       v.baseline_gflops = e.value("baseline_gflops", 0.0);
+      v.bytes_headline = e.value("headline", "") == "bytes";
+      v.gbs = e.value("gbs", 0.0);
+      v.baseline_gbs = e.value("baseline_gbs", 0.0);
+      v.pct_of_copy = e.value("pct_of_copy", 0.0);
       t.variants.push_back(std::move(v));
     }
   return t;

@@ -33,6 +33,10 @@ struct DispatchVariant {
   double seconds = 0;          // compile + validation + timing of its search, and its final timing
   double gflops = 0;           // final timing at its first shape
   double baseline_gflops = 0;  // the vendor library at that shape (0: not timed)
+  // A family headlined in GB/s (SummaryBench::headline "bytes"): the same timing's GB/s, the
+  // vendor library's, and the share of the same-run copy (0: not measured).
+  bool bytes_headline = false;
+  double gbs = 0, baseline_gbs = 0, pct_of_copy = 0;
 };
 
 struct DispatchTable {
