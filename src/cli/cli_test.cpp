@@ -242,14 +242,20 @@ TEST_F(Cli, DemoOfAnotherFamilyUsesItsOwnCampaign) {
   Out none = peak({"demo", "--family", "nosuch", "--backend", "hlsl"});
   EXPECT_EQ(none.code, 2) << none.out << none.err;
   EXPECT_NE(none.err.find("no nosuch context for the hlsl backend"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("(--family: matmul, softmax)"), std::string::npos) << none.err;
+  Out nodata =
+      peak({"demo", "--backend", "hlsl"}, {}, {{"PEAK_DATA_DIR", (tmp_ / "none").string()}});
+  EXPECT_EQ(nodata.code, 4) << nodata.out << nodata.err;
+  EXPECT_NE(nodata.err.find("examples is missing (set PEAK_DATA_DIR"), std::string::npos)
+      << nodata.err;
   fs::path data = tmp_ / "data";
   fs::create_directories(data / "recordings" / "softmax-hlsl");
   for (const char* d : {"examples", "sequences", "transformations"})
     fs::create_directory_symlink(fs::path(PEAK_SOURCE_DIR) / d, data / d);
   fs::copy_file(fs::path(PEAK_SOURCE_DIR) / "recordings/softmax-hlsl/device.json",
                 data / "recordings/softmax-hlsl/device.json");
-  Out o = peak({"demo", "--family", "softmax", "--backend", "hlsl", "--device", "llvmpipe",
-                "--dir", (tmp_ / "ws").string()},
+  Out o = peak({"demo", "--family", "softmax", "--backend", "hlsl", "--device", "llvmpipe", "--dir",
+                (tmp_ / "ws").string()},
                {}, {{"PEAK_DATA_DIR", data.string()}});
   EXPECT_EQ(o.code, 4) << o.out << o.err;  // no recorded reply
   EXPECT_NE(o.out.find("peak demo: softmax-hlsl (8 steps) on llvmpipe"), std::string::npos)
@@ -395,8 +401,8 @@ TEST_F(Cli, TuneWithAStrategyRecordsAndExportsTheSearch) {
 // configuration: its build is made again instead of being looked for where it no longer is.
 TEST_F(Cli, AResumedSearchTimesTheBestConfigurationWithoutItsOldBuild) {
   fs::path ws = workspace_with_device("reuse", "");
-  const std::vector<std::string> search = {"-q",         "--json", "tune", "--small", "--strategy",
-                                           "exhaustive", "--tune", "BLOCK_X=8,16"};
+  const std::vector<std::string> search = {"-q",         "--json",     "tune",   "--small",
+                                           "--strategy", "exhaustive", "--tune", "BLOCK_X=8,16"};
   Out first = peak(search, ws);
   ASSERT_EQ(first.code, 0) << first.out << first.err;
   std::error_code ec;

@@ -40,8 +40,8 @@ struct Options {
   std::string devices;  // --devices: several GPUs of one host
   bool small = false;
   bool full = false;
-  int budget = 0;            // demo: configurations per step
-  std::string budget_text;   // evaluations: --budget N or a time (10m)
+  int budget = 0;           // demo: configurations per step
+  std::string budget_text;  // evaluations: --budget N or a time (10m)
   int jobs = 0;
   bool no_baseline = false;
   bool resume = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -61,6 +62,19 @@ fs::path demo_context(const std::string& family, const std::string& backend) {
   return found.empty() ? fs::path() : found.front();
 }
 
+// The families with a context for `backend` (examples/FAMILY-BACKEND-*), sorted.
+std::vector<std::string> demo_families(const std::string& backend) {
+  std::set<std::string> families;
+  std::error_code ec;
+  const std::string infix = "-" + backend + "-";
+  for (const auto& e : fs::directory_iterator(data_path("examples"), ec)) {
+    const std::string name = e.path().filename().string();
+    if (auto at = name.find(infix); at != std::string::npos && at > 0)
+      families.insert(name.substr(0, at));
+  }
+  return {families.begin(), families.end()};
+}
+
 DemoCampaign demo_campaign(const std::string& family, const std::string& backend) {
   const fs::path rec = data_path("recordings"), seq = data_path("sequences");
   if (family == "matmul")  // the first campaigns, named before there were other families
@@ -80,21 +94,24 @@ int run_demo(const DemoOptions& opts) {
   std::string backend = choose_backend(opts.backend, opts.device, &why);
   if (!why.empty() && !opts.quiet) out.print(why);
   const DemoCampaign campaign = demo_campaign(opts.family, backend);
+  std::error_code ec;
+  if (campaign.context.empty() && !fs::exists(data_path("examples"), ec)) {
+    std::fprintf(stderr, "peak demo: %s is missing (set PEAK_DATA_DIR to the peak source folder)\n",
+                 data_path("examples").string().c_str());
+    return 4;
+  }
   if (campaign.context.empty()) {
-    std::fprintf(stderr,
-                 "peak demo: no %s context for the %s backend under %s (set PEAK_DATA_DIR to the "
-                 "peak source folder; --family names a family with examples/FAMILY-BACKEND-*)\n",
-                 opts.family.c_str(), backend.c_str(), data_path("examples").string().c_str());
+    std::fprintf(stderr, "peak demo: no %s context for the %s backend in %s (--family: %s)\n",
+                 opts.family.c_str(), backend.c_str(), data_path("examples").string().c_str(),
+                 join(demo_families(backend), ", ").c_str());
     return 2;
   }
   const fs::path ctx_dir = campaign.context;
   // The short recording covers the first three steps, which the short sequence names; the full
   // one (where it exists) the whole sequence.
-  std::error_code ec;
   fs::path rec_dir = campaign.short_rec, seq_path = campaign.short_seq;
   const fs::path full_rec = campaign.full_rec, full_seq = campaign.full_seq;
-  const bool have_short =
-      !rec_dir.empty() && fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
+  const bool have_short = !rec_dir.empty() && fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
   const bool have_full = fs::exists(full_rec, ec) && fs::exists(full_seq, ec);
   // Missing: the context, or both recordings (named by the short one's files, or the whole one's
   // where a family has no short one).

@@ -16,7 +16,7 @@ struct DemoOptions {
   // recordings/FAMILY-BACKEND, its sequence sequences/FAMILY-BACKEND.toml and its context
   // examples/FAMILY-BACKEND-PRECISION.
   std::string family = "matmul";
-  std::string dir;               // workspace folder ("" = a new temporary folder)
+  std::string dir;  // workspace folder ("" = a new temporary folder)
   std::string device;
   std::string devices;  // several GPUs of one host (engine/devices.h); excludes `device`
   bool small = false, full = false, quiet = false, json_out = false;

@@ -359,9 +359,9 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
                      return x.disposition == "passed";
                    });
   s.disposition = any ? "passed" : (r.rows.empty() ? "not_run" : r.rows.front().disposition);
-  s.message = r.rated > 0 ? fmt::format("geometric mean {:.3f} {} over {} of {} shapes",
-                                           r.geomean, suite_ratio_basis(r), r.rated, r.rows.size())
-                             : "no shape of the suite has a ratio";
+  s.message = r.rated > 0 ? fmt::format("geometric mean {:.3f} {} over {} of {} shapes", r.geomean,
+                                        suite_ratio_basis(r), r.rated, r.rows.size())
+                          : "no shape of the suite has a ratio";
   s.suite = suite_json(r);
   record_evaluation(id, std::nullopt, kSuiteEvaluationKind, opts, to_json(s));
   if (auto e = recorded_evaluation(*store_, id, kSuiteEvaluationKind)) {

@@ -158,13 +158,13 @@ struct TaskResult {
                                                    // crashed, timeout, inputs_modified,
                                                    // forbidden_api
   std::string message;
-  bool nondeterministic = false;                     // the two checked runs wrote different bytes
-  std::map<std::string, std::string> outputs;        // array -> file with raw output bytes
-  std::map<std::string, std::string> timed_outputs;  // outputs after the last timed launch
+  bool nondeterministic = false;                      // the two checked runs wrote different bytes
+  std::map<std::string, std::string> outputs;         // array -> file with raw output bytes
+  std::map<std::string, std::string> timed_outputs;   // outputs after the last timed launch
   std::map<std::string, std::string> repeat_outputs;  // the second checked run's, when they differ
-  std::vector<double> samples_ms;                    // device time per launch
-  std::vector<double> host_ms;                       // host wall clock per launch (cross-check)
-  std::vector<double> baseline_samples_ms;           // interleaved with the candidate
+  std::vector<double> samples_ms;                     // device time per launch
+  std::vector<double> host_ms;                        // host wall clock per launch (cross-check)
+  std::vector<double> baseline_samples_ms;            // interleaved with the candidate
   std::vector<double> baseline_host_ms;
   // The same-traffic copy (RunnerTask::copy_bytes): device time per timed copy, by the fastest
   // method the runner has ("memcpy", "vector-kernel", "vulkan-copy", "vector-shader"); empty when
@@ -174,11 +174,11 @@ struct TaskResult {
   double clock_mhz_before = 0, clock_mhz_after = 0;
   int threads_before = 0, threads_after = 0;  // process threads around the launches
   bool guard_overwritten = false;  // bytes past the end of a buffer changed (out of bounds)
-  bool outlived = false;  // device work was still running after a timed sample's end mark
+  bool outlived = false;           // device work was still running after a timed sample's end mark
   std::vector<TimedCheck> timed_checks;
   std::vector<FullCheck> full_checks;
-  double input_ms = 0;         // host time generating and uploading fresh inputs (untimed)
-  int64_t module_bytes = -1;   // device memory the loaded kernels took (-1: unknown)
+  double input_ms = 0;               // host time generating and uploading fresh inputs (untimed)
+  int64_t module_bytes = -1;         // device memory the loaded kernels took (-1: unknown)
   int64_t memory_growth_bytes = -1;  // device memory in use after the timed loop minus before
   // What the driver says of the code it made of each loaded entry point, by entry point and
   // statistic name as the driver spells them: {"main": {"Register Count": 72}} (Vulkan:

@@ -377,8 +377,8 @@ TEST_F(HlslBackendTest, PlanRefusesWhatVulkanCannotExpress) {
   EXPECT_EQ(p.disposition, Disposition::invalid_config);
   EXPECT_NE(p.message.find("grid.x = 70000"), std::string::npos) << p.message;
   // block, args, shared memory, clusters and tensor maps are not part of an HLSL plan.
-  for (const std::string attr : {"  block = (8, 8)\n", "  args = (A, B, C)\n",
-                                 "  shared = 1024\n", "  cluster = (2, 1, 1)\n"}) {
+  for (const std::string attr : {"  block = (8, 8)\n", "  args = (A, B, C)\n", "  shared = 1024\n",
+                                 "  cluster = (2, 1, 1)\n"}) {
     std::string src = with_host(example_source(), "launch main\n  grid = (1, 1)\n" + attr);
     auto r = split_regions(src, "kernel.hlsl");
     BuildResult b = build(src, c);

@@ -1319,8 +1319,8 @@ void VulkanDevice::bind_builtin(VulkanKernel& k, std::initializer_list<VkBuffer>
     writes[i].dstSet = k.set;
     writes[i].dstBinding = static_cast<uint32_t>(i);
     writes[i].descriptorCount = 1;
-    writes[i].descriptorType = i < storage.size() ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
-                                                  : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
+    writes[i].descriptorType =
+        i < storage.size() ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
   vkUpdateDescriptorSets(dev_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
