@@ -422,6 +422,14 @@ time = "00:30:00"
   DeviceLock device("cpu", "the CPU");
   auto held = std::make_optional(device.acquire());
   ASSERT_TRUE(*held) << held->error();
+  // Stopped: a step's replies are recorded but not checkpointed, and the job's log says it waits
+  // for the device this process holds (a step whose evaluation already held the device when the
+  // test asked for it goes on to its checkpoint first).
+  const std::string waits_for_us = fmt::format("in use by pid {} ", ::getpid());
+  auto waits = [&] {
+    auto log = read_file(target.log);
+    return log && log->find(waits_for_us) != std::string::npos;
+  };
   std::string stopped_in;
   ASSERT_TRUE(eventually(
       [&] {
@@ -429,7 +437,7 @@ time = "00:30:00"
         if (!v) return follower_ended();
         for (const auto& a : v->attempts)
           if (a.pass_index >= 1 && a.disposition == "passed" &&
-              !v->checkpointed.count(a.transformation)) {
+              !v->checkpointed.count(a.transformation) && waits()) {
             stopped_in = a.transformation;
             return true;
           }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/testing.h"
+#include "store/store.h"
 #include "tune/cache.h"
 #include "tune/testing.h"
 #include "util/fs.h"
@@ -344,6 +345,45 @@ TEST_F(Cli, KilledRunResumesWhereItStopped) {
   ASSERT_EQ(r["steps"].size(), 4u);
   EXPECT_EQ(r["steps"][1]["transformation"], "refactor");
   EXPECT_EQ(r["steps"][3]["transformation"], "thread-tiling");
+}
+
+// A run stopped after a step made its checkpoint but before the run's record said so resumes
+// after that step: the step is not asked again on its own checkpoint (where the recorded replies
+// would no longer match and the run could never finish).
+TEST_F(Cli, ResumeAfterAStopBetweenACheckpointAndTheRunsRecordGoesOn) {
+  fs::path ws = workspace_with_device("between", "");
+  fs::path seq = tmp_ / "two.toml";
+  ASSERT_TRUE(write_file(seq,
+                         "format = 2\nname = \"two\"\ndescription = \"two steps\"\n"
+                         "[[step]]\ntransformation = \"refactor\"\n"
+                         "[[step]]\ntransformation = \"tb-tiling\"\n"));
+  const std::string rec = std::string("replay:") + PEAK_SOURCE_DIR + "/recordings/hlsl-fp32";
+  std::vector<std::string> run = {"run", seq.string(), "--llm", rec, "--budget", "1", "--small"};
+  Out first = peak(run, ws);
+  ASSERT_EQ(first.code, 0) << first.out << first.err;
+  ASSERT_EQ(checkpoints(ws), 3u);
+  {
+    // The record as a stop between tb-tiling's checkpoint (3, made on 2) and the run's update
+    // leaves it: step 2 under way on checkpoint 2.
+    auto store = Store::open(ws / ".peak", false);
+    ASSERT_TRUE(store) << store.error();
+    auto wf = (*store)->workflows();
+    ASSERT_TRUE(wf && wf->size() == 1u);
+    json state = {{"sequence", "two"},
+                  {"next_step", 1},
+                  {"step", {{"transformation", "tb-tiling"}, {"parent", 2}}}};
+    ASSERT_TRUE((*store)->update_workflow(wf->front().id, "interrupted", state.dump()));
+  }
+  run.push_back("--resume");
+  Out again = peak(run, ws);
+  ASSERT_EQ(again.code, 0) << again.out << again.err;
+  EXPECT_NE((again.out + again.err)
+                .find("step 2 (tb-tiling) had made checkpoint 3 when the run "
+                      "stopped"),
+            std::string::npos)
+      << again.out << again.err;
+  EXPECT_EQ(checkpoints(ws), 3u);
+  EXPECT_TRUE(status(ws)["workflows"].empty());  // passed
 }
 
 // A non-exhaustive strategy on lavapipe: the search is recorded and exported as a tuning cache.

@@ -586,6 +586,20 @@ Result<int64_t> Workspace::open_run_workflow(const Sequence& seq, const RunOptio
   return wid;
 }
 
+std::optional<int64_t> Workspace::step_made_before_stop(int64_t wid, const SequenceStep& st,
+                                                        const json& step_state) const {
+  const json parent = step_state.value("parent", json());
+  if (!parent.is_number_integer()) return std::nullopt;
+  auto h = head();
+  if (!h || h->parent != parent.get<int64_t>() || h->transformation != st.transformation)
+    return std::nullopt;
+  auto evs = store_->evaluations(h->id);
+  if (!evs) return std::nullopt;
+  for (const EvaluationRecord& e : *evs)
+    if (e.kind == "checkpoint" && e.workflow_id == wid) return h->id;
+  return std::nullopt;
+}
+
 RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
   RunResult rr;
   auto fail_kind = [&](ErrorKind k, std::string msg) {
@@ -615,6 +629,38 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
   (void)store_->update_workflow(wid, running, run_state(seq.name, start, step_state));
   const std::string resume = fmt::format("peak run {} --resume --llm {}{}", seq.path.string(),
                                          ao0.llm, options_text(ao0.rerun_options));
+  // A step that is done: the sequence goes on from its checkpoint, or (keep = false) from where
+  // the step started, the checkpoint staying in the history.
+  auto step_done = [&](int i, std::optional<int64_t> checkpoint) {
+    const SequenceStep& st = seq.steps[static_cast<size_t>(i)];
+    if (!st.keep && checkpoint) {
+      auto made = store_->checkpoint(*checkpoint);
+      if (made && made->parent) {
+        if (auto s = move_head(*made->parent); !s) return s;
+        progress_.print(fmt::format(
+            "step {} ({}): checkpoint {} is kept aside (keep = false); the next step builds on "
+            "checkpoint {}",
+            i + 1, st.transformation, *checkpoint, *made->parent));
+      }
+    }
+    rr.steps_done = i + 1;
+    (void)store_->update_workflow(wid, running, run_state(seq.name, i + 1, json::object()));
+    return Status{};
+  };
+  // Resumed after its process was stopped between a step's checkpoint and the run's record of
+  // it: that step is done.
+  if (opts.resume && start < static_cast<int>(seq.steps.size()))
+    if (auto made = step_made_before_stop(wid, seq.steps[static_cast<size_t>(start)], step_state)) {
+      progress_.print(fmt::format("step {} ({}) had made checkpoint {} when the run stopped",
+                                  start + 1, seq.steps[static_cast<size_t>(start)].transformation,
+                                  *made));
+      if (auto s = step_done(start, made); !s) {
+        rr.environment_error = true;
+        rr.message = s.message();
+        return rr;
+      }
+      ++start;
+    }
   for (int i = start; i < static_cast<int>(seq.steps.size()); ++i) {
     const SequenceStep& st = seq.steps[static_cast<size_t>(i)];
     const ApplyOptions step_opts = step_options(seq, st, ao0);
@@ -645,24 +691,12 @@ RunResult Workspace::run(const Sequence& seq, const RunOptions& opts) {
       step_did_not_pass(rr, ar, ended, static_cast<size_t>(i), st, resume);
       return rr;
     }
-    if (!st.keep && ar.checkpoint) {
-      // The step stays in the history, but the sequence goes on from where it started.
-      auto made = store_->checkpoint(*ar.checkpoint);
-      if (made && made->parent) {
-        if (auto s = move_head(*made->parent); !s) {
-          rr.disposition = Disposition::not_run;
-          rr.environment_error = true;
-          rr.message = s.message();
-          return rr;
-        }
-        progress_.print(fmt::format(
-            "step {} ({}): checkpoint {} is kept aside (keep = false); the next step builds on "
-            "checkpoint {}",
-            i + 1, st.transformation, *ar.checkpoint, *made->parent));
-      }
+    if (auto s = step_done(i, ar.checkpoint); !s) {
+      rr.disposition = Disposition::not_run;
+      rr.environment_error = true;
+      rr.message = s.message();
+      return rr;
     }
-    rr.steps_done = i + 1;
-    (void)store_->update_workflow(wid, running, run_state(seq.name, i + 1, json::object()));
   }
   (void)store_->update_workflow(
       wid, status_text(WorkflowStatus::passed),

@@ -331,6 +331,11 @@ class Workspace {
   // (`start` and `step_state` then say where it stands).
   Result<int64_t> open_run_workflow(const Sequence& seq, const RunOptions& opts,
                                     const std::string& llm, int& start, json& step_state);
+  // The checkpoint a resumed run's step had made when its process was stopped before the run's
+  // record moved on: HEAD, made by workflow `wid` with the step's transformation on the
+  // checkpoint the step started from (`step_state`'s "parent"). nullopt when there is none.
+  std::optional<int64_t> step_made_before_stop(int64_t wid, const SequenceStep& st,
+                                               const json& step_state) const;
   // A step's value-set overrides: its own, then the sequence's for the parameters it will have
   // (HEAD's and those of `t`, the step's transformation).
   std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
