@@ -315,12 +315,14 @@ Status respond_manual(const fs::path& workspace, const std::string& raw_id,
         "the reply for manual prompt {} is empty; write the complete reply (one fenced code block "
         "with the complete region) to the file",
         id));
-  if (auto s = write_file_atomic(it->reply_path, reply_text); !s) return s;
+  // Who answered first, then the reply: a peak waiting for it (--wait) reads the metadata once
+  // the reply is there, so it always finds the producer.
   json meta = it->meta;
   meta["answered"] = true;
   meta["producer"] = producer.empty() ? "human" : producer;
   meta["answered_at"] = llm_detail::now_iso8601();
-  return write_file_atomic(it->json_path, dump(meta));
+  if (auto s = write_file_atomic(it->json_path, dump(meta)); !s) return s;
+  return write_file_atomic(it->reply_path, reply_text);
 }
 
 std::vector<PendingPrompt> list_manual(const fs::path& workspace) {
