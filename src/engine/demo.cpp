@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
+#include <map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -48,31 +48,29 @@ struct DemoCampaign {
   fs::path context, short_rec, short_seq, full_rec, full_seq;
 };
 
-// The context of `family` for `backend`: examples/FAMILY-BACKEND-fp32 where it exists, else the
-// first examples/FAMILY-BACKEND-* (rmsnorm's is bf16); "" when there is none.
-fs::path demo_context(const std::string& family, const std::string& backend) {
-  const fs::path examples = data_path("examples");
-  const std::string stem = family + "-" + backend + "-";
-  std::error_code ec;
-  if (fs::exists(examples / (stem + "fp32"), ec)) return examples / (stem + "fp32");
-  std::vector<fs::path> found;
-  for (const auto& e : fs::directory_iterator(examples, ec))
-    if (starts_with(e.path().filename().string(), stem)) found.push_back(e.path());
-  std::sort(found.begin(), found.end());
-  return found.empty() ? fs::path() : found.front();
-}
-
-// The families with a context for `backend` (examples/FAMILY-BACKEND-*), sorted.
-std::vector<std::string> demo_families(const std::string& backend) {
-  std::set<std::string> families;
+// The contexts for `backend` by family: examples/FAMILY-BACKEND-PRECISION, sorted.
+std::map<std::string, std::vector<fs::path>> demo_contexts(const std::string& backend) {
+  std::map<std::string, std::vector<fs::path>> found;
   std::error_code ec;
   const std::string infix = "-" + backend + "-";
   for (const auto& e : fs::directory_iterator(data_path("examples"), ec)) {
     const std::string name = e.path().filename().string();
     if (auto at = name.find(infix); at != std::string::npos && at > 0)
-      families.insert(name.substr(0, at));
+      found[name.substr(0, at)].push_back(e.path());
   }
-  return {families.begin(), families.end()};
+  for (auto& [family, paths] : found) std::sort(paths.begin(), paths.end());
+  return found;
+}
+
+// The context of `family` for `backend`: its fp32 one where it exists, else the first (rmsnorm's
+// is bf16); "" when there is none.
+fs::path demo_context(const std::string& family, const std::string& backend) {
+  const auto found = demo_contexts(backend);
+  auto it = found.find(family);
+  if (it == found.end()) return {};
+  for (const fs::path& p : it->second)
+    if (p.filename().string() == family + "-" + backend + "-fp32") return p;
+  return it->second.front();
 }
 
 DemoCampaign demo_campaign(const std::string& family, const std::string& backend) {
@@ -101,9 +99,11 @@ int run_demo(const DemoOptions& opts) {
     return 4;
   }
   if (campaign.context.empty()) {
+    std::vector<std::string> families;
+    for (const auto& [family, paths] : demo_contexts(backend)) families.push_back(family);
     std::fprintf(stderr, "peak demo: no %s context for the %s backend in %s (--family: %s)\n",
                  opts.family.c_str(), backend.c_str(), data_path("examples").string().c_str(),
-                 join(demo_families(backend), ", ").c_str());
+                 join(families, ", ").c_str());
     return 2;
   }
   const fs::path ctx_dir = campaign.context;
