@@ -220,6 +220,42 @@ void setup_tune(CLI::App* c, Options& o) {
 
 int cmd_tune(Options& o) { return cmd_eval(o, "tune", "tuned"); }
 
+void setup_export(CLI::App* c, Options& o) {
+  c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
+  c->add_option("-o,--output", o.output,
+                "the folder to write (new or empty; an earlier export's with --force)");
+  c->add_flag("--single", o.single,
+              "the checkpoint's best configuration alone, not the configurations of its "
+              "dispatch table");
+  c->add_flag("--force", o.force, "replace the files of an earlier export in the folder");
+  c->add_option("--name", o.export_name,
+                "entry points peak_NAME (default: the context's name as a C identifier)");
+  c->add_option("--arch", o.arch,
+                "CUDA architecture of the device code, e.g. sm_90a (default: the device the "
+                "configurations were tuned on)");
+}
+
+int cmd_export(Options& o) {
+  if (o.output.empty() || o.args.size() > 1) {
+    err("usage: peak export [CHECKPOINT] -o DIR [--single] [--force] [--name NAME] [--arch SM]");
+    return kUsage;
+  }
+  int code = kOk;
+  auto ws = open_ws(o, &code);
+  if (!ws) return code;
+  ExportOptions eo;
+  eo.out = o.output;
+  eo.single = o.single;
+  eo.force = o.force;
+  eo.name = o.export_name;
+  eo.arch = o.arch;
+  auto r = ws->export_checkpoint(o.args.empty() ? "HEAD" : o.args[0], eo);
+  if (!r) return fail(r.status());
+  Options printed = o;
+  printed.output.clear();  // -o names the export's folder, not where this summary goes
+  return emit(printed, o.json_out ? export_json(*r).dump(2) + "\n" : export_text(*r));
+}
+
 void setup_export_space(CLI::App* c, Options& o) {
   c->add_option("args", o.args, "CHECKPOINT (default HEAD)");
   c->add_option("-o,--output", o.output, "the cache file to write");

@@ -47,6 +47,11 @@ std::vector<Command> commands() {
        setup_tune, cmd_tune},
       {"export-space", "write a checkpoint's last tuning search as a tuning cache (JSON)",
        setup_export_space, cmd_export_space},
+      {"export",
+       "a checkpoint (default HEAD) as a standalone library: its device code with the "
+       "configurations of its dispatch table, host code from its launch plan, a C header and "
+       "CMakeLists.txt (-o DIR)",
+       setup_export, cmd_export},
       {"bench",
        "benchmarks: `bench [CHECKPOINT]` times a checkpoint (default HEAD) over the shape suite of "
        "kernel.toml against the vendor library and records it; `bench tuning [CACHE...]` "

@@ -69,6 +69,8 @@ struct Options {
   std::vector<std::string> only_classes;  // tune --classes --class NAME: the classes searched
   bool single = false;     // bench: the best configuration alone, not the dispatch table
   int64_t run = 0;         // export-space: a tuning run id
+  std::string export_name;  // export: entry points peak_<name>
+  std::string arch;         // export: the CUDA architecture
   std::string strategies;  // bench: comma-separated
   int seeds = 20;
   int batch = 8;
@@ -162,6 +164,8 @@ void setup_tune(CLI::App* c, Options& o);
 int cmd_tune(Options& o);
 void setup_export_space(CLI::App* c, Options& o);
 int cmd_export_space(Options& o);
+void setup_export(CLI::App* c, Options& o);
+int cmd_export(Options& o);
 void setup_bench(CLI::App* c, Options& o);
 int cmd_bench(Options& o);
 void setup_commit(CLI::App* c, Options& o);

@@ -129,4 +129,28 @@ json run_json(const RunResult& r) {
   return j;
 }
 
+json export_json(const ExportResult& r) {
+  json j = {{"dir", r.dir.string()},
+            {"entry", r.entry},
+            {"checkpoint", r.checkpoint},
+            {"configurations", r.configurations},
+            {"device", r.device},
+            {"files", r.files}};
+  j["dispatch_evaluation"] = r.dispatch_evaluation ? json(*r.dispatch_evaluation) : json(nullptr);
+  return j;
+}
+
+std::string export_text(const ExportResult& r) {
+  std::string from =
+      r.dispatch_evaluation
+          ? fmt::format("the dispatch table of evaluation {} (tuned on {})", *r.dispatch_evaluation,
+                        r.device)
+          : fmt::format("the checkpoint's best configuration (measured on {})", r.device);
+  return fmt::format(
+      "exported checkpoint {} to {}: {} ({} configuration{} from {}), {} files\n"
+      "build it: cmake -S {} -B {}/build && cmake --build {}/build\n",
+      r.checkpoint, r.dir.string(), r.entry, r.configurations, r.configurations == 1 ? "" : "s",
+      from, r.files.size(), r.dir.string(), r.dir.string(), r.dir.string());
+}
+
 }  // namespace peak

@@ -103,6 +103,25 @@ struct RunResult {
   std::vector<ApplyResult> steps;
 };
 
+// `peak export`: where the library goes and what it holds (docs/export.md).
+struct ExportOptions {
+  std::filesystem::path out;  // the folder: new, empty, or (with force) an earlier export's
+  bool single = false;        // the checkpoint's best configuration alone, no dispatch table
+  bool force = false;         // replace the files of an earlier export in `out`
+  std::string name;           // entry points peak_<name> (default: the context's name)
+  std::string arch;           // CUDA/HIP-on-NVIDIA architecture (default: the tuned device's)
+};
+
+struct ExportResult {
+  std::filesystem::path dir;
+  std::string entry;  // "peak_matmul_cuda_fp32"
+  int64_t checkpoint = 0;
+  size_t configurations = 0;
+  std::optional<int64_t> dispatch_evaluation;  // the table the configurations come from
+  std::string device;                          // where they were measured
+  std::vector<std::string> files;              // relative to dir
+};
+
 // How the working files (kernel.toml and the kernel source) stand against HEAD.
 struct WorkingState {
   bool clean = true;
@@ -239,6 +258,13 @@ class Workspace {
   ApplyResult apply(const std::string& transformation, const ApplyOptions& opts,
                     int64_t workflow_id = 0,
                     const std::map<std::string, std::vector<int64_t>>& tuning = {});
+  // `peak export`: checkpoint `ref` (HEAD when empty) as a folder that builds a library with
+  // CMake and needs nothing of peak: the device code of every configuration of its newest
+  // dispatch table (the best alone with `single` or without a table), host code written from
+  // the launch plan, a C header, CMakeLists.txt, README.md (provenance) and export.json. Every
+  // configuration is built first (a build error fails the export). A destination holding files
+  // that no export wrote is refused (input error); nothing is written before every file renders.
+  Result<ExportResult> export_checkpoint(const std::string& ref, const ExportOptions& opts);
   // A whole sequence; resumable.
   RunResult run(const Sequence& seq, const RunOptions& opts);
   // Checkpoints the working files (a manual edit) after evaluating them; refused when they do

@@ -666,3 +666,167 @@ Result<int64_t> evaluate(std::string_view text, const Env& env) {
 }
 
 }  // namespace peak::expr
+
+namespace peak::expr {
+namespace {
+
+std::string_view c_function(Op op) {
+  switch (op) {
+    case Op::mul:
+      return "pk_x_mul";
+    case Op::div:
+      return "pk_x_div";
+    case Op::mod:
+      return "pk_x_mod";
+    case Op::add:
+      return "pk_x_add";
+    case Op::sub:
+      return "pk_x_sub";
+    case Op::shl:
+      return "pk_x_shl";
+    case Op::shr:
+      return "pk_x_shr";
+    default:
+      return "";
+  }
+}
+
+std::string_view c_comparison(Op op) {
+  switch (op) {
+    case Op::lt:
+      return "<";
+    case Op::le:
+      return "<=";
+    case Op::gt:
+      return ">";
+    case Op::ge:
+      return ">=";
+    case Op::eq:
+      return "==";
+    case Op::ne:
+      return "!=";
+    default:
+      return "";
+  }
+}
+
+using CName = std::function<Result<std::string>(const std::string&)>;
+
+Result<std::string> node_c(const Node& n, const CName& name, std::string_view err) {
+  std::vector<std::string> a;
+  for (const auto& arg : n.args) {
+    auto t = node_c(*arg, name, err);
+    if (!t) return t;
+    a.push_back(std::move(*t));
+  }
+  switch (n.op) {
+    case Op::number:
+      return fmt::format("((int64_t){}LL)", n.value);
+    case Op::identifier:
+      return name(n.name);
+    case Op::neg:
+      return fmt::format("pk_x_neg({}, {})", err, a[0]);
+    case Op::logical_not:
+      return fmt::format("((int64_t)(({}) == 0))", a[0]);
+    case Op::logical_and:
+      return fmt::format("((int64_t)(({}) != 0 && ({}) != 0))", a[0], a[1]);
+    case Op::logical_or:
+      return fmt::format("((int64_t)(({}) != 0 || ({}) != 0))", a[0], a[1]);
+    case Op::ternary:
+      return fmt::format("(({}) != 0 ? ({}) : ({}))", a[0], a[1], a[2]);
+    case Op::call: {
+      if (n.name == "min" || n.name == "max") {
+        std::string acc = a[0];
+        for (size_t i = 1; i < a.size(); ++i) acc = fmt::format("pk_x_{}({}, {})", n.name, acc, a[i]);
+        return acc;
+      }
+      std::string out = fmt::format("pk_x_{}({}", n.name, err);
+      for (const auto& x : a) out += ", " + x;
+      return out + ")";
+    }
+    default:
+      break;
+  }
+  if (auto cmp = c_comparison(n.op); !cmp.empty())
+    return fmt::format("((int64_t)(({}) {} ({})))", a[0], cmp, a[1]);
+  return fmt::format("{}({}, {}, {})", c_function(n.op), err, a[0], a[1]);
+}
+
+}  // namespace
+
+Result<std::string> Expression::to_c(const CName& name, std::string_view err) const {
+  if (!root_) return make_error("empty expression");
+  return node_c(*root_, name, err);
+}
+
+std::string_view c_helpers() {
+  return R"C(/* Integer expressions of the launch plan: 64-bit, every failure sets *e and yields 0. */
+static inline int64_t pk_x_fail(int* e) { *e = 1; return 0; }
+static inline int64_t pk_x_add(int* e, int64_t a, int64_t b) {
+  int64_t r; return __builtin_add_overflow(a, b, &r) ? pk_x_fail(e) : r;
+}
+static inline int64_t pk_x_sub(int* e, int64_t a, int64_t b) {
+  int64_t r; return __builtin_sub_overflow(a, b, &r) ? pk_x_fail(e) : r;
+}
+static inline int64_t pk_x_mul(int* e, int64_t a, int64_t b) {
+  int64_t r; return __builtin_mul_overflow(a, b, &r) ? pk_x_fail(e) : r;
+}
+static inline int pk_x_bad_div(int64_t a, int64_t b) {
+  return b == 0 || (a == INT64_MIN && b == -1);
+}
+static inline int64_t pk_x_div(int* e, int64_t a, int64_t b) {
+  return pk_x_bad_div(a, b) ? pk_x_fail(e) : a / b;
+}
+static inline int64_t pk_x_mod(int* e, int64_t a, int64_t b) {
+  return pk_x_bad_div(a, b) ? pk_x_fail(e) : a % b;
+}
+static inline int64_t pk_x_neg(int* e, int64_t a) { return a == INT64_MIN ? pk_x_fail(e) : -a; }
+static inline int64_t pk_x_abs(int* e, int64_t a) {
+  return a == INT64_MIN ? pk_x_fail(e) : (a < 0 ? -a : a);
+}
+static inline int64_t pk_x_shr(int* e, int64_t a, int64_t b) {
+  return (b < 0 || b > 63) ? pk_x_fail(e) : (a >> b);
+}
+static inline int64_t pk_x_shl(int* e, int64_t a, int64_t b) {
+  if (b < 0 || b > 63) return pk_x_fail(e);
+  if (b == 63) return a == 0 ? 0 : (a == -1 ? INT64_MIN : pk_x_fail(e));
+  return pk_x_mul(e, a, (int64_t)1 << b);
+}
+static inline int64_t pk_x_min(int64_t a, int64_t b) { return b < a ? b : a; }
+static inline int64_t pk_x_max(int64_t a, int64_t b) { return b > a ? b : a; }
+static inline int64_t pk_x_floor_div(int* e, int64_t a, int64_t b) {
+  if (pk_x_bad_div(a, b)) return pk_x_fail(e);
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t pk_x_ceil_div(int* e, int64_t a, int64_t b) {
+  if (pk_x_bad_div(a, b)) return pk_x_fail(e);
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+}
+static inline int64_t pk_x_round_up(int* e, int64_t a, int64_t b) {
+  return pk_x_mul(e, pk_x_ceil_div(e, a, b), b);
+}
+static inline int64_t pk_x_is_pow2(int* e, int64_t a) {
+  (void)e; return a > 0 && (a & (a - 1)) == 0;
+}
+static inline int64_t pk_x_log2(int* e, int64_t a) {
+  if (a <= 0) return pk_x_fail(e);
+  int64_t r = 0;
+  for (uint64_t x = (uint64_t)a; x > 1; x >>= 1) ++r;
+  return r;
+}
+static inline int64_t pk_x_pow(int* e, int64_t base, int64_t x) {
+  if (x < 0) return pk_x_fail(e);
+  int64_t r = 1;
+  while (x > 0) {
+    if (x & 1) r = pk_x_mul(e, r, base);
+    x >>= 1;
+    if (x > 0) base = pk_x_mul(e, base, base);
+  }
+  return r;
+}
+)C";
+}
+
+}  // namespace peak::expr

@@ -38,12 +38,22 @@ class Expression {
   Result<int64_t> eval(const Env& env) const;
   // Every identifier the expression reads, sorted, without duplicates.
   std::vector<std::string> identifiers() const;
+  // The expression as C (C99 and C++) over the helpers of c_helpers(): every operation that can
+  // fail (overflow, division by zero, a bad shift, log2 or pow) is a call that sets `*ERR` to 1
+  // and yields 0, so the C value equals eval()'s wherever eval() succeeds and `*ERR` is set
+  // wherever it fails. `name` spells an identifier in C (an error for names it does not know);
+  // `err` is the C expression of the `int*` the helpers set.
+  Result<std::string> to_c(const std::function<Result<std::string>(const std::string&)>& name,
+                           std::string_view err) const;
   const std::string& text() const { return text_; }
 
  private:
   std::string text_;
   std::shared_ptr<const Node> root_;
 };
+
+// The C definitions (static inline functions named pk_x_*) that to_c()'s text calls.
+std::string_view c_helpers();
 
 // Parse and evaluate in one call.
 Result<int64_t> evaluate(std::string_view text, const Env& env);

@@ -1,8 +1,14 @@
 #include "expr/expr.h"
 
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "util/fs.h"
+#include "util/process.h"
 
 namespace peak::expr {
 namespace {
@@ -207,6 +213,160 @@ TEST(Expr, FunctionErrors) {
   EXPECT_EQ(parse_err("ceil_div(1, 2, 3)"), "column 1: ceil_div takes 2 arguments, got 3");
   EXPECT_EQ(parse_err("abs()"), "column 1: abs takes 1 argument, got 0");
   EXPECT_EQ(parse_err("max()"), "column 1: max takes at least 1 argument, got 0");
+}
+
+// Expression::to_c over c_helpers(), compiled by the system's C++ compiler, gives eval()'s value
+// wherever eval() succeeds and sets the error flag exactly where it fails.
+TEST(Expr, CTranslationMatchesEval) {
+  ProcessOptions probe;
+  probe.argv = {"c++", "--version"};
+  probe.timeout_s = 60;
+  if (auto r = run_process(probe); !r || !r->ok()) GTEST_SKIP() << "no C++ compiler (c++)";
+
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const std::vector<std::string> names = {"a", "b", "c", "z", "n", "big", "small", "A.size"};
+  const std::vector<std::vector<int64_t>> rows = {
+      {7, 3, 5, 0, -7, kMax, kMin, 100},
+      {64, 2, -5, 0, -64, kMax, kMin, 0},
+      {1, 63, 62, 0, -1, kMax, kMin, 1},
+      {-1, 0, 1, 0, -9, kMax, kMin, 7},
+      {0, -3, 64, 0, -2, kMax, kMin, 64},
+      {2, 62, -1, 0, -3, kMax, kMin, 9},
+      {3000000000, 3000000000, 4000000000, 0, -4000000000, kMax, kMin, 1 << 20},
+      {kMax, -1, 2, 0, kMin, kMax, kMin, 5},
+  };
+  const std::vector<std::string> exprs = {
+      // arithmetic and overflow
+      "a + b * c", "a - b", "a * b", "a * c", "big + 1", "big + a", "small - 1", "small + n",
+      "big * 2", "small * -1", "-small", "-a", "-n", "n * n", "c * c * c * c * c", "A.size * 2 + a",
+      // division
+      "a / b", "a % b", "n / b", "n % b", "a / n", "a % n", "a / z", "a % z", "small / -1",
+      "small % -1", "small / n", "z / a",
+      // shifts
+      "a << b", "a >> b", "a << 63", "1 << 62", "1 << 63", "-1 << 63", "0 << 63", "n << 63",
+      "a << -1", "a >> -1", "a >> 64", "a << 64", "n >> 2", "n >> 63", "big << 1", "small >> 63",
+      "1 << c", "a >> c",
+      // the division helpers, with negatives
+      "ceil_div(n, b)", "floor_div(n, b)", "round_up(n, b)", "ceil_div(a, n)", "floor_div(a, n)",
+      "round_up(a, n)", "ceil_div(n, c)", "floor_div(n, c)", "round_up(n, c)", "ceil_div(a, z)",
+      "floor_div(a, z)", "round_up(a, z)", "floor_div(small, -1)", "ceil_div(small, -1)",
+      "round_up(small, -1)", "round_up(big, 2)", "round_up(big, b)", "round_up(small, 3)",
+      "ceil_div(big, a)", "floor_div(small, a)",
+      // pow, log2, abs, is_pow2
+      "pow(a, b)", "pow(2, 62)", "pow(2, 63)", "pow(-2, 63)", "pow(-2, 64)", "pow(3, 39)",
+      "pow(3, 40)", "pow(a, n)", "pow(0, 0)", "pow(n, 3)", "pow(big, 1)", "pow(big, 0)",
+      "pow(1, big)", "pow(-1, big)", "pow(2, big)", "pow(b, c)", "pow(c, b)", "pow(small, 1)",
+      "pow(small, 2)", "log2(a)", "log2(z)", "log2(n)", "log2(big)", "log2(1)", "log2(c)", "abs(n)",
+      "abs(small)", "abs(big)", "is_pow2(a)", "is_pow2(z)", "is_pow2(n)", "is_pow2(64)",
+      "is_pow2(small)",
+      // min and max of several
+      "min(a, b, c)", "max(a, b, c)", "min(n, z, big)", "max(small, n, z)", "min(a)",
+      "max(a / z, 1)", "min(c, a / b, n % b)", "max(big, small, a + 1)",
+      // comparisons, logic, conditionals: only the branch taken may fail
+      "a == b", "a != b", "a <= b", "a >= b", "a < b", "a > b", "!a", "!z", "!!n", "z && a / z",
+      "a || a / z", "a && a / z", "z || a / z", "a / z && z", "a / z || a", "z ? a / z : b",
+      "a ? b : a / z", "(a / z) ? 1 : 2", "a > b ? a - b : b - a", "a ? (b ? c : a / z) : n",
+      "c > 0 && c < 63 ? 1 << c : -1",
+      // everything at once
+      "ceil_div(a * b, c) + round_up(n, 7) - floor_div(n, 7) * max(1, b, c)",
+      "min(ceil_div(A.size, max(a, 1)), pow(b, 2)) << min(b, 3)"};
+
+  std::vector<Expression> parsed;
+  std::string body;
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    auto e = Expression::parse(exprs[i]);
+    ASSERT_TRUE(e) << exprs[i] << ": " << e.error();
+    auto c = e->to_c(
+        [&](const std::string& id) -> Result<std::string> {
+          for (size_t k = 0; k < names.size(); ++k)
+            if (names[k] == id) return fmt::format("v[{}]", k);
+          return make_error("unknown identifier '" + id + "'");
+        },
+        "&e");
+    ASSERT_TRUE(c) << exprs[i] << ": " << c.error();
+    body += fmt::format(
+        "    {{ int e = 0; const int64_t x = {}; printf(\"%d %lld\\n\", e, (long long)(e ? 0 : "
+        "x)); "
+        "}}\n",
+        *c);
+    parsed.push_back(*e);
+  }
+  std::string table;
+  for (const auto& r : rows) {
+    std::vector<std::string> v;
+    for (int64_t x : r)
+      v.push_back(x == kMin ? "(-9223372036854775807LL - 1)" : fmt::format("{}LL", x));
+    table += "  {" + join(v, ", ") + "},\n";
+  }
+  const std::string program = fmt::format(
+      "#include <stdint.h>\n#include <stdio.h>\n{}\nstatic const int64_t rows[][{}] = {{\n{}}};\n"
+      "int main(void) {{\n  for (unsigned r = 0; r < sizeof rows / sizeof rows[0]; ++r) {{\n"
+      "    const int64_t* v = rows[r];\n{}  }}\n  return 0;\n}}\n",
+      c_helpers(), names.size(), table, body);
+
+  auto dir = make_temp_dir("peak-expr-c-");
+  ASSERT_TRUE(dir) << dir.error();
+  ASSERT_TRUE(write_file(*dir / "x.cpp", program));
+  ProcessOptions cc;
+  cc.argv = {"c++",
+             "-std=c++17",
+             "-O2",
+             "-Wall",
+             "-Wextra",
+             "-Werror",
+             "-Wno-unused-function",
+             "-o",
+             (*dir / "x").string(),
+             (*dir / "x.cpp").string()};
+  cc.timeout_s = 300;
+  auto built = run_process(cc);
+  ASSERT_TRUE(built) << built.error();
+  ASSERT_TRUE(built->ok()) << built->err << "\n" << program;
+  ProcessOptions run;
+  run.argv = {(*dir / "x").string()};
+  run.timeout_s = 60;
+  auto ran = run_process(run);
+  ASSERT_TRUE(ran) << ran.error();
+  ASSERT_TRUE(ran->ok()) << ran->describe();
+  std::error_code ec;
+  std::filesystem::remove_all(*dir, ec);
+
+  const std::vector<std::string> lines = split_lines(ran->out);
+  ASSERT_EQ(lines.size(), rows.size() * exprs.size());
+  size_t failures = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Env env;
+    for (size_t k = 0; k < names.size(); ++k) env[names[k]] = rows[r][k];
+    for (size_t i = 0; i < exprs.size(); ++i) {
+      int err = 0;
+      long long value = 0;
+      const std::string& line = lines[r * exprs.size() + i];
+      ASSERT_EQ(std::sscanf(line.c_str(), "%d %lld", &err, &value), 2) << line;
+      auto want = parsed[i].eval(env);
+      SCOPED_TRACE(fmt::format("`{}` at row {}", exprs[i], r));
+      EXPECT_EQ(err != 0, !want.is_ok()) << (want ? std::to_string(*want) : want.error());
+      if (want && err == 0) {
+        EXPECT_EQ(value, *want);
+      }
+      failures += want ? 0 : 1;
+    }
+  }
+  // Both outcomes occur often.
+  EXPECT_GT(failures, rows.size() * 10);
+  EXPECT_LT(failures, rows.size() * exprs.size() / 2);
+
+  // A name the caller does not know is an error naming it.
+  auto e = Expression::parse("ceil_div(M, TILEZ)");
+  ASSERT_TRUE(e);
+  auto c = e->to_c(
+      [](const std::string& id) -> Result<std::string> {
+        if (id == "M") return std::string("s->M");
+        return make_error("unknown identifier '" + id + "'");
+      },
+      "&e_");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("TILEZ"), std::string::npos) << c.error();
 }
 
 }  // namespace

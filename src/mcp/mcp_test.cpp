@@ -12,6 +12,7 @@
 #include "mcp/server.h"
 #include "mcp/tools.h"
 #include "util/fs.h"
+#include "util/process.h"
 
 namespace peak::mcp {
 namespace {
@@ -159,7 +160,8 @@ TEST_F(McpServerTest, LongCallsAreCheckedBeforeTheyTakeTheWorker) {
       {{"name", "run"}, {"arguments", {{"sequence", "hlsl-fp32"}, {"workspace", "nope"}}}},
       {{"name", "evaluate"}, {"arguments", {{"workspace", "nope"}}}},
       {{"name", "bench"}, {"arguments", {{"workspace", "nope"}}}},
-      {{"name", "tune_classes"}, {"arguments", {{"workspace", "nope"}}}}};
+      {{"name", "tune_classes"}, {"arguments", {{"workspace", "nope"}}}},
+      {{"name", "export"}, {"arguments", {{"output", "lib"}, {"workspace", "nope"}}}}};
   for (const json& call : calls) {
     SCOPED_TRACE(call["name"].get<std::string>());
     size_t before = out->size();
@@ -206,6 +208,135 @@ TEST_F(McpServerTest, TransformationsAreTheWorkspacesFamilys) {
             std::string::npos)
       << text;
   EXPECT_TRUE(server->job_status().is_null()) << "nothing runs";
+}
+
+// The answer to request `request_id` of a long call, waited for (the worker sends it).
+json wait_for_answer(FakeOutbox& out, const json& request_id, int seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    {
+      std::lock_guard lock(out.mu);
+      for (const auto& m : out.sent)
+        if (m.contains("id") && m["id"] == request_id && m.contains("result")) return m;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return json();
+}
+
+// `peak export` as a tool: its schema, a folder outside the root refused before anything runs,
+// and the engine's own refusal (an HLSL kernel: only CUDA exports exist) as a tool error.
+TEST_F(McpServerTest, ExportToolWritesUnderTheRootOnly) {
+  initialize();
+  json tools = request("tools/list")["result"]["tools"];
+  auto t =
+      std::find_if(tools.begin(), tools.end(), [](const json& x) { return x["name"] == "export"; });
+  ASSERT_NE(t, tools.end());
+  std::set<std::string> props;
+  for (const auto& [k, v] : (*t)["inputSchema"]["properties"].items()) props.insert(k);
+  EXPECT_EQ(props, (std::set<std::string>{"checkpoint", "output", "single", "force", "name", "arch",
+                                          "workspace"}));
+  EXPECT_EQ((*t)["inputSchema"]["required"], json({"output"}));
+  for (const char* k : {"dir", "entry", "checkpoint", "configurations", "files"})
+    EXPECT_NE(std::find((*t)["outputSchema"]["required"].begin(),
+                        (*t)["outputSchema"]["required"].end(), k),
+              (*t)["outputSchema"]["required"].end())
+        << k;
+  EXPECT_FALSE((*t)["annotations"]["readOnlyHint"]);
+
+  const std::filesystem::path ctx = std::filesystem::path(PEAK_SOURCE_DIR) / "src/cli/testdata";
+  std::filesystem::copy(ctx / "softmax-hlsl", root / "softmax-hlsl",
+                        std::filesystem::copy_options::recursive);
+  json init = request("tools/call", {{"name", "init"},
+                                     {"arguments", {{"context", "softmax-hlsl"}, {"dir", "ws"}}}});
+  ASSERT_FALSE(init["result"]["isError"]) << init.dump();
+
+  json r = request("tools/call", {{"name", "export"}, {"arguments", json::object()}});
+  EXPECT_TRUE(r["result"]["isError"]) << r.dump();
+  EXPECT_NE(r.dump().find("missing required argument 'output'"), std::string::npos) << r.dump();
+  for (const char* outside : {"../lib", "/tmp/peak-export-outside"}) {
+    size_t before = out->size();
+    r = request("tools/call", {{"name", "export"}, {"arguments", {{"output", outside}}}});
+    ASSERT_EQ(out->size(), before + 1) << "answered at once";
+    EXPECT_TRUE(r["result"]["isError"]) << r.dump();
+    EXPECT_NE(r.dump().find("outside the folders this server may use"), std::string::npos)
+        << r.dump();
+  }
+  r = request("tools/call",
+              {{"name", "export"}, {"arguments", {{"output", "lib"}, {"checkpoint", "nope"}}}});
+  EXPECT_TRUE(r["result"]["isError"]) << r.dump();
+  EXPECT_NE(r.dump().find("nope"), std::string::npos) << r.dump();
+  EXPECT_TRUE(server->job_status().is_null()) << "nothing runs";
+
+  request("tools/call", {{"name", "export"}, {"arguments", {{"output", "lib"}}}});
+  json answer = wait_for_answer(*out, id, 120);
+  ASSERT_TRUE(answer.is_object()) << "no answer";
+  EXPECT_TRUE(answer["result"]["isError"]) << answer.dump();
+  EXPECT_NE(answer.dump().find("peak export does not write hlsl libraries yet"), std::string::npos)
+      << answer.dump();
+  EXPECT_FALSE(std::filesystem::exists(root / "lib"));
+}
+
+// A CUDA checkpoint with a dispatch table (checkpoint 19 of the FP32 campaign under results/),
+// exported through the tool: the structured result is export_json's, the files are there.
+TEST_F(McpServerTest, ExportToolExportsACudaCheckpoint) {
+  const std::filesystem::path store =
+      std::filesystem::path(PEAK_SOURCE_DIR) / "results/h100/cuda-fp32-small-m-loads/suite/store";
+  ASSERT_TRUE(std::filesystem::exists(store / "peak.db.xz")) << store;
+  if (peak::find_tool(ToolSearch{"nvcc", "PEAK_NVCC", {"CUDA_HOME"}, {"/usr/local/cuda/bin/nvcc"}})
+          .empty())
+    GTEST_SKIP() << "nvcc not found";
+  ProcessOptions xz;
+  xz.argv = {"xz", "-dc", (store / "peak.db.xz").string()};
+  xz.timeout_s = 120;
+  auto db = run_process(xz);
+  if (!db || !db->ok()) GTEST_SKIP() << "xz not found";
+  std::filesystem::create_directories(root / "ws" / ".peak");
+  std::filesystem::copy(store / "FORMAT", root / "ws" / ".peak" / "FORMAT");
+  std::filesystem::copy(store / "blobs", root / "ws" / ".peak" / "blobs",
+                        std::filesystem::copy_options::recursive);
+  ASSERT_TRUE(write_file(root / "ws" / ".peak" / "peak.db", db->out));
+  initialize();
+  for (json args : {json{{"ref", "19"}, {"detach", true}, {"force", true}, {"workspace", "ws"}},
+                    json{{"ref", "HEAD"}, {"force", true}, {"workspace", "ws"}}}) {
+    json c = request("tools/call", {{"name", "checkout"}, {"arguments", args}});
+    ASSERT_FALSE(c["result"]["isError"]) << c.dump();
+  }
+  request("tools/call",
+          {{"name", "export"},
+           {"arguments", {{"workspace", "ws"}, {"output", "lib"}, {"checkpoint", "19"}}},
+           {"_meta", {{"progressToken", 7}}}});
+  json answer = wait_for_answer(*out, id, 300);
+  ASSERT_TRUE(answer.is_object()) << "no answer";
+  ASSERT_FALSE(answer["result"]["isError"]) << answer.dump();
+  const json& s = answer["result"]["structuredContent"];
+  EXPECT_EQ(s["entry"], "peak_matmul_cuda_fp32");
+  EXPECT_EQ(s["configurations"], 2);
+  EXPECT_EQ(s["checkpoint"], 19);
+  EXPECT_TRUE(s["dispatch_evaluation"].is_number_integer());
+  EXPECT_EQ(std::filesystem::path(s["dir"].get<std::string>()), root / "lib");
+  for (const auto& f : s["files"])
+    EXPECT_TRUE(std::filesystem::exists(root / "lib" / f.get<std::string>())) << f;
+  EXPECT_NE(
+      answer["result"]["content"][0]["text"].get<std::string>().find("exported checkpoint 19"),
+      std::string::npos);
+  // The builds were progress.
+  bool progress = false;
+  {
+    std::lock_guard lock(out->mu);
+    for (const auto& m : out->sent)
+      progress |= m.value("method", "") == "notifications/progress" &&
+                  m["params"]["message"].get<std::string>().find("building configuration") !=
+                      std::string::npos;
+  }
+  EXPECT_TRUE(progress);
+  // A second export into the folder needs force.
+  request("tools/call",
+          {{"name", "export"},
+           {"arguments", {{"workspace", "ws"}, {"output", "lib"}, {"checkpoint", "19"}}}});
+  answer = wait_for_answer(*out, id, 300);
+  ASSERT_TRUE(answer.is_object()) << "no answer";
+  EXPECT_TRUE(answer["result"]["isError"]) << answer.dump();
+  EXPECT_NE(answer.dump().find("--force"), std::string::npos) << answer.dump();
 }
 
 TEST(CheckArguments, TypesRequiredEnumsAndExtras) {

@@ -641,6 +641,28 @@ ToolResult t_report(const json& a, ToolContext& ctx) {
   return ok({{"format", format}, {"report", *text}}, *text);
 }
 
+// The folder an export goes to: under the server's root, as every path a client names.
+Result<fs::path> export_folder(McpServer& server, const json& a) {
+  const fs::path root = server.options().root;
+  return confine(root, s_arg(a, "output"), {root});
+}
+
+ToolResult t_export(const json& a, ToolContext& ctx) {
+  OPEN_WS(ws, a, ctx);
+  auto out = export_folder(ctx.server, a);
+  if (!out) return ToolResult::error(out.error());
+  ExportOptions eo;
+  eo.out = *out;
+  eo.single = b_arg(a, "single");
+  eo.force = b_arg(a, "force");
+  eo.name = s_arg(a, "name");
+  eo.arch = s_arg(a, "arch");
+  ws.progress().set_listener(ctx.progress);
+  auto r = ws.export_checkpoint(s_arg(a, "checkpoint", "HEAD"), eo);
+  if (!r) return ToolResult::error(r.error());
+  return ok(export_json(*r), export_text(*r));
+}
+
 // The table in four parts, in the order tools/list gives them.
 // The machine, the workspace's creation and the library of transformations and sequences.
 void add_library_tools(std::vector<Tool>& t) {
@@ -863,6 +885,36 @@ void add_evaluation_tools(std::vector<Tool>& t) {
              {{"type", "string"}, {"enum", formats}, {"description", "default markdown"}}}})),
        out_schema({{"format", str("")}, {"report", str("")}}, {"format", "report"}), false, false,
        true, t_report});
+  add({"export", "Export a checkpoint as a library",
+       "Write a checkpoint (default HEAD) as a standalone CMake library that needs nothing of "
+       "peak (docs/export.md): the device code of every configuration of its newest dispatch "
+       "table (single: the best configuration alone), host code written from its launch plan, "
+       "a C header, CMakeLists.txt, README.md with its provenance and export.json. Every "
+       "configuration is built first. `output` is a folder under the root: new or empty, or "
+       "(with force) one that an export wrote; a folder holding other files is refused. CUDA "
+       "kernels only. Sends progress.",
+       object_schema(
+           with_workspace(
+               {{"checkpoint", ref_prop},
+                {"output", str("the folder to write, under the root")},
+                {"single", boolean("the best configuration alone, not the dispatch table's")},
+                {"force", boolean("replace the files of an earlier export in the folder")},
+                {"name", str("entry points peak_NAME (default: the context's name as a C "
+                             "identifier)")},
+                {"arch", str("CUDA architecture of the device code, e.g. sm_90a (default: the "
+                             "device the configurations were tuned on)")}}),
+           {"output"}),
+       out_schema({{"dir", str("the folder written")},
+                   {"entry", str("the entry point, e.g. peak_matmul_cuda_fp32")},
+                   {"checkpoint", integer("")},
+                   {"configurations", integer("configurations built into the library")},
+                   {"dispatch_evaluation",
+                    {{"type", {"integer", "null"}},
+                     {"description", "the dispatch table's evaluation; null: the best alone"}}},
+                   {"device", str("where the configurations were measured")},
+                   {"files", {{"type", "array"}, {"items", {{"type", "string"}}}}}},
+                  {"dir", "entry", "checkpoint", "configurations", "files"}),
+       true, false, false, t_export});
 }
 
 std::vector<Tool> make_tools() {
@@ -905,6 +957,10 @@ std::optional<std::string> check_long_call(const Tool& tool, const json& a, Tool
     return "small and full exclude each other";
   if (name == "evaluate" || name == "bench" || name == "tune_classes")
     if (auto id = (*ws)->resolve(s_arg(a, "ref", "HEAD")); !id) return id.error();
+  if (name == "export") {
+    if (auto id = (*ws)->resolve(s_arg(a, "checkpoint", "HEAD")); !id) return id.error();
+    if (auto out = export_folder(ctx.server, a); !out) return out.error();
+  }
   if (name == "evaluate" || name == "tune_classes")
     if (auto c = choices_from(a, ctx); !c) return c.error();
   if (name == "run") {

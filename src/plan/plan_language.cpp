@@ -89,12 +89,8 @@ std::string normalize_literals(const std::string& text) {
   return std::regex_replace(out, kSuffix, "$1");
 }
 
-struct MacroDef {
-  std::string name;
-  std::string value;
-};
+}  // namespace
 
-// Object-like `#define NAME VALUE` lines (continuations joined, comments removed).
 std::vector<MacroDef> parse_defines(const std::string& text) {
   static const std::regex kDefine(R"(^\s*#\s*define\s+([A-Za-z_][A-Za-z0-9_]*)(\(?)(.*)$)");
   std::vector<MacroDef> defs;
@@ -118,6 +114,8 @@ std::vector<MacroDef> parse_defines(const std::string& text) {
   }
   return defs;
 }
+
+namespace {
 
 // "(a, min(b, c), d)" -> {"a", "min(b, c)", "d"}; a value without parentheses is one item.
 Result<std::vector<std::string>> split_tuple(const std::string& value) {

@@ -94,6 +94,15 @@ Result<ParsedPlan> parse_plan(const SourceRegions& source, std::string_view file
 // Parses plan text whose first line is line `first_line` of `file`.
 Result<ParsedPlan> parse_plan_text(std::string_view text, int first_line, std::string_view file);
 
+// An object-like `#define NAME VALUE` of the macros region (continuations joined, comments
+// removed, integer literal suffixes dropped): the macros a plan may read are those whose value is
+// an integer expression.
+struct MacroDef {
+  std::string name;
+  std::string value;
+};
+std::vector<MacroDef> parse_defines(const std::string& text);
+
 // The names a plan may read besides its own: scalars (and ARRAY.size), the tuning values, the
 // device facts and the integer `#define NAME EXPR` macros of the macros region (evaluated in
 // rounds, so macros may use other macros; names already defined keep their value).

@@ -1,0 +1,339 @@
+// peak-export-check: runs an exported CUDA library (built as a shared library) at every shape of
+// its checkpoint's suite, beside peak's own runner on the same configuration and inputs:
+//  - outputs: the export's against the runner's checked run, byte for byte (same seed, same
+//    generator: context/inputs.h);
+//  - time: the export timed with its own CUDA events under the runner's protocol: fresh inputs
+//    before every sample, the outputs overwritten, the L2 flushed (the flush queued just before
+//    the call, so that the call's host work overlaps it).
+// Writes one JSON row per shape (scripts/export-table.py puts it beside `peak bench`).
+//
+//   peak-export-check WORKSPACE CHECKPOINT LIBRARY.so ENTRY [--small] [--samples N]
+//                     [--flush-l2-only] [-o FILE]
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "backend/backend.h"
+#include "context/inputs.h"
+#include "engine/workspace.h"
+#include "runner/client.h"
+#include "util/fs.h"
+
+namespace {
+
+using namespace peak;
+namespace fs = std::filesystem;
+
+using Entry6 = int (*)(const void*, const void*, void*, int, int, int, void*, size_t, cudaStream_t);
+using Entry4 = int (*)(const void*, void*, int, int, void*, size_t, cudaStream_t);
+using Entry5 = int (*)(const void*, const void*, void*, int, int, void*, size_t, cudaStream_t);
+using Entry6r = int (*)(const void*, const void*, const void*, void*, int, int, void*, size_t,
+                        cudaStream_t);
+using ConfigFn3 = int (*)(int, int, int);
+using ConfigFn2 = int (*)(int, int);
+using TextFn = const char* (*)(int);
+using Ws3 = size_t (*)(int, int, int);
+using Ws2 = size_t (*)(int, int);
+
+struct Library {
+  void* handle = nullptr;
+  void* entry = nullptr;
+  void* config = nullptr;
+  TextFn text = nullptr;
+  void* ws = nullptr;
+};
+
+int call_entry(const Library& l, const KernelContext& ctx, std::vector<void*>& ptr,
+               const std::vector<int>& s, void* ws, size_t ws_bytes) {
+  const size_t na = ctx.arrays.size(), ns = ctx.scalars.size();
+  if (na == 3 && ns == 3)
+    return reinterpret_cast<Entry6>(l.entry)(ptr[0], ptr[1], ptr[2], s[0], s[1], s[2], ws, ws_bytes,
+                                             nullptr);
+  if (na == 2 && ns == 2)
+    return reinterpret_cast<Entry4>(l.entry)(ptr[0], ptr[1], s[0], s[1], ws, ws_bytes, nullptr);
+  if (na == 3 && ns == 2)
+    return reinterpret_cast<Entry5>(l.entry)(ptr[0], ptr[1], ptr[2], s[0], s[1], ws, ws_bytes,
+                                             nullptr);
+  if (na == 4 && ns == 2)
+    return reinterpret_cast<Entry6r>(l.entry)(ptr[0], ptr[1], ptr[2], ptr[3], s[0], s[1], ws,
+                                              ws_bytes, nullptr);
+  return -100;
+}
+
+int call_config(const Library& l, const std::vector<int>& s) {
+  return s.size() == 3 ? reinterpret_cast<ConfigFn3>(l.config)(s[0], s[1], s[2])
+                       : reinterpret_cast<ConfigFn2>(l.config)(s[0], s[1]);
+}
+
+size_t call_ws(const Library& l, const std::vector<int>& s) {
+  return s.size() == 3 ? reinterpret_cast<Ws3>(l.ws)(s[0], s[1], s[2])
+                       : reinterpret_cast<Ws2>(l.ws)(s[0], s[1]);
+}
+
+Config parse_config(const std::string& text) {
+  Config c;
+  std::istringstream in(text);
+  for (std::string kv; in >> kv;)
+    if (auto eq = kv.find('='); eq != std::string::npos)
+      c[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+  return c;
+}
+
+struct Args {
+  std::string workspace, checkpoint, library, entry, out;
+  bool small = false;
+  bool flush_l2_only = false;  // a flush of twice the L2 alone (not 512 MiB at least)
+  int samples = 30;
+};
+
+#define CU(x)                                                                      \
+  do {                                                                             \
+    cudaError_t e_ = (x);                                                          \
+    if (e_ != cudaSuccess)                                                         \
+      throw std::runtime_error(fmt::format("{}: {}", #x, cudaGetErrorString(e_))); \
+  } while (0)
+
+// The export's run at one shape: outputs against the runner's files, then timed.
+nlohmann::json run_shape(const Args& a, const Library& lib, const KernelContext& ctx,
+                         const SuiteShape& ss, const TaskResult& tr, uint64_t seed,
+                         const std::map<std::string, int64_t>& sizes, double flops, void* flush,
+                         size_t flush_bytes) {
+  nlohmann::json row;
+  std::vector<void*> ptr(ctx.arrays.size(), nullptr);
+  std::vector<int> scal;
+  for (const auto& s : ctx.scalars) scal.push_back(static_cast<int>(ss.shape.values.at(s.name)));
+  for (size_t i = 0; i < ctx.arrays.size(); ++i) {
+    const ArraySpec& spec = ctx.arrays[i];
+    const int64_t n = sizes.at(spec.name);
+    CU(cudaMalloc(&ptr[i], static_cast<size_t>(n) * dtype_size(spec.dtype) + 256));
+    if (!spec.output) {
+      auto bytes = generate_array(spec, n, array_seed(seed, spec.name), 0);
+      CU(cudaMemcpy(ptr[i], bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    }
+  }
+  const size_t ws_bytes = call_ws(lib, scal);
+  void* ws = nullptr;
+  if (ws_bytes > 0) CU(cudaMalloc(&ws, ws_bytes));
+  int st = call_entry(lib, ctx, ptr, scal, ws, ws_bytes);
+  CU(cudaDeviceSynchronize());
+  row["status"] = st;
+  row["workspace_bytes"] = ws_bytes;
+  bool identical = st == 0;
+  int64_t differing = 0;
+  for (size_t i = 0; i < ctx.arrays.size() && st == 0; ++i) {
+    const ArraySpec& spec = ctx.arrays[i];
+    if (!spec.output) continue;
+    const size_t n = static_cast<size_t>(sizes.at(spec.name)) * dtype_size(spec.dtype);
+    std::vector<uint8_t> got(n);
+    CU(cudaMemcpy(got.data(), ptr[i], n, cudaMemcpyDeviceToHost));
+    auto want = read_file(tr.outputs.count(spec.name) ? tr.outputs.at(spec.name) : "");
+    if (!want || want->size() != n) {
+      identical = false;
+      row["message"] = "the runner wrote no output of that size";
+      continue;
+    }
+    for (size_t b = 0; b < n; ++b) differing += got[b] != static_cast<uint8_t>((*want)[b]);
+  }
+  identical = identical && differing == 0;
+  row["identical"] = identical;
+  row["differing_bytes"] = differing;
+  std::vector<double> ms, host_us;
+  if (st == 0) {
+    cudaEvent_t e0, e1;
+    CU(cudaEventCreate(&e0));
+    CU(cudaEventCreate(&e1));
+    for (int w = 0; w < 3; ++w) call_entry(lib, ctx, ptr, scal, ws, ws_bytes);
+    // The runner's protocol for every timed launch: fresh inputs (a new seed), the outputs
+    // overwritten, the L2 flushed, the device idle; then the launch between two events.
+    for (int i = 0; i < a.samples; ++i) {
+      for (size_t k = 0; k < ctx.arrays.size(); ++k) {
+        const ArraySpec& spec = ctx.arrays[k];
+        const int64_t n = sizes.at(spec.name);
+        if (spec.output) {
+          CU(cudaMemset(ptr[k], 0xff, static_cast<size_t>(n) * dtype_size(spec.dtype)));
+          continue;
+        }
+        auto bytes = generate_array(spec, n, array_seed(seed + 1000 + i, spec.name), 0);
+        CU(cudaMemcpy(ptr[k], bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+      }
+      CU(cudaDeviceSynchronize());
+      // The flush is queued, not waited for: the call's host work (its plan, tensor maps and
+      // launch; host_us) overlaps it, as it overlaps earlier work in a stream that an
+      // application keeps busy, and the events time the GPU's work of the call alone.
+      CU(cudaMemsetAsync(flush, i & 0xff, flush_bytes, nullptr));
+      CU(cudaEventRecord(e0, nullptr));
+      const auto h0 = std::chrono::steady_clock::now();
+      call_entry(lib, ctx, ptr, scal, ws, ws_bytes);
+      host_us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count());
+      CU(cudaEventRecord(e1, nullptr));
+      CU(cudaEventSynchronize(e1));
+      float t = 0;
+      CU(cudaEventElapsedTime(&t, e0, e1));
+      ms.push_back(t);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  row["samples_ms"] = ms;
+  row["host_us"] = host_us;  // wall time of each timed call on the host
+  row["median_ms"] = median;
+  row["gflops"] = median > 0 ? flops / (median * 1e6) : 0;
+  for (void* p : ptr) cudaFree(p);
+  if (ws) cudaFree(ws);
+  return row;
+}
+
+int run(const Args& a) {
+  auto ws = Workspace::open(a.workspace);
+  if (!ws) throw std::runtime_error(ws.error());
+  auto id = (*ws)->resolve(a.checkpoint);
+  if (!id) throw std::runtime_error(id.error());
+  auto files = (*ws)->checkpoint_files(*id);
+  if (!files) throw std::runtime_error(files.error());
+  KernelContext ctx = files->first;
+  if (ctx.suite.empty())
+    if (auto w = load_context((*ws)->root())) {
+      ctx.suite = w->suite;
+      ctx.suite_small = w->suite_small;
+    }
+  const auto& suite = a.small ? ctx.suite_small : ctx.suite;
+  auto regions = split_regions(files->second, ctx.source_file);
+  if (!regions) throw std::runtime_error(regions.error());
+  auto be = (*ws)->backend();
+  if (!be) throw std::runtime_error(be.error());
+  auto dev = (*be)->probe("", false);
+  if (!dev) throw std::runtime_error(dev.error());
+
+  Library lib;
+  lib.handle = dlopen(a.library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib.handle) throw std::runtime_error(dlerror());
+  lib.entry = dlsym(lib.handle, a.entry.c_str());
+  lib.config = dlsym(lib.handle, (a.entry + "_configuration").c_str());
+  lib.text = reinterpret_cast<TextFn>(dlsym(lib.handle, (a.entry + "_configuration_text").c_str()));
+  lib.ws = dlsym(lib.handle, (a.entry + "_workspace_size").c_str());
+  if (!lib.entry || !lib.config || !lib.text || !lib.ws)
+    throw std::runtime_error("the library lacks the entry points of " + a.entry);
+
+  // Twice the L2 at least, and enough bytes (512 MiB: over 100 us on any HBM device) that the
+  // flush outlasts the call's host work queued behind it (host_us in the rows).
+  size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(dev->l2_bytes, 1 << 20)) * 2;
+  if (!a.flush_l2_only) flush_bytes = std::max<size_t>(flush_bytes, size_t{512} << 20);
+  void* flush = nullptr;
+  CU(cudaMalloc(&flush, flush_bytes));
+  auto tmp = make_temp_dir("peak-export-check-");
+  if (!tmp) throw std::runtime_error(tmp.error());
+  RunnerOptions ro;
+  ro.executable = (*be)->runner();
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t i = 0; i < suite.size(); ++i) {
+    const SuiteShape& ss = suite[i];
+    nlohmann::json row = {{"suite", ss.name}, {"shape", ss.shape.text()}};
+    std::vector<int> scal;
+    for (const auto& s : ctx.scalars) scal.push_back(static_cast<int>(ss.shape.values.at(s.name)));
+    const int c = call_config(lib, scal);
+    row["configuration"] = c;
+    if (c < 0) {
+      row["status"] = "refused";
+      rows.push_back(row);
+      std::fprintf(stderr, "%s: refused by the export\n", ss.name.c_str());
+      continue;
+    }
+    const Config config = parse_config(lib.text(c));
+    row["config"] = lib.text(c);
+    BuildResult b = (*be)->build(
+        BuildRequest{&ctx, files->second, config, *dev, (*ws)->root() / ".peak" / "cache"});
+    PlanResult pr = (*be)->plan(ctx, *regions, ss.shape, config, *dev, b);
+    auto sizes = array_sizes(ctx, ss.shape);
+    if (b.disposition != Disposition::passed || pr.disposition != Disposition::passed || !sizes) {
+      row["runner"] = "no plan: " + pr.message;
+      rows.push_back(row);
+      continue;
+    }
+    const uint64_t seed = 0x5e1 + i;
+    RunnerJob job = RunnerJob::for_context(ctx);
+    RunnerTask t;
+    t.id = fmt::format("s{}", i);
+    t.artifact = b.artifact.string();
+    t.plan = pr.plan;
+    t.shape = ss.shape;
+    t.sizes = *sizes;
+    t.seed = seed;
+    t.repeat = false;
+    t.output_dir = (*tmp / t.id).string();
+    fs::create_directories(t.output_dir);
+    job.tasks.push_back(t);
+    auto results = run_job(job, ro);
+    if (!results || results->empty() || results->front().disposition != Disposition::passed) {
+      row["runner"] = results && !results->empty() ? results->front().message : "runner failed";
+      rows.push_back(row);
+      continue;
+    }
+    auto flops = shape_flops(ctx, ss.shape);
+    nlohmann::json r = run_shape(a, lib, ctx, ss, results->front(), seed, *sizes,
+                                 flops ? *flops : 0, flush, flush_bytes);
+    row.update(r);
+    std::fprintf(stderr, "%s: configuration %d, %s, %.1f GFLOP/s\n", ss.name.c_str(), c,
+                 r.value("identical", false) ? "identical outputs" : "OUTPUTS DIFFER",
+                 r.value("gflops", 0.0));
+    rows.push_back(row);
+  }
+  nlohmann::json out = {{"checkpoint", *id},    {"device", dev->name}, {"driver", dev->driver},
+                        {"library", a.library}, {"entry", a.entry},    {"rows", rows}};
+  if (a.out.empty())
+    std::printf("%s\n", out.dump(2).c_str());
+  else
+    std::ofstream(a.out) << out.dump(2) << "\n";
+  fs::remove_all(*tmp);
+  bool all = std::all_of(rows.begin(), rows.end(), [](const nlohmann::json& r) {
+    return r.value("identical", false) || r.value("status", nlohmann::json()) == "refused";
+  });
+  return all ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> pos;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--small")
+      a.small = true;
+    else if (s == "--flush-l2-only")
+      a.flush_l2_only = true;
+    else if (s == "--samples" && i + 1 < argc)
+      a.samples = std::atoi(argv[++i]);
+    else if (s == "-o" && i + 1 < argc)
+      a.out = argv[++i];
+    else
+      pos.push_back(s);
+  }
+  if (pos.size() != 4) {
+    std::fprintf(stderr,
+                 "usage: peak-export-check WORKSPACE CHECKPOINT LIBRARY.so ENTRY [--small] "
+                 "[--samples N] [--flush-l2-only] [-o FILE]\n");
+    return 2;
+  }
+  a.workspace = pos[0];
+  a.checkpoint = pos[1];
+  a.library = pos[2];
+  a.entry = pos[3];
+  try {
+    return run(a);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "peak-export-check: %s\n", e.what());
+    return 4;
+  }
+}
