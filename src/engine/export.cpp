@@ -129,6 +129,16 @@ Status build_variants(ExportSpec& spec, Backend& be, const KernelContext& ctx,
   return Status::ok();
 }
 
+// What each backend's export compiles (or carries) of every variant.
+Status add_device_code(ExportSpec& spec, const SourceRegions& regions, const KernelContext& ctx) {
+  if (spec.backend == "cuda") {
+    for (ExportVariant& v : spec.variants) v.unit = cuda::compile_unit(regions, ctx.source_file);
+    for (const std::string& f : cuda::pinned_flags(spec.arch))
+      if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
+  }
+  return Status::ok();
+}
+
 // The folder the export goes to: new, or empty, or (with `force`) one that an export wrote.
 Status check_destination(const fs::path& dir, bool force) {
   std::error_code ec;
@@ -235,11 +245,7 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
   if (auto s = build_variants(spec, **be, ctx, source, facts, root_ / ".peak" / "cache", progress_);
       !s)
     return s;
-  for (ExportVariant& v : spec.variants) {
-    v.unit = cuda::compile_unit(*regions, ctx.source_file);
-  }
-  for (const std::string& f : cuda::pinned_flags(spec.arch))
-    if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
+  if (auto s = add_device_code(spec, *regions, ctx); !s) return s;
 
   json& p = spec.provenance;
   p["checkpoint"] = *id;

@@ -1,5 +1,7 @@
 #include "export/export.h"
 
+#include "export/render.h"
+
 #include <algorithm>
 #include <regex>
 
@@ -8,7 +10,7 @@
 #include "util/fs.h"
 
 namespace peak::exporter {
-namespace {
+namespace detail {
 
 const char* const kCudaRuntime =
 #include "export/runtime_cuda.inc"
@@ -58,7 +60,7 @@ std::string entry_params(const ExportSpec& spec) {
   return join(p, ", ");
 }
 
-std::string fn(const ExportSpec& spec, const std::string& suffix = "") {
+std::string fn(const ExportSpec& spec, const std::string& suffix) {
   return "peak_" + spec.name + suffix;
 }
 
@@ -239,22 +241,22 @@ extern "C" int {f}({params}) {{
   pk_shape s = {{}};
 {set}  if (int st0 = pk_shape_check(&s)) return st0;
 {arrays}  void* const arrays[] = {{{ptrs}}};
-  CUdevice dev = 0;
+  pk_device_t dev = 0;
   int index = 0, c = 0;
   pk_plan p;
-  if (int st = pk_prepare(&s, (CUstream)stream, &dev, &index, &c, &p)) return st;
+  if (int st = pk_prepare(&s, (pk_stream_t)stream, &dev, &index, &c, &p)) return st;
   int st = PK_ST_OK;
   const int64_t need = pk_workspace_bytes(&p);
   if (need > 0 && (workspace == nullptr || (int64_t)workspace_bytes < need)) st = PK_ST_WORKSPACE;
-  if (st == PK_ST_OK) st = pk_load(c);
-  if (st == PK_ST_OK) st = pk_run(c, &p, &s, arrays, workspace, (CUstream)stream, dev, index);
+  if (st == PK_ST_OK) st = pk_load(c, dev, index);
+  if (st == PK_ST_OK) st = pk_run(c, &p, &s, arrays, workspace, (pk_stream_t)stream, dev, index);
   pk_leave();
   return st;
 }}
 
 extern "C" size_t {f}_workspace_size({shape}) {{
   pk_shape s = {{}};
-{set}  CUdevice dev = 0;
+{set}  pk_device_t dev = 0;
   int index = 0, c = 0;
   pk_plan p;
   if (pk_prepare(&s, nullptr, &dev, &index, &c, &p) != PK_ST_OK) return 0;
@@ -492,7 +494,11 @@ nlohmann::json manifest(const ExportSpec& spec) {
   return j;
 }
 
-}  // namespace
+std::string embed_cmake() { return kEmbedCmake; }
+
+}  // namespace detail
+
+using namespace detail;
 
 std::vector<std::string> export_backends() { return {"cuda"}; }
 

@@ -1,0 +1,40 @@
+#pragma once
+// The pieces every backend's export is made of (export/export.cpp), shared by the renderers of
+// each GPU API: CUDA (export.cpp), HIP (export_hip.cpp), HLSL on Vulkan (export_hlsl.cpp).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "export/export.h"
+
+namespace peak::exporter::detail {
+
+std::string upper(std::string s);
+// The C type of an array parameter ("const float*", "void*" for 16-bit floats).
+std::string array_type(const ArraySpec& a);
+// "int M, int N, int K"
+std::string shape_params(const KernelContext& ctx);
+// The entry point's parameters: the arrays, the scalars, the workspace and the stream.
+std::string entry_params(const ExportSpec& spec);
+// "peak_<name><suffix>"
+std::string fn(const ExportSpec& spec, const std::string& suffix = "");
+// The public C header (entry points, PEAK_* status codes); the API include is the backend's.
+std::string header(const ExportSpec& spec);
+std::string c_string(const std::string& s);
+// The plan types, the shape check, the class rules, one plan function per configuration and
+// pk_config_for (export/plan_code.h); `max_kernels`: the most kernels a plan launches.
+Result<std::string> plan_code(const ExportSpec& spec, size_t& max_kernels);
+// The C entry points over a runtime that defines pk_stream_t, pk_device_t, pk_prepare, pk_leave,
+// pk_load, pk_run and pk_workspace_bytes.
+std::string entry_points(const ExportSpec& spec);
+// kernels/config_<i>.<ext>: the configuration's values as #defines, then variant.unit.
+std::string unit_file(const ExportSpec& spec, size_t i);
+// A CMake list of arguments (quoted where they hold spaces).
+std::string cmake_list(const std::vector<std::string>& items);
+// embed.cmake: a binary file as a C array at build time.
+std::string embed_cmake();
+std::string readme(const ExportSpec& spec);
+nlohmann::json manifest(const ExportSpec& spec);
+
+}  // namespace peak::exporter::detail
