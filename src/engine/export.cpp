@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/cuda_backend.h"
+#include "backend/hip/hip_backend.h"
 #include "backend/kernel_params.h"
 #include "engine/workspace.h"
 #include "export/export.h"
@@ -116,6 +117,7 @@ Status build_variants(ExportSpec& spec, Backend& be, const KernelContext& ctx,
       return make_error(fmt::format("configuration {} ({}) does not build ({}):\n{}", i,
                                     v.config_text, to_string(b.disposition), b.log),
                         ErrorKind::failed);
+    v.artifact = b.artifact.string();
     const json k =
         b.resources.is_object() ? b.resources.value("kernels", json::object()) : json::object();
     for (const std::string& name : kernels) {
@@ -133,6 +135,21 @@ Status build_variants(ExportSpec& spec, Backend& be, const KernelContext& ctx,
 Status add_device_code(ExportSpec& spec, const SourceRegions& regions, const KernelContext& ctx) {
   if (spec.backend == "cuda") {
     for (ExportVariant& v : spec.variants) v.unit = cuda::compile_unit(regions, ctx.source_file);
+    for (const std::string& f : cuda::pinned_flags(spec.arch))
+      if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
+  }
+  if (spec.backend == "hip") {
+    // AMD: hipcc per target, as peak builds it (its resource report left out); NVIDIA: nvcc
+    // through the mapping header, as peak runs HIP on NVIDIA.
+    spec.amd_targets = hip::amd_targets();
+    for (const std::string& f : hip::hipcc_flags("@TARGET@"))
+      if (f != "-Rpass-analysis=kernel-resource-usage") spec.hipcc_flags.push_back(f);
+    const NvccDialect d = hip::nvcc_dialect();
+    spec.include_files = d.include_files;
+    for (ExportVariant& v : spec.variants) {
+      v.unit = hip::compile_unit(regions, ctx.source_file);
+      v.nvcc_unit = cuda::compile_unit(regions, ctx.source_file, d.prelude);
+    }
     for (const std::string& f : cuda::pinned_flags(spec.arch))
       if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
   }
@@ -277,7 +294,9 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
   if (fs::is_directory(opts.out / "kernels", ec))
     for (const auto& e : fs::directory_iterator(opts.out / "kernels", ec)) {
       const std::string n = e.path().filename().string();
-      const bool ours = starts_with(n, "config_") && e.path().extension() == ".cu";
+      const std::string ext = e.path().extension().string();
+      const bool ours =
+          starts_with(n, "config_") && (ext == ".cu" || ext == ".hip" || ext == ".spv");
       const bool kept = std::any_of(rendered->begin(), rendered->end(),
                                     [&](const auto& f) { return f.path == "kernels/" + n; });
       if (ours && !kept) fs::remove(e.path(), ec);

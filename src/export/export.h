@@ -29,6 +29,8 @@ struct ExportVariant {
   std::vector<std::string> classes;   // the classes that run it ("fallback" for the others)
   std::vector<KernelSymbol> kernels;  // ParsedPlan::kernels() order
   std::string unit;                   // the device compile unit (defines excluded)
+  std::string nvcc_unit;              // HIP: the unit nvcc compiles through peak_hip_to_cuda.h
+  std::string artifact;               // what peak's build made of it (a cubin, a SPIR-V module)
   std::vector<uint8_t> binary;        // HLSL: the SPIR-V module
   nlohmann::json measured = nlohmann::json::object();  // what it was chosen on
 };

@@ -25,6 +25,14 @@ std::string c_string(const std::string& s);
 // The plan types, the shape check, the class rules, one plan function per configuration and
 // pk_config_for (export/plan_code.h); `max_kernels`: the most kernels a plan launches.
 Result<std::string> plan_code(const ExportSpec& spec, size_t& max_kernels);
+// The first lines of a host .cpp (its header, the C and C++ includes every runtime uses).
+std::string host_preamble(const ExportSpec& spec);
+// CUDA's: the API includes, the architecture the cubins are for (PK_ARCH_*), the table of
+// configurations (pk_configs: one image each) and the runtime (runtime_cuda.inc).
+std::string cuda_includes();
+std::string cuda_arch_defines(const std::string& arch);
+std::string config_table(const ExportSpec& spec, size_t max_kernels);
+std::string cuda_runtime_text();
 // The C entry points over a runtime that defines pk_stream_t, pk_device_t, pk_prepare, pk_leave,
 // pk_load, pk_run and pk_workspace_bytes.
 std::string entry_points(const ExportSpec& spec);
@@ -36,5 +44,9 @@ std::string cmake_list(const std::vector<std::string>& items);
 std::string embed_cmake();
 std::string readme(const ExportSpec& spec);
 nlohmann::json manifest(const ExportSpec& spec);
+
+// The HIP export: AMD code objects built by hipcc, or cubins by nvcc through peak_hip_to_cuda.h
+// (CMake option PEAK_PLATFORM), one host .cpp for both (export_hip.cpp).
+Result<std::vector<ExportFile>> render_hip(const ExportSpec& spec);
 
 }  // namespace peak::exporter::detail
