@@ -12,17 +12,16 @@
 namespace peak {
 
 expr::Env device_plan_env(const DeviceFacts& d) {
-  return {{"compute_units", d.compute_units},
-          {"max_threads", d.max_threads_per_group},
-          {"shared_memory", d.shared_memory_per_group},
-          {"shared_memory_optin",
-           std::max(d.shared_memory_per_group_optin, d.shared_memory_per_group)},
-          {"subgroup_size", d.subgroup_size},
-          {"l2_bytes", d.l2_bytes}};
+  return {
+      {"compute_units", d.compute_units},
+      {"max_threads", d.max_threads_per_group},
+      {"shared_memory", d.shared_memory_per_group},
+      {"shared_memory_optin", std::max(d.shared_memory_per_group_optin, d.shared_memory_per_group)},
+      {"subgroup_size", d.subgroup_size},
+      {"l2_bytes", d.l2_bytes}};
 }
 
-std::vector<std::pair<std::string, std::string>> Backend::prompt_facts(
-    const DeviceFacts& d) const {
+std::vector<std::pair<std::string, std::string>> Backend::prompt_facts(const DeviceFacts& d) const {
   std::vector<std::pair<std::string, std::string>> f = {
       {"name", d.name},
       {"compute units (`compute_units` in plans)", std::to_string(d.compute_units)},
@@ -130,6 +129,14 @@ std::string config_text(const Config& c) {
     s += name + "=" + std::to_string(value);
   }
   return s;
+}
+
+Config config_from_json(const nlohmann::json& j) {
+  Config c;
+  if (j.is_object())
+    for (const auto& [k, v] : j.items())
+      if (v.is_number_integer()) c[k] = v.get<int64_t>();
+  return c;
 }
 
 nlohmann::json config_json(const Config& c) {

@@ -21,6 +21,8 @@ namespace peak {
 using Config = std::map<std::string, int64_t>;  // tuning values
 std::string config_text(const Config& c);         // "TILE=16 TK=8"
 nlohmann::json config_json(const Config& c);
+// The integer values of a JSON object (config_json's form); anything else reads as empty.
+Config config_from_json(const nlohmann::json& j);
 
 struct BuildRequest {
   const KernelContext* context = nullptr;

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/hip/hip_backend.h"
+#include "backend/hlsl/hlsl_backend.h"
 #include "backend/kernel_params.h"
 #include "engine/workspace.h"
 #include "export/export.h"
@@ -23,14 +24,6 @@ using exporter::ExportSpec;
 using exporter::ExportVariant;
 
 namespace {
-
-Config config_of(const json& j) {
-  Config c;
-  if (j.is_object())
-    for (const auto& [k, v] : j.items())
-      if (v.is_number_integer()) c[k] = v.get<int64_t>();
-  return c;
-}
 
 // The summary of evaluation `eval` of checkpoint `id` (empty when it cannot be read).
 EvalSummary evaluation_summary(const Store& store, int64_t id, int64_t eval) {
@@ -124,6 +117,8 @@ Status build_variants(ExportSpec& spec, Backend& be, const KernelContext& ctx,
       exporter::KernelSymbol s;
       s.symbol = name;
       if (k.contains(name)) s.symbol = k[name].value("mangled", name);
+      // HLSL builds one SPIR-V module per entry point.
+      v.kernel_artifacts.push_back(k.contains(name) ? k[name].value("module", "") : "");
       if (auto sizes = mangled_param_sizes(s.symbol)) s.param_bytes = *sizes;
       v.kernels.push_back(s);
     }
@@ -152,6 +147,30 @@ Status add_device_code(ExportSpec& spec, const SourceRegions& regions, const Ker
     }
     for (const std::string& f : cuda::pinned_flags(spec.arch))
       if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
+  }
+  if (spec.backend == "hlsl") {
+    // The SPIR-V modules peak's build made (its runner ran them), and the unit they were compiled
+    // from, kept for reference.
+    auto spirv = [](const std::string& path) -> Result<std::vector<uint8_t>> {
+      auto bytes = read_file(path);
+      if (!bytes)
+        return make_error(fmt::format("cannot read the SPIR-V module {}: {}", path, bytes.error()),
+                          ErrorKind::environment);
+      return std::vector<uint8_t>(bytes->begin(), bytes->end());
+    };
+    for (ExportVariant& v : spec.variants) {
+      v.unit = hlsl::compile_unit(regions);
+      auto b = spirv(v.artifact);
+      if (!b) return b.status();
+      v.binary = std::move(*b);
+      v.kernel_binaries.clear();
+      for (const std::string& path : v.kernel_artifacts) {
+        auto m = path.empty() || path == v.artifact ? Result<std::vector<uint8_t>>(v.binary)
+                                                    : spirv(path);
+        if (!m) return m.status();
+        v.kernel_binaries.push_back(std::move(*m));
+      }
+    }
   }
   return Status::ok();
 }
@@ -213,7 +232,7 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
                                   "docs/export.md)",
                                   (*be)->name(), join(exporter::export_backends(), ", ")),
                       ErrorKind::input);
-  if (cuda::find_nvcc().empty())
+  if ((*be)->name() != "hlsl" && cuda::find_nvcc().empty())
     return make_error(
         "nvcc was not found: peak export builds every configuration first; set PEAK_NVCC to its "
         "path or CUDA_HOME to the toolkit folder",
@@ -234,7 +253,7 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
   if (!opts.single) table = latest_dispatch(*store_, *id);
   bool defaults = false;
   Config best;
-  if (result.best && result.best->config) best = config_of(*result.best->config);
+  if (result.best && result.best->config) best = config_from_json(*result.best->config);
   if (best.empty()) {
     defaults = true;
     for (const auto& p : ctx.tuning) best[p.name] = p.default_value;
@@ -295,8 +314,8 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
     for (const auto& e : fs::directory_iterator(opts.out / "kernels", ec)) {
       const std::string n = e.path().filename().string();
       const std::string ext = e.path().extension().string();
-      const bool ours =
-          starts_with(n, "config_") && (ext == ".cu" || ext == ".hip" || ext == ".spv");
+      const bool ours = starts_with(n, "config_") &&
+                        (ext == ".cu" || ext == ".hip" || ext == ".spv" || ext == ".hlsl");
       const bool kept = std::any_of(rendered->begin(), rendered->end(),
                                     [&](const auto& f) { return f.path == "kernels/" + n; });
       if (ours && !kept) fs::remove(e.path(), ec);

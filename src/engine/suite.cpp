@@ -39,14 +39,6 @@ std::string dims_names_of(const KernelContext& ctx) {
   return out;
 }
 
-Config config_from(const json& j) {
-  Config c;
-  if (j.is_object())
-    for (const auto& [k, v] : j.items())
-      if (v.is_number_integer()) c[k] = v.get<int64_t>();
-  return c;
-}
-
 bool same_scalars(const KernelContext& a, const KernelContext& b) {
   if (a.scalars.size() != b.scalars.size()) return false;
   for (size_t i = 0; i < a.scalars.size(); ++i)
@@ -58,7 +50,7 @@ bool same_scalars(const KernelContext& a, const KernelContext& b) {
 Config best_config(const json& result_json, const KernelContext& ctx, bool* defaults) {
   if (EvalSummary result = summary_or_empty(result_json); result.best && result.best->config) {
     if (defaults) *defaults = false;
-    return config_from(*result.best->config);
+    return config_from_json(*result.best->config);
   }
   if (defaults) *defaults = true;
   Config config;
@@ -473,7 +465,7 @@ void read_class_search(DispatchVariant& v, const Evaluation& ev) {
                                   s.configs->rejected_by_constraint.value_or(0));
   }
   if (ev.disposition == Disposition::passed && s.best) {
-    v.config = config_from(s.best->config.value_or(json()));
+    v.config = config_from_json(s.best->config.value_or(json()));
     v.config_text = config_text(v.config);
   }
   if (const SummaryBench* b = s.first_bench()) {

@@ -23,39 +23,6 @@ bool is_device_fact(const std::string& n) {
 
 int dtype_code(DType t) { return static_cast<int>(t); }
 
-// "(a, min(b, c), d)" -> {"a", "min(b, c)", "d"}, as the plan language reads tuples.
-Result<std::vector<std::string>> tuple_items(const std::string& value) {
-  std::string v = trim(value);
-  if (v.size() < 2 || v.front() != '(' || v.back() != ')') {
-    if (v.empty()) return make_error("an empty value");
-    return std::vector<std::string>{v};
-  }
-  int depth = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == '(') ++depth;
-    if (v[i] == ')') --depth;
-    if (depth == 0 && i + 1 < v.size()) return std::vector<std::string>{v};
-  }
-  std::vector<std::string> items;
-  std::string cur;
-  depth = 0;
-  for (size_t i = 1; i + 1 < v.size(); ++i) {
-    char c = v[i];
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (c == ',' && depth == 0) {
-      items.push_back(trim(cur));
-      cur.clear();
-      continue;
-    }
-    cur += c;
-  }
-  if (!trim(cur).empty() || !items.empty()) items.push_back(trim(cur));
-  for (const auto& it : items)
-    if (it.empty()) return make_error(fmt::format("an empty item in `{}`", v));
-  return items;
-}
-
 // The C names of the shape: scalars and array sizes (`A.size` -> s->A_size).
 Result<std::string> shape_name(const KernelContext& ctx, const std::string& n,
                                const std::string& s) {
@@ -288,7 +255,7 @@ class Coder {
   // `KEY = (a, b, c)` into `TARGET[0..]`, with at least `lo` and at most `hi` items.
   Status tuple(const PlanStatement::Attr& a, size_t lo, size_t hi, const std::string& target,
                size_t* n = nullptr) {
-    auto items = tuple_items(a.value);
+    auto items = split_tuple(a.value);
     if (!items) return fail(a.line, fmt::format("`{} = {}`: {}", a.key, a.value, items.error()));
     if (items->size() < lo || items->size() > hi)
       return fail(a.line, fmt::format("`{}` has {} values", a.key, items->size()));
@@ -414,7 +381,7 @@ class Coder {
   }
 
   Status args(const PlanStatement& s, const PlanStatement::Attr& a, const KernelSymbol* sym) {
-    auto items = tuple_items(a.value);
+    auto items = split_tuple(a.value);
     if (!items) return fail(a.line, fmt::format("`args = {}`: {}", a.value, items.error()));
     if (trim(a.value) == "()") items->clear();
     if (sym && !sym->param_bytes.empty() && sym->param_bytes.size() != items->size())
@@ -481,7 +448,7 @@ PlanCapacity plan_capacity(const ParsedPlan& plan) {
     if (s.kind == Kind::memset || s.kind == Kind::launch) ++c.steps;
     for (const auto& a : s.attrs)
       if (a.key == "args")
-        if (auto items = tuple_items(a.value)) c.args = std::max(c.args, items->size());
+        if (auto items = split_tuple(a.value)) c.args = std::max(c.args, items->size());
   }
   return max_capacity(c, PlanCapacity{1, 1, 1, 1});
 }

@@ -115,9 +115,6 @@ std::vector<MacroDef> parse_defines(const std::string& text) {
   return defs;
 }
 
-namespace {
-
-// "(a, min(b, c), d)" -> {"a", "min(b, c)", "d"}; a value without parentheses is one item.
 Result<std::vector<std::string>> split_tuple(const std::string& value) {
   std::string v = trim(value);
   if (v.size() < 2 || v.front() != '(' || v.back() != ')') {
@@ -150,6 +147,8 @@ Result<std::vector<std::string>> split_tuple(const std::string& value) {
     if (it.empty()) return make_error(fmt::format("an empty item in `{}`", v));
   return items;
 }
+
+namespace {
 
 class Evaluator {
  public:

@@ -103,6 +103,10 @@ struct MacroDef {
 };
 std::vector<MacroDef> parse_defines(const std::string& text);
 
+// An attribute's tuple: "(a, min(b, c), d)" -> {"a", "min(b, c)", "d"}; a value without
+// parentheses (or whose parentheses do not enclose all of it) is one item.
+Result<std::vector<std::string>> split_tuple(const std::string& value);
+
 // The names a plan may read besides its own: scalars (and ARRAY.size), the tuning values, the
 // device facts and the integer `#define NAME EXPR` macros of the macros region (evaluated in
 // rounds, so macros may use other macros; names already defined keep their value).
