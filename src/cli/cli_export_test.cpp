@@ -1,12 +1,15 @@
 // `peak export` end to end, without a GPU: its options and usage errors, the folders it refuses,
-// and the libraries it writes for checkpoints of the CUDA campaigns committed under results/
-// (the FP32 kernel with its two-configuration dispatch table, the FP16 TMA kernel alone). Where
-// nvcc, CMake and Ninja are found, each export is built as its README says, and a small C
-// program linked against it checks what needs no device (the dispatch, the configurations'
-// texts, the status codes of calls that never reach the GPU).
+// and the libraries it writes for checkpoints of the campaigns committed under results/ (CUDA:
+// the FP32 kernel with its two-configuration dispatch table, the FP16 TMA kernel alone; HLSL: the
+// large-tiles FP32 kernel). Where nvcc, CMake and Ninja are found, each CUDA export is built as
+// its README says, and a small C program linked against it checks what needs no device (the
+// dispatch, the configurations' texts, the status codes of calls that never reach the GPU). The
+// HLSL exports are built and run on the CPU Vulkan device (lavapipe), their outputs checked
+// against a float64 reference.
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +28,7 @@ using namespace peak::testing;
 const fs::path kResults = fs::path(PEAK_SOURCE_DIR) / "results" / "h100";
 const fs::path kFp32Store = kResults / "cuda-fp32-small-m-loads" / "suite" / "store";
 const fs::path kFp16Store = kResults / "cuda-fp16-whole" / "store";
+const fs::path kHlslStore = kResults / "hlsl-fp32-large-tiles" / "store";
 
 fs::path nvcc() {
   return find_tool({"nvcc", "PEAK_NVCC", {"CUDA_HOME"}, {"/usr/local/cuda/bin/nvcc"}});
@@ -188,6 +192,257 @@ int main(void) {{
   }
 };
 
+// A program that runs two HLSL exports on the CPU Vulkan device (lavapipe) at three shapes, and
+// checks C against a float64 reference with peak's rule for FP32 matmul (validate/validate.cpp,
+// family/family.cpp): |C - ref| <= tol * (rms(ref) + |ref|), tol = 1e-6 * sqrt(K) + 2 * 1.2e-7.
+// C starts as NaN, so an element never written fails. Then the refusals that come before
+// anything is recorded, and a device without VK_KHR_push_descriptor.
+const char* const kVulkanConsumer =
+    R"CPP(#include <vulkan/vulkan.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "peak_matmul_hlsl_14.h"
+#include "peak_matmul_hlsl_fp32.h"
+
+          namespace {
+
+          VkInstance instance;
+          VkPhysicalDevice phys;
+          VkDevice device, bare;  // bare: without VK_KHR_push_descriptor
+          VkQueue queue;
+          VkCommandPool pool;
+          VkPhysicalDeviceMemoryProperties mem;
+
+          struct Buffer {
+            VkBuffer buffer = VK_NULL_HANDLE;
+            VkDeviceMemory memory = VK_NULL_HANDLE;
+            void* data = nullptr;
+          };
+
+          // Host-visible, with the usage the README asks of a workspace (arrays need
+          // STORAGE_BUFFER).
+          Buffer make_buffer(VkDeviceSize bytes) {
+            Buffer b;
+            VkBufferCreateInfo bci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+            bci.size = bytes < 16 ? 16 : bytes;
+            bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+                        VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+            bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+            if (vkCreateBuffer(device, &bci, nullptr, &b.buffer) != VK_SUCCESS) return b;
+            VkMemoryRequirements req;
+            vkGetBufferMemoryRequirements(device, b.buffer, &req);
+            const VkMemoryPropertyFlags want =
+                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+            uint32_t type = 0;
+            while (type < mem.memoryTypeCount &&
+                   !((req.memoryTypeBits & (1u << type)) &&
+                     (mem.memoryTypes[type].propertyFlags & want) == want))
+              ++type;
+            VkMemoryAllocateInfo mai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+            mai.allocationSize = req.size;
+            mai.memoryTypeIndex = type;
+            vkAllocateMemory(device, &mai, nullptr, &b.memory);
+            vkBindBufferMemory(device, b.buffer, b.memory, 0);
+            vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.data);
+            return b;
+          }
+
+          void free_buffer(Buffer& b) {
+            vkDestroyBuffer(device, b.buffer, nullptr);
+            vkFreeMemory(device, b.memory, nullptr);
+            b = Buffer{};
+          }
+
+          // Records with `record` into a new command buffer, then submits it and waits when
+          // `record` returned PEAK_OK; that status.
+          template <typename F>
+          int submit(F record) {
+            VkCommandBufferAllocateInfo cai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+            cai.commandPool = pool;
+            cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+            cai.commandBufferCount = 1;
+            VkCommandBuffer cmd;
+            vkAllocateCommandBuffers(device, &cai, &cmd);
+            VkCommandBufferBeginInfo begin = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+            begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+            vkBeginCommandBuffer(cmd, &begin);
+            const int status = record(cmd);
+            vkEndCommandBuffer(cmd);
+            if (status == PEAK_OK) {
+              VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+              VkFence fence;
+              vkCreateFence(device, &fci, nullptr, &fence);
+              VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+              si.commandBufferCount = 1;
+              si.pCommandBuffers = &cmd;
+              if (vkQueueSubmit(queue, 1, &si, fence) != VK_SUCCESS ||
+                  vkWaitForFences(device, 1, &fence, VK_TRUE, 120ull * 1000000000ull) != VK_SUCCESS)
+                std::printf("submit-failed\n");
+              vkDestroyFence(device, fence, nullptr);
+            }
+            vkFreeCommandBuffers(device, pool, 1, &cmd);
+            return status;
+          }
+
+          template <typename V, typename Run, typename Size, typename Release>
+          void exercise(const char* lib, Run run, Size size, Release release) {
+            const V vk = {instance, phys, device, nullptr};
+            const int shapes[][3] = {{64, 64, 64}, {257, 185, 93}, {128, 344, 128}};
+            std::mt19937 rng(7);
+            std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+            for (const auto& shape : shapes) {
+              const int M = shape[0], N = shape[1], K = shape[2];
+              Buffer A = make_buffer(4ull * M * K), B = make_buffer(4ull * K * N);
+              Buffer C = make_buffer(4ull * M * N);
+              std::vector<float> a(size_t(M) * K), b(size_t(K) * N);
+              for (float& x : a) x = uniform(rng);
+              for (float& x : b) x = uniform(rng);
+              std::memcpy(A.data, a.data(), a.size() * 4);
+              std::memcpy(B.data, b.data(), b.size() * 4);
+              std::memset(C.data, 0xff, 4ull * M * N);
+              // The workspace at an offset of 256 bytes into its buffer.
+              const VkDeviceSize bytes = size(M, N, K, &vk);
+              Buffer W = make_buffer(bytes + 256);
+              const int status = submit([&](VkCommandBuffer cmd) {
+                return run(&vk, cmd, A.buffer, B.buffer, C.buffer, M, N, K, W.buffer, 256, bytes);
+              });
+              long bad = 0;
+              double worst = 0;
+              if (status == PEAK_OK) {
+                const float* c = static_cast<const float*>(C.data);
+                std::vector<double> ref(size_t(M) * N, 0.0);
+                double sum2 = 0;
+                for (int i = 0; i < M; ++i)
+                  for (int j = 0; j < N; ++j) {
+                    double r = 0;
+                    for (int p = 0; p < K; ++p)
+                      r += double(a[size_t(i) * K + p]) * double(b[size_t(p) * N + j]);
+                    ref[size_t(i) * N + j] = r;
+                    sum2 += r * r;
+                  }
+                const double rms = std::sqrt(sum2 / double(ref.size()));
+                const double tol = 1e-6 * std::sqrt(double(K)) + 2 * 1.2e-7;
+                for (size_t i = 0; i < ref.size(); ++i) {
+                  const double err = std::fabs(double(c[i]) - ref[i]);
+                  if (!(err <= tol * rms + tol * std::fabs(ref[i]))) ++bad;
+                  if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
+                }
+              }
+              std::printf("run %s %dx%dx%d %d workspace %llu bad %ld max_err %.3g\n", lib, M, N, K,
+                          status, (unsigned long long)bytes, bad, worst);
+              free_buffer(A);
+              free_buffer(B);
+              free_buffer(C);
+              free_buffer(W);
+            }
+            const int M = 64, N = 64, K = 64;
+            Buffer X = make_buffer(4ull * M * N);
+            const VkDeviceSize bytes = size(M, N, K, &vk);
+            Buffer W = make_buffer(bytes + 256);
+            auto call = [&](const V* v, VkBuffer a, int m, VkBuffer w, VkDeviceSize offset,
+                            VkDeviceSize n) {
+              return submit([&](VkCommandBuffer cmd) {
+                return run(v, cmd, a, X.buffer, X.buffer, m, N, K, w, offset, n);
+              });
+            };
+            const V without = {instance, phys, bare, nullptr};
+            std::printf("check %s small-workspace %d\n", lib, call(&vk, X.buffer, M, W.buffer, 0, bytes - 4));
+            std::printf("check %s unaligned-workspace %d\n", lib,
+                        call(&vk, X.buffer, M, W.buffer, 128, bytes));
+            std::printf("check %s null-workspace %d\n", lib,
+                        call(&vk, X.buffer, M, VK_NULL_HANDLE, 0, bytes));
+            std::printf("check %s null-array %d\n", lib, call(&vk, VK_NULL_HANDLE, M, W.buffer, 0, bytes));
+            std::printf("check %s null-vk %d\n", lib, call(nullptr, X.buffer, M, W.buffer, 0, bytes));
+            std::printf("check %s invalid-shape %d\n", lib, call(&vk, X.buffer, 0, W.buffer, 0, bytes));
+            std::printf("check %s invalid-shape-size %llu\n", lib, (unsigned long long)size(0, N, K, &vk));
+            std::printf("check %s no-push-descriptor-size %llu\n", lib,
+                        (unsigned long long)size(M, N, K, &without));
+            std::printf("check %s no-push-descriptor %d\n", lib,
+                        call(&without, X.buffer, M, W.buffer, 0, bytes));
+            release(&vk);
+            release(&without);
+            free_buffer(X);
+            free_buffer(W);
+          }
+
+          }  // namespace
+
+          int main() {
+            VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
+            app.apiVersion = VK_API_VERSION_1_1;
+            VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+            ici.pApplicationInfo = &app;
+            if (vkCreateInstance(&ici, nullptr, &instance) != VK_SUCCESS) {
+              std::printf("no Vulkan instance\n");
+              return 3;
+            }
+            uint32_t n = 0;
+            vkEnumeratePhysicalDevices(instance, &n, nullptr);
+            std::vector<VkPhysicalDevice> all(n);
+            vkEnumeratePhysicalDevices(instance, &n, all.data());
+            VkPhysicalDeviceProperties props = {};
+            for (VkPhysicalDevice p : all) {
+              vkGetPhysicalDeviceProperties(p, &props);
+              if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+                phys = p;
+                break;
+              }
+            }
+            if (phys == VK_NULL_HANDLE) {
+              std::printf("no CPU Vulkan device (lavapipe: mesa-vulkan-drivers)\n");
+              return 3;
+            }
+            std::printf("device %s\n", props.deviceName);
+            std::printf("shared-memory %u\n", props.limits.maxComputeSharedMemorySize);
+            vkGetPhysicalDeviceMemoryProperties(phys, &mem);
+            uint32_t families = 0;
+            vkGetPhysicalDeviceQueueFamilyProperties(phys, &families, nullptr);
+            std::vector<VkQueueFamilyProperties> qf(families);
+            vkGetPhysicalDeviceQueueFamilyProperties(phys, &families, qf.data());
+            uint32_t family = 0;
+            while (family < families && !(qf[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+            const float priority = 1.0f;
+            VkDeviceQueueCreateInfo qci = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+            qci.queueFamilyIndex = family;
+            qci.queueCount = 1;
+            qci.pQueuePriorities = &priority;
+            const char* ext = "VK_KHR_push_descriptor";
+            VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+            dci.queueCreateInfoCount = 1;
+            dci.pQueueCreateInfos = &qci;
+            if (vkCreateDevice(phys, &dci, nullptr, &bare) != VK_SUCCESS) return 4;
+            dci.enabledExtensionCount = 1;
+            dci.ppEnabledExtensionNames = &ext;
+            if (vkCreateDevice(phys, &dci, nullptr, &device) != VK_SUCCESS) return 4;
+            vkGetDeviceQueue(device, family, 0, &queue);
+            VkCommandPoolCreateInfo pci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+            pci.queueFamilyIndex = family;
+            vkCreateCommandPool(device, &pci, nullptr, &pool);
+
+            exercise<peak_matmul_hlsl_fp32_vulkan>("15", peak_matmul_hlsl_fp32,
+                                                   peak_matmul_hlsl_fp32_workspace_size,
+                                                   peak_matmul_hlsl_fp32_release);
+            exercise<peak_matmul_hlsl_14_vulkan>("14", peak_matmul_hlsl_14,
+                                                 peak_matmul_hlsl_14_workspace_size,
+                                                 peak_matmul_hlsl_14_release);
+            std::printf("configuration %d %s\n", peak_matmul_hlsl_fp32_configuration(257, 185, 93),
+                        peak_matmul_hlsl_fp32_configuration_text(0));
+            std::printf("status-string %s\n", peak_matmul_hlsl_fp32_status_string(PEAK_ERROR_DEVICE_LIMITS));
+
+            vkDestroyCommandPool(device, pool, nullptr);
+            vkDestroyDevice(device, nullptr);
+            vkDestroyDevice(bare, nullptr);
+            vkDestroyInstance(instance, nullptr);
+            std::printf("done\n");
+            return 0;
+          }
+)CPP";
+
 // The text of a configuration as export.json gives it: "NAME=VALUE ..." in name order.
 std::string config_text(const json& config) {
   std::vector<std::string> parts;
@@ -274,14 +529,61 @@ TEST_F(ExportCli, UsageErrorsExitWithTwo) {
   EXPECT_NE(outside.err.find("not inside a peak workspace"), std::string::npos) << outside.err;
 }
 
-// Only CUDA exports exist: an HLSL workspace is told so, and nothing is written.
-TEST_F(ExportCli, HlslExportsAreNotWrittenYet) {
+// The HLSL example's seed (never tuned): no CUDA toolkit involved, the SPIR-V module peak built
+// is shipped as it is with the unit it was compiled from, and a Vulkan dispatcher's header.
+TEST_F(ExportCli, AnHlslExportShipsTheSpirvPeakBuilt) {
   fs::path ws = workspace_with_device("hlsl", "");
-  Out o = peak({"-q", "export", "-o", "lib"}, ws);
-  EXPECT_EQ(o.code, 2) << o.out << o.err;
-  EXPECT_NE(o.err.find("peak export does not write hlsl libraries yet"), std::string::npos)
-      << o.err;
-  EXPECT_FALSE(fs::exists(ws / "lib"));
+  Out o = peak({"-q", "--json", "export", "-o", "lib"}, ws,
+               {{"PEAK_NVCC", "/nonexistent/nvcc"}, {"CUDA_HOME", "/nonexistent"}});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json r = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(r.is_object()) << o.out;
+  EXPECT_EQ(r["entry"], "peak_matmul_hlsl_fp32");
+  EXPECT_EQ(r["configurations"], 1);
+  const std::set<std::string> files = {"peak_matmul_hlsl_fp32.h",
+                                       "peak_matmul_hlsl_fp32.cpp",
+                                       "kernels/config_0.hlsl",
+                                       "kernels/config_0.spv",
+                                       "CMakeLists.txt",
+                                       "embed.cmake",
+                                       "README.md",
+                                       "export.json"};
+  EXPECT_EQ(r["files"].get<std::set<std::string>>(), files);
+  auto spv = read_file(ws / "lib" / "kernels" / "config_0.spv");
+  auto unit = read_file(ws / "lib" / "kernels" / "config_0.hlsl");
+  auto header = read_file(ws / "lib" / "peak_matmul_hlsl_fp32.h");
+  auto host = read_file(ws / "lib" / "peak_matmul_hlsl_fp32.cpp");
+  auto cmake = read_file(ws / "lib" / "CMakeLists.txt");
+  auto readme = read_file(ws / "lib" / "README.md");
+  auto manifest_text = read_file(ws / "lib" / "export.json");
+  ASSERT_TRUE(spv && unit && header && host && cmake && readme && manifest_text);
+  ASSERT_GE(spv->size(), 20u);
+  EXPECT_EQ(spv->substr(0, 4), std::string("\x03\x02\x23\x07", 4)) << "SPIR-V's magic";
+  EXPECT_NE(unit->find("#define BLOCK_X 16\n#define BLOCK_Y 16\n"), std::string::npos) << *unit;
+  EXPECT_NE(unit->find("[numthreads("), std::string::npos);
+  EXPECT_NE(header->find("#include <vulkan/vulkan.h>"), std::string::npos);
+  EXPECT_NE(header->find("int peak_matmul_hlsl_fp32(const peak_matmul_hlsl_fp32_vulkan* vk, "
+                         "VkCommandBuffer cmd, VkBuffer A, VkBuffer B, VkBuffer C, int M, int N, "
+                         "int K, VkBuffer workspace, VkDeviceSize workspace_offset, VkDeviceSize "
+                         "workspace_bytes);"),
+            std::string::npos)
+      << *header;
+  EXPECT_NE(header->find("VkDeviceSize peak_matmul_hlsl_fp32_workspace_size(int M, int N, int K, "
+                         "const peak_matmul_hlsl_fp32_vulkan* vk);"),
+            std::string::npos);
+  EXPECT_EQ(host->find("#include <cuda"), std::string::npos) << "no CUDA in a Vulkan library";
+  EXPECT_NE(host->find("vkCmdPushDescriptorSetKHR"), std::string::npos);
+  EXPECT_NE(cmake->find("find_package(Vulkan REQUIRED)"), std::string::npos) << *cmake;
+  EXPECT_NE(readme->find("| built for | SPIR-V 1.3 (Vulkan 1.1)"), std::string::npos) << *readme;
+  EXPECT_NE(readme->find("peak_matmul_hlsl_fp32(&vk, cmd, A, B, C, M, N, K, workspace, 0, bytes)"),
+            std::string::npos)
+      << *readme;
+  EXPECT_EQ(readme->find("cudaMalloc"), std::string::npos) << *readme;
+  json m = json::parse(*manifest_text, nullptr, false);
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["backend"], "hlsl");
+  ASSERT_EQ(m["configurations"].size(), 1u);
+  EXPECT_EQ(m["configurations"][0]["kernels"], json::array({"main"}));
 }
 
 // A folder with files that no export wrote is never written into, --force or not; a file is no
@@ -481,6 +783,124 @@ TEST_F(ExportCli, TheFp16TmaKernelExportsAloneAndBuilds) {
   EXPECT_EQ(l["text 1"], "(null)");
   EXPECT_EQ(l["invalid-shape"], "1");
   EXPECT_EQ(l["null-array"], "6");
+}
+
+// The last checkpoint of the HLSL large-tiles campaign (H100), exported and built as its README
+// says, then run on the CPU Vulkan device by a program linked against it (add_subdirectory). Its
+// configuration holds 48 KiB of groupshared memory (two stages of 16x128 and 16x256 FP32 tiles),
+// more than lavapipe's 32 KiB: there the library refuses it with PEAK_ERROR_DEVICE_LIMITS before
+// recording anything, as peak's runner refuses it (invalid_config), and checkpoint 14 of the
+// same campaign (17 KiB) is exported beside it and checked against the float64 reference. On a
+// device with 48 KiB, both are.
+TEST_F(ExportCli, TheHlslLargeTilesCheckpointRunsOnLavapipe) {
+  if (find_program("cmake").empty() || find_program("ninja").empty())
+    GTEST_SKIP() << "cmake or ninja not found";
+  bool headers = false;
+  for (const char* dir : {"/usr/include", "/usr/local/include"})
+    headers = headers || fs::exists(fs::path(dir) / "vulkan" / "vulkan.h");
+  if (const char* sdk = std::getenv("VULKAN_SDK"))
+    headers = headers || fs::exists(fs::path(sdk) / "include" / "vulkan" / "vulkan.h");
+  if (!headers) GTEST_SKIP() << "no Vulkan headers (vulkan/vulkan.h)";
+  fs::path ws = from_store(kHlslStore, "15", "large-tiles");
+  if (ws.empty()) {
+    if (!HasFailure()) GTEST_SKIP() << "neither xz nor python3 to decompress the store";
+    return;
+  }
+  Out o = peak({"-q", "--json", "export", "15", "-o", "lib"}, ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json r = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(r.is_object()) << o.out;
+  EXPECT_EQ(r["entry"], "peak_matmul_hlsl_fp32");
+  EXPECT_EQ(r["checkpoint"], 15);
+  EXPECT_EQ(r["configurations"], 1);
+  auto manifest_text = read_file(ws / "lib" / "export.json");
+  ASSERT_TRUE(manifest_text);
+  json m = json::parse(*manifest_text, nullptr, false);
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["backend"], "hlsl");
+  EXPECT_EQ(m["provenance"]["device"], "NVIDIA H100 80GB HBM3");
+  Out o14 = peak({"-q", "export", "14", "-o", "lib14", "--name", "matmul_hlsl_14"}, ws);
+  ASSERT_EQ(o14.code, 0) << o14.out << o14.err;
+
+  // As the README says: a static library with the SPIR-V embedded.
+  ProcessOptions b;
+  b.cwd = ws;
+  b.timeout_s = 600;
+  b.argv = {"cmake", "-S", "lib", "-B", "lib/build", "-G", "Ninja"};
+  auto conf = run_process(b);
+  ASSERT_TRUE(conf && conf->ok()) << (conf ? conf->out + conf->err : conf.error());
+  b.argv = {"cmake", "--build", "lib/build"};
+  auto built = run_process(b);
+  ASSERT_TRUE(built && built->ok()) << (built ? built->out + built->err : built.error());
+  EXPECT_TRUE(fs::exists(ws / "lib" / "build" / "libpeak_matmul_hlsl_fp32.a"));
+
+  const fs::path dir = tmp_ / "vulkan-consumer";
+  ASSERT_TRUE(write_file(dir / "CMakeLists.txt",
+                         fmt::format("cmake_minimum_required(VERSION 3.18)\n"
+                                     "project(consumer LANGUAGES C CXX)\n"
+                                     "find_package(Vulkan REQUIRED)\n"
+                                     "add_subdirectory({} lib15)\n"
+                                     "add_subdirectory({} lib14)\n"
+                                     "add_executable(consumer main.cpp)\n"
+                                     "set_target_properties(consumer PROPERTIES CXX_STANDARD 17)\n"
+                                     "target_link_libraries(consumer PRIVATE peak_matmul_hlsl_fp32 "
+                                     "peak_matmul_hlsl_14 Vulkan::Vulkan)\n",
+                                     (ws / "lib").string(), (ws / "lib14").string())));
+  ASSERT_TRUE(write_file(dir / "main.cpp", kVulkanConsumer));
+  b.cwd = dir;
+  b.argv = {"cmake", "-S", dir.string(), "-B", (dir / "build").string(), "-G", "Ninja"};
+  conf = run_process(b);
+  ASSERT_TRUE(conf && conf->ok()) << (conf ? conf->out + conf->err : conf.error());
+  b.argv = {"cmake", "--build", (dir / "build").string()};
+  built = run_process(b);
+  ASSERT_TRUE(built && built->ok()) << (built ? built->out + built->err : built.error());
+  ProcessOptions run;
+  run.argv = {(dir / "build" / "consumer").string()};
+  run.timeout_s = 300;
+  auto ran = run_process(run);
+  ASSERT_TRUE(ran) << ran.error();
+  ASSERT_TRUE(ran->ok()) << ran->describe() << "\n" << ran->out << ran->err;
+  const std::string& out = ran->out;
+  std::map<std::string, std::string> l;
+  for (const std::string& line : split_lines(out)) {
+    // "run 15 64x64x64 STATUS ...", "check 15 small-workspace STATUS": keyed by the first three
+    // words.
+    std::istringstream in(line);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    if (words.size() >= 3 && (words[0] == "run" || words[0] == "check"))
+      l[words[0] + " " + words[1] + " " + words[2]] =
+          join(std::vector<std::string>(words.begin() + 3, words.end()), " ");
+    else if (!words.empty())
+      l[words[0]] = words.size() > 1 ? line.substr(line.find(' ') + 1) : "";
+  }
+  const bool fits = std::stoll(l["shared-memory"].empty() ? "0" : l["shared-memory"]) >= 49152;
+  for (const char* shape : {"64x64x64", "257x185x93", "128x344x128"}) {
+    const std::string r15 = l[fmt::format("run 15 {}", shape)];
+    if (fits)
+      EXPECT_TRUE(starts_with(r15, "0 workspace 256 bad 0 ")) << shape << ": " << out;
+    else
+      EXPECT_TRUE(starts_with(r15, "4 ")) << shape << ": PEAK_ERROR_DEVICE_LIMITS\n" << out;
+    // The cbuffer of the scalars is all the workspace this kernel needs (no scratch buffers).
+    EXPECT_TRUE(starts_with(l[fmt::format("run 14 {}", shape)], "0 workspace 256 bad 0 "))
+        << shape << ": " << out;
+  }
+  for (const char* lib : {"15", "14"}) {
+    const std::string p = std::string("check ") + lib + " ";
+    EXPECT_EQ(l[p + "small-workspace"], "2") << out;      // PEAK_ERROR_WORKSPACE
+    EXPECT_EQ(l[p + "unaligned-workspace"], "2") << out;  // an offset that is no multiple of 256
+    EXPECT_EQ(l[p + "null-workspace"], "2") << out;
+    EXPECT_EQ(l[p + "null-array"], "6") << out;  // PEAK_ERROR_ARGUMENT
+    EXPECT_EQ(l[p + "null-vk"], "6") << out;
+    EXPECT_EQ(l[p + "invalid-shape"], "1") << out;  // PEAK_ERROR_INVALID_SHAPE
+    EXPECT_EQ(l[p + "invalid-shape-size"], "0") << out;
+    EXPECT_EQ(l[p + "no-push-descriptor-size"], "0") << out;
+    EXPECT_EQ(l[p + "no-push-descriptor"], "3") << out;  // PEAK_ERROR_UNSUPPORTED_DEVICE
+  }
+  EXPECT_EQ(l["configuration"], "0 " + config_text(m["configurations"][0]["config"])) << out;
+  EXPECT_FALSE(l["status-string"].empty());
+  EXPECT_NE(out.find("done"), std::string::npos) << out;
+  EXPECT_EQ(out.find("submit-failed"), std::string::npos) << out;
 }
 
 }  // namespace

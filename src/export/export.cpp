@@ -412,6 +412,26 @@ std::string readme(const ExportSpec& spec) {
   if (rules.empty()) rules = "Every shape runs configuration 0.\n";
   std::string arrays;
   for (const auto& a : spec.ctx->arrays) arrays += fmt::format("{}, ", a.name);
+  const bool vulkan = spec.backend == "hlsl";
+  // How a call looks: on a stream (CUDA, HIP), or recorded into a command buffer (Vulkan).
+  const std::string usage = vulkan
+                                ? R"C(/* `device` was created with VK_KHR_push_descriptor enabled */
+{f}_vulkan vk = {{instance, physical_device, device, NULL}};
+VkDeviceSize bytes = {f}_workspace_size({scalars}, &vk);
+/* workspace: a VkBuffer of at least `bytes` bytes, made with the usage
+   STORAGE_BUFFER | UNIFORM_BUFFER | TRANSFER_DST */
+int status = {f}(&vk, cmd, {arrays}{scalars}, workspace, 0, bytes);
+if (status != PEAK_OK) fprintf(stderr, "%s\n", {f}_status_string(status));
+/* then end `cmd`, submit it and wait as usual; {f}_release(&vk) before vkDestroyDevice */)C"
+                                : R"C(size_t bytes = {f}_workspace_size({scalars});
+void* workspace = NULL;  /* cudaMalloc(&workspace, bytes) when bytes > 0 */
+int status = {f}({arrays}{scalars}, workspace, bytes, stream);
+if (status != PEAK_OK) fprintf(stderr, "%s\n", {f}_status_string(status));)C";
+  const std::string scalars = [&] {
+    std::vector<std::string> s;
+    for (const auto& x : spec.ctx->scalars) s.push_back(x.name);
+    return join(s, ", ");
+  }();
   return fmt::format(
       R"MD(# {f}
 
@@ -426,10 +446,7 @@ cmake -S . -B build -G Ninja && cmake --build build
 
 ```c
 #include "{f}.h"
-size_t bytes = {f}_workspace_size({scalars});
-void* workspace = NULL;  /* cudaMalloc(&workspace, bytes) when bytes > 0 */
-int status = {f}({arrays}{scalars}, workspace, bytes, stream);
-if (status != PEAK_OK) fprintf(stderr, "%s\n", {f}_status_string(status));
+{usage}
 ```
 
 ## Provenance
@@ -456,24 +473,23 @@ A shape runs the configuration of the first rule that holds:
 
 {rules}
 A shape outside `valid` (`{valid}`) or `supports` (`{supports}`), or one that the chosen
-configuration's launch plan refuses (`require`, TMA's alignment rules), returns
-PEAK_ERROR_INVALID_SHAPE and launches nothing.
+configuration's launch plan refuses ({refusals}), returns
+PEAK_ERROR_INVALID_SHAPE and {nothing}.
 )MD",
       fmt::arg("f", fn(spec)), fmt::arg("desc", spec.ctx->description),
       fmt::arg("ckpt", p.value("checkpoint", int64_t{0})), fmt::arg("ctx", spec.ctx->name),
-      fmt::arg("scalars",
-               [&] {
-                 std::vector<std::string> s;
-                 for (const auto& x : spec.ctx->scalars) s.push_back(x.name);
-                 return join(s, ", ");
-               }()),
+      fmt::arg("scalars", scalars),
+      fmt::arg("usage", fmt::format(fmt::runtime(usage), fmt::arg("f", fn(spec)),
+                                    fmt::arg("scalars", scalars), fmt::arg("arrays", arrays))),
+      fmt::arg("refusals", vulkan ? "`require`" : "`require`, TMA's alignment rules"),
+      fmt::arg("nothing", vulkan ? "records nothing" : "launches nothing"),
       fmt::arg("arrays", arrays), fmt::arg("msg", p.value("message", std::string())),
       fmt::arg("source", spec.ctx->source_file),
       fmt::arg("hash", p.value("source_sha256", std::string())), fmt::arg("backend", spec.backend),
       fmt::arg("target", spec.backend == "cuda" ? spec.arch
                          : spec.backend == "hip"
                              ? join(spec.amd_targets, ", ") + "; NVIDIA " + spec.arch
-                             : std::string("SPIR-V (Vulkan 1.2)")),
+                             : std::string("SPIR-V 1.3 (Vulkan 1.1), as peak's build made it")),
       fmt::arg("device", p.value("device", std::string("unknown"))),
       fmt::arg("driver", p.value("driver", std::string("unknown"))),
       fmt::arg("toolkit", p.value("toolkit", std::string("unknown"))),
@@ -515,7 +531,7 @@ std::string embed_cmake() { return kEmbedCmake; }
 
 using namespace detail;
 
-std::vector<std::string> export_backends() { return {"cuda", "hip"}; }
+std::vector<std::string> export_backends() { return {"cuda", "hip", "hlsl"}; }
 
 bool exports_backend(const std::string& backend) {
   const auto all = export_backends();
@@ -533,6 +549,7 @@ Result<std::vector<ExportFile>> render_export(const ExportSpec& spec) {
   if (!exports_backend(spec.backend))
     return make_error(fmt::format("peak export does not write {} libraries yet", spec.backend));
   if (spec.backend == "hip") return render_hip(spec);
+  if (spec.backend == "hlsl") return render_hlsl(spec);
   auto host = cuda_host(spec);
   if (!host) return Error{host.error()};
   files.push_back({f + ".h", header(spec)});

@@ -31,7 +31,11 @@ struct ExportVariant {
   std::string unit;                   // the device compile unit (defines excluded)
   std::string nvcc_unit;              // HIP: the unit nvcc compiles through peak_hip_to_cuda.h
   std::string artifact;               // what peak's build made of it (a cubin, a SPIR-V module)
-  std::vector<uint8_t> binary;        // HLSL: the SPIR-V module
+  std::vector<uint8_t> binary;        // HLSL: the SPIR-V module (`artifact`)
+  // HLSL: the module of each kernel (ParsedPlan::kernels() order), where the build made one per
+  // entry point (`kernel_artifacts`, read by the engine; empty: `binary` serves every kernel).
+  std::vector<std::string> kernel_artifacts;
+  std::vector<std::vector<uint8_t>> kernel_binaries;
   nlohmann::json measured = nlohmann::json::object();  // what it was chosen on
 };
 

@@ -49,4 +49,8 @@ nlohmann::json manifest(const ExportSpec& spec);
 // (CMake option PEAK_PLATFORM), one host .cpp for both (export_hip.cpp).
 Result<std::vector<ExportFile>> render_hip(const ExportSpec& spec);
 
+// The HLSL export: the SPIR-V modules peak's build made, embedded, and a Vulkan dispatcher that
+// records the plan into the caller's command buffer (export_hlsl.cpp, runtime_vulkan.inc).
+Result<std::vector<ExportFile>> render_hlsl(const ExportSpec& spec);
+
 }  // namespace peak::exporter::detail

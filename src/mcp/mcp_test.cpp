@@ -224,7 +224,7 @@ json wait_for_answer(FakeOutbox& out, const json& request_id, int seconds) {
 }
 
 // `peak export` as a tool: its schema, a folder outside the root refused before anything runs,
-// and the engine's own refusal (an HLSL kernel: only CUDA exports exist) as a tool error.
+// and the engine's own refusal (entry points whose name is no C identifier) as a tool error.
 TEST_F(McpServerTest, ExportToolWritesUnderTheRootOnly) {
   initialize();
   json tools = request("tools/list")["result"]["tools"];
@@ -267,11 +267,12 @@ TEST_F(McpServerTest, ExportToolWritesUnderTheRootOnly) {
   EXPECT_NE(r.dump().find("nope"), std::string::npos) << r.dump();
   EXPECT_TRUE(server->job_status().is_null()) << "nothing runs";
 
-  request("tools/call", {{"name", "export"}, {"arguments", {{"output", "lib"}}}});
+  request("tools/call",
+          {{"name", "export"}, {"arguments", {{"output", "lib"}, {"name", "not-a-c-name"}}}});
   json answer = wait_for_answer(*out, id, 120);
   ASSERT_TRUE(answer.is_object()) << "no answer";
   EXPECT_TRUE(answer["result"]["isError"]) << answer.dump();
-  EXPECT_NE(answer.dump().find("peak export does not write hlsl libraries yet"), std::string::npos)
+  EXPECT_NE(answer.dump().find("--name not-a-c-name: not a C identifier"), std::string::npos)
       << answer.dump();
   EXPECT_FALSE(std::filesystem::exists(root / "lib"));
 }
