@@ -197,8 +197,7 @@ int main(void) {{
 // family/family.cpp): |C - ref| <= tol * (rms(ref) + |ref|), tol = 1e-6 * sqrt(K) + 2 * 1.2e-7.
 // C starts as NaN, so an element never written fails. Then the refusals that come before
 // anything is recorded, and a device without VK_KHR_push_descriptor.
-const char* const kVulkanConsumer =
-    R"CPP(#include <vulkan/vulkan.h>
+const char* const kVulkanConsumer = R"MAIN(#include <vulkan/vulkan.h>
 
 #include <cmath>
 #include <cstdio>
@@ -209,239 +208,239 @@ const char* const kVulkanConsumer =
 #include "peak_matmul_hlsl_14.h"
 #include "peak_matmul_hlsl_fp32.h"
 
-          namespace {
+namespace {
 
-          VkInstance instance;
-          VkPhysicalDevice phys;
-          VkDevice device, bare;  // bare: without VK_KHR_push_descriptor
-          VkQueue queue;
-          VkCommandPool pool;
-          VkPhysicalDeviceMemoryProperties mem;
+VkInstance instance;
+VkPhysicalDevice phys;
+VkDevice device, bare;  // bare: without VK_KHR_push_descriptor
+VkQueue queue;
+VkCommandPool pool;
+VkPhysicalDeviceMemoryProperties mem;
 
-          struct Buffer {
-            VkBuffer buffer = VK_NULL_HANDLE;
-            VkDeviceMemory memory = VK_NULL_HANDLE;
-            void* data = nullptr;
-          };
+struct Buffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void* data = nullptr;
+};
 
-          // Host-visible, with the usage the README asks of a workspace (arrays need
-          // STORAGE_BUFFER).
-          Buffer make_buffer(VkDeviceSize bytes) {
-            Buffer b;
-            VkBufferCreateInfo bci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-            bci.size = bytes < 16 ? 16 : bytes;
-            bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
-                        VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-            bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-            if (vkCreateBuffer(device, &bci, nullptr, &b.buffer) != VK_SUCCESS) return b;
-            VkMemoryRequirements req;
-            vkGetBufferMemoryRequirements(device, b.buffer, &req);
-            const VkMemoryPropertyFlags want =
-                VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-            uint32_t type = 0;
-            while (type < mem.memoryTypeCount &&
-                   !((req.memoryTypeBits & (1u << type)) &&
-                     (mem.memoryTypes[type].propertyFlags & want) == want))
-              ++type;
-            VkMemoryAllocateInfo mai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-            mai.allocationSize = req.size;
-            mai.memoryTypeIndex = type;
-            vkAllocateMemory(device, &mai, nullptr, &b.memory);
-            vkBindBufferMemory(device, b.buffer, b.memory, 0);
-            vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.data);
-            return b;
-          }
+// Host-visible, with the usage the README asks of a workspace (arrays need
+// STORAGE_BUFFER).
+Buffer make_buffer(VkDeviceSize bytes) {
+  Buffer b;
+  VkBufferCreateInfo bci = {VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = bytes < 16 ? 16 : bytes;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  if (vkCreateBuffer(device, &bci, nullptr, &b.buffer) != VK_SUCCESS) return b;
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device, b.buffer, &req);
+  const VkMemoryPropertyFlags want =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  uint32_t type = 0;
+  while (type < mem.memoryTypeCount &&
+         !((req.memoryTypeBits & (1u << type)) &&
+           (mem.memoryTypes[type].propertyFlags & want) == want))
+    ++type;
+  VkMemoryAllocateInfo mai = {VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = type;
+  vkAllocateMemory(device, &mai, nullptr, &b.memory);
+  vkBindBufferMemory(device, b.buffer, b.memory, 0);
+  vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.data);
+  return b;
+}
 
-          void free_buffer(Buffer& b) {
-            vkDestroyBuffer(device, b.buffer, nullptr);
-            vkFreeMemory(device, b.memory, nullptr);
-            b = Buffer{};
-          }
+void free_buffer(Buffer& b) {
+  vkDestroyBuffer(device, b.buffer, nullptr);
+  vkFreeMemory(device, b.memory, nullptr);
+  b = Buffer{};
+}
 
-          // Records with `record` into a new command buffer, then submits it and waits when
-          // `record` returned PEAK_OK; that status.
-          template <typename F>
-          int submit(F record) {
-            VkCommandBufferAllocateInfo cai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-            cai.commandPool = pool;
-            cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-            cai.commandBufferCount = 1;
-            VkCommandBuffer cmd;
-            vkAllocateCommandBuffers(device, &cai, &cmd);
-            VkCommandBufferBeginInfo begin = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-            begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-            vkBeginCommandBuffer(cmd, &begin);
-            const int status = record(cmd);
-            vkEndCommandBuffer(cmd);
-            if (status == PEAK_OK) {
-              VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-              VkFence fence;
-              vkCreateFence(device, &fci, nullptr, &fence);
-              VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
-              si.commandBufferCount = 1;
-              si.pCommandBuffers = &cmd;
-              if (vkQueueSubmit(queue, 1, &si, fence) != VK_SUCCESS ||
-                  vkWaitForFences(device, 1, &fence, VK_TRUE, 120ull * 1000000000ull) != VK_SUCCESS)
-                std::printf("submit-failed\n");
-              vkDestroyFence(device, fence, nullptr);
-            }
-            vkFreeCommandBuffers(device, pool, 1, &cmd);
-            return status;
-          }
+// Records with `record` into a new command buffer, then submits it and waits when
+// `record` returned PEAK_OK; that status.
+template <typename F>
+int submit(F record) {
+  VkCommandBufferAllocateInfo cai = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cai.commandPool = pool;
+  cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cai.commandBufferCount = 1;
+  VkCommandBuffer cmd;
+  vkAllocateCommandBuffers(device, &cai, &cmd);
+  VkCommandBufferBeginInfo begin = {VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  vkBeginCommandBuffer(cmd, &begin);
+  const int status = record(cmd);
+  vkEndCommandBuffer(cmd);
+  if (status == PEAK_OK) {
+    VkFenceCreateInfo fci = {VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    vkCreateFence(device, &fci, nullptr, &fence);
+    VkSubmitInfo si = {VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd;
+    if (vkQueueSubmit(queue, 1, &si, fence) != VK_SUCCESS ||
+        vkWaitForFences(device, 1, &fence, VK_TRUE, 120ull * 1000000000ull) != VK_SUCCESS)
+      std::printf("submit-failed\n");
+    vkDestroyFence(device, fence, nullptr);
+  }
+  vkFreeCommandBuffers(device, pool, 1, &cmd);
+  return status;
+}
 
-          template <typename V, typename Run, typename Size, typename Release>
-          void exercise(const char* lib, Run run, Size size, Release release) {
-            const V vk = {instance, phys, device, nullptr};
-            const int shapes[][3] = {{64, 64, 64}, {257, 185, 93}, {128, 344, 128}};
-            std::mt19937 rng(7);
-            std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-            for (const auto& shape : shapes) {
-              const int M = shape[0], N = shape[1], K = shape[2];
-              Buffer A = make_buffer(4ull * M * K), B = make_buffer(4ull * K * N);
-              Buffer C = make_buffer(4ull * M * N);
-              std::vector<float> a(size_t(M) * K), b(size_t(K) * N);
-              for (float& x : a) x = uniform(rng);
-              for (float& x : b) x = uniform(rng);
-              std::memcpy(A.data, a.data(), a.size() * 4);
-              std::memcpy(B.data, b.data(), b.size() * 4);
-              std::memset(C.data, 0xff, 4ull * M * N);
-              // The workspace at an offset of 256 bytes into its buffer.
-              const VkDeviceSize bytes = size(M, N, K, &vk);
-              Buffer W = make_buffer(bytes + 256);
-              const int status = submit([&](VkCommandBuffer cmd) {
-                return run(&vk, cmd, A.buffer, B.buffer, C.buffer, M, N, K, W.buffer, 256, bytes);
-              });
-              long bad = 0;
-              double worst = 0;
-              if (status == PEAK_OK) {
-                const float* c = static_cast<const float*>(C.data);
-                std::vector<double> ref(size_t(M) * N, 0.0);
-                double sum2 = 0;
-                for (int i = 0; i < M; ++i)
-                  for (int j = 0; j < N; ++j) {
-                    double r = 0;
-                    for (int p = 0; p < K; ++p)
-                      r += double(a[size_t(i) * K + p]) * double(b[size_t(p) * N + j]);
-                    ref[size_t(i) * N + j] = r;
-                    sum2 += r * r;
-                  }
-                const double rms = std::sqrt(sum2 / double(ref.size()));
-                const double tol = 1e-6 * std::sqrt(double(K)) + 2 * 1.2e-7;
-                for (size_t i = 0; i < ref.size(); ++i) {
-                  const double err = std::fabs(double(c[i]) - ref[i]);
-                  if (!(err <= tol * rms + tol * std::fabs(ref[i]))) ++bad;
-                  if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
-                }
-              }
-              std::printf("run %s %dx%dx%d %d workspace %llu bad %ld max_err %.3g\n", lib, M, N, K,
-                          status, (unsigned long long)bytes, bad, worst);
-              free_buffer(A);
-              free_buffer(B);
-              free_buffer(C);
-              free_buffer(W);
-            }
-            const int M = 64, N = 64, K = 64;
-            Buffer X = make_buffer(4ull * M * N);
-            const VkDeviceSize bytes = size(M, N, K, &vk);
-            Buffer W = make_buffer(bytes + 256);
-            auto call = [&](const V* v, VkBuffer a, int m, VkBuffer w, VkDeviceSize offset,
-                            VkDeviceSize n) {
-              return submit([&](VkCommandBuffer cmd) {
-                return run(v, cmd, a, X.buffer, X.buffer, m, N, K, w, offset, n);
-              });
-            };
-            const V without = {instance, phys, bare, nullptr};
-            std::printf("check %s small-workspace %d\n", lib, call(&vk, X.buffer, M, W.buffer, 0, bytes - 4));
-            std::printf("check %s unaligned-workspace %d\n", lib,
-                        call(&vk, X.buffer, M, W.buffer, 128, bytes));
-            std::printf("check %s null-workspace %d\n", lib,
-                        call(&vk, X.buffer, M, VK_NULL_HANDLE, 0, bytes));
-            std::printf("check %s null-array %d\n", lib, call(&vk, VK_NULL_HANDLE, M, W.buffer, 0, bytes));
-            std::printf("check %s null-vk %d\n", lib, call(nullptr, X.buffer, M, W.buffer, 0, bytes));
-            std::printf("check %s invalid-shape %d\n", lib, call(&vk, X.buffer, 0, W.buffer, 0, bytes));
-            std::printf("check %s invalid-shape-size %llu\n", lib, (unsigned long long)size(0, N, K, &vk));
-            std::printf("check %s no-push-descriptor-size %llu\n", lib,
-                        (unsigned long long)size(M, N, K, &without));
-            std::printf("check %s no-push-descriptor %d\n", lib,
-                        call(&without, X.buffer, M, W.buffer, 0, bytes));
-            release(&vk);
-            release(&without);
-            free_buffer(X);
-            free_buffer(W);
-          }
+template <typename V, typename Run, typename Size, typename Release>
+void exercise(const char* lib, Run run, Size size, Release release) {
+  const V vk = {instance, phys, device, nullptr};
+  const int shapes[][3] = {{64, 64, 64}, {257, 185, 93}, {128, 344, 128}};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const auto& shape : shapes) {
+    const int M = shape[0], N = shape[1], K = shape[2];
+    Buffer A = make_buffer(4ull * M * K), B = make_buffer(4ull * K * N);
+    Buffer C = make_buffer(4ull * M * N);
+    std::vector<float> a(size_t(M) * K), b(size_t(K) * N);
+    for (float& x : a) x = uniform(rng);
+    for (float& x : b) x = uniform(rng);
+    std::memcpy(A.data, a.data(), a.size() * 4);
+    std::memcpy(B.data, b.data(), b.size() * 4);
+    std::memset(C.data, 0xff, 4ull * M * N);
+    // The workspace at an offset of 256 bytes into its buffer.
+    const VkDeviceSize bytes = size(M, N, K, &vk);
+    Buffer W = make_buffer(bytes + 256);
+    const int status = submit([&](VkCommandBuffer cmd) {
+      return run(&vk, cmd, A.buffer, B.buffer, C.buffer, M, N, K, W.buffer, 256, bytes);
+    });
+    long bad = 0;
+    double worst = 0;
+    if (status == PEAK_OK) {
+      const float* c = static_cast<const float*>(C.data);
+      std::vector<double> ref(size_t(M) * N, 0.0);
+      double sum2 = 0;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          double r = 0;
+          for (int p = 0; p < K; ++p)
+            r += double(a[size_t(i) * K + p]) * double(b[size_t(p) * N + j]);
+          ref[size_t(i) * N + j] = r;
+          sum2 += r * r;
+        }
+      const double rms = std::sqrt(sum2 / double(ref.size()));
+      const double tol = 1e-6 * std::sqrt(double(K)) + 2 * 1.2e-7;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        const double err = std::fabs(double(c[i]) - ref[i]);
+        if (!(err <= tol * rms + tol * std::fabs(ref[i]))) ++bad;
+        if (!(err <= worst)) worst = std::isnan(err) ? INFINITY : err;
+      }
+    }
+    std::printf("run %s %dx%dx%d %d workspace %llu bad %ld max_err %.3g\n", lib, M, N, K,
+                status, (unsigned long long)bytes, bad, worst);
+    free_buffer(A);
+    free_buffer(B);
+    free_buffer(C);
+    free_buffer(W);
+  }
+  const int M = 64, N = 64, K = 64;
+  Buffer X = make_buffer(4ull * M * N);
+  const VkDeviceSize bytes = size(M, N, K, &vk);
+  Buffer W = make_buffer(bytes + 256);
+  auto call = [&](const V* v, VkBuffer a, int m, VkBuffer w, VkDeviceSize offset,
+                  VkDeviceSize n) {
+    return submit([&](VkCommandBuffer cmd) {
+      return run(v, cmd, a, X.buffer, X.buffer, m, N, K, w, offset, n);
+    });
+  };
+  const V without = {instance, phys, bare, nullptr};
+  std::printf("check %s small-workspace %d\n", lib, call(&vk, X.buffer, M, W.buffer, 0, bytes - 4));
+  std::printf("check %s unaligned-workspace %d\n", lib,
+              call(&vk, X.buffer, M, W.buffer, 128, bytes));
+  std::printf("check %s null-workspace %d\n", lib,
+              call(&vk, X.buffer, M, VK_NULL_HANDLE, 0, bytes));
+  std::printf("check %s null-array %d\n", lib, call(&vk, VK_NULL_HANDLE, M, W.buffer, 0, bytes));
+  std::printf("check %s null-vk %d\n", lib, call(nullptr, X.buffer, M, W.buffer, 0, bytes));
+  std::printf("check %s invalid-shape %d\n", lib, call(&vk, X.buffer, 0, W.buffer, 0, bytes));
+  std::printf("check %s invalid-shape-size %llu\n", lib, (unsigned long long)size(0, N, K, &vk));
+  std::printf("check %s no-push-descriptor-size %llu\n", lib,
+              (unsigned long long)size(M, N, K, &without));
+  std::printf("check %s no-push-descriptor %d\n", lib,
+              call(&without, X.buffer, M, W.buffer, 0, bytes));
+  release(&vk);
+  release(&without);
+  free_buffer(X);
+  free_buffer(W);
+}
 
-          }  // namespace
+}  // namespace
 
-          int main() {
-            VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
-            app.apiVersion = VK_API_VERSION_1_1;
-            VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-            ici.pApplicationInfo = &app;
-            if (vkCreateInstance(&ici, nullptr, &instance) != VK_SUCCESS) {
-              std::printf("no Vulkan instance\n");
-              return 3;
-            }
-            uint32_t n = 0;
-            vkEnumeratePhysicalDevices(instance, &n, nullptr);
-            std::vector<VkPhysicalDevice> all(n);
-            vkEnumeratePhysicalDevices(instance, &n, all.data());
-            VkPhysicalDeviceProperties props = {};
-            for (VkPhysicalDevice p : all) {
-              vkGetPhysicalDeviceProperties(p, &props);
-              if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-                phys = p;
-                break;
-              }
-            }
-            if (phys == VK_NULL_HANDLE) {
-              std::printf("no CPU Vulkan device (lavapipe: mesa-vulkan-drivers)\n");
-              return 3;
-            }
-            std::printf("device %s\n", props.deviceName);
-            std::printf("shared-memory %u\n", props.limits.maxComputeSharedMemorySize);
-            vkGetPhysicalDeviceMemoryProperties(phys, &mem);
-            uint32_t families = 0;
-            vkGetPhysicalDeviceQueueFamilyProperties(phys, &families, nullptr);
-            std::vector<VkQueueFamilyProperties> qf(families);
-            vkGetPhysicalDeviceQueueFamilyProperties(phys, &families, qf.data());
-            uint32_t family = 0;
-            while (family < families && !(qf[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-            const float priority = 1.0f;
-            VkDeviceQueueCreateInfo qci = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-            qci.queueFamilyIndex = family;
-            qci.queueCount = 1;
-            qci.pQueuePriorities = &priority;
-            const char* ext = "VK_KHR_push_descriptor";
-            VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-            dci.queueCreateInfoCount = 1;
-            dci.pQueueCreateInfos = &qci;
-            if (vkCreateDevice(phys, &dci, nullptr, &bare) != VK_SUCCESS) return 4;
-            dci.enabledExtensionCount = 1;
-            dci.ppEnabledExtensionNames = &ext;
-            if (vkCreateDevice(phys, &dci, nullptr, &device) != VK_SUCCESS) return 4;
-            vkGetDeviceQueue(device, family, 0, &queue);
-            VkCommandPoolCreateInfo pci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-            pci.queueFamilyIndex = family;
-            vkCreateCommandPool(device, &pci, nullptr, &pool);
+int main() {
+  VkApplicationInfo app = {VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ici = {VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  if (vkCreateInstance(&ici, nullptr, &instance) != VK_SUCCESS) {
+    std::printf("no Vulkan instance\n");
+    return 3;
+  }
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(instance, &n, nullptr);
+  std::vector<VkPhysicalDevice> all(n);
+  vkEnumeratePhysicalDevices(instance, &n, all.data());
+  VkPhysicalDeviceProperties props = {};
+  for (VkPhysicalDevice p : all) {
+    vkGetPhysicalDeviceProperties(p, &props);
+    if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+      phys = p;
+      break;
+    }
+  }
+  if (phys == VK_NULL_HANDLE) {
+    std::printf("no CPU Vulkan device (lavapipe: mesa-vulkan-drivers)\n");
+    return 3;
+  }
+  std::printf("device %s\n", props.deviceName);
+  std::printf("shared-memory %u\n", props.limits.maxComputeSharedMemorySize);
+  vkGetPhysicalDeviceMemoryProperties(phys, &mem);
+  uint32_t families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(families);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &families, qf.data());
+  uint32_t family = 0;
+  while (family < families && !(qf[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo qci = {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = family;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &priority;
+  const char* ext = "VK_KHR_push_descriptor";
+  VkDeviceCreateInfo dci = {VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  if (vkCreateDevice(phys, &dci, nullptr, &bare) != VK_SUCCESS) return 4;
+  dci.enabledExtensionCount = 1;
+  dci.ppEnabledExtensionNames = &ext;
+  if (vkCreateDevice(phys, &dci, nullptr, &device) != VK_SUCCESS) return 4;
+  vkGetDeviceQueue(device, family, 0, &queue);
+  VkCommandPoolCreateInfo pci = {VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pci.queueFamilyIndex = family;
+  vkCreateCommandPool(device, &pci, nullptr, &pool);
 
-            exercise<peak_matmul_hlsl_fp32_vulkan>("15", peak_matmul_hlsl_fp32,
-                                                   peak_matmul_hlsl_fp32_workspace_size,
-                                                   peak_matmul_hlsl_fp32_release);
-            exercise<peak_matmul_hlsl_14_vulkan>("14", peak_matmul_hlsl_14,
-                                                 peak_matmul_hlsl_14_workspace_size,
-                                                 peak_matmul_hlsl_14_release);
-            std::printf("configuration %d %s\n", peak_matmul_hlsl_fp32_configuration(257, 185, 93),
-                        peak_matmul_hlsl_fp32_configuration_text(0));
-            std::printf("status-string %s\n", peak_matmul_hlsl_fp32_status_string(PEAK_ERROR_DEVICE_LIMITS));
+  exercise<peak_matmul_hlsl_fp32_vulkan>("15", peak_matmul_hlsl_fp32,
+                                         peak_matmul_hlsl_fp32_workspace_size,
+                                         peak_matmul_hlsl_fp32_release);
+  exercise<peak_matmul_hlsl_14_vulkan>("14", peak_matmul_hlsl_14,
+                                       peak_matmul_hlsl_14_workspace_size,
+                                       peak_matmul_hlsl_14_release);
+  std::printf("configuration %d %s\n", peak_matmul_hlsl_fp32_configuration(257, 185, 93),
+              peak_matmul_hlsl_fp32_configuration_text(0));
+  std::printf("status-string %s\n", peak_matmul_hlsl_fp32_status_string(PEAK_ERROR_DEVICE_LIMITS));
 
-            vkDestroyCommandPool(device, pool, nullptr);
-            vkDestroyDevice(device, nullptr);
-            vkDestroyDevice(bare, nullptr);
-            vkDestroyInstance(instance, nullptr);
-            std::printf("done\n");
-            return 0;
-          }
-)CPP";
+  vkDestroyCommandPool(device, pool, nullptr);
+  vkDestroyDevice(device, nullptr);
+  vkDestroyDevice(bare, nullptr);
+  vkDestroyInstance(instance, nullptr);
+  std::printf("done\n");
+  return 0;
+}
+)MAIN";
 
 // The text of a configuration as export.json gives it: "NAME=VALUE ..." in name order.
 std::string config_text(const json& config) {

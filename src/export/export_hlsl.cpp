@@ -129,8 +129,8 @@ std::string vulkan_header(const ExportSpec& spec) {
 #define PEAK_ERROR_WORKSPACE {s2}         /* the workspace is missing or smaller than _workspace_size() */
 #define PEAK_ERROR_UNSUPPORTED_DEVICE {s3} /* the library was not built for this device */
 #define PEAK_ERROR_DEVICE_LIMITS {s4}     /* the configuration exceeds this device's limits */
-#define PEAK_ERROR_LAUNCH {s5}            /* the GPU API refused a call (see its last error) */
-#define PEAK_ERROR_ARGUMENT {s6}          /* a null array pointer */
+#define PEAK_ERROR_LAUNCH {s5}            /* the GPU API refused a call (never from a Vulkan library) */
+#define PEAK_ERROR_ARGUMENT {s6}          /* a null handle: vk, its device, the command buffer, an array */
 #endif
 
 #ifdef __cplusplus
