@@ -8,8 +8,10 @@
 // against a float64 reference.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -186,6 +188,62 @@ int main(void) {{
     return r->out;
   }
 
+  // CMake, Ninja and the Vulkan headers: what building an HLSL export and its consumer needs.
+  bool have_vulkan_build_tools() {
+    if (find_program("cmake").empty() || find_program("ninja").empty()) return false;
+    bool headers = false;
+    for (const char* dir : {"/usr/include", "/usr/local/include"})
+      headers = headers || fs::exists(fs::path(dir) / "vulkan" / "vulkan.h");
+    if (const char* sdk = std::getenv("VULKAN_SDK"))
+      headers = headers || fs::exists(fs::path(sdk) / "include" / "vulkan" / "vulkan.h");
+    return headers;
+  }
+
+  // Builds `source` as a program linked against the exports in `libs` (folder, target) through
+  // add_subdirectory, runs it and returns its output (nothing, with the test failed, when a step
+  // fails).
+  std::optional<std::string> run_vulkan_consumer(
+      const std::string& name, const std::vector<std::pair<fs::path, std::string>>& libs,
+      const std::string& source) {
+    const fs::path dir = tmp_ / name;
+    std::string cmake =
+        "cmake_minimum_required(VERSION 3.18)\nproject(consumer LANGUAGES C CXX)\n"
+        "find_package(Vulkan REQUIRED)\n";
+    std::string targets;
+    for (size_t i = 0; i < libs.size(); ++i) {
+      cmake += fmt::format("add_subdirectory({} lib{})\n", libs[i].first.string(), i);
+      targets += " " + libs[i].second;
+    }
+    cmake += fmt::format(
+        "add_executable(consumer main.cpp)\n"
+        "set_target_properties(consumer PROPERTIES CXX_STANDARD 17)\n"
+        "target_link_libraries(consumer PRIVATE{} Vulkan::Vulkan)\n",
+        targets);
+    EXPECT_TRUE(write_file(dir / "CMakeLists.txt", cmake));
+    EXPECT_TRUE(write_file(dir / "main.cpp", source));
+    ProcessOptions b;
+    b.cwd = dir;
+    b.timeout_s = 600;
+    b.argv = {"cmake", "-S", dir.string(), "-B", (dir / "build").string(), "-G", "Ninja"};
+    auto conf = run_process(b);
+    EXPECT_TRUE(conf && conf->ok()) << (conf ? conf->out + conf->err : conf.error());
+    if (!conf || !conf->ok()) return std::nullopt;
+    b.argv = {"cmake", "--build", (dir / "build").string()};
+    auto built = run_process(b);
+    EXPECT_TRUE(built && built->ok()) << (built ? built->out + built->err : built.error());
+    if (!built || !built->ok()) return std::nullopt;
+    ProcessOptions run;
+    run.argv = {(dir / "build" / "consumer").string()};
+    run.timeout_s = 300;
+    auto ran = run_process(run);
+    EXPECT_TRUE(ran && ran->ok()) << (ran ? ran->describe() + "\n" + ran->out + ran->err
+                                          : ran.error());
+    if (!ran || !ran->ok()) return std::nullopt;
+    EXPECT_NE(ran->out.find("\ndone\n"), std::string::npos) << ran->out;
+    EXPECT_EQ(ran->out.find("submit-failed"), std::string::npos) << ran->out;
+    return ran->out;
+  }
+
   // Skips the test unless nvcc, CMake and Ninja are here.
   bool have_build_tools() {
     return !nvcc().empty() && !find_program("cmake").empty() && !find_program("ninja").empty();
@@ -205,8 +263,7 @@ const char* const kVulkanConsumer = R"MAIN(#include <vulkan/vulkan.h>
 #include <random>
 #include <vector>
 
-#include "peak_matmul_hlsl_14.h"
-#include "peak_matmul_hlsl_fp32.h"
+@INCLUDES@
 
 namespace {
 
@@ -423,16 +480,7 @@ int main() {
   pci.queueFamilyIndex = family;
   vkCreateCommandPool(device, &pci, nullptr, &pool);
 
-  exercise<peak_matmul_hlsl_fp32_vulkan>("15", peak_matmul_hlsl_fp32,
-                                         peak_matmul_hlsl_fp32_workspace_size,
-                                         peak_matmul_hlsl_fp32_release);
-  exercise<peak_matmul_hlsl_14_vulkan>("14", peak_matmul_hlsl_14,
-                                       peak_matmul_hlsl_14_workspace_size,
-                                       peak_matmul_hlsl_14_release);
-  std::printf("configuration %d %s\n", peak_matmul_hlsl_fp32_configuration(257, 185, 93),
-              peak_matmul_hlsl_fp32_configuration_text(0));
-  std::printf("status-string %s\n", peak_matmul_hlsl_fp32_status_string(PEAK_ERROR_DEVICE_LIMITS));
-
+@CALLS@
   vkDestroyCommandPool(device, pool, nullptr);
   vkDestroyDevice(device, nullptr);
   vkDestroyDevice(bare, nullptr);
@@ -441,6 +489,57 @@ int main() {
   return 0;
 }
 )MAIN";
+
+// The consumer for the exports `libs` (each a label and its entry point, all matmul-shaped),
+// exercised in turn, then `extra` statements.
+std::string vulkan_consumer(const std::vector<std::pair<std::string, std::string>>& libs,
+                            const std::string& extra = "") {
+  std::string includes, calls;
+  for (const auto& [label, e] : libs) {
+    includes += fmt::format("#include \"{}.h\"\n", e);
+    calls += fmt::format("  exercise<{0}_vulkan>(\"{1}\", {0}, {0}_workspace_size, {0}_release);\n",
+                         e, label);
+  }
+  std::string out = kVulkanConsumer;
+  out.replace(out.find("@INCLUDES@"), 10, includes);
+  out.replace(out.find("@CALLS@"), 7, calls + extra);
+  return out;
+}
+
+// What the consumer printed: "run LABEL SHAPE" and "check LABEL WHAT" lines keyed by their first
+// three words, the others by their first word.
+std::map<std::string, std::string> vulkan_lines(const std::string& out) {
+  std::map<std::string, std::string> l;
+  for (const std::string& line : split_lines(out)) {
+    std::istringstream in(line);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    if (words.size() >= 3 && (words[0] == "run" || words[0] == "check"))
+      l[words[0] + " " + words[1] + " " + words[2]] =
+          join(std::vector<std::string>(words.begin() + 3, words.end()), " ");
+    else if (!words.empty())
+      l[words[0]] = words.size() > 1 ? line.substr(line.find(' ') + 1) : "";
+  }
+  return l;
+}
+
+// The refusals every export gives before recording anything (the consumer's "check" lines).
+void expect_vulkan_refusals(const std::map<std::string, std::string>& lines,
+                            const std::string& label, const std::string& out) {
+  auto at = [&](const std::string& what) {
+    auto it = lines.find("check " + label + " " + what);
+    return it == lines.end() ? std::string("(missing)") : it->second;
+  };
+  EXPECT_EQ(at("small-workspace"), "2") << out;      // PEAK_ERROR_WORKSPACE
+  EXPECT_EQ(at("unaligned-workspace"), "2") << out;  // an offset that is no multiple of 256
+  EXPECT_EQ(at("null-workspace"), "2") << out;
+  EXPECT_EQ(at("null-array"), "6") << out;  // PEAK_ERROR_ARGUMENT
+  EXPECT_EQ(at("null-vk"), "6") << out;
+  EXPECT_EQ(at("invalid-shape"), "1") << out;  // PEAK_ERROR_INVALID_SHAPE
+  EXPECT_EQ(at("invalid-shape-size"), "0") << out;
+  EXPECT_EQ(at("no-push-descriptor-size"), "0") << out;
+  EXPECT_EQ(at("no-push-descriptor"), "3") << out;  // PEAK_ERROR_UNSUPPORTED_DEVICE
+}
 
 // The text of a configuration as export.json gives it: "NAME=VALUE ..." in name order.
 std::string config_text(const json& config) {
@@ -792,14 +891,7 @@ TEST_F(ExportCli, TheFp16TmaKernelExportsAloneAndBuilds) {
 // same campaign (17 KiB) is exported beside it and checked against the float64 reference. On a
 // device with 48 KiB, both are.
 TEST_F(ExportCli, TheHlslLargeTilesCheckpointRunsOnLavapipe) {
-  if (find_program("cmake").empty() || find_program("ninja").empty())
-    GTEST_SKIP() << "cmake or ninja not found";
-  bool headers = false;
-  for (const char* dir : {"/usr/include", "/usr/local/include"})
-    headers = headers || fs::exists(fs::path(dir) / "vulkan" / "vulkan.h");
-  if (const char* sdk = std::getenv("VULKAN_SDK"))
-    headers = headers || fs::exists(fs::path(sdk) / "include" / "vulkan" / "vulkan.h");
-  if (!headers) GTEST_SKIP() << "no Vulkan headers (vulkan/vulkan.h)";
+  if (!have_vulkan_build_tools()) GTEST_SKIP() << "cmake, ninja or the Vulkan headers not found";
   fs::path ws = from_store(kHlslStore, "15", "large-tiles");
   if (ws.empty()) {
     if (!HasFailure()) GTEST_SKIP() << "neither xz nor python3 to decompress the store";
@@ -833,46 +925,19 @@ TEST_F(ExportCli, TheHlslLargeTilesCheckpointRunsOnLavapipe) {
   ASSERT_TRUE(built && built->ok()) << (built ? built->out + built->err : built.error());
   EXPECT_TRUE(fs::exists(ws / "lib" / "build" / "libpeak_matmul_hlsl_fp32.a"));
 
-  const fs::path dir = tmp_ / "vulkan-consumer";
-  ASSERT_TRUE(write_file(dir / "CMakeLists.txt",
-                         fmt::format("cmake_minimum_required(VERSION 3.18)\n"
-                                     "project(consumer LANGUAGES C CXX)\n"
-                                     "find_package(Vulkan REQUIRED)\n"
-                                     "add_subdirectory({} lib15)\n"
-                                     "add_subdirectory({} lib14)\n"
-                                     "add_executable(consumer main.cpp)\n"
-                                     "set_target_properties(consumer PROPERTIES CXX_STANDARD 17)\n"
-                                     "target_link_libraries(consumer PRIVATE peak_matmul_hlsl_fp32 "
-                                     "peak_matmul_hlsl_14 Vulkan::Vulkan)\n",
-                                     (ws / "lib").string(), (ws / "lib14").string())));
-  ASSERT_TRUE(write_file(dir / "main.cpp", kVulkanConsumer));
-  b.cwd = dir;
-  b.argv = {"cmake", "-S", dir.string(), "-B", (dir / "build").string(), "-G", "Ninja"};
-  conf = run_process(b);
-  ASSERT_TRUE(conf && conf->ok()) << (conf ? conf->out + conf->err : conf.error());
-  b.argv = {"cmake", "--build", (dir / "build").string()};
-  built = run_process(b);
-  ASSERT_TRUE(built && built->ok()) << (built ? built->out + built->err : built.error());
-  ProcessOptions run;
-  run.argv = {(dir / "build" / "consumer").string()};
-  run.timeout_s = 300;
-  auto ran = run_process(run);
-  ASSERT_TRUE(ran) << ran.error();
-  ASSERT_TRUE(ran->ok()) << ran->describe() << "\n" << ran->out << ran->err;
-  const std::string& out = ran->out;
-  std::map<std::string, std::string> l;
-  for (const std::string& line : split_lines(out)) {
-    // "run 15 64x64x64 STATUS ...", "check 15 small-workspace STATUS": keyed by the first three
-    // words.
-    std::istringstream in(line);
-    std::vector<std::string> words;
-    for (std::string w; in >> w;) words.push_back(w);
-    if (words.size() >= 3 && (words[0] == "run" || words[0] == "check"))
-      l[words[0] + " " + words[1] + " " + words[2]] =
-          join(std::vector<std::string>(words.begin() + 3, words.end()), " ");
-    else if (!words.empty())
-      l[words[0]] = words.size() > 1 ? line.substr(line.find(' ') + 1) : "";
-  }
+  auto ran = run_vulkan_consumer(
+      "large-tiles-consumer",
+      {{ws / "lib", "peak_matmul_hlsl_fp32"}, {ws / "lib14", "peak_matmul_hlsl_14"}},
+      vulkan_consumer(
+          {{"15", "peak_matmul_hlsl_fp32"}, {"14", "peak_matmul_hlsl_14"}},
+          "  std::printf(\"configuration %d %s\\n\", "
+          "peak_matmul_hlsl_fp32_configuration(257, 185, 93),\n"
+          "              peak_matmul_hlsl_fp32_configuration_text(0));\n"
+          "  std::printf(\"status-string %s\\n\",\n"
+          "              peak_matmul_hlsl_fp32_status_string(PEAK_ERROR_DEVICE_LIMITS));\n"));
+  if (!ran) return;
+  const std::string& out = *ran;
+  auto l = vulkan_lines(out);
   const bool fits = std::stoll(l["shared-memory"].empty() ? "0" : l["shared-memory"]) >= 49152;
   for (const char* shape : {"64x64x64", "257x185x93", "128x344x128"}) {
     const std::string r15 = l[fmt::format("run 15 {}", shape)];
@@ -884,22 +949,108 @@ TEST_F(ExportCli, TheHlslLargeTilesCheckpointRunsOnLavapipe) {
     EXPECT_TRUE(starts_with(l[fmt::format("run 14 {}", shape)], "0 workspace 256 bad 0 "))
         << shape << ": " << out;
   }
-  for (const char* lib : {"15", "14"}) {
-    const std::string p = std::string("check ") + lib + " ";
-    EXPECT_EQ(l[p + "small-workspace"], "2") << out;      // PEAK_ERROR_WORKSPACE
-    EXPECT_EQ(l[p + "unaligned-workspace"], "2") << out;  // an offset that is no multiple of 256
-    EXPECT_EQ(l[p + "null-workspace"], "2") << out;
-    EXPECT_EQ(l[p + "null-array"], "6") << out;  // PEAK_ERROR_ARGUMENT
-    EXPECT_EQ(l[p + "null-vk"], "6") << out;
-    EXPECT_EQ(l[p + "invalid-shape"], "1") << out;  // PEAK_ERROR_INVALID_SHAPE
-    EXPECT_EQ(l[p + "invalid-shape-size"], "0") << out;
-    EXPECT_EQ(l[p + "no-push-descriptor-size"], "0") << out;
-    EXPECT_EQ(l[p + "no-push-descriptor"], "3") << out;  // PEAK_ERROR_UNSUPPORTED_DEVICE
-  }
+  expect_vulkan_refusals(l, "15", out);
+  expect_vulkan_refusals(l, "14", out);
   EXPECT_EQ(l["configuration"], "0 " + config_text(m["configurations"][0]["config"])) << out;
   EXPECT_FALSE(l["status-string"].empty());
-  EXPECT_NE(out.find("done"), std::string::npos) << out;
-  EXPECT_EQ(out.find("submit-failed"), std::string::npos) << out;
+}
+
+// A plan with two entry points (one SPIR-V module each), two scratch buffers (one zeroed) and a
+// memset of the output, run on lavapipe: the scratch buffers are bound after the cbuffer at their
+// offsets of the workspace, filled where the plan says (the workspace starts as garbage), and each
+// step sees what the previous one wrote. The kernel sums two halves of K through the scratch
+// buffer; its second pass writes only where the memset left a zero.
+TEST_F(ExportCli, AnHlslPlanWithScratchBuffersAndTwoEntryPointsRunsOnLavapipe) {
+  if (!have_vulkan_build_tools()) GTEST_SKIP() << "cmake, ninja or the Vulkan headers not found";
+  const std::string device = R"([numthreads(BLOCK_X, BLOCK_Y, 1)]
+void partial(uint3 tid : SV_DispatchThreadID, uint3 gid : SV_GroupID) {
+  int col = (int)tid.x;
+  int row = (int)tid.y;
+  int half_ = (int)gid.z;
+  if (row >= M || col >= N) return;
+  int k0 = half_ * (K / 2), k1 = half_ == 0 ? K / 2 : K;
+  float acc = 0.0f;
+  for (int k = k0; k < k1; ++k) acc += A[row * K + k] * B[k * N + col];
+  parts[half_ * M * N + row * N + col] = acc + asfloat(flags[1]);
+}
+
+[numthreads(64, 1, 1)]
+void finish(uint3 tid : SV_DispatchThreadID) {
+  int i = (int)tid.x;
+  if (i >= M * N || C[i] != 0.0f) return;
+  C[i] = parts[i] + parts[M * N + i];
+}
+)";
+  const std::string host = R"(scratch parts
+  dtype = f32
+  count = 2 * M * N
+scratch flags
+  dtype = i32
+  count = 3
+  zero = 1
+memset C
+launch partial
+  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y), 2)
+launch finish
+  grid = (ceil_div(M * N, 64))
+)";
+  // A context of its own (a workspace's checkpoint is what peak exports): the HLSL example with
+  // this device and host region.
+  const fs::path example = fs::path(PEAK_SOURCE_DIR) / "examples" / "matmul-hlsl-fp32";
+  auto src = read_file(example / "kernel.hlsl");
+  auto toml = read_file(example / "kernel.toml");
+  ASSERT_TRUE(src && toml);
+  // The scratch buffers' bindings, after the scalars' cbuffer.
+  const std::string cbuffer = "cbuffer Scalars { int M; int N; int K; };\n";
+  const size_t at = src->find(cbuffer);
+  ASSERT_NE(at, std::string::npos) << *src;
+  std::string s = *src;
+  s.insert(at + cbuffer.size(),
+           "[[vk::binding(4, 0)]] RWStructuredBuffer<float> parts;\n"
+           "[[vk::binding(5, 0)]] RWStructuredBuffer<uint> flags;\n");
+  s = replace_region(replace_region(s, "device", device), "host", host);
+  ASSERT_TRUE(write_file(tmp_ / "two-pass-ctx" / "kernel.hlsl", s));
+  ASSERT_TRUE(write_file(tmp_ / "two-pass-ctx" / "kernel.toml", *toml));
+  const fs::path ws = tmp_ / "two-pass";
+  Out init = peak({"-q", "init", (tmp_ / "two-pass-ctx").string(), ws.string()});
+  ASSERT_EQ(init.code, 0) << init.err;
+  Out o = peak({"-q", "--json", "export", "-o", "lib", "--name", "two_pass"}, ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json r = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(r.is_object()) << o.out;
+  const std::set<std::string> files = {"peak_two_pass.h",
+                                       "peak_two_pass.cpp",
+                                       "kernels/config_0.hlsl",
+                                       "kernels/config_0_0.spv",
+                                       "kernels/config_0_1.spv",
+                                       "CMakeLists.txt",
+                                       "embed.cmake",
+                                       "README.md",
+                                       "export.json"};
+  EXPECT_EQ(r["files"].get<std::set<std::string>>(), files);
+  auto manifest_text = read_file(ws / "lib" / "export.json");
+  ASSERT_TRUE(manifest_text);
+  json m = json::parse(*manifest_text, nullptr, false);
+  ASSERT_TRUE(m.is_object());
+  EXPECT_EQ(m["configurations"][0]["kernels"], json::array({"partial", "finish"}));
+
+  std::string source = vulkan_consumer({{"two", "peak_two_pass"}});
+  const std::string buffer = "    Buffer W = make_buffer(bytes + 256);\n";
+  const size_t w = source.find(buffer);
+  ASSERT_NE(w, std::string::npos);
+  source.insert(w + buffer.size(), "    std::memset(W.data, 0x7f, bytes + 256);\n");
+  auto ran = run_vulkan_consumer("two-pass-consumer", {{ws / "lib", "peak_two_pass"}}, source);
+  if (!ran) return;
+  auto l = vulkan_lines(*ran);
+  // The cbuffer (256 bytes reserved), 2 * M * N floats and 3 flags, each at a 256-byte boundary.
+  auto round = [](int64_t b) { return (b + 255) / 256 * 256; };
+  for (auto [m_, n_, k_] : {std::tuple{64, 64, 64}, {257, 185, 93}, {128, 344, 128}}) {
+    const std::string shape = fmt::format("{}x{}x{}", m_, n_, k_);
+    const int64_t bytes = 256 + round(int64_t{8} * m_ * n_) + 256;
+    EXPECT_TRUE(starts_with(l["run two " + shape], fmt::format("0 workspace {} bad 0 ", bytes)))
+        << shape << ": " << *ran;
+  }
+  expect_vulkan_refusals(l, "two", *ran);
 }
 
 }  // namespace
