@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/testing.h"
+#include "cli/export_cli_testing.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sandbox.h"
@@ -26,15 +26,6 @@ namespace {
 
 using json = nlohmann::json;
 using namespace peak::testing;
-
-const fs::path kResults = fs::path(PEAK_SOURCE_DIR) / "results" / "h100";
-const fs::path kFp32Store = kResults / "cuda-fp32-small-m-loads" / "suite" / "store";
-const fs::path kFp16Store = kResults / "cuda-fp16-whole" / "store";
-const fs::path kHlslStore = kResults / "hlsl-fp32-large-tiles" / "store";
-
-fs::path nvcc() {
-  return find_tool({"nvcc", "PEAK_NVCC", {"CUDA_HOME"}, {"/usr/local/cuda/bin/nvcc"}});
-}
 
 // Every file under `dir` with its content, relative path first.
 std::map<std::string, std::string> tree(const fs::path& dir) {
@@ -48,55 +39,8 @@ std::map<std::string, std::string> tree(const fs::path& dir) {
   return out;
 }
 
-class ExportCli : public Cli {
+class ExportCli : public StoreCli {
  protected:
-  // A workspace of a store committed under results/ at checkpoint `ref`, made as
-  // scripts/gpu/env.sh's workspace_from_store makes it: the store copied (its database
-  // decompressed), HEAD moved to the checkpoint, its files checked out. Empty (with the test
-  // skipped or failed) when that cannot be done here.
-  fs::path from_store(const fs::path& store, const std::string& ref, const std::string& name) {
-    if (!fs::exists(store / "FORMAT")) {
-      ADD_FAILURE() << "no committed store at " << store;
-      return {};
-    }
-    const fs::path ws = tmp_ / name;
-    std::error_code ec;
-    fs::create_directories(ws / ".peak", ec);
-    fs::copy_file(store / "FORMAT", ws / ".peak" / "FORMAT", ec);
-    fs::copy(store / "blobs", ws / ".peak" / "blobs", fs::copy_options::recursive, ec);
-    EXPECT_FALSE(ec) << ec.message();
-    const fs::path db = ws / ".peak" / "peak.db";
-    if (fs::exists(store / "peak.db")) {
-      fs::copy_file(store / "peak.db", db, ec);
-    } else {
-      const std::string xz = (store / "peak.db.xz").string();
-      ProcessOptions o;
-      o.timeout_s = 120;
-      if (!find_program("xz").empty()) {
-        o.argv = {"xz", "-dc", xz};
-      } else if (!find_program("python3").empty()) {
-        o.argv = {"python3", "-c",
-                  "import lzma, shutil, sys\nwith lzma.open(sys.argv[1]) as i:\n"
-                  "  shutil.copyfileobj(i, sys.stdout.buffer)",
-                  xz};
-      } else {
-        return {};  // the caller skips
-      }
-      auto r = run_process(o);
-      EXPECT_TRUE(r && r->ok()) << (r ? r->err : r.error());
-      if (!r || !r->ok()) return {};
-      EXPECT_TRUE(write_file(db, r->out));
-    }
-    for (std::vector<std::string> args :
-         {std::vector<std::string>{"-q", "checkout", "--force", "--detach", ref},
-          std::vector<std::string>{"-q", "checkout", "--force", "HEAD"}}) {
-      Out o = peak(args, ws);
-      EXPECT_EQ(o.code, 0) << o.out << o.err;
-      if (o.code != 0) return {};
-    }
-    return ws;
-  }
-
   // `cmake -S out -B out/build -G Ninja && cmake --build out/build`, as the export's README says.
   void build_as_the_readme_says(const fs::path& out, const std::string& entry) {
     ProcessOptions o;

@@ -209,7 +209,7 @@ std::string config_table(const ExportSpec& spec, size_t max_kernels) {
   std::string out = fmt::format("#define PK_NCONFIGS {}\n#define PK_MAX_KERNELS {}\n",
                                 spec.variants.size(), max_kernels);
   for (size_t i = 0; i < spec.variants.size(); ++i)
-    out += fmt::format("extern \"C\" const unsigned char pk_image_{}[];\n", i);
+    out += fmt::format("extern \"C\" const unsigned char {}_image_{}[];\n", fn(spec), i);
   out += R"C(
 struct pk_config {
   const unsigned char* image;
@@ -224,8 +224,8 @@ static const pk_config pk_configs[PK_NCONFIGS] = {
     const ExportVariant& v = spec.variants[i];
     std::vector<std::string> syms;
     for (const auto& k : v.kernels) syms.push_back(c_string(k.symbol));
-    out += fmt::format("  {{pk_image_{}, {{{}}}, {}, pk_plan_{}, {}}},\n", i, join(syms, ", "),
-                       v.kernels.size(), i, c_string(v.config_text));
+    out += fmt::format("  {{{}_image_{}, {{{}}}, {}, pk_plan_{}, {}}},\n", fn(spec), i,
+                       join(syms, ", "), v.kernels.size(), i, c_string(v.config_text));
   }
   return out + "};\n";
 }
@@ -368,7 +368,7 @@ foreach(i RANGE {last})
     DEPENDS ${{CMAKE_CURRENT_SOURCE_DIR}}/kernels/config_${{i}}.cu
     COMMENT "nvcc: configuration ${{i}}" VERBATIM)
   add_custom_command(OUTPUT ${{image}}
-    COMMAND ${{CMAKE_COMMAND}} -DINPUT=${{cubin}} -DOUTPUT=${{image}} -DSYMBOL=pk_image_${{i}}
+    COMMAND ${{CMAKE_COMMAND}} -DINPUT=${{cubin}} -DOUTPUT=${{image}} -DSYMBOL={lib}_image_${{i}}
             -P ${{CMAKE_CURRENT_SOURCE_DIR}}/embed.cmake
     DEPENDS ${{cubin}} ${{CMAKE_CURRENT_SOURCE_DIR}}/embed.cmake VERBATIM)
   list(APPEND images ${{image}})

@@ -25,7 +25,7 @@ std::string amd_config_table(const ExportSpec& spec, size_t max_kernels) {
                      join(targets, ", "));
   for (size_t i = 0; i < spec.variants.size(); ++i)
     for (const auto& t : spec.amd_targets)
-      out += fmt::format("extern \"C\" const unsigned char pk_image_{}_{}[];\n", i, t);
+      out += fmt::format("extern \"C\" const unsigned char {}_image_{}_{}[];\n", fn(spec), i, t);
   out += R"C(
 struct pk_config {
   const unsigned char* images[PK_NTARGETS];
@@ -39,7 +39,8 @@ static const pk_config pk_configs[PK_NCONFIGS] = {
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     const ExportVariant& v = spec.variants[i];
     std::vector<std::string> images, syms;
-    for (const auto& t : spec.amd_targets) images.push_back(fmt::format("pk_image_{}_{}", i, t));
+    for (const auto& t : spec.amd_targets)
+      images.push_back(fmt::format("{}_image_{}_{}", fn(spec), i, t));
     for (const auto& k : v.kernels) syms.push_back(c_string(k.symbol));
     out += fmt::format("  {{{{{}}}, {{{}}}, {}, pk_plan_{}, {}}},\n", join(images, ", "),
                        join(syms, ", "), v.kernels.size(), i, c_string(v.config_text));
@@ -117,7 +118,7 @@ function(peak_image i t)
             ${{CMAKE_CURRENT_SOURCE_DIR}}/kernels/config_${{i}}.cu
     COMMENT "device code: configuration ${{i}} ${{t}}" VERBATIM)
   add_custom_command(OUTPUT ${{image}}
-    COMMAND ${{CMAKE_COMMAND}} -DINPUT=${{code}} -DOUTPUT=${{image}} -DSYMBOL=pk_image_${{suffix}}
+    COMMAND ${{CMAKE_COMMAND}} -DINPUT=${{code}} -DOUTPUT=${{image}} -DSYMBOL={lib}_image_${{suffix}}
             -P ${{CMAKE_CURRENT_SOURCE_DIR}}/embed.cmake
     DEPENDS ${{code}} ${{CMAKE_CURRENT_SOURCE_DIR}}/embed.cmake VERBATIM)
   set(images ${{images}} ${{image}} PARENT_SCOPE)

@@ -891,8 +891,8 @@ void add_evaluation_tools(std::vector<Tool>& t) {
        "table (single: the best configuration alone), host code written from its launch plan, "
        "a C header, CMakeLists.txt, README.md with its provenance and export.json. Every "
        "configuration is built first. `output` is a folder under the root: new or empty, or "
-       "(with force) one that an export wrote; a folder holding other files is refused. CUDA "
-       "kernels only. Sends progress.",
+       "(with force) one that an export wrote; a folder holding other files is refused. CUDA, "
+       "HIP (AMD or NVIDIA) and HLSL (a Vulkan dispatcher) kernels. Sends progress.",
        object_schema(
            with_workspace(
                {{"checkpoint", ref_prop},
