@@ -2,7 +2,8 @@
 // table), CUDA FP16 and HIP FP32 campaigns exported, each added to a fresh CMake project that
 // builds it as a shared library, and run by peak-export-check at every shape of the small suite:
 // the outputs of each shape's configuration byte for byte against peak's runner on the same
-// inputs, and timed with the tool's own events.
+// inputs (also from four host threads at once, each on a stream of its own), and timed with the
+// tool's own events.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -54,6 +55,7 @@ class ExportGpu : public StoreCli {
     for (const auto& r : report["rows"]) {
       if (r.value("status", json()) == "refused") continue;
       EXPECT_TRUE(r.value("identical", false)) << r.dump();
+      EXPECT_TRUE(r.value("threads_identical", false)) << r.dump();
       EXPECT_GT(r.value("gflops", 0.0), 0.0) << r.dump();
       ++timed;
     }

@@ -8,7 +8,7 @@
 // Writes one JSON row per shape (scripts/export-table.py puts it beside `peak bench`).
 //
 //   peak-export-check WORKSPACE CHECKPOINT LIBRARY.so ENTRY [--small] [--samples N]
-//                     [--flush-l2-only] [-o FILE]
+//                     [--flush-l2-only] [--threads N] [-o FILE]
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -52,19 +53,20 @@ struct Library {
 };
 
 int call_entry(const Library& l, const KernelContext& ctx, std::vector<void*>& ptr,
-               const std::vector<int>& s, void* ws, size_t ws_bytes) {
+               const std::vector<int>& s, void* ws, size_t ws_bytes,
+               cudaStream_t stream = nullptr) {
   const size_t na = ctx.arrays.size(), ns = ctx.scalars.size();
   if (na == 3 && ns == 3)
     return reinterpret_cast<Entry6>(l.entry)(ptr[0], ptr[1], ptr[2], s[0], s[1], s[2], ws, ws_bytes,
-                                             nullptr);
+                                             stream);
   if (na == 2 && ns == 2)
-    return reinterpret_cast<Entry4>(l.entry)(ptr[0], ptr[1], s[0], s[1], ws, ws_bytes, nullptr);
+    return reinterpret_cast<Entry4>(l.entry)(ptr[0], ptr[1], s[0], s[1], ws, ws_bytes, stream);
   if (na == 3 && ns == 2)
     return reinterpret_cast<Entry5>(l.entry)(ptr[0], ptr[1], ptr[2], s[0], s[1], ws, ws_bytes,
-                                             nullptr);
+                                             stream);
   if (na == 4 && ns == 2)
     return reinterpret_cast<Entry6r>(l.entry)(ptr[0], ptr[1], ptr[2], ptr[3], s[0], s[1], ws,
-                                              ws_bytes, nullptr);
+                                              ws_bytes, stream);
   return -100;
 }
 
@@ -91,6 +93,7 @@ struct Args {
   std::string workspace, checkpoint, library, entry, out;
   bool small = false;
   bool flush_l2_only = false;  // a flush of twice the L2 alone (not 512 MiB at least)
+  int threads = 1;             // also call from this many host threads at once, a stream each
   int samples = 30;
 };
 
@@ -100,6 +103,55 @@ struct Args {
     if (e_ != cudaSuccess)                                                         \
       throw std::runtime_error(fmt::format("{}: {}", #x, cudaGetErrorString(e_))); \
   } while (0)
+
+// The same call from `a.threads` host threads at once, each on a stream and with outputs and a
+// workspace of its own: every thread's outputs must be the runner's.
+bool threads_agree(const Args& a, const Library& lib, const KernelContext& ctx,
+                   const std::vector<void*>& inputs, const std::vector<int>& scal,
+                   const std::map<std::string, int64_t>& sizes, const TaskResult& tr) {
+  struct Lane {
+    std::vector<void*> ptr;
+    void* ws = nullptr;
+    cudaStream_t stream = nullptr;
+    int status = -1;
+  };
+  const size_t ws_bytes = call_ws(lib, scal);
+  std::vector<Lane> lanes(static_cast<size_t>(a.threads));
+  for (Lane& l : lanes) {
+    l.ptr = inputs;
+    for (size_t i = 0; i < ctx.arrays.size(); ++i)
+      if (ctx.arrays[i].output)
+        CU(cudaMalloc(&l.ptr[i], static_cast<size_t>(sizes.at(ctx.arrays[i].name)) *
+                                     dtype_size(ctx.arrays[i].dtype)));
+    if (ws_bytes > 0) CU(cudaMalloc(&l.ws, ws_bytes));
+    CU(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+  }
+  std::vector<std::thread> threads;
+  for (Lane& l : lanes)
+    threads.emplace_back([&, lane = &l] {
+      for (int r = 0; r < 4 && lane->status <= 0; ++r)
+        lane->status = call_entry(lib, ctx, lane->ptr, scal, lane->ws, ws_bytes, lane->stream);
+    });
+  for (auto& t : threads) t.join();
+  CU(cudaDeviceSynchronize());
+  bool all = true;
+  for (Lane& l : lanes) {
+    all = all && l.status == 0;
+    for (size_t i = 0; i < ctx.arrays.size(); ++i) {
+      const ArraySpec& spec = ctx.arrays[i];
+      if (!spec.output) continue;
+      const size_t n = static_cast<size_t>(sizes.at(spec.name)) * dtype_size(spec.dtype);
+      std::vector<uint8_t> got(n);
+      CU(cudaMemcpy(got.data(), l.ptr[i], n, cudaMemcpyDeviceToHost));
+      auto want = read_file(tr.outputs.count(spec.name) ? tr.outputs.at(spec.name) : "");
+      all = all && want && want->size() == n && std::memcmp(got.data(), want->data(), n) == 0;
+      cudaFree(l.ptr[i]);
+    }
+    if (l.ws) cudaFree(l.ws);
+    cudaStreamDestroy(l.stream);
+  }
+  return all;
+}
 
 // The export's run at one shape: outputs against the runner's files, then timed.
 nlohmann::json run_shape(const Args& a, const Library& lib, const KernelContext& ctx,
@@ -145,6 +197,8 @@ nlohmann::json run_shape(const Args& a, const Library& lib, const KernelContext&
   identical = identical && differing == 0;
   row["identical"] = identical;
   row["differing_bytes"] = differing;
+  if (st == 0 && a.threads > 1)
+    row["threads_identical"] = threads_agree(a, lib, ctx, ptr, scal, sizes, tr);
   std::vector<double> ms, host_us;
   if (st == 0) {
     cudaEvent_t e0, e1;
@@ -297,7 +351,8 @@ int run(const Args& a) {
     std::ofstream(a.out) << out.dump(2) << "\n";
   fs::remove_all(*tmp);
   bool all = std::all_of(rows.begin(), rows.end(), [](const nlohmann::json& r) {
-    return r.value("identical", false) || r.value("status", nlohmann::json()) == "refused";
+    return (r.value("identical", false) && r.value("threads_identical", true)) ||
+           r.value("status", nlohmann::json()) == "refused";
   });
   return all ? 0 : 1;
 }
@@ -323,7 +378,7 @@ int main(int argc, char** argv) {
   if (pos.size() != 4) {
     std::fprintf(stderr,
                  "usage: peak-export-check WORKSPACE CHECKPOINT LIBRARY.so ENTRY [--small] "
-                 "[--samples N] [--flush-l2-only] [-o FILE]\n");
+                 "[--samples N] [--flush-l2-only] [--threads N] [-o FILE]\n");
     return 2;
   }
   a.workspace = pos[0];
