@@ -126,52 +126,61 @@ Status build_variants(ExportSpec& spec, Backend& be, const KernelContext& ctx,
   return Status::ok();
 }
 
+// CUDA: each variant's compile unit and peak's pinned nvcc flags (less the resource report).
+void cuda_device_code(ExportSpec& spec, const SourceRegions& regions, const KernelContext& ctx) {
+  for (ExportVariant& v : spec.variants) v.unit = cuda::compile_unit(regions, ctx.source_file);
+  for (const std::string& f : cuda::pinned_flags(spec.arch))
+    if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
+}
+
+// HIP: for AMD, hipcc per target as peak builds it (its resource report left out); for NVIDIA,
+// nvcc through the mapping header, as peak runs HIP on NVIDIA.
+void hip_device_code(ExportSpec& spec, const SourceRegions& regions, const KernelContext& ctx) {
+  spec.amd_targets = hip::amd_targets();
+  for (const std::string& f : hip::hipcc_flags("@TARGET@"))
+    if (f != "-Rpass-analysis=kernel-resource-usage") spec.hipcc_flags.push_back(f);
+  const NvccDialect d = hip::nvcc_dialect();
+  spec.include_files = d.include_files;
+  for (ExportVariant& v : spec.variants) {
+    v.unit = hip::compile_unit(regions, ctx.source_file);
+    v.nvcc_unit = cuda::compile_unit(regions, ctx.source_file, d.prelude);
+  }
+  for (const std::string& f : cuda::pinned_flags(spec.arch))
+    if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
+}
+
+Result<std::vector<uint8_t>> spirv_module(const std::string& path) {
+  auto bytes = read_file(path);
+  if (!bytes)
+    return make_error(fmt::format("cannot read the SPIR-V module {}: {}", path, bytes.error()),
+                      ErrorKind::environment);
+  return std::vector<uint8_t>(bytes->begin(), bytes->end());
+}
+
+// HLSL: the SPIR-V modules peak's build made (its runner ran them), one per entry point, and the
+// unit they were compiled from, kept for reference.
+Status hlsl_device_code(ExportSpec& spec, const SourceRegions& regions) {
+  for (ExportVariant& v : spec.variants) {
+    v.unit = hlsl::compile_unit(regions);
+    auto b = spirv_module(v.artifact);
+    if (!b) return b.status();
+    v.binary = std::move(*b);
+    v.kernel_binaries.clear();
+    for (const std::string& path : v.kernel_artifacts) {
+      auto m = path.empty() || path == v.artifact ? Result<std::vector<uint8_t>>(v.binary)
+                                                  : spirv_module(path);
+      if (!m) return m.status();
+      v.kernel_binaries.push_back(std::move(*m));
+    }
+  }
+  return Status::ok();
+}
+
 // What each backend's export compiles (or carries) of every variant.
 Status add_device_code(ExportSpec& spec, const SourceRegions& regions, const KernelContext& ctx) {
-  if (spec.backend == "cuda") {
-    for (ExportVariant& v : spec.variants) v.unit = cuda::compile_unit(regions, ctx.source_file);
-    for (const std::string& f : cuda::pinned_flags(spec.arch))
-      if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
-  }
-  if (spec.backend == "hip") {
-    // AMD: hipcc per target, as peak builds it (its resource report left out); NVIDIA: nvcc
-    // through the mapping header, as peak runs HIP on NVIDIA.
-    spec.amd_targets = hip::amd_targets();
-    for (const std::string& f : hip::hipcc_flags("@TARGET@"))
-      if (f != "-Rpass-analysis=kernel-resource-usage") spec.hipcc_flags.push_back(f);
-    const NvccDialect d = hip::nvcc_dialect();
-    spec.include_files = d.include_files;
-    for (ExportVariant& v : spec.variants) {
-      v.unit = hip::compile_unit(regions, ctx.source_file);
-      v.nvcc_unit = cuda::compile_unit(regions, ctx.source_file, d.prelude);
-    }
-    for (const std::string& f : cuda::pinned_flags(spec.arch))
-      if (f != "-Xptxas" && f != "-v") spec.nvcc_flags.push_back(f);
-  }
-  if (spec.backend == "hlsl") {
-    // The SPIR-V modules peak's build made (its runner ran them), and the unit they were compiled
-    // from, kept for reference.
-    auto spirv = [](const std::string& path) -> Result<std::vector<uint8_t>> {
-      auto bytes = read_file(path);
-      if (!bytes)
-        return make_error(fmt::format("cannot read the SPIR-V module {}: {}", path, bytes.error()),
-                          ErrorKind::environment);
-      return std::vector<uint8_t>(bytes->begin(), bytes->end());
-    };
-    for (ExportVariant& v : spec.variants) {
-      v.unit = hlsl::compile_unit(regions);
-      auto b = spirv(v.artifact);
-      if (!b) return b.status();
-      v.binary = std::move(*b);
-      v.kernel_binaries.clear();
-      for (const std::string& path : v.kernel_artifacts) {
-        auto m = path.empty() || path == v.artifact ? Result<std::vector<uint8_t>>(v.binary)
-                                                    : spirv(path);
-        if (!m) return m.status();
-        v.kernel_binaries.push_back(std::move(*m));
-      }
-    }
-  }
+  if (spec.backend == "cuda") cuda_device_code(spec, regions, ctx);
+  if (spec.backend == "hip") hip_device_code(spec, regions, ctx);
+  if (spec.backend == "hlsl") return hlsl_device_code(spec, regions);
   return Status::ok();
 }
 
@@ -196,10 +205,8 @@ Status check_destination(const fs::path& dir, bool force) {
   return Status::ok();
 }
 
-}  // namespace
-
-Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
-                                                  const ExportOptions& opts) {
+// The options that need nothing but themselves, checked before anything is read.
+Status check_export_options(const ExportOptions& opts) {
   if (opts.out.empty())
     return make_error("peak export needs a destination folder: -o DIR", ErrorKind::input);
   if (!opts.name.empty() && exporter::c_identifier(opts.name) != opts.name)
@@ -208,7 +215,90 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
     return make_error(
         fmt::format("--arch {}: not a CUDA architecture (sm_90a, sm_80, ...)", opts.arch),
         ErrorKind::input);
-  if (auto s = check_destination(opts.out, opts.force); !s) return s;
+  return check_destination(opts.out, opts.force);
+}
+
+// A backend peak exports, with its compiler at hand (every configuration is built first).
+Status check_export_backend(const Backend& be) {
+  if (!exporter::exports_backend(be.name()))
+    return make_error(fmt::format("peak export does not write {} libraries yet (it writes {}; "
+                                  "docs/export.md)",
+                                  be.name(), join(exporter::export_backends(), ", ")),
+                      ErrorKind::input);
+  if (be.name() != "hlsl" && cuda::find_nvcc().empty())
+    return make_error(
+        "nvcc was not found: peak export builds every configuration first; set PEAK_NVCC to its "
+        "path or CUDA_HOME to the toolkit folder",
+        ErrorKind::environment);
+  return Status::ok();
+}
+
+// The checkpoint's best configuration (its kernel's defaults when never tuned), and what it was
+// measured at.
+Config best_of(const EvalSummary& result, const KernelContext& ctx, std::string& text) {
+  Config best;
+  if (result.best && result.best->config) best = config_from_json(*result.best->config);
+  text = "the checkpoint's best configuration";
+  if (best.empty()) {
+    text = "the kernel's default values (never tuned)";
+    for (const auto& p : ctx.tuning) best[p.name] = p.default_value;
+  } else if (const SummaryBench* b = result.first_bench(); b && b->gflops) {
+    text = fmt::format("{:.1f} GFLOP/s at {}", *b->gflops, b->shape.value_or("its first shape"));
+  }
+  return best;
+}
+
+// Where the configurations come from: the checkpoint, its table, the device they were measured
+// on, its driver and toolkit.
+json provenance_of(const CheckpointRecord& cp, const std::string& source, const EvalSummary& from,
+                   const std::optional<DispatchTable>& table) {
+  json p;
+  p["checkpoint"] = cp.id;
+  p["message"] = cp.message;
+  p["transformation"] = cp.transformation;
+  p["created_at"] = cp.created_at;
+  p["source_sha256"] = sha256_hex(source);
+  p["dispatch_evaluation"] = table ? json(table->evaluation) : json(nullptr);
+  p["device"] = from.device && from.device->name ? *from.device->name : "unknown";
+  p["driver"] = from.device && from.device->driver ? *from.device->driver : "unknown";
+  std::string toolkit;
+  if (from.toolchain)
+    for (const auto& [k, v] : *from.toolchain) toolkit += (toolkit.empty() ? "" : ", ") + v;
+  p["toolkit"] = toolkit.empty() ? "unknown" : toolkit;
+  p["peak_version"] = from.peak_version.value_or("unknown");
+  return p;
+}
+
+// Writes the rendered files into `dir`. An earlier export's device units that this one does not
+// write again (it had more configurations) would mislead: they go, and only they.
+Status write_export(const fs::path& dir, const std::vector<exporter::ExportFile>& rendered,
+                    std::vector<std::string>& written) {
+  std::error_code ec;
+  if (fs::is_directory(dir / "kernels", ec))
+    for (const auto& e : fs::directory_iterator(dir / "kernels", ec)) {
+      const std::string n = e.path().filename().string();
+      const std::string ext = e.path().extension().string();
+      const bool ours = starts_with(n, "config_") &&
+                        (ext == ".cu" || ext == ".hip" || ext == ".spv" || ext == ".hlsl");
+      const bool kept = std::any_of(rendered.begin(), rendered.end(),
+                                    [&](const auto& f) { return f.path == "kernels/" + n; });
+      if (ours && !kept) fs::remove(e.path(), ec);
+    }
+  for (const exporter::ExportFile& f : rendered) {
+    const fs::path path = dir / f.path;
+    fs::create_directories(path.parent_path(), ec);
+    if (auto s = write_file_atomic(path, f.text); !s)
+      return make_error(s.message(), ErrorKind::environment);
+    written.push_back(f.path);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
+                                                  const ExportOptions& opts) {
+  if (auto s = check_export_options(opts); !s) return s;
   auto id = resolve(ref.empty() ? "HEAD" : ref);
   if (!id) return id.status();
   auto cp = store_->checkpoint(*id);
@@ -227,16 +317,7 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
   if (!plan) return make_error(plan.error(), ErrorKind::input);
   auto be = backend();
   if (!be) return be.status();
-  if (!exporter::exports_backend((*be)->name()))
-    return make_error(fmt::format("peak export does not write {} libraries yet (it writes {}; "
-                                  "docs/export.md)",
-                                  (*be)->name(), join(exporter::export_backends(), ", ")),
-                      ErrorKind::input);
-  if ((*be)->name() != "hlsl" && cuda::find_nvcc().empty())
-    return make_error(
-        "nvcc was not found: peak export builds every configuration first; set PEAK_NVCC to its "
-        "path or CUDA_HOME to the toolkit folder",
-        ErrorKind::environment);
+  if (auto s = check_export_backend(**be); !s) return s;
 
   ExportSpec spec;
   spec.backend = (*be)->name();
@@ -251,24 +332,14 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
   const EvalSummary result = result_summary(*cp);
   std::optional<DispatchTable> table;
   if (!opts.single) table = latest_dispatch(*store_, *id);
-  bool defaults = false;
-  Config best;
-  if (result.best && result.best->config) best = config_from_json(*result.best->config);
-  if (best.empty()) {
-    defaults = true;
-    for (const auto& p : ctx.tuning) best[p.name] = p.default_value;
-  }
+  std::string best_text;
+  const Config best = best_of(result, ctx, best_text);
   const EvalSummary from = table ? evaluation_summary(*store_, *id, table->evaluation) : result;
   const std::string baseline =
       from.first_bench() ? from.first_bench()->baseline.value_or("") : std::string();
-  std::string best_text = defaults ? "the kernel's default values (never tuned)"
-                                   : "the checkpoint's best configuration";
-  if (!table && result.first_bench() && result.first_bench()->gflops)
-    best_text = fmt::format("{:.1f} GFLOP/s at {}", *result.first_bench()->gflops,
-                            result.first_bench()->shape.value_or("its first bench shape"));
   choose_variants(spec, table, best, best_text, baseline);
 
-  // Where it was measured, and what the device code is built for.
+  // What the device code is built for: the device the configurations were measured on.
   DeviceFacts facts;
   facts.backend = spec.backend;
   if (from.device) {
@@ -282,21 +353,7 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
       !s)
     return s;
   if (auto s = add_device_code(spec, *regions, ctx); !s) return s;
-
-  json& p = spec.provenance;
-  p["checkpoint"] = *id;
-  p["message"] = cp->message;
-  p["transformation"] = cp->transformation;
-  p["created_at"] = cp->created_at;
-  p["source_sha256"] = sha256_hex(source);
-  p["dispatch_evaluation"] = table ? json(table->evaluation) : json(nullptr);
-  p["device"] = from.device && from.device->name ? *from.device->name : "unknown";
-  p["driver"] = from.device && from.device->driver ? *from.device->driver : "unknown";
-  std::string toolkit;
-  if (from.toolchain)
-    for (const auto& [k, v] : *from.toolchain) toolkit += (toolkit.empty() ? "" : ", ") + v;
-  p["toolkit"] = toolkit.empty() ? "unknown" : toolkit;
-  p["peak_version"] = from.peak_version.value_or("unknown");
+  spec.provenance = provenance_of(*cp, source, from, table);
 
   auto rendered = exporter::render_export(spec);
   if (!rendered) return make_error(rendered.error(), ErrorKind::input);
@@ -306,27 +363,8 @@ Result<ExportResult> Workspace::export_checkpoint(const std::string& ref,
   r.checkpoint = *id;
   r.configurations = spec.variants.size();
   if (table) r.dispatch_evaluation = table->evaluation;
-  r.device = p["device"].get<std::string>();
-  // An earlier export's device units that this one does not write again (it had more
-  // configurations) would mislead: they go, and only they.
-  std::error_code ec;
-  if (fs::is_directory(opts.out / "kernels", ec))
-    for (const auto& e : fs::directory_iterator(opts.out / "kernels", ec)) {
-      const std::string n = e.path().filename().string();
-      const std::string ext = e.path().extension().string();
-      const bool ours = starts_with(n, "config_") &&
-                        (ext == ".cu" || ext == ".hip" || ext == ".spv" || ext == ".hlsl");
-      const bool kept = std::any_of(rendered->begin(), rendered->end(),
-                                    [&](const auto& f) { return f.path == "kernels/" + n; });
-      if (ours && !kept) fs::remove(e.path(), ec);
-    }
-  for (const exporter::ExportFile& f : *rendered) {
-    const fs::path path = opts.out / f.path;
-    fs::create_directories(path.parent_path(), ec);
-    if (auto s = write_file_atomic(path, f.text); !s)
-      return make_error(s.message(), ErrorKind::environment);
-    r.files.push_back(f.path);
-  }
+  r.device = spec.provenance["device"].get<std::string>();
+  if (auto s = write_export(opts.out, *rendered, r.files); !s) return s;
   return r;
 }
 
