@@ -230,6 +230,38 @@ static const pk_config pk_configs[PK_NCONFIGS] = {
   return out + "};\n";
 }
 
+std::string query_functions(const ExportSpec& spec, const std::string& workspace,
+                            const std::string& device, const std::string& argument) {
+  std::string set_shape;
+  for (const auto& s : spec.ctx->scalars) set_shape += fmt::format("  s.{0} = {0};\n", s.name);
+  return fmt::format(R"C(extern "C" int {f}_configuration({shape}) {{
+  pk_shape s = {{}};
+{set}  if (pk_shape_check(&s) != PK_ST_OK) return -1;
+  return pk_config_for(&s);
+}}
+
+extern "C" const char* {f}_configuration_text(int index) {{
+  return index >= 0 && index < PK_NCONFIGS ? pk_configs[index].text : nullptr;
+}}
+
+extern "C" const char* {f}_status_string(int status) {{
+  switch (status) {{
+    case PK_ST_OK: return "ok";
+    case PK_ST_SHAPE: return "the kernel does not accept this shape";
+    case PK_ST_WORKSPACE: return {ws};
+    case PK_ST_DEVICE: return {dev};
+    case PK_ST_LIMITS: return "the configuration exceeds this device's limits";
+    case PK_ST_LAUNCH: return "the GPU API refused a call";
+    case PK_ST_ARGUMENT: return {arg};
+  }}
+  return "unknown status";
+}}
+)C",
+                     fmt::arg("f", fn(spec)), fmt::arg("shape", shape_params(*spec.ctx)),
+                     fmt::arg("set", set_shape), fmt::arg("ws", c_string(workspace)),
+                     fmt::arg("dev", c_string(device)), fmt::arg("arg", c_string(argument)));
+}
+
 std::string entry_points(const ExportSpec& spec) {
   std::string set_shape, arrays, shape_args;
   for (const auto& s : spec.ctx->scalars) set_shape += fmt::format("  s.{0} = {0};\n", s.name);
@@ -240,7 +272,8 @@ std::string entry_points(const ExportSpec& spec) {
                           a.name);
   }
   const std::string f = fn(spec);
-  return fmt::format(R"C(
+  return fmt::format(
+      R"C(
 extern "C" int {f}({params}) {{
   pk_shape s = {{}};
 {set}  if (int st0 = pk_shape_check(&s)) return st0;
@@ -268,33 +301,15 @@ extern "C" size_t {f}_workspace_size({shape}) {{
   return (size_t)pk_workspace_bytes(&p);
 }}
 
-extern "C" int {f}_configuration({shape}) {{
-  pk_shape s = {{}};
-{set}  if (pk_shape_check(&s) != PK_ST_OK) return -1;
-  return pk_config_for(&s);
-}}
-
-extern "C" const char* {f}_configuration_text(int index) {{
-  return index >= 0 && index < PK_NCONFIGS ? pk_configs[index].text : nullptr;
-}}
-
-extern "C" const char* {f}_status_string(int status) {{
-  switch (status) {{
-    case PK_ST_OK: return "ok";
-    case PK_ST_SHAPE: return "the kernel does not accept this shape";
-    case PK_ST_WORKSPACE: return "the workspace is missing or too small (see _workspace_size)";
-    case PK_ST_DEVICE: return "the library was not built for this device";
-    case PK_ST_LIMITS: return "the configuration exceeds this device's limits";
-    case PK_ST_LAUNCH: return "the GPU API refused a call";
-    case PK_ST_ARGUMENT: return "a null array pointer";
-  }}
-  return "unknown status";
-}}
-)C",
-                     fmt::arg("f", f), fmt::arg("params", entry_params(spec)),
-                     fmt::arg("set", set_shape), fmt::arg("arrays", arrays),
-                     fmt::arg("ptrs", join(ptrs, ", ")),
-                     fmt::arg("shape", shape_params(*spec.ctx)));
+{queries})C",
+      fmt::arg("f", f), fmt::arg("params", entry_params(spec)), fmt::arg("set", set_shape),
+      fmt::arg("arrays", arrays), fmt::arg("ptrs", join(ptrs, ", ")),
+      fmt::arg("queries", query_functions(spec,
+                                          "the workspace is missing or too small (see "
+                                          "_workspace_size)",
+                                          "the library was not built for this device",
+                                          "a null array pointer")),
+      fmt::arg("shape", shape_params(*spec.ctx)));
 }
 
 std::string cuda_arch_defines(const std::string& arch) {

@@ -260,7 +260,8 @@ std::string vulkan_entry_points(const ExportSpec& spec) {
   }
   if (bufs.empty()) bufs.push_back("VK_NULL_HANDLE");
   const std::string f = fn(spec);
-  return fmt::format(R"C(
+  return fmt::format(
+      R"C(
 extern "C" int {f}({params}) {{
   pk_shape s = {{}};
 {set}  if (int st0 = pk_shape_check(&s)) return st0;
@@ -298,41 +299,23 @@ extern "C" VkDeviceSize {f}_workspace_size({shape}, const {f}_vulkan* vk) {{
   return (VkDeviceSize)pk_workspace_bytes(&p);
 }}
 
-extern "C" int {f}_configuration({shape}) {{
-  pk_shape s = {{}};
-{set}  if (pk_shape_check(&s) != PK_ST_OK) return -1;
-  return pk_config_for(&s);
-}}
-
-extern "C" const char* {f}_configuration_text(int index) {{
-  return index >= 0 && index < PK_NCONFIGS ? pk_configs[index].text : nullptr;
-}}
-
-extern "C" const char* {f}_status_string(int status) {{
-  switch (status) {{
-    case PK_ST_OK: return "ok";
-    case PK_ST_SHAPE: return "the kernel does not accept this shape";
-    case PK_ST_WORKSPACE:
-      return "the workspace is missing, too small (see _workspace_size) or at an offset that is "
-             "no multiple of 256";
-    case PK_ST_DEVICE:
-      return "the device cannot run the library (Vulkan 1.1 and VK_KHR_push_descriptor enabled "
-             "are needed) or a pipeline could not be created";
-    case PK_ST_LIMITS: return "the configuration exceeds this device's limits";
-    case PK_ST_LAUNCH: return "the GPU API refused a call";
-    case PK_ST_ARGUMENT: return "a null Vulkan handle (vk, its device, the command buffer or an array)";
-  }}
-  return "unknown status";
-}}
-
+{queries}
 extern "C" void {f}_release(const {f}_vulkan* vk) {{
   if (vk != nullptr) pk_release(vk->device);
 }}
 )C",
-                     fmt::arg("f", f), fmt::arg("params", vk_params(spec)),
-                     fmt::arg("set", set_shape), fmt::arg("arrays", arrays),
-                     fmt::arg("bufs", join(bufs, ", ")),
-                     fmt::arg("shape", shape_params(*spec.ctx)));
+      fmt::arg("f", f), fmt::arg("params", vk_params(spec)), fmt::arg("set", set_shape),
+      fmt::arg("arrays", arrays), fmt::arg("bufs", join(bufs, ", ")),
+      fmt::arg("queries",
+               query_functions(spec,
+                               "the workspace is missing, too small (see _workspace_size) or "
+                               "at an offset that is no multiple of 256",
+                               "the device cannot run the library (Vulkan 1.1 and "
+                               "VK_KHR_push_descriptor enabled are needed) or a pipeline "
+                               "could not be created",
+                               "a null Vulkan handle (vk, its device, the command buffer or "
+                               "an array)")),
+      fmt::arg("shape", shape_params(*spec.ctx)));
 }
 
 Result<std::string> vulkan_host(const ExportSpec& spec,

@@ -33,6 +33,10 @@ std::string cuda_includes();
 std::string cuda_arch_defines(const std::string& arch);
 std::string config_table(const ExportSpec& spec, size_t max_kernels);
 std::string cuda_runtime_text();
+// _configuration, _configuration_text and _status_string, with the backend's words for the
+// workspace, device and argument errors.
+std::string query_functions(const ExportSpec& spec, const std::string& workspace,
+                            const std::string& device, const std::string& argument);
 // The C entry points over a runtime that defines pk_stream_t, pk_device_t, pk_prepare, pk_leave,
 // pk_load, pk_run and pk_workspace_bytes.
 std::string entry_points(const ExportSpec& spec);
