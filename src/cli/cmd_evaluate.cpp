@@ -54,7 +54,8 @@ void print_evaluation(const EvalSummary& s) {
                 s.sanitizer->report.value_or("").c_str());
   if (s.top)
     for (const auto& t : *s.top)
-      std::printf("  %-40s %.2f ms\n", config_line(t.config.value_or(json::object())).c_str(), t.score_ms.value_or(0.0));
+      std::printf("  %-40s %.2f ms\n", config_line(t.config.value_or(json::object())).c_str(),
+                  t.score_ms.value_or(0.0));
   if (s.bench)
     for (const auto& m : *s.bench)
       std::printf("  %-20s %s (median %.4f ms, spread %.1f%%, %zu samples)\n",
@@ -251,9 +252,12 @@ int cmd_export(Options& o) {
   eo.arch = o.arch;
   auto r = ws->export_checkpoint(o.args.empty() ? "HEAD" : o.args[0], eo);
   if (!r) return fail(r.status());
-  Options printed = o;
-  printed.output.clear();  // -o names the export's folder, not where this summary goes
-  return emit(printed, o.json_out ? export_json(*r).dump(2) + "\n" : export_text(*r));
+  // -o names the export's folder: the summary goes to standard output.
+  if (o.json_out)
+    emit_json(export_json(*r));
+  else
+    std::printf("%s", export_text(*r).c_str());
+  return kOk;
 }
 
 void setup_export_space(CLI::App* c, Options& o) {

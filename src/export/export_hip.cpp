@@ -13,41 +13,6 @@ const char* const kHipRuntime =
 #include "export/runtime_hip.inc"
     ;
 
-// The table of configurations on AMD: a code object per target.
-std::string amd_config_table(const ExportSpec& spec, size_t max_kernels) {
-  const size_t nt = spec.amd_targets.size();
-  std::string out =
-      fmt::format("#define PK_NCONFIGS {}\n#define PK_MAX_KERNELS {}\n#define PK_NTARGETS {}\n",
-                  spec.variants.size(), max_kernels, nt);
-  std::vector<std::string> targets;
-  for (const auto& t : spec.amd_targets) targets.push_back(c_string(t));
-  out += fmt::format("static const char* const pk_targets[PK_NTARGETS] = {{{}}};\n",
-                     join(targets, ", "));
-  for (size_t i = 0; i < spec.variants.size(); ++i)
-    for (const auto& t : spec.amd_targets)
-      out += fmt::format("extern \"C\" const unsigned char {}_image_{}_{}[];\n", fn(spec), i, t);
-  out += R"C(
-struct pk_config {
-  const unsigned char* images[PK_NTARGETS];
-  const char* symbols[PK_MAX_KERNELS];
-  int nkernels;
-  int (*plan)(const pk_shape*, const pk_dev*, pk_plan*);
-  const char* text;
-};
-static const pk_config pk_configs[PK_NCONFIGS] = {
-)C";
-  for (size_t i = 0; i < spec.variants.size(); ++i) {
-    const ExportVariant& v = spec.variants[i];
-    std::vector<std::string> images, syms;
-    for (const auto& t : spec.amd_targets)
-      images.push_back(fmt::format("{}_image_{}_{}", fn(spec), i, t));
-    for (const auto& k : v.kernels) syms.push_back(c_string(k.symbol));
-    out += fmt::format("  {{{{{}}}, {{{}}}, {}, pk_plan_{}, {}}},\n", join(images, ", "),
-                       join(syms, ", "), v.kernels.size(), i, c_string(v.config_text));
-  }
-  return out + "};\n";
-}
-
 Result<std::string> hip_host(const ExportSpec& spec) {
   size_t max_kernels = 1;
   auto code = plan_code(spec, max_kernels);
@@ -58,10 +23,10 @@ Result<std::string> hip_host(const ExportSpec& spec) {
   out += "#else /* AMD */\n#include <hip/hip_runtime.h>\n#endif\n\n";
   out += *code;
   out += "\n#if defined(PEAK_EXPORT_NVIDIA)\n";
-  out += config_table(spec, max_kernels);
+  out += config_table(spec, max_kernels, {});
   out += cuda_runtime_text();
   out += "\n#else /* AMD */\n";
-  out += amd_config_table(spec, max_kernels);
+  out += config_table(spec, max_kernels, spec.amd_targets);
   out += kHipRuntime;
   out += "\n#endif\n";
   out += entry_points(spec);

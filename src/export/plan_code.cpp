@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.h"
 #include "expr/expr.h"
 #include "util/fs.h"
 
@@ -14,11 +15,10 @@ namespace {
 
 using Kind = PlanStatement::Kind;
 
-const char* const kDeviceFacts[] = {"compute_units",       "max_threads",   "shared_memory",
-                                    "shared_memory_optin", "subgroup_size", "l2_bytes"};
-
+// The device facts a plan reads, by the names backend/backend.h gives them.
 bool is_device_fact(const std::string& n) {
-  return std::find(std::begin(kDeviceFacts), std::end(kDeviceFacts), n) != std::end(kDeviceFacts);
+  static const expr::Env facts = device_plan_env(DeviceFacts{});
+  return facts.count(n) > 0;
 }
 
 int dtype_code(DType t) { return static_cast<int>(t); }

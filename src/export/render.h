@@ -19,7 +19,20 @@ std::string shape_params(const KernelContext& ctx);
 std::string entry_params(const ExportSpec& spec);
 // "peak_<name><suffix>"
 std::string fn(const ExportSpec& spec, const std::string& suffix = "");
-// The public C header (entry points, PEAK_* status codes); the API include is the backend's.
+// The public C header: the provenance line, the arrays, the PEAK_* status codes, the backend's
+// types and entry points (`entries`, `after`), _configuration, _configuration_text and
+// _status_string.
+struct HeaderParts {
+  std::string about;         // lines (" * ...") before the arrays, ending in " *\n"; may be empty
+  std::string arrays_title;  // how the arrays are passed
+  std::string threads;       // the thread-safety lines (" * ...\n")
+  std::string api;           // the GPU API's #include lines
+  std::string launch, argument;  // what PEAK_ERROR_LAUNCH and PEAK_ERROR_ARGUMENT mean here
+  std::string entries;           // the backend's types and entry points
+  std::string after;             // declarations after _status_string
+};
+std::string header_text(const ExportSpec& spec, const HeaderParts& parts);
+// CUDA's and HIP's header (the API include is the backend's).
 std::string header(const ExportSpec& spec);
 std::string c_string(const std::string& s);
 // The plan types, the shape check, the class rules, one plan function per configuration and
@@ -31,7 +44,10 @@ std::string host_preamble(const ExportSpec& spec);
 // configurations (pk_configs: one image each) and the runtime (runtime_cuda.inc).
 std::string cuda_includes();
 std::string cuda_arch_defines(const std::string& arch);
-std::string config_table(const ExportSpec& spec, size_t max_kernels);
+// The table of configurations (pk_configs): each configuration's image per target (AMD's
+// gfx names, with pk_targets), or one image when `targets` is empty (CUDA).
+std::string config_table(const ExportSpec& spec, size_t max_kernels,
+                         const std::vector<std::string>& targets);
 std::string cuda_runtime_text();
 // _configuration, _configuration_text and _status_string, with the backend's words for the
 // workspace, device and argument errors.

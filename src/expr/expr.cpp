@@ -665,9 +665,8 @@ Result<int64_t> evaluate(std::string_view text, const Env& env) {
   return e->eval(env);
 }
 
-}  // namespace peak::expr
+// ---- C ----
 
-namespace peak::expr {
 namespace {
 
 std::string_view c_function(Op op) {
@@ -691,23 +690,9 @@ std::string_view c_function(Op op) {
   }
 }
 
-std::string_view c_comparison(Op op) {
-  switch (op) {
-    case Op::lt:
-      return "<";
-    case Op::le:
-      return "<=";
-    case Op::gt:
-      return ">";
-    case Op::ge:
-      return ">=";
-    case Op::eq:
-      return "==";
-    case Op::ne:
-      return "!=";
-    default:
-      return "";
-  }
+bool is_comparison(Op op) {
+  return op == Op::lt || op == Op::le || op == Op::gt || op == Op::ge || op == Op::eq ||
+         op == Op::ne;
 }
 
 using CName = std::function<Result<std::string>(const std::string&)>;
@@ -737,7 +722,8 @@ Result<std::string> node_c(const Node& n, const CName& name, std::string_view er
     case Op::call: {
       if (n.name == "min" || n.name == "max") {
         std::string acc = a[0];
-        for (size_t i = 1; i < a.size(); ++i) acc = fmt::format("pk_x_{}({}, {})", n.name, acc, a[i]);
+        for (size_t i = 1; i < a.size(); ++i)
+          acc = fmt::format("pk_x_{}({}, {})", n.name, acc, a[i]);
         return acc;
       }
       std::string out = fmt::format("pk_x_{}({}", n.name, err);
@@ -747,8 +733,9 @@ Result<std::string> node_c(const Node& n, const CName& name, std::string_view er
     default:
       break;
   }
-  if (auto cmp = c_comparison(n.op); !cmp.empty())
-    return fmt::format("((int64_t)(({}) {} ({})))", a[0], cmp, a[1]);
+  // Comparisons are spelled in C as in the expression language.
+  if (is_comparison(n.op))
+    return fmt::format("((int64_t)(({}) {} ({})))", a[0], op_spelling(n.op), a[1]);
   return fmt::format("{}({}, {}, {})", c_function(n.op), err, a[0], a[1]);
 }
 
