@@ -5,6 +5,7 @@
 //  - time: the export timed with its own CUDA events under the runner's protocol: fresh inputs
 //    before every sample, the outputs overwritten, the L2 flushed (the flush queued just before
 //    the call, so that the call's host work overlaps it).
+// It holds the device's lock (util/device_lock.h) while it runs, as peak's timers do.
 // Writes one JSON row per shape (scripts/export-table.py puts it beside `peak bench`).
 //
 //   peak-export-check WORKSPACE CHECKPOINT LIBRARY.so ENTRY [--small] [--samples N]
@@ -24,6 +25,7 @@
 
 #include "backend/backend.h"
 #include "context/inputs.h"
+#include "engine/evaluate_internal.h"
 #include "engine/workspace.h"
 #include "runner/client.h"
 #include "util/fs.h"
@@ -288,8 +290,15 @@ int run(const Args& a) {
   CU(cudaMalloc(&flush, flush_bytes));
   auto tmp = make_temp_dir("peak-export-check-");
   if (!tmp) throw std::runtime_error(tmp.error());
+  // The device's lock for the whole run, as peak's timers hold it (the runner's jobs nest in it):
+  // no other peak times on this device meanwhile.
+  auto lock = detail::device_lock_for(*dev);
+  lock->set_wait_notice([](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); });
+  auto held = lock->acquire();
+  if (!held) throw std::runtime_error(held.error());
   RunnerOptions ro;
   ro.executable = (*be)->runner();
+  ro.device_lock = lock;
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < suite.size(); ++i) {
     const SuiteShape& ss = suite[i];
