@@ -9,8 +9,9 @@
 #   of every configuration against the runner's; NAME-dispatch.json).
 #   NOBASE=1: `peak bench` a second time with --no-baseline (the kernel timed without the vendor
 #   library interleaved, as the export is timed), and a second table (NAME-table-nobaseline.md).
-#   CHECK_OPTS="--flush-l2-only": peak-export-check's options (--flush-l2-only: the flush queued
-#   before each timed call is twice the L2, not 512 MiB at least; --samples N).
+#   CHECK_OPTS="...": peak-export-check's options (--samples N; --threads N; --queued-flush: a
+#   flush of 512 MiB queued before each timed call, no gate, where the default is the runner's
+#   protocol; --queued-flush --flush-l2-only: that flush twice the L2).
 # Everything is packed into $OUT/NAME.tar.gz at the end.
 source "$(dirname "$0")/env.sh"
 store=$1 ref=$2 ctx=$3 name=$4 lib=$5 entry=$6

@@ -40,9 +40,10 @@ class ExportGpu : public StoreCli {
     const fs::path so = project / "build" / "export" / ("lib" + entry + ".so");
     EXPECT_TRUE(fs::exists(so)) << so;
     const fs::path report = tmp_ / (name + "-check.json");
-    EXPECT_TRUE(runs({(fs::path(PEAK_BINARY_DIR) / "peak-export-check").string(), ws.string(), ref,
-                      so.string(), entry, "--small", "--samples", "5", "-o", report.string()},
-                     ws))
+    EXPECT_TRUE(runs(
+        {(fs::path(PEAK_BINARY_DIR) / "peak-export-check").string(), ws.string(), ref, so.string(),
+         entry, "--small", "--samples", "5", "--threads", "4", "-o", report.string()},
+        ws))
         << "an export's outputs differ from the runner's";
     auto text = read_file(report);
     if (!text) return {};

@@ -3,13 +3,17 @@
 //  - outputs: the export's against the runner's checked run, byte for byte (same seed, same
 //    generator: context/inputs.h);
 //  - time: the export timed with its own CUDA events under the runner's protocol: fresh inputs
-//    before every sample, the outputs overwritten, the L2 flushed (the flush queued just before
-//    the call, so that the call's host work overlaps it).
+//    before every sample, the outputs overwritten, the L2 flushed (twice its size, waited for),
+//    then the call enqueued between the two events while the stream waits at a gate kernel (the
+//    runner's, backend/cuda/fma_bench_ptx.h), so that the window holds the device's work of the
+//    call and none of its host work. `--queued-flush` instead queues a flush of 512 MiB (twice the
+//    L2 with --flush-l2-only) just before the call, with no gate: the call's host work overlaps
+//    the flush, as it overlaps earlier work on a stream that an application keeps busy.
 // It holds the device's lock (util/device_lock.h) while it runs, as peak's timers do.
 // Writes one JSON row per shape (scripts/export-table.py puts it beside `peak bench`).
 //
 //   peak-export-check WORKSPACE CHECKPOINT LIBRARY.so ENTRY [--small] [--samples N]
-//                     [--flush-l2-only] [--threads N] [-o FILE]
+//                     [--queued-flush [--flush-l2-only]] [--threads N] [-o FILE]
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -20,10 +24,12 @@
 #include <sstream>
 #include <thread>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include "backend/backend.h"
+#include "backend/cuda/fma_bench_ptx.h"
 #include "context/inputs.h"
 #include "engine/evaluate_internal.h"
 #include "engine/workspace.h"
@@ -94,7 +100,8 @@ Config parse_config(const std::string& text) {
 struct Args {
   std::string workspace, checkpoint, library, entry, out;
   bool small = false;
-  bool flush_l2_only = false;  // a flush of twice the L2 alone (not 512 MiB at least)
+  bool queued_flush = false;   // the flush queued before the call, no gate (see the top)
+  bool flush_l2_only = false;  // with queued_flush: twice the L2 alone (not 512 MiB at least)
   int threads = 1;             // also call from this many host threads at once, a stream each
   int samples = 30;
 };
@@ -105,6 +112,86 @@ struct Args {
     if (e_ != cudaSuccess)                                                         \
       throw std::runtime_error(fmt::format("{}: {}", #x, cudaGetErrorString(e_))); \
   } while (0)
+
+#define CUD(x)                                                                            \
+  do {                                                                                    \
+    CUresult r_ = (x);                                                                    \
+    if (r_ != CUDA_SUCCESS) throw std::runtime_error(fmt::format("{}: {}", #x, int(r_))); \
+  } while (0)
+
+// One timed sample of the call under the protocol of `Args` (the top of this file).
+class Timer {
+ public:
+  Timer(const Args& a, int64_t l2_bytes) : queued_(a.queued_flush) {
+    bytes_ = static_cast<size_t>(std::max<int64_t>(l2_bytes, 1 << 20)) * 2;
+    if (queued_ && !a.flush_l2_only) bytes_ = std::max<size_t>(bytes_, size_t{512} << 20);
+    CU(cudaMalloc(&flush_, bytes_));
+    CU(cudaStreamCreate(&stream_));
+    CU(cudaEventCreate(&e0_));
+    CU(cudaEventCreate(&e1_));
+    if (queued_) return;
+    void* flag = nullptr;
+    CU(cudaHostAlloc(&flag, 2 * sizeof(unsigned), cudaHostAllocMapped));
+    flag_ = static_cast<volatile unsigned*>(flag);
+    CU(cudaHostGetDevicePointer(&flag_dev_, flag, 0));
+    const std::string ptx = cuda::gate_ptx();
+    CUD(cuModuleLoadData(&module_, ptx.c_str()));
+    CUD(cuModuleGetFunction(&gate_, module_, cuda::kGateName));
+  }
+  ~Timer() {
+    if (module_) cuModuleUnload(module_);
+    if (flag_) cudaFreeHost(const_cast<unsigned*>(flag_));
+    cudaEventDestroy(e0_);
+    cudaEventDestroy(e1_);
+    cudaStreamDestroy(stream_);
+    cudaFree(flush_);
+  }
+  cudaStream_t stream() const { return stream_; }
+
+  // The device's time of `call(stream)` in ms, and its host time in `host_us`; throws when the
+  // gate gave up before the host released it (the window would hold host time).
+  template <class Call>
+  double sample(int round, Call&& call, double& host_us) {
+    CU(cudaMemsetAsync(flush_, (round & 1) ? 0x5A : 0xA5, bytes_, stream_));
+    if (!queued_) {
+      CU(cudaStreamSynchronize(stream_));
+      flag_[0] = 0;
+      flag_[1] = 0;
+      unsigned long long limit_ns = 2'000'000'000ull;
+      void* args[] = {&flag_dev_, &limit_ns};
+      CUD(cuLaunchKernel(gate_, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream_), args,
+                         nullptr));
+    }
+    CU(cudaEventRecord(e0_, stream_));
+    const auto h0 = std::chrono::steady_clock::now();
+    call(stream_);
+    host_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
+    CU(cudaEventRecord(e1_, stream_));
+    if (!queued_) {
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+      flag_[0] = 1;
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+    CU(cudaEventSynchronize(e1_));
+    if (!queued_ && flag_[1] != 0)
+      throw std::runtime_error("the timing gate gave up before the host released it");
+    float t = 0;
+    CU(cudaEventElapsedTime(&t, e0_, e1_));
+    return t;
+  }
+
+ private:
+  bool queued_;
+  size_t bytes_ = 0;
+  void* flush_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t e0_ = nullptr, e1_ = nullptr;
+  volatile unsigned* flag_ = nullptr;
+  void* flag_dev_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUfunction gate_ = nullptr;
+};
 
 // The same call from `a.threads` host threads at once, each on a stream and with outputs and a
 // workspace of its own: every thread's outputs must be the runner's.
@@ -158,8 +245,7 @@ bool threads_agree(const Args& a, const Library& lib, const KernelContext& ctx,
 // The export's run at one shape: outputs against the runner's files, then timed.
 nlohmann::json run_shape(const Args& a, const Library& lib, const KernelContext& ctx,
                          const SuiteShape& ss, const TaskResult& tr, uint64_t seed,
-                         const std::map<std::string, int64_t>& sizes, double flops, void* flush,
-                         size_t flush_bytes) {
+                         const std::map<std::string, int64_t>& sizes, double flops, Timer& timer) {
   nlohmann::json row;
   std::vector<void*> ptr(ctx.arrays.size(), nullptr);
   std::vector<int> scal;
@@ -203,12 +289,9 @@ nlohmann::json run_shape(const Args& a, const Library& lib, const KernelContext&
     row["threads_identical"] = threads_agree(a, lib, ctx, ptr, scal, sizes, tr);
   std::vector<double> ms, host_us;
   if (st == 0) {
-    cudaEvent_t e0, e1;
-    CU(cudaEventCreate(&e0));
-    CU(cudaEventCreate(&e1));
-    for (int w = 0; w < 3; ++w) call_entry(lib, ctx, ptr, scal, ws, ws_bytes);
+    for (int w = 0; w < 3; ++w) call_entry(lib, ctx, ptr, scal, ws, ws_bytes, timer.stream());
     // The runner's protocol for every timed launch: fresh inputs (a new seed), the outputs
-    // overwritten, the L2 flushed, the device idle; then the launch between two events.
+    // overwritten, the L2 flushed; then the call between two events (Timer).
     for (int i = 0; i < a.samples; ++i) {
       for (size_t k = 0; k < ctx.arrays.size(); ++k) {
         const ArraySpec& spec = ctx.arrays[k];
@@ -221,27 +304,18 @@ nlohmann::json run_shape(const Args& a, const Library& lib, const KernelContext&
         CU(cudaMemcpy(ptr[k], bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
       }
       CU(cudaDeviceSynchronize());
-      // The flush is queued, not waited for: the call's host work (its plan, tensor maps and
-      // launch; host_us) overlaps it, as it overlaps earlier work in a stream that an
-      // application keeps busy, and the events time the GPU's work of the call alone.
-      CU(cudaMemsetAsync(flush, i & 0xff, flush_bytes, nullptr));
-      CU(cudaEventRecord(e0, nullptr));
-      const auto h0 = std::chrono::steady_clock::now();
-      call_entry(lib, ctx, ptr, scal, ws, ws_bytes);
-      host_us.push_back(
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count());
-      CU(cudaEventRecord(e1, nullptr));
-      CU(cudaEventSynchronize(e1));
-      float t = 0;
-      CU(cudaEventElapsedTime(&t, e0, e1));
-      ms.push_back(t);
+      double h = 0;
+      ms.push_back(timer.sample(
+          i, [&](cudaStream_t s) { call_entry(lib, ctx, ptr, scal, ws, ws_bytes, s); }, h));
+      host_us.push_back(h);
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
   }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
+  const size_t n = sorted.size();  // the median as peak's timers take it
+  const double median = n == 0  ? 0
+                        : n % 2 ? sorted[n / 2]
+                                : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
   row["samples_ms"] = ms;
   row["host_us"] = host_us;  // wall time of each timed call on the host
   row["median_ms"] = median;
@@ -282,12 +356,9 @@ int run(const Args& a) {
   if (!lib.entry || !lib.config || !lib.text || !lib.ws)
     throw std::runtime_error("the library lacks the entry points of " + a.entry);
 
-  // Twice the L2 at least, and enough bytes (512 MiB: over 100 us on any HBM device) that the
-  // flush outlasts the call's host work queued behind it (host_us in the rows).
-  size_t flush_bytes = static_cast<size_t>(std::max<int64_t>(dev->l2_bytes, 1 << 20)) * 2;
-  if (!a.flush_l2_only) flush_bytes = std::max<size_t>(flush_bytes, size_t{512} << 20);
-  void* flush = nullptr;
-  CU(cudaMalloc(&flush, flush_bytes));
+  // With --queued-flush, 512 MiB (over 100 us on any HBM device) so that the flush outlasts the
+  // call's host work queued behind it (host_us in the rows).
+  Timer timer(a, dev->l2_bytes);
   auto tmp = make_temp_dir("peak-export-check-");
   if (!tmp) throw std::runtime_error(tmp.error());
   // The device's lock for the whole run, as peak's timers hold it (the runner's jobs nest in it):
@@ -344,16 +415,23 @@ int run(const Args& a) {
       continue;
     }
     auto flops = shape_flops(ctx, ss.shape);
-    nlohmann::json r = run_shape(a, lib, ctx, ss, results->front(), seed, *sizes,
-                                 flops ? *flops : 0, flush, flush_bytes);
+    nlohmann::json r =
+        run_shape(a, lib, ctx, ss, results->front(), seed, *sizes, flops ? *flops : 0, timer);
     row.update(r);
     std::fprintf(stderr, "%s: configuration %d, %s, %.1f GFLOP/s\n", ss.name.c_str(), c,
                  r.value("identical", false) ? "identical outputs" : "OUTPUTS DIFFER",
                  r.value("gflops", 0.0));
     rows.push_back(row);
   }
-  nlohmann::json out = {{"checkpoint", *id},    {"device", dev->name}, {"driver", dev->driver},
-                        {"library", a.library}, {"entry", a.entry},    {"rows", rows}};
+  nlohmann::json out = {{"checkpoint", *id},
+                        {"device", dev->name},
+                        {"driver", dev->driver},
+                        {"library", a.library},
+                        {"entry", a.entry},
+                        {"protocol", a.queued_flush ? (a.flush_l2_only ? "queued flush of 2x L2"
+                                                                       : "queued flush of 512 MiB")
+                                                    : "runner (flush of 2x L2, gate)"},
+                        {"rows", rows}};
   if (a.out.empty())
     std::printf("%s\n", out.dump(2).c_str());
   else
@@ -375,8 +453,12 @@ int main(int argc, char** argv) {
     std::string s = argv[i];
     if (s == "--small")
       a.small = true;
+    else if (s == "--queued-flush")
+      a.queued_flush = true;
     else if (s == "--flush-l2-only")
       a.flush_l2_only = true;
+    else if (s == "--threads" && i + 1 < argc)
+      a.threads = std::max(1, std::atoi(argv[++i]));
     else if (s == "--samples" && i + 1 < argc)
       a.samples = std::atoi(argv[++i]);
     else if (s == "-o" && i + 1 < argc)
@@ -387,7 +469,7 @@ int main(int argc, char** argv) {
   if (pos.size() != 4) {
     std::fprintf(stderr,
                  "usage: peak-export-check WORKSPACE CHECKPOINT LIBRARY.so ENTRY [--small] "
-                 "[--samples N] [--flush-l2-only] [--threads N] [-o FILE]\n");
+                 "[--samples N] [--queued-flush [--flush-l2-only]] [--threads N] [-o FILE]\n");
     return 2;
   }
   a.workspace = pos[0];
