@@ -138,12 +138,50 @@ uint64_t array_seed(uint64_t seed, const std::string& array_name) {
   return prng::mix(prng::mix(seed) ^ prng::fnv1a(array_name));
 }
 
+namespace {
+
+uint64_t element_stream(const ArraySpec& spec, uint64_t seed, int variant) {
+  return variant_seed(array_seed(seed, spec.name), variant);
+}
+
+bool is_random(const ArraySpec& spec) {
+  return spec.init.kind == Initializer::Kind::uniform ||
+         spec.init.kind == Initializer::Kind::normal;
+}
+
+// generate_array's rule for an all-zero random array: element `index` (chosen by the stream)
+// gets the first nonzero of the high end, the low end and 1 (tiny ranges can round to zero in the
+// element type).
+std::vector<uint8_t> zero_fix(const ArraySpec& spec, uint64_t stream, int64_t count, int variant,
+                              int64_t& index) {
+  index = static_cast<int64_t>(prng::at(stream, ~0ull) % static_cast<uint64_t>(count));
+  std::vector<uint8_t> e(dtype_size(spec.dtype));
+  double lo = spec.init.a, hi = spec.init.b;
+  if (spec.init.kind == Initializer::Kind::normal) {
+    lo = spec.init.a - spec.init.b;
+    hi = spec.init.a + spec.init.b;
+  }
+  for (double v : {transform(hi, variant, spec.dtype), transform(lo, variant, spec.dtype), 1.0}) {
+    store(spec.dtype, e.data(), v);
+    if (element_as_double(spec.dtype, e.data(), 0) != 0.0) break;
+  }
+  return e;
+}
+
+bool all_zero(DType t, const std::vector<uint8_t>& bytes, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    if (element_as_double(t, bytes.data(), i) != 0.0) return false;
+  return true;
+}
+
+}  // namespace
+
 std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64_t seed,
                                     int variant) {
   if (count <= 0) return {};
   const size_t es = dtype_size(spec.dtype);
   std::vector<uint8_t> out(static_cast<size_t>(count) * es);
-  const uint64_t stream = variant_seed(array_seed(seed, spec.name), variant);
+  const uint64_t stream = element_stream(spec, seed, variant);
   // Element i depends on i alone, so large arrays are filled by several threads in chunks.
   auto fill = [&](int64_t first, int64_t last) {
     double pair[2] = {0, 0};
@@ -181,27 +219,66 @@ std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64
     }
     for (auto& th : threads) th.join();
   }
-  bool all_zero = true;
-  for (int64_t i = 0; i < count && all_zero; ++i) {
-    if (element_as_double(spec.dtype, out.data(), i) != 0.0) all_zero = false;
+  if (is_random(spec) && all_zero(spec.dtype, out, count)) {
+    int64_t i = 0;
+    auto e = zero_fix(spec, stream, count, variant, i);
+    std::memcpy(out.data() + static_cast<size_t>(i) * es, e.data(), es);
   }
-  const bool random =
-      spec.init.kind == Initializer::Kind::uniform || spec.init.kind == Initializer::Kind::normal;
-  if (all_zero && random) {
-    // Tiny ranges can round to zero in the element type; an all-zero input hides bugs, so one
-    // element (chosen by the stream) gets the first nonzero of: high end, low end, 1.
-    int64_t i = static_cast<int64_t>(prng::at(stream, ~0ull) % static_cast<uint64_t>(count));
-    uint8_t* p = out.data() + static_cast<size_t>(i) * es;
-    double lo = spec.init.a, hi = spec.init.b;
-    if (spec.init.kind == Initializer::Kind::normal) {
-      lo = spec.init.a - spec.init.b;
-      hi = spec.init.a + spec.init.b;
-    }
-    for (double v : {transform(hi, variant, spec.dtype), transform(lo, variant, spec.dtype), 1.0}) {
-      store(spec.dtype, p, v);
-      if (element_as_double(spec.dtype, out.data(), i) != 0.0) break;
-    }
+  return out;
+}
+
+std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t count, uint64_t seed,
+                                              int variant) {
+  if (variant != 0 || count <= 0 || spec.init.kind == Initializer::Kind::normal)
+    return std::nullopt;
+  InputGenerator g;
+  g.dtype = spec.dtype;
+  g.stream = element_stream(spec, seed, variant);
+  switch (spec.init.kind) {
+    case Initializer::Kind::uniform:
+      if (spec.dtype == DType::i32) {
+        const double lo = std::ceil(spec.init.a), hi = std::floor(spec.init.b);
+        g.kind = hi < lo ? InputGenerator::Kind::constant : InputGenerator::Kind::uniform_int;
+        g.a = lo;
+        g.d = hi - lo + 1;
+      } else {
+        g.kind = InputGenerator::Kind::uniform_real;
+        g.a = spec.init.a;
+        g.d = spec.init.b - spec.init.a;
+      }
+      break;
+    case Initializer::Kind::ones:
+      g.a = 1.0;
+      break;
+    case Initializer::Kind::zeros:
+      g.a = 0.0;
+      break;
+    case Initializer::Kind::iota:
+      g.kind = InputGenerator::Kind::iota;
+      g.period =
+          spec.dtype == DType::f16 ? 2048 : (spec.dtype == DType::bf16 ? 256 : int64_t{1} << 24);
+      break;
+    case Initializer::Kind::normal:
+      return std::nullopt;
   }
+  g.random = is_random(spec);
+  if (g.random) g.zero_fix = zero_fix(spec, g.stream, count, variant, g.zero_fix_index);
+  return g;
+}
+
+std::vector<uint8_t> run_generator(const InputGenerator& g, int64_t count) {
+  const size_t es = dtype_size(g.dtype);
+  std::vector<uint8_t> out(static_cast<size_t>(std::max<int64_t>(count, 0)) * es);
+  for (int64_t i = 0; i < count; ++i) {
+    double v = g.a;
+    const double u = prng::unit(prng::at(g.stream, static_cast<uint64_t>(i)));
+    if (g.kind == InputGenerator::Kind::uniform_real) v = g.a + g.d * u;
+    if (g.kind == InputGenerator::Kind::uniform_int) v = g.a + std::floor(u * g.d);
+    if (g.kind == InputGenerator::Kind::iota) v = static_cast<double>(i % g.period);
+    store(g.dtype, out.data() + static_cast<size_t>(i) * es, v);
+  }
+  if (g.random && count > 0 && all_zero(g.dtype, out, count))
+    std::memcpy(out.data() + static_cast<size_t>(g.zero_fix_index) * es, g.zero_fix.data(), es);
   return out;
 }
 

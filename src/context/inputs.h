@@ -4,6 +4,7 @@
 // every machine. Also the poison patterns and fp16 conversion.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,39 @@ std::map<std::string, std::vector<uint8_t>> generate_inputs(const KernelContext&
                                                             int variant);
 // A per-array seed derived from the task seed and the array's name.
 uint64_t array_seed(uint64_t seed, const std::string& array_name);
+
+// generate_array as a device can run it (runner/device.h: Device::generate): element i is
+// draw(i), stored as `dtype`, and the bytes are generate_array's. Draws need integer and IEEE
+// double arithmetic alone (no libm), each add and multiply rounded on its own (no fused
+// multiply-add):
+//   uniform_real:  a + d * u(i)          (d = high - low)
+//   uniform_int:   a + floor(u(i) * d)   (d = the count of integers)
+//   constant:      a
+//   iota:          i mod period
+// where u(i) = (prng::at(stream, i) >> 11) * 2^-53 (context/prng.h), then stored as the host
+// stores: double -> float rounded to nearest even, then to half / bfloat16 (nearest even), or
+// i32 rounded to nearest and clamped. When every element is zero and the initializer is random,
+// element `zero_fix_index` becomes `zero_fix` (generate_array's rule: an all-zero input hides
+// bugs).
+struct InputGenerator {
+  enum class Kind { uniform_real, uniform_int, constant, iota };
+  Kind kind = Kind::constant;
+  DType dtype = DType::f32;
+  uint64_t stream = 0;
+  double a = 0, d = 0;
+  int64_t period = 1;
+  bool random = false;  // the zero fix applies
+  int64_t zero_fix_index = 0;
+  std::vector<uint8_t> zero_fix;  // one element's bytes
+};
+// The generator of generate_array(spec, count, seed, variant), or none where a device cannot
+// give the same bytes: normal draws (their logarithm and sine differ between libraries) and
+// variants other than 0.
+std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t count, uint64_t seed,
+                                              int variant);
+// The generator run on the host, as a device runs it (the zero fix included): the reference
+// that a device's run is tested against.
+std::vector<uint8_t> run_generator(const InputGenerator& g, int64_t count);
 
 // Poison: f32 NaN 0x7fc0dead-like pattern 0x7FBADBAD (a signaling NaN payload peak alone writes),
 // f16 0x7DAD, i32 0x7BADBAD7. An element still holding the poison after a run was never written.

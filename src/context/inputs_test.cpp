@@ -258,6 +258,56 @@ TEST(Inputs, RandomArraysAreNeverAllZero) {
 
 // ---- poison ----
 
+// The device generator's description, run on the host, gives generate_array's bytes for every
+// initializer it covers, in every element type, at small and large counts (the zero fix too).
+TEST(InputGenerator, RunOnTheHostGivesGenerateArraysBytes) {
+  const std::vector<std::string> inits = {"uniform(-1, 1)",
+                                          "uniform(0.9, 1.1)",
+                                          "uniform(-8, 8)",
+                                          "uniform(0, 1)",
+                                          "uniform(2.5, 2.7)",
+                                          "ones",
+                                          "zeros",
+                                          "iota",
+                                          "uniform(0.2, 0.8)",
+                                          "uniform(0, 1e-9)"};
+  int covered = 0;
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::i32})
+    for (const auto& init : inits)
+      for (int64_t count : {1, 2, 3, 7, 1000, 3 << 20})
+        for (uint64_t seed : {1ull, 0x5e1ull}) {
+          ArraySpec a = spec("A", t, init);
+          auto g = input_generator(a, count, seed, 0);
+          ASSERT_TRUE(g.has_value()) << init;
+          EXPECT_EQ(run_generator(*g, count), generate_array(a, count, seed, 0))
+              << init << " " << to_string(t) << " count " << count << " seed " << seed;
+          ++covered;
+        }
+  EXPECT_EQ(covered, 4 * 10 * 6 * 2);
+}
+
+TEST(InputGenerator, TheZeroFixIsTheOneGenerateArrayMakes) {
+  // uniform(0, 1) in i32 is 0 or 1: some single elements draw 0 and take the fix.
+  int fixed = 0;
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    ArraySpec a = spec("X", DType::i32, "uniform(0, 1)");
+    auto g = input_generator(a, 1, seed, 0);
+    ASSERT_TRUE(g.has_value());
+    const auto want = generate_array(a, 1, seed, 0);
+    EXPECT_EQ(run_generator(*g, 1), want);
+    InputGenerator unfixed = *g;
+    unfixed.random = false;
+    fixed += run_generator(unfixed, 1) != want;
+  }
+  EXPECT_GT(fixed, 0);
+}
+
+TEST(InputGenerator, NoneForNormalDrawsAndOtherVariants) {
+  EXPECT_FALSE(input_generator(spec("A", DType::f32, "normal(0, 1)"), 16, 1, 0).has_value());
+  EXPECT_FALSE(input_generator(spec("A", DType::f32, "uniform(-1, 1)"), 16, 1, 1).has_value());
+  EXPECT_FALSE(input_generator(spec("A", DType::f32, "uniform(-1, 1)"), 0, 1, 0).has_value());
+}
+
 TEST(Poison, WordsAndDetection) {
   EXPECT_EQ(poison_u32(DType::f32), 0x7FBADBADu);
   EXPECT_EQ(poison_u32(DType::f16), 0x7DAD7DADu);

@@ -3,12 +3,14 @@
 // device (backend/hlsl/vk_device_main.cpp) and the CUDA device (backend/cuda/cuda_device_main.cpp),
 // each linked into its own runner executable; runner/main.cpp holds everything else (inputs,
 // poisoning, integrity checks, the timing loop).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "context/inputs.h"
 #include "plan/launch_plan.h"
 #include "runner/protocol.h"
 
@@ -57,6 +59,31 @@ class Device {
   virtual Status upload(DeviceBuffer& b, const void* data, size_t bytes) = 0;
   virtual Status download(const DeviceBuffer& b, void* data, size_t bytes) = 0;
   virtual Status fill_u32(DeviceBuffer& b, uint32_t word) = 0;  // poison
+  // Fresh inputs made on the device: `count` elements of `g` (context/inputs.h: the bytes that
+  // run_generator gives), then `tail` (the guard bytes up to the allocation's end). A device
+  // whose generates() is false has no generator; the runner then generates on the host and
+  // uploads.
+  virtual bool generates() { return false; }
+  virtual Status generate(DeviceBuffer& /*b*/, const InputGenerator& /*g*/, int64_t /*count*/,
+                          const std::vector<uint8_t>& /*tail*/) {
+    return Status::error("this device has no input generator");
+  }
+  // The bytes of the elements at `positions` (each `element_bytes` long) of `b`, in that order:
+  // what a timed sample's check reads, instead of the whole array. By default the buffer is read
+  // up to the last position.
+  virtual Status read_elements(const DeviceBuffer& b, size_t element_bytes,
+                               const std::vector<int64_t>& positions, std::vector<uint8_t>& out) {
+    int64_t last = -1;
+    for (int64_t p : positions) last = std::max(last, p);
+    std::vector<uint8_t> all(static_cast<size_t>(last + 1) * element_bytes);
+    if (!all.empty())
+      if (Status s = download(b, all.data(), all.size()); !s) return s;
+    out.clear();
+    for (int64_t p : positions)
+      out.insert(out.end(), all.begin() + static_cast<std::ptrdiff_t>(p * element_bytes),
+                 all.begin() + static_cast<std::ptrdiff_t>((p + 1) * element_bytes));
+    return Status::ok();
+  }
 
   // Loads the artifact's kernels that the plan launches. A failure may name its disposition:
   // "invalid_config: ..." (load_error() in runner/execute.h); otherwise the task is

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <new>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -47,6 +48,8 @@ struct Array {
   size_t alloc_bytes = 0;  // bytes rounded up to 4, plus the guard
   uint32_t guard_word = 0;
   std::vector<uint8_t> pristine;  // inputs: the bytes uploaded
+  // Inputs the device generated: pristine is made on the host from this seed when it is read.
+  std::optional<uint64_t> pristine_seed;
 };
 
 class Executor {
@@ -168,9 +171,10 @@ class Executor {
       a.guard_word = poison_u32(a.spec->dtype);
       auto b = dev_.alloc(a.alloc_bytes);
       if (!b)
-        return fail(Disposition::launch_failed,
-                    fmt::format("cannot allocate {} bytes on the device for scratch buffer '{}': {}",
-                                a.alloc_bytes, a.spec->name, b.error()));
+        return fail(
+            Disposition::launch_failed,
+            fmt::format("cannot allocate {} bytes on the device for scratch buffer '{}': {}",
+                        a.alloc_bytes, a.spec->name, b.error()));
       bufs_.scratch[i] = b.value();
     }
     return true;
@@ -236,6 +240,10 @@ class Executor {
         outputs[i].assign(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(a.bytes));
         continue;
       }
+      if (arrays_[i].pristine_seed) {
+        arrays_[i].pristine = generate_array(*a.spec, a.count, *arrays_[i].pristine_seed, 0);
+        arrays_[i].pristine_seed.reset();
+      }
       if (std::memcmp(full.data(), a.pristine.data(), a.bytes) == 0) continue;
       size_t esz = dtype_size(a.spec->dtype);
       size_t first = 0;
@@ -253,9 +261,10 @@ class Executor {
         return fail(Disposition::crashed, fmt::format("cannot read back scratch buffer '{}': {}",
                                                       a.spec->name, s.message()));
       if (int64_t g = guard_change(a, full); g >= 0)
-        overrun.push_back(fmt::format("scratch buffer '{}' (guard byte {} past its {} elements "
-                                      "changed)",
-                                      a.spec->name, g, a.count));
+        overrun.push_back(
+            fmt::format("scratch buffer '{}' (guard byte {} past its {} elements "
+                        "changed)",
+                        a.spec->name, g, a.count));
     }
     if (!overrun.empty()) r_.guard_overwritten = true;
     std::string msg;
@@ -396,16 +405,36 @@ class Executor {
       Array& a = arrays_[i];
       if (a.spec->output) continue;
       std::swap(bufs_.arrays[i], spare_[i]);
-      a.pristine = generate_array(*a.spec, a.count, array_seed(seed, a.spec->name), 0);
-      std::vector<uint8_t> image(a.alloc_bytes);
-      std::memcpy(image.data(), a.pristine.data(), a.bytes);
-      for (size_t o = a.bytes; o < a.alloc_bytes; ++o) image[o] = word_byte(a.guard_word, o);
-      if (auto st = dev_.upload(bufs_.arrays[i], image.data(), image.size()); !st)
-        return fail(Disposition::crashed, fmt::format("cannot upload fresh inputs for '{}': {}",
-                                                      a.spec->name, st.message()));
+      if (!fresh_array(a, bufs_.arrays[i], array_seed(seed, a.spec->name))) return false;
     }
     current_seed_ = seed;
     r_.input_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    return true;
+  }
+
+  // One input array's fresh bytes from `seed` (generate_array's), with its guard after them:
+  // made by the device where it can, else generated here and uploaded.
+  bool fresh_array(Array& a, DeviceBuffer& buf, uint64_t seed) {
+    std::vector<uint8_t> tail(a.alloc_bytes - a.bytes);
+    for (size_t o = a.bytes; o < a.alloc_bytes; ++o) tail[o - a.bytes] = word_byte(a.guard_word, o);
+    std::optional<InputGenerator> g;
+    if (dev_.generates()) g = input_generator(*a.spec, a.count, seed, 0);
+    if (g) {
+      if (auto st = dev_.generate(buf, *g, a.count, tail); !st)
+        return fail(Disposition::crashed, fmt::format("cannot generate fresh inputs for '{}': {}",
+                                                      a.spec->name, st.message()));
+      a.pristine.clear();
+      a.pristine_seed = seed;
+      return true;
+    }
+    a.pristine = generate_array(*a.spec, a.count, seed, 0);
+    a.pristine_seed.reset();
+    std::vector<uint8_t> image(a.alloc_bytes);
+    std::memcpy(image.data(), a.pristine.data(), a.bytes);
+    std::memcpy(image.data() + a.bytes, tail.data(), tail.size());
+    if (auto st = dev_.upload(buf, image.data(), image.size()); !st)
+      return fail(Disposition::crashed, fmt::format("cannot upload fresh inputs for '{}': {}",
+                                                    a.spec->name, st.message()));
     return true;
   }
 
@@ -446,15 +475,29 @@ class Executor {
     for (size_t i = 0; i < arrays_.size(); ++i) {
       const Array& a = arrays_[i];
       if (!a.spec->output) continue;
-      if (!download(i, full)) return false;
       std::vector<int64_t> positions = check_positions(a, p.check_elements);
-      std::vector<double> values;
       const size_t es = dtype_size(a.spec->dtype);
-      for (int64_t x : positions) {
-        const uint8_t* e = full.data() + static_cast<size_t>(x) * es;
-        values.push_back(is_poison(a.spec->dtype, e)
-                             ? std::numeric_limits<double>::quiet_NaN()
-                             : element_as_double(a.spec->dtype, full.data(), x));
+      // The elements alone, unless the whole output is kept for the comparison with the
+      // baseline.
+      std::vector<uint8_t> elements;
+      if (keep) {
+        if (!download(i, full)) return false;
+        for (int64_t x : positions)
+          elements.insert(elements.end(), full.begin() + static_cast<std::ptrdiff_t>(x * es),
+                          full.begin() + static_cast<std::ptrdiff_t>((x + 1) * es));
+      } else if (auto st = dev_.read_elements(bufs_.arrays[i], es, positions, elements);
+                 !st || elements.size() != positions.size() * es) {
+        return fail(Disposition::crashed,
+                    fmt::format("cannot read back elements of array '{}': {}", a.spec->name,
+                                st ? "the device gave the wrong number of bytes" : st.message()));
+      }
+      std::vector<double> values;
+      for (size_t k = 0; k < positions.size(); ++k) {
+        const uint8_t* e = elements.data() + k * es;
+        values.push_back(
+            is_poison(a.spec->dtype, e)
+                ? std::numeric_limits<double>::quiet_NaN()
+                : element_as_double(a.spec->dtype, elements.data(), static_cast<int64_t>(k)));
       }
       check.positions[a.spec->name] = std::move(positions);
       check.values[a.spec->name] = std::move(values);

@@ -71,6 +71,10 @@ class FakeDevice : public Device {
   int copies = 0;
   size_t copy_len = 0;
   std::vector<uint32_t> copy_sources;  // the source's first word at every timed copy
+  // Fresh inputs made by the device (run_generator in place of a generator kernel), and the
+  // reads of the timed checks.
+  bool generator = false;
+  int generated = 0, element_reads = 0, downloads = 0;
 
   DeviceFacts facts() override {
     DeviceFacts f;
@@ -95,7 +99,21 @@ class FakeDevice : public Device {
     std::memcpy(v.data(), data, bytes);
     return Status::ok();
   }
+  bool generates() override { return generator; }
+  Status generate(DeviceBuffer& b, const InputGenerator& g, int64_t count,
+                  const std::vector<uint8_t>& tail) override {
+    ++generated;
+    auto bytes = run_generator(g, count);
+    bytes.insert(bytes.end(), tail.begin(), tail.end());
+    return upload(b, bytes.data(), bytes.size());
+  }
+  Status read_elements(const DeviceBuffer& b, size_t element_bytes,
+                       const std::vector<int64_t>& positions, std::vector<uint8_t>& out) override {
+    ++element_reads;
+    return Device::read_elements(b, element_bytes, positions, out);
+  }
   Status download(const DeviceBuffer& b, void* data, size_t bytes) override {
+    ++downloads;
     auto& v = static_cast<FakeBuffer*>(b.handle)->bytes;
     if (bytes > v.size()) return Status::error("download too large");
     std::memcpy(data, v.data(), bytes);
@@ -582,6 +600,49 @@ TEST_F(ExecuteTest, EveryTimedLaunchSeesNewInputsInOtherBuffers) {
   for (size_t i = 3; i < dev_.a_handles.size(); ++i)
     EXPECT_NE(dev_.a_handles[i], dev_.a_handles[i - 1]) << i;
   EXPECT_GT(r.input_ms, 0.0);
+}
+
+TEST_F(ExecuteTest, TheDevicesGeneratorGivesEveryLaunchTheInputsTheHostWouldUpload) {
+  TimingPolicy p;
+  p.warmup = 2;
+  p.min_samples = 6;
+  p.max_samples = 6;
+  task_.timing = p;
+  TaskResult host = run();
+  ASSERT_EQ(host.disposition, Disposition::passed) << host.message;
+  const std::vector<uint64_t> uploaded = dev_.input_hashes;
+  dev_.input_hashes.clear();
+  dev_.generator = true;
+  TaskResult made = run();
+  ASSERT_EQ(made.disposition, Disposition::passed) << made.message;
+  EXPECT_EQ(dev_.input_hashes, uploaded);
+  EXPECT_EQ(dev_.generated, 2 * (2 + 6));  // A and B of every warm-up and timed launch
+}
+
+TEST_F(ExecuteTest, InputsChangedWhileTimedAreCaughtWhenTheDeviceMadeThem) {
+  dev_.generator = true;
+  dev_.kernel = Kernel::modify_late;
+  TimingPolicy p;
+  p.warmup = 1;
+  p.min_samples = 5;
+  task_.timing = p;
+  TaskResult r = run();
+  EXPECT_EQ(r.disposition, Disposition::inputs_modified) << r.message;
+  EXPECT_NE(r.message.find("timed runs"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("changed at element 0"), std::string::npos) << r.message;
+  EXPECT_GT(dev_.generated, 0);
+}
+
+TEST_F(ExecuteTest, TimedChecksReadTheirElementsNotTheWholeOutput) {
+  TimingPolicy p;
+  p.warmup = 0;
+  p.min_samples = 4;
+  p.max_samples = 4;
+  task_.timing = p;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(dev_.element_reads, 4);
+  ASSERT_EQ(r.timed_checks.size(), 4u);
 }
 
 TEST_F(ExecuteTest, EveryTimedLaunchIsReadBackAtPositionsChosenAfterIt) {
