@@ -266,6 +266,38 @@ std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t cou
   return g;
 }
 
+bool write_elements(const ArraySpec& spec, int64_t count, uint64_t seed, int variant,
+                    const std::vector<int64_t>& indices, std::vector<uint8_t>& out) {
+  const size_t es = dtype_size(spec.dtype);
+  if (count < 0 || out.size() != static_cast<size_t>(count) * es) return false;
+  const uint64_t stream = element_stream(spec, seed, variant);
+  bool nonzero = false;
+  for (int64_t i : indices) {
+    if (i < 0 || i >= count) return false;
+    double v;
+    if (spec.init.kind == Initializer::Kind::normal) {
+      double pair[2];
+      normal_pair(stream, i / 2, pair);
+      v = spec.init.a + spec.init.b * pair[i & 1];
+    } else {
+      v = draw(spec.init, spec.dtype, stream, i);
+    }
+    uint8_t* p = out.data() + static_cast<size_t>(i) * es;
+    store(spec.dtype, p, transform(v, variant, spec.dtype));
+    nonzero = nonzero || element_as_double(spec.dtype, p, 0) != 0.0;
+  }
+  return nonzero || !is_random(spec);
+}
+
+std::optional<std::vector<uint8_t>> generate_elements(const ArraySpec& spec, int64_t count,
+                                                      uint64_t seed, int variant,
+                                                      const std::vector<int64_t>& indices) {
+  std::vector<uint8_t> out(static_cast<size_t>(std::max<int64_t>(count, 0)) *
+                           dtype_size(spec.dtype));
+  if (!write_elements(spec, count, seed, variant, indices, out)) return std::nullopt;
+  return out;
+}
+
 std::vector<uint8_t> run_generator(const InputGenerator& g, int64_t count) {
   const size_t es = dtype_size(g.dtype);
   std::vector<uint8_t> out(static_cast<size_t>(std::max<int64_t>(count, 0)) * es);

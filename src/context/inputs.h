@@ -58,6 +58,18 @@ struct InputGenerator {
 // variants other than 0.
 std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t count, uint64_t seed,
                                               int variant);
+// generate_array's bytes at `indices` alone, every other element zero: what a reference that
+// reads those elements needs. None where the bytes could differ from generate_array's there: a
+// random array whose elements at `indices` are all zero may be all zero, and generate_array then
+// changes one element (the whole array tells).
+std::optional<std::vector<uint8_t>> generate_elements(const ArraySpec& spec, int64_t count,
+                                                      uint64_t seed, int variant,
+                                                      const std::vector<int64_t>& indices);
+// The same into `out` (the bytes of `count` elements; the others are left as they are): a
+// buffer kept for the next call, whose elements written now the caller zeroes again. False
+// where generate_elements gives none.
+bool write_elements(const ArraySpec& spec, int64_t count, uint64_t seed, int variant,
+                    const std::vector<int64_t>& indices, std::vector<uint8_t>& out);
 // The generator run on the host, as a device runs it (the zero fix included): the reference
 // that a device's run is tested against.
 std::vector<uint8_t> run_generator(const InputGenerator& g, int64_t count);

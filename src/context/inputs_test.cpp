@@ -1,5 +1,6 @@
 #include "context/inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -300,6 +301,32 @@ TEST(InputGenerator, TheZeroFixIsTheOneGenerateArrayMakes) {
     fixed += run_generator(unfixed, 1) != want;
   }
   EXPECT_GT(fixed, 0);
+}
+
+TEST(Inputs, ElementsAloneAreGenerateArraysAtThoseElements) {
+  for (const char* init : {"uniform(-1, 1)", "normal(0, 1)", "iota", "ones"})
+    for (DType t : {DType::f32, DType::f16}) {
+      ArraySpec a = spec("A", t, init);
+      const int64_t n = 1001;
+      const std::vector<int64_t> at = {0, 3, 4, 500, 999, 1000};
+      for (int variant : {0, 1}) {
+        auto whole = generate_array(a, n, 7, variant);
+        auto part = generate_elements(a, n, 7, variant, at);
+        ASSERT_TRUE(part.has_value()) << init;
+        const size_t es = dtype_size(t);
+        for (int64_t i = 0; i < n; ++i) {
+          const bool asked = std::find(at.begin(), at.end(), i) != at.end();
+          const std::vector<uint8_t> zero(es, 0);
+          EXPECT_EQ(0, std::memcmp(part->data() + i * es,
+                                   asked ? whole.data() + i * es : zero.data(), es))
+              << init << " element " << i;
+        }
+      }
+    }
+  // Elements all zero in a random array: the whole array must tell (the zero fix).
+  EXPECT_FALSE(generate_elements(spec("t", DType::f16, "uniform(0, 1e-9)"), 8, 1, 0, {2, 5}));
+  EXPECT_FALSE(generate_elements(spec("A", DType::f32, "uniform(-1, 1)"), 8, 1, 0, {8}));
+  EXPECT_TRUE(generate_elements(spec("z", DType::f32, "zeros"), 8, 1, 0, {2}).has_value());
 }
 
 TEST(InputGenerator, NoneForNormalDrawsAndOtherVariants) {

@@ -31,6 +31,11 @@ Result<std::map<std::string, ReferenceValues>> Family::cpu_reference(
   return make_error(fmt::format("context '{}': {}", ctx.name, check_cpu_reference(ctx).message()));
 }
 
+std::optional<ReferenceIndices> Family::reference_reads(const KernelContext&, const Shape&,
+                                                        const ReferenceIndices&) const {
+  return std::nullopt;
+}
+
 std::vector<int64_t> Family::output_dims(const KernelContext&, const Shape&) const { return {}; }
 
 double Family::default_tolerance(const KernelContext& ctx, const Shape& shape,

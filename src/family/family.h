@@ -51,6 +51,12 @@ class Family {
   virtual Result<std::map<std::string, ReferenceValues>> cpu_reference(
       const KernelContext& ctx, const Shape& shape, const ReferenceInputs& inputs,
       const ReferenceIndices& indices) const;
+  // The input elements (flat indices per input array) that cpu_reference reads for the outputs
+  // at `indices`: the timed checks generate those alone. An array left out is read whole; none
+  // (the default): every input whole.
+  virtual std::optional<ReferenceIndices> reference_reads(const KernelContext& ctx,
+                                                          const Shape& shape,
+                                                          const ReferenceIndices& indices) const;
   // The rows and columns of the output at `shape` when it is a matrix (validation samples its
   // corners and edges and names elements [row][col]); empty otherwise.
   virtual std::vector<int64_t> output_dims(const KernelContext& ctx, const Shape& shape) const;

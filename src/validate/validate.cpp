@@ -449,6 +449,46 @@ std::string element_name(const KernelContext& ctx, const Shape& shape, const std
 
 }  // namespace
 
+// The inputs of a timed launch (seed `seed`) as the reference at `positions` reads them: the
+// elements the family says it reads (write_elements into buffers kept from the last check, whose
+// elements are zeroed again first), every input whole where it says nothing or where a partial
+// array cannot be told apart from the whole (its zero fix).
+const ReferenceInputs& Validator::timed_inputs(const KernelContext& ctx, const BoundShape& bound,
+                                               uint64_t seed, const ReferenceIndices& positions) {
+  TimedInputs& t = timed_inputs_;
+  const std::string key = ctx.name + " " + bound.shape.text();
+  auto reads = family_of(ctx).reference_reads(ctx, bound.shape, positions);
+  if (t.key != key || !reads) {
+    t = TimedInputs{};
+    if (!reads) {
+      t.inputs = generate_inputs(ctx, bound, seed, 0);
+      return t.inputs;
+    }
+    t.key = key;
+  }
+  for (const ArraySpec& a : ctx.arrays) {
+    if (a.output) continue;
+    const int64_t n = bound.elements(a.name);
+    const uint64_t s = array_seed(seed, a.name);
+    std::vector<uint8_t>& buf = t.inputs[a.name];
+    auto it = reads->find(a.name);
+    auto was = t.written.find(a.name);
+    const size_t es = dtype_size(a.dtype);
+    if (was != t.written.end() && buf.size() == static_cast<size_t>(n) * es) {
+      for (int64_t i : was->second) std::memset(buf.data() + static_cast<size_t>(i) * es, 0, es);
+    } else {
+      buf.assign(static_cast<size_t>(n) * es, 0);
+    }
+    t.written.erase(a.name);
+    if (it != reads->end() && write_elements(a, n, s, 0, it->second, buf)) {
+      t.written[a.name] = it->second;
+      continue;
+    }
+    buf = generate_array(a, n, s, 0);  // whole; zeroed again in full next time
+  }
+  return t.inputs;
+}
+
 ShapeCheck Validator::check_timed_launch(const KernelContext& ctx, const Shape& shape,
                                          const TimedCheck& check) {
   ShapeCheck c;
@@ -465,8 +505,8 @@ ShapeCheck Validator::check_timed_launch(const KernelContext& ctx, const Shape& 
     c.message = bound.error();
     return c;
   }
-  auto inputs = generate_inputs(ctx, *bound, check.seed, 0);
-  auto ref = cpu_reference_values(ctx, shape, inputs, check.positions);
+  auto ref = cpu_reference_values(
+      ctx, shape, timed_inputs(ctx, *bound, check.seed, check.positions), check.positions);
   if (!ref) {
     c.disposition = Disposition::not_run;
     c.message = ref.error();

@@ -12,6 +12,7 @@
 #include "backend/backend.h"
 #include "context/bound.h"
 #include "context/context.h"
+#include "family/family.h"
 #include "runner/client.h"
 #include "util/disposition.h"
 
@@ -130,6 +131,16 @@ class Validator {
   ReferenceSource ref_;
   std::map<std::string, std::shared_ptr<RefData>> cache_;
   size_t cached_full_ = 0;  // references holding every element (memory bound)
+  // The inputs of the timed checks at one shape, as the reference reads them: kept from one
+  // check to the next (only the elements read change), and the elements last written.
+  struct TimedInputs {
+    std::string key;  // context name and shape
+    ReferenceInputs inputs;
+    ReferenceIndices written;
+  };
+  TimedInputs timed_inputs_;
+  const ReferenceInputs& timed_inputs(const KernelContext& ctx, const BoundShape& bound,
+                                      uint64_t seed, const ReferenceIndices& positions);
 };
 
 }  // namespace peak

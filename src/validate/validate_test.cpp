@@ -83,6 +83,45 @@ reduction = "K"
 
 // A split-K kernel accumulating with atomics: the order of the additions changes from run to
 // run, and so do the last bits of many elements. That is rounding.
+// Timed checks one after another on one validator: each launch's elements against the reference
+// of that launch's inputs, which the validator generates only where the reference reads them,
+// in buffers kept from the check before.
+TEST_F(RunToRun, TimedChecksInARowEachAgainstItsOwnInputs) {
+  testing::StubBackend backend;
+  Validator v(backend, DeviceFacts{}, RunnerOptions{}, ReferenceSource{});
+  auto product = [&](uint64_t seed) {
+    auto a = generate_array(ctx_.arrays[0], 24 * 64, array_seed(seed, "A"), 0);
+    auto b = generate_array(ctx_.arrays[1], 64 * 20, array_seed(seed, "B"), 0);
+    const float* A = reinterpret_cast<const float*>(a.data());
+    const float* B = reinterpret_cast<const float*>(b.data());
+    std::vector<float> c(24 * 20, 0.f);
+    for (int i = 0; i < 24; ++i)
+      for (int j = 0; j < 20; ++j)
+        for (int k = 0; k < 64; ++k) c[i * 20 + j] += A[i * 64 + k] * B[k * 20 + j];
+    return c;
+  };
+  for (uint64_t seed = 100; seed < 106; ++seed) {
+    const std::vector<float> c = product(seed);
+    TimedCheck tc;
+    tc.sample = static_cast<int>(seed - 100);
+    tc.seed = seed;
+    for (int64_t x : {int64_t{0}, static_cast<int64_t>(seed % 480), int64_t{479},
+                      static_cast<int64_t>((seed * 37) % 480)}) {
+      tc.positions["C"].push_back(x);
+      tc.values["C"].push_back(c[x]);
+    }
+    ShapeCheck ok = v.check_timed_launch(ctx_, shape_, tc);
+    EXPECT_EQ(ok.disposition, Disposition::passed) << seed << ": " << ok.message;
+    // The product of the previous launch's inputs is wrong for this one.
+    if (seed == 100) continue;
+    const std::vector<float> before = product(seed - 1);
+    for (size_t k = 0; k < tc.positions["C"].size(); ++k)
+      tc.values["C"][k] = before[tc.positions["C"][k]];
+    ShapeCheck stale = v.check_timed_launch(ctx_, shape_, tc);
+    EXPECT_NE(stale.disposition, Disposition::passed) << seed;
+  }
+}
+
 TEST_F(RunToRun, DifferencesInTheLastBitsAreAcceptedAndRecorded) {
   std::vector<float> second = c_;
   for (size_t i = 0; i < second.size(); i += 3)

@@ -1,5 +1,7 @@
 #include "family/matmul/matmul.h"
 
+#include <set>
+
 #include "family/matmul/reference.h"
 
 namespace peak::matmul {
@@ -12,6 +14,29 @@ Result<std::map<std::string, ReferenceValues>> MatmulFamily::cpu_reference(
     const KernelContext& ctx, const Shape& shape, const ReferenceInputs& inputs,
     const ReferenceIndices& indices) const {
   return reference_values(ctx, shape, inputs, indices);
+}
+
+std::optional<ReferenceIndices> MatmulFamily::reference_reads(
+    const KernelContext&, const Shape& shape, const ReferenceIndices& indices) const {
+  auto m = shape.values.find("M"), n = shape.values.find("N"), k = shape.values.find("K");
+  auto c = indices.find("C");
+  if (m == shape.values.end() || n == shape.values.end() || k == shape.values.end() ||
+      c == indices.end() || n->second <= 0)
+    return std::nullopt;
+  const int64_t N = n->second, K = k->second;
+  std::set<int64_t> rows, cols;
+  for (int64_t x : c->second) {
+    rows.insert(x / N);
+    cols.insert(x % N);
+  }
+  ReferenceIndices reads;
+  auto& a = reads["A"];
+  auto& b = reads["B"];
+  for (int64_t r : rows)
+    for (int64_t kk = 0; kk < K; ++kk) a.push_back(r * K + kk);
+  for (int64_t kk = 0; kk < K; ++kk)
+    for (int64_t j : cols) b.push_back(kk * N + j);
+  return reads;
 }
 
 std::vector<int64_t> MatmulFamily::output_dims(const KernelContext&, const Shape& shape) const {

@@ -13,6 +13,9 @@ class MatmulFamily final : public Family {
   Result<std::map<std::string, ReferenceValues>> cpu_reference(
       const KernelContext& ctx, const Shape& shape, const ReferenceInputs& inputs,
       const ReferenceIndices& indices) const override;
+  // Row i of A and column j of B for each C[i][j] asked.
+  std::optional<ReferenceIndices> reference_reads(const KernelContext& ctx, const Shape& shape,
+                                                  const ReferenceIndices& indices) const override;
   // {M, N}: C is a matrix.
   std::vector<int64_t> output_dims(const KernelContext& ctx, const Shape& shape) const override;
   // cuBLAS (SGEMM, GemmEx) on the CUDA runner, which HIP contexts run on NVIDIA too.

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "context/inputs.h"
 #include "context/testing.h"
+#include "family/family.h"
 
 namespace peak {
 namespace {
@@ -139,6 +141,41 @@ TEST(Reference, AllPathsAgreeWithNaiveLoop) {
     EXPECT_EQ(full->at("C").value[idx], s) << idx;
     EXPECT_EQ(full->at("C").abs[idx], s_abs) << idx;
   }
+}
+
+// The timed checks generate only the elements the reference reads (reference_reads, then
+// generate_elements): the values at the asked elements are those of the whole inputs.
+TEST(Reference, TheElementsItReadsGiveTheValuesOfTheWholeInputs) {
+  int partial = 0;
+  for (auto [ta, tb] :
+       {std::pair{"f32", "f32"}, std::pair{"f16", "f16"}, std::pair{"bf16", "f32"}}) {
+    KernelContext ctx = matmul_context(ta, tb);
+    for (auto [m, n, k] : {std::tuple{37, 41, 19}, std::tuple{1, 300, 64}, std::tuple{128, 1, 7}}) {
+      const Shape s = shape(m, n, k);
+      auto bound = bind_shape(ctx, s);
+      ASSERT_TRUE(bound) << bound.error();
+      ReferenceIndices asked = {{"C", {0, m * n - 1, n - 1, (m - 1) * n, (m / 2) * n + n / 2}}};
+      const uint64_t seed = 0x5e1 + m;
+      auto whole = generate_inputs(ctx, *bound, seed, 0);
+      auto reads = family_of(ctx).reference_reads(ctx, s, asked);
+      ASSERT_TRUE(reads.has_value());
+      ReferenceInputs part;
+      for (const auto& a : ctx.arrays) {
+        if (a.output) continue;
+        auto p = generate_elements(a, bound->elements(a.name), array_seed(seed, a.name), 0,
+                                   reads->at(a.name));
+        ASSERT_TRUE(p.has_value()) << a.name;
+        partial += *p != whole.at(a.name);  // the elements alone, not the whole array
+        part[a.name] = std::move(*p);
+      }
+      auto want = cpu_reference_values(ctx, s, whole, asked);
+      auto got = cpu_reference_values(ctx, s, part, asked);
+      ASSERT_TRUE(want && got);
+      EXPECT_EQ(got->at("C").value, want->at("C").value) << ta << " " << m << "x" << n << "x" << k;
+      EXPECT_EQ(got->at("C").abs, want->at("C").abs);
+    }
+  }
+  EXPECT_EQ(partial, 3 * 4);  // A and B of the first shape, B of the second, A of the third
 }
 
 TEST(Reference, Errors) {
