@@ -48,8 +48,9 @@ struct Array {
   size_t alloc_bytes = 0;  // bytes rounded up to 4, plus the guard
   uint32_t guard_word = 0;
   std::vector<uint8_t> pristine;  // inputs: the bytes uploaded
-  // Inputs the device generated: pristine is made on the host from this seed when it is read.
-  std::optional<uint64_t> pristine_seed;
+  // Inputs the device generated: pristine is made on the host from this seed and variant when
+  // it is read.
+  std::optional<std::pair<uint64_t, int>> pristine_from;
 };
 
 class Executor {
@@ -135,17 +136,8 @@ class Executor {
                     fmt::format("the device allocated {} bytes for array '{}', {} were asked",
                                 bufs_.arrays[i].bytes, spec.name, a.alloc_bytes));
       if (spec.output) continue;  // poisoned before every launch
-      a.pristine = generate_array(spec, a.count, array_seed(task_.seed, spec.name), task_.variant);
-      if (a.pristine.size() != a.bytes)
-        return fail(Disposition::crashed,
-                    fmt::format("input generation gave {} bytes for array '{}', {} expected",
-                                a.pristine.size(), spec.name, a.bytes));
-      std::vector<uint8_t> image(a.alloc_bytes);
-      std::memcpy(image.data(), a.pristine.data(), a.bytes);
-      for (size_t o = a.bytes; o < a.alloc_bytes; ++o) image[o] = word_byte(a.guard_word, o);
-      if (auto s = dev_.upload(bufs_.arrays[i], image.data(), image.size()); !s)
-        return fail(Disposition::crashed,
-                    fmt::format("cannot upload input array '{}': {}", spec.name, s.message()));
+      if (!write_inputs(a, bufs_.arrays[i], array_seed(task_.seed, spec.name), task_.variant))
+        return false;
     }
     return allocate_scratch();
   }
@@ -240,9 +232,9 @@ class Executor {
         outputs[i].assign(full.begin(), full.begin() + static_cast<std::ptrdiff_t>(a.bytes));
         continue;
       }
-      if (arrays_[i].pristine_seed) {
-        arrays_[i].pristine = generate_array(*a.spec, a.count, *arrays_[i].pristine_seed, 0);
-        arrays_[i].pristine_seed.reset();
+      if (auto from = arrays_[i].pristine_from) {
+        arrays_[i].pristine = generate_array(*a.spec, a.count, from->first, from->second);
+        arrays_[i].pristine_from.reset();
       }
       if (std::memcmp(full.data(), a.pristine.data(), a.bytes) == 0) continue;
       size_t esz = dtype_size(a.spec->dtype);
@@ -405,36 +397,40 @@ class Executor {
       Array& a = arrays_[i];
       if (a.spec->output) continue;
       std::swap(bufs_.arrays[i], spare_[i]);
-      if (!fresh_array(a, bufs_.arrays[i], array_seed(seed, a.spec->name))) return false;
+      if (!write_inputs(a, bufs_.arrays[i], array_seed(seed, a.spec->name), 0)) return false;
     }
     current_seed_ = seed;
     r_.input_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     return true;
   }
 
-  // One input array's fresh bytes from `seed` (generate_array's), with its guard after them:
-  // made by the device where it can, else generated here and uploaded.
-  bool fresh_array(Array& a, DeviceBuffer& buf, uint64_t seed) {
+  // One input array's bytes from `seed` and `variant` (generate_array's), with its guard after
+  // them: made by the device where it can, else generated here and uploaded.
+  bool write_inputs(Array& a, DeviceBuffer& buf, uint64_t seed, int variant) {
     std::vector<uint8_t> tail(a.alloc_bytes - a.bytes);
     for (size_t o = a.bytes; o < a.alloc_bytes; ++o) tail[o - a.bytes] = word_byte(a.guard_word, o);
     std::optional<InputGenerator> g;
-    if (dev_.generates()) g = input_generator(*a.spec, a.count, seed, 0);
+    if (dev_.generates()) g = input_generator(*a.spec, a.count, seed, variant);
     if (g) {
       if (auto st = dev_.generate(buf, *g, a.count, tail); !st)
-        return fail(Disposition::crashed, fmt::format("cannot generate fresh inputs for '{}': {}",
-                                                      a.spec->name, st.message()));
+        return fail(Disposition::crashed,
+                    fmt::format("cannot generate inputs for '{}': {}", a.spec->name, st.message()));
       a.pristine.clear();
-      a.pristine_seed = seed;
+      a.pristine_from = {seed, variant};
       return true;
     }
-    a.pristine = generate_array(*a.spec, a.count, seed, 0);
-    a.pristine_seed.reset();
+    a.pristine = generate_array(*a.spec, a.count, seed, variant);
+    a.pristine_from.reset();
+    if (a.pristine.size() != a.bytes)
+      return fail(Disposition::crashed,
+                  fmt::format("input generation gave {} bytes for array '{}', {} expected",
+                              a.pristine.size(), a.spec->name, a.bytes));
     std::vector<uint8_t> image(a.alloc_bytes);
     std::memcpy(image.data(), a.pristine.data(), a.bytes);
     std::memcpy(image.data() + a.bytes, tail.data(), tail.size());
     if (auto st = dev_.upload(buf, image.data(), image.size()); !st)
-      return fail(Disposition::crashed, fmt::format("cannot upload fresh inputs for '{}': {}",
-                                                    a.spec->name, st.message()));
+      return fail(Disposition::crashed,
+                  fmt::format("cannot upload inputs for '{}': {}", a.spec->name, st.message()));
     return true;
   }
 

@@ -796,6 +796,26 @@ TEST_F(ExecuteTest, ChangedInputIsReportedWithItsElement) {
   EXPECT_NE(r.message.find("-> 42"), std::string::npos) << r.message;
 }
 
+// The checked runs' inputs (variant 0) come from the device's generator too: the outputs are the
+// product of generate_array's inputs, and a changed input is still named with its element.
+TEST_F(ExecuteTest, CheckedRunsOnInputsTheDeviceMadeAreCheckedTheSameWay) {
+  dev_.generator = true;
+  task_.variant = 0;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_EQ(dev_.generated, 2);  // A and B
+  auto bytes = file_bytes(r.outputs["C"]);
+  auto want = expected_c();
+  ASSERT_EQ(bytes.size(), want.size() * 4);
+  EXPECT_EQ(std::memcmp(bytes.data(), want.data(), bytes.size()), 0);
+
+  dev_.kernel = Kernel::modify_input;
+  TaskResult changed = run();
+  EXPECT_EQ(changed.disposition, Disposition::inputs_modified);
+  EXPECT_NE(changed.message.find("element 3 "), std::string::npos) << changed.message;
+  EXPECT_NE(changed.message.find("-> 42"), std::string::npos) << changed.message;
+}
+
 TEST_F(ExecuteTest, InputsChangedOnlyWhileTimedAreCaught) {
   dev_.kernel = Kernel::modify_late;
   TimingPolicy p;
