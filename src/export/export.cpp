@@ -422,13 +422,11 @@ foreach(i RANGE {last})
   list(APPEND images ${{image}})
 endforeach()
 add_library({lib} {lib}.cpp ${{images}})
-set_target_properties({lib} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_STANDARD 17
-                      CXX_STANDARD_REQUIRED ON)
-target_include_directories({lib} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})
-target_link_libraries({lib} PUBLIC CUDA::cudart PRIVATE CUDA::cuda_driver)
+{properties}target_link_libraries({lib} PUBLIC CUDA::cudart PRIVATE CUDA::cuda_driver)
 )CM",
-      fmt::arg("lib", lib), fmt::arg("arch", spec.arch),
-      fmt::arg("flags", cmake_list(spec.nvcc_flags)), fmt::arg("last", spec.variants.size() - 1));
+      fmt::arg("lib", lib), fmt::arg("properties", library_properties(lib)),
+      fmt::arg("arch", spec.arch), fmt::arg("flags", cmake_list(spec.nvcc_flags)),
+      fmt::arg("last", spec.variants.size() - 1));
   return out;
 }
 
@@ -574,6 +572,15 @@ nlohmann::json manifest(const ExportSpec& spec) {
 }
 
 std::string embed_cmake() { return kEmbedCmake; }
+
+std::string library_properties(const std::string& lib) {
+  return fmt::format(
+      R"CM(set_target_properties({lib} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_STANDARD 17
+                      CXX_STANDARD_REQUIRED ON)
+target_include_directories({lib} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})
+)CM",
+      fmt::arg("lib", lib));
+}
 
 }  // namespace detail
 

@@ -102,13 +102,11 @@ elseif(PEAK_PLATFORM STREQUAL "amd")
 else()
   message(FATAL_ERROR "PEAK_PLATFORM is amd or nvidia, not ${{PEAK_PLATFORM}}")
 endif()
-set_target_properties({lib} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_STANDARD 17
-                      CXX_STANDARD_REQUIRED ON)
-target_include_directories({lib} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})
-)CM",
-      fmt::arg("lib", lib), fmt::arg("targets", join(spec.amd_targets, ", ")),
-      fmt::arg("arch", spec.arch), fmt::arg("nvcc_flags", cmake_list(spec.nvcc_flags)),
-      fmt::arg("nvidia", nvidia), fmt::arg("amd", amd));
+{properties})CM",
+      fmt::arg("lib", lib), fmt::arg("properties", library_properties(lib)),
+      fmt::arg("targets", join(spec.amd_targets, ", ")), fmt::arg("arch", spec.arch),
+      fmt::arg("nvcc_flags", cmake_list(spec.nvcc_flags)), fmt::arg("nvidia", nvidia),
+      fmt::arg("amd", amd));
 }
 
 }  // namespace

@@ -326,12 +326,10 @@ foreach(module {files})
   list(APPEND images ${{image}})
 endforeach()
 add_library({lib} {lib}.cpp ${{images}})
-set_target_properties({lib} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_STANDARD 17
-                      CXX_STANDARD_REQUIRED ON)
-target_include_directories({lib} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})
-target_link_libraries({lib} PUBLIC Vulkan::Vulkan PRIVATE Threads::Threads)
+{properties}target_link_libraries({lib} PUBLIC Vulkan::Vulkan PRIVATE Threads::Threads)
 )CM",
-      fmt::arg("lib", lib), fmt::arg("files", join(files, " ")));
+      fmt::arg("lib", lib), fmt::arg("properties", library_properties(lib)),
+      fmt::arg("files", join(files, " ")));
 }
 
 }  // namespace

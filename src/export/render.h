@@ -62,6 +62,9 @@ std::string unit_file(const ExportSpec& spec, size_t i);
 std::string cmake_list(const std::vector<std::string>& items);
 // embed.cmake: a binary file as a C array at build time.
 std::string embed_cmake();
+// The properties every backend's library target `lib` has: position-independent C++17, and the
+// export's folder as its public include directory.
+std::string library_properties(const std::string& lib);
 std::string readme(const ExportSpec& spec);
 nlohmann::json manifest(const ExportSpec& spec);
 
