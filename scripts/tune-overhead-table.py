@@ -8,11 +8,13 @@ PREFIX.json (`peak --json tune`), PREFIX-space.json (its search as a tuning cach
 (whose last line gives the wall time around `peak tune`). For example
 `one=out/overhead-1gpu-exhaustive two=out/overhead-2gpu-exhaustive`.
 
-One row per search: the devices, the configurations evaluated, the wall time, the search phase
-(and its seconds per configuration), the final timing of the best, the mean compile, validation
-and timing seconds of an evaluated configuration (they overlap in the search's pipeline), the
-best configuration's rate at each bench shape, and the speed-up of the wall time and of the
-search over the first row.
+One row per search: the devices, the configurations evaluated, the wall time, the search (the
+wall time less the final timing: probing and set-up included) and its seconds per configuration,
+the final timing of the best, the mean compile, validation and timing seconds of an evaluated
+configuration (compiles, runner jobs and checks overlap in the search's pipeline), the runner
+processes started with their mean start-up (from start to the first task) and their tasks'
+seconds per configuration, the best configuration's rate at each bench shape, and the speed-up
+of the wall time and of the search over the first row.
 """
 import json
 import re
@@ -46,6 +48,7 @@ def row(label, prefix):
         return {"label": label, "devices": f"no result ({e})", "evaluated": 0, "wall": None,
                 "search": float("nan"), "per_config": float("nan"), "final": float("nan"),
                 "compile": float("nan"), "validate": float("nan"), "time": float("nan"),
+                "starts": 0, "startup": float("nan"), "tasks": float("nan"),
                 "rates": "", "best": "-"}
     phases = tune.get("phases", {})
     configs = tune.get("configs", {})
@@ -56,11 +59,16 @@ def row(label, prefix):
     devices = device.get("name") if isinstance(device, dict) else device
     rates = "; ".join(f"{b['shape']}: {b['gflops']:.1f}" for b in tune.get("bench", [])
                       if b.get("disposition") == "passed")
-    search = phases.get("tune_s", float("nan"))
+    final = phases.get("bench_s", float("nan"))
+    search = wall - final if wall is not None and final == final else float("nan")
+    runner = tune.get("runner_seconds", {})
+    starts = tune.get("runner_starts") or 0
     return {
         "label": label, "devices": devices, "evaluated": evaluated, "wall": wall,
         "search": search, "per_config": search / evaluated if evaluated else float("nan"),
-        "final": phases.get("bench_s", float("nan")), "compile": mean(ran, "compile_s"),
+        "final": final, "compile": mean(ran, "compile_s"), "starts": starts,
+        "startup": runner["startup"] / starts if starts and "startup" in runner else float("nan"),
+        "tasks": runner["tasks"] / evaluated if evaluated and "tasks" in runner else float("nan"),
         "validate": mean(ran, "validate_s"), "time": mean(ran, "time_s"), "rates": rates,
         "best": tune.get("best", {}).get("config_text", "-"),
     }
@@ -76,9 +84,9 @@ def main():
     rows = [row(*a.split("=", 1)) for a in sys.argv[1:]]
     first = rows[0]
     print("| search | device | evaluated | wall s | search s | s per configuration | "
-          "final timing s | compile s | validate s | time s | wall speed-up | search speed-up | "
-          "best GFLOP/s |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "final timing s | compile s | validate s | time s | runners | start-up s | "
+          "tasks s per configuration | wall speed-up | search speed-up | best GFLOP/s |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         wall_up = first["wall"] / r["wall"] if r["wall"] and first["wall"] else None
         search_up = first["search"] / r["search"] if r["search"] == r["search"] and r["search"] \
@@ -86,6 +94,7 @@ def main():
         print(f"| {r['label']} | {r['devices']} | {r['evaluated']} | {fmt(r['wall'], 1)} | "
               f"{fmt(r['search'], 1)} | {fmt(r['per_config'])} | {fmt(r['final'])} | "
               f"{fmt(r['compile'])} | {fmt(r['validate'])} | {fmt(r['time'])} | "
+              f"{r['starts']} | {fmt(r['startup'])} | {fmt(r['tasks'])} | "
               f"{fmt(wall_up)} | {fmt(search_up)} | {r['rates']} |")
     print()
     for r in rows:

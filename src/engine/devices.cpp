@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -159,6 +161,21 @@ std::string runner_selector(const DeviceFacts& facts, const std::string& selecto
     if (auto it = facts.extra.find(key); it != facts.extra.end() && all_digits(it->second))
       return it->second;
   return selector;
+}
+
+std::optional<std::string> cuda_visible_device(const DeviceFacts& facts, const char* parent) {
+  auto it = facts.extra.find("cuda_device_index");
+  if (it == facts.extra.end() || !all_digits(it->second)) return std::nullopt;
+  if (parent == nullptr || std::string_view(parent).empty()) return it->second;
+  std::vector<std::string> listed;
+  std::string_view rest = parent;
+  for (size_t comma; (comma = rest.find(',')) != std::string_view::npos;
+       rest.remove_prefix(comma + 1))
+    listed.push_back(trim(rest.substr(0, comma)));
+  listed.push_back(trim(rest));
+  const size_t index = std::stoul(it->second);
+  if (index >= listed.size()) return std::nullopt;  // not the parent's view: leave it alone
+  return listed[index];
 }
 
 }  // namespace peak

@@ -50,5 +50,10 @@ Result<DeviceSelection> select_devices(const std::string& spec, const DeviceProb
 // The selector a runner needs to reach a probed device: the index the probe reported (Vulkan's
 // device_index, CUDA's cuda_device_index), else `selector`.
 std::string runner_selector(const DeviceFacts& facts, const std::string& selector);
+// What CUDA_VISIBLE_DEVICES a CUDA runner of the probed device gets, so that its start-up brings
+// up that device alone (the driver's start-up grows with every device it sees): the device's
+// entry of the parent's CUDA_VISIBLE_DEVICES (`parent`, null when unset), else its index. The
+// runner then selects device 0. nullopt for a device the probe gave no CUDA index.
+std::optional<std::string> cuda_visible_device(const DeviceFacts& facts, const char* parent);
 
 }  // namespace peak

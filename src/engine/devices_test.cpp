@@ -136,5 +136,19 @@ TEST(Devices, TheRunnerIsPointedAtTheIndexTheProbeReported) {
   EXPECT_EQ(runner_selector(DeviceFacts{}, "2"), "2");
 }
 
+// A CUDA runner sees its device alone: its index, or its entry of the parent's list.
+TEST(Devices, ACudaRunnerSeesItsDeviceAlone) {
+  DeviceFacts d;
+  d.extra["cuda_device_index"] = "1";
+  EXPECT_EQ(cuda_visible_device(d, nullptr), "1");
+  EXPECT_EQ(cuda_visible_device(d, ""), "1");
+  EXPECT_EQ(cuda_visible_device(d, "4,6"), "6");
+  EXPECT_EQ(cuda_visible_device(d, "GPU-aaa, GPU-bbb"), "GPU-bbb");
+  EXPECT_EQ(cuda_visible_device(d, "3"), std::nullopt);  // not the parent's view
+  DeviceFacts vk;
+  vk.extra["device_index"] = "1";
+  EXPECT_EQ(cuda_visible_device(vk, nullptr), std::nullopt);
+}
+
 }  // namespace
 }  // namespace peak

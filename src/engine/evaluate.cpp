@@ -231,8 +231,12 @@ Status EvalLanes::open(Workspace& ws, const KernelContext& ctx, const EvalSetup&
   notices.emplace(ws.progress());
   for (size_t i = 0; i < selectors.size(); ++i) {
     RunnerOptions r = notices->runner(be, facts[i], task_timeout_s);
-    r.runners_started = runners_started;
+    r.tally = runner_tally;
     r.device = several() ? runner_selector(facts[i], selectors[i]) : device;
+    if (auto visible = cuda_visible_device(facts[i], std::getenv("CUDA_VISIBLE_DEVICES"))) {
+      r.env["CUDA_VISIBLE_DEVICES"] = *visible;
+      r.device = "0";
+    }
     locks_before.push_back(r.device_lock->stats());
     runners.push_back(std::move(r));
   }
@@ -395,6 +399,9 @@ void Workspace::EvalRun::plan_tuning() {
                        ? opts.devices
                        : std::vector<std::string>{opts.device};
   several = lane_selectors.size() > 1;
+  // A batch ends when its last configuration is judged: with several devices, each takes a
+  // batch's worth so that as few wait at its end.
+  to.batch *= lane_selectors.size();
   status.emplace([this](const std::string& line) { ws.progress_.status(line); },
                  lane_selectors.size());
   status->announce_plan([this](const std::string& line) { ws.progress_.print(line); },
@@ -488,9 +495,16 @@ bool Workspace::EvalRun::open_lanes() {
 void Workspace::EvalRun::record_locks() {
   const std::vector<RunnerOptions>& lane_runners = devices.runners;
   const std::vector<DeviceLockStats>& locks_before = devices.locks_before;
-  const auto& runners_started = devices.runners_started;
+  const RunnerTally& tally = *devices.runner_tally;
   const RunnerOptions& ro = lane_runners.front();
-  sum.extra["runner_starts"] = runners_started->load();
+  sum.extra["runner_starts"] = tally.starts.load();
+  // Where the runners' time went: starting (process, sandbox, device) and running tasks.
+  sum.extra["runner_seconds"] = {{"startup", tally.startup_seconds()},
+                                 {"tasks", tally.task_seconds()}};
+  {
+    std::lock_guard<std::mutex> lock(devices.runner_tally->mu);
+    if (!tally.startup_steps.empty()) sum.extra["runner_seconds"]["steps"] = tally.startup_steps;
+  }
   sum.extra["device_lock"] =
       detail::lock_json(*ro.device_lock, ro.device_lock->stats().since(locks_before.front()));
   if (!several) return;
@@ -526,8 +540,8 @@ void Workspace::EvalRun::set_deadlines() {
   screen_budget = budgets.screen;
   bench_budget = budgets.bench;
   sum.extra["task_timeouts"] = {{"validate", validate_budget.to_json()},
-                                 {"screen", screen_budget.to_json()},
-                                 {"bench", bench_budget.to_json()}};
+                                {"screen", screen_budget.to_json()},
+                                {"bench", bench_budget.to_json()}};
 }
 
 // The shapes, the validation and screening options of the search, and what it reuses.
@@ -538,6 +552,10 @@ bool Workspace::EvalRun::plan_search() {
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
   // The bench shapes rank by the first; a class's shapes rank by their summed times.
   to.tune_shapes = per_class ? bench : std::vector<Shape>{bench.front()};
+  // A GPU starts the next configuration's runner while it runs one (more at once only contend
+  // for the driver's start-up); on a CPU device a start would take the cores the timed kernel
+  // runs on.
+  to.workers_per_device = setup.dev.is_cpu ? 1 : 2;
   to.validation.seeds = opts.seeds;
   // The hidden shapes of this evaluation: from a seed no candidate can know, recorded so that
   // `--validation-seed` draws them again.

@@ -80,7 +80,7 @@ struct EvalLanes {
   std::vector<DeviceFacts> facts;
   std::vector<RunnerOptions> runners;
   std::vector<DeviceLockStats> locks_before;  // each lock's statistics when it was opened
-  std::shared_ptr<std::atomic<int>> runners_started = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<RunnerTally> runner_tally = std::make_shared<RunnerTally>();
   ReferenceSource ref;
   std::vector<std::unique_ptr<Validator>> validators;
   std::vector<DeviceLane> lanes;

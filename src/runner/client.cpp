@@ -21,6 +21,10 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+void add_seconds(std::atomic<int64_t>* to, Clock::time_point since) {
+  if (to)
+    *to += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - since).count();
+}
 Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(std::max(seconds, 0.0)));
@@ -58,10 +62,11 @@ Status start_runner(Subprocess& p, const RunnerOptions& opts, const RunnerJob& j
                          fmt::format(" ({} is not an executable file)", opts.executable.string()));
   ProcessOptions po;
   po.argv = {opts.executable.string()};
-  po.stdin_data = job.to_json().dump(-1, ' ', false, json::error_handler_t::replace);
+  po.stdin_data = job.to_json().dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  po.keep_stdin_open = job.hold;
   po.env = opts.env;
   po.sandbox = runner_sandbox(opts, job);
-  if (opts.runners_started) ++*opts.runners_started;
+  if (opts.tally) ++opts.tally->starts;
   return p.start(po);
 }
 
@@ -86,6 +91,13 @@ TaskResult charged(Disposition d, std::string message, double seconds) {
 }
 
 }  // namespace
+
+void RunnerTally::add_steps(const json& seconds) {
+  if (!seconds.is_object()) return;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [step, s] : seconds.items())
+    if (s.is_number()) startup_steps[step] += s.get<double>();
+}
 
 std::string runner_missing_message(const std::string& name) {
   std::string msg = fmt::format(
@@ -118,9 +130,18 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
       return make_error(
           fmt::format("internal: task id \"{}\" is used twice in one runner job", job.tasks[i].id));
   }
+  // The device lock: taken now, or (start_before_lock) once the first runner has started its
+  // device; given back as soon as every task has its result.
   Result<DeviceLock::Guard> held = DeviceLock::Guard{};
-  if (opts.device_lock) held = opts.device_lock->acquire();
-  if (!held) return Error{held.error()};
+  bool lock_to_take = opts.device_lock != nullptr;
+  auto take_lock = [&]() -> Status {
+    held = opts.device_lock->acquire();
+    if (!held) return Status::error(held.error());
+    lock_to_take = false;
+    return Status::ok();
+  };
+  if (lock_to_take && !opts.start_before_lock)
+    if (Status s = take_lock(); !s) return Error{s.message()};
   size_t ndone = 0;
   auto finish = [&](size_t i, TaskResult r) {
     r.id = job.tasks[i].id;
@@ -136,11 +157,13 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
     RunnerJob sub = job;
     sub.mode = "run";
     if (sub.device.empty()) sub.device = opts.device;
+    sub.hold = lock_to_take;
     sub.tasks.clear();
     for (size_t i = 0; i < n; ++i)
       if (!done[i]) sub.tasks.push_back(job.tasks[i]);
 
     Subprocess p;
+    const auto started = Clock::now();
     if (auto s = start_runner(p, opts, sub); !s) return Error{s.message()};
     bool began = false;
     bool timed_out = false;  // a task timed out: with stop_after_timeout, no fresh runner
@@ -160,11 +183,26 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
           continue;
         }
         std::string ev = m["event"].get<std::string>();
-        if (ev == "begin") {
+        if (ev == "started") {
+          if (opts.tally) opts.tally->add_steps(m.value("seconds", json()));
+          if (sub.hold && lock_to_take) {
+            if (Status s = take_lock(); !s) return Error{s.message()};
+            if (opts.abandon && opts.abandon()) {
+              p.kill_group();
+              for (size_t i = 0; i < n; ++i)
+                if (!done[i]) finish(i, charged(Disposition::not_run, std::string(kAbandoned), 0));
+              return results;
+            }
+            p.write_stdin("go\n");
+            p.close_stdin();
+            deadline = after(limit);  // the wait for the lock is not the runner's
+          }
+        } else if (ev == "begin") {
           auto it = m.contains("id") && m["id"].is_string() ? index.find(m["id"].get<std::string>())
                                                             : index.end();
           if (it == index.end() || done[it->second]) continue;  // not ours: ignore
           inflight = static_cast<int>(it->second);
+          if (!began) add_seconds(opts.tally ? &opts.tally->startup_us : nullptr, started);
           task_start = Clock::now();
           limit = opts.task_timeout_s;  // device start-up is over once a task begins
           deadline = after(limit);
@@ -179,6 +217,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
             i = static_cast<size_t>(inflight);
           }
           if (i < n) {
+            add_seconds(opts.tally ? &opts.tally->task_us : nullptr, task_start);
             if (r)
               finish(i, std::move(r.value()));
             else
@@ -186,6 +225,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
             timed_out = results[i].disposition == Disposition::timeout;
           }
           inflight = -1;
+          if (ndone == n) held = DeviceLock::Guard{};  // the device is free for the next job
           if (timed_out && opts.stop_after_timeout) {
             p.kill_group();
             break;

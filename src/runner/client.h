@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,28 +17,54 @@
 
 namespace peak {
 
+// What the runners started with one set of options (and their copies) cost, summed across
+// threads: how many started, the seconds from each start to its first task (process, sandbox,
+// device start-up) and the seconds spent in tasks (from a task's begin to its result).
+struct RunnerTally {
+  std::atomic<int> starts{0};
+  std::atomic<int64_t> startup_us{0};
+  std::atomic<int64_t> task_us{0};
+  // The runners' own account of their start-up ("started" events), summed per step.
+  std::mutex mu;
+  std::map<std::string, double> startup_steps;
+  void add_steps(const json& seconds);
+  double startup_seconds() const { return static_cast<double>(startup_us.load()) * 1e-6; }
+  double task_seconds() const { return static_cast<double>(task_us.load()) * 1e-6; }
+};
+
 struct RunnerOptions {
   std::filesystem::path executable;  // peak-runner / peak-runner-cuda
   // The device every job runs on (RunnerJob::device: an index or a name substring; "" = the
   // best), unless the job names one itself.
   std::string device;
-  double task_timeout_s = 60;        // a task (check + timing) that reports nothing for this long
-  double start_timeout_s = 120;      // first output of a new runner (device start-up)
+  double task_timeout_s = 60;    // a task (check + timing) that reports nothing for this long
+  double start_timeout_s = 120;  // first output of a new runner (device start-up)
   std::map<std::string, std::string> env;
   int max_restarts = 1000;
   // After a task times out (its deadline passed, or the runner reported `timeout`), no fresh
   // runner is started for the tasks left: they come back as kLeftAfterTimeout.
   bool stop_after_timeout = false;
-  // Counts every runner process started with these options (and their copies), when set.
-  std::shared_ptr<std::atomic<int>> runners_started;
+  // Counts the runner processes started with these options (and their copies), when set.
+  std::shared_ptr<RunnerTally> tally;
   // Held while the runners of a job run (util/device_lock.h): one timer per device.
   std::shared_ptr<DeviceLock> device_lock;
+  // Start a job's runner (process, sandbox, device start-up) before taking the device lock, and
+  // let it run its tasks once the lock is held (RunnerJob::hold): the start-up of one job then
+  // overlaps the tasks of another on the same device. For jobs whose timings only rank (the
+  // search's screening); a job timed for its result starts with the lock held.
+  bool start_before_lock = false;
+  // Asked once the lock is taken, before the first task: true ends the job there, every task
+  // not_run with kAbandoned.
+  std::function<bool()> abandon;
 };
 
 // The result of a task that run_job did not start because an earlier one timed out
 // (RunnerOptions::stop_after_timeout): disposition not_run with this message.
 inline constexpr std::string_view kLeftAfterTimeout =
     "not run: an earlier task of the job missed its deadline";
+
+inline constexpr std::string_view kAbandoned =
+    "not run: the job was abandoned before its first task";
 
 using TaskCallback = std::function<void(const TaskResult&, size_t done, size_t total)>;
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "runner/client.h"
@@ -285,6 +286,87 @@ exit 4
   auto f = probe_device(job_, opts_);
   ASSERT_FALSE(f);
   EXPECT_NE(f.error().find("no Vulkan device found"), std::string::npos) << f.error();
+}
+
+// A runner that takes its job from its first line, reports "started", and when the job holds,
+// waits for "go" before its tasks (marking in $FAKE_DIR/went that it got it).
+constexpr const char* kHeld = R"SH(#!/bin/sh
+read -r job
+ids=$(printf '%s' "$job" | grep -o '"id":"[^"]*"' | sed 's/^"id":"//; s/"$//')
+echo $ids >> "$FAKE_LOG"
+printf '{"event":"started","seconds":{"context":0.25,"job":0.5}}\n'
+if printf '%s' "$job" | grep -q '"hold":true'; then
+  read -r go
+  [ "$go" = go ] || exit 0
+  touch "$FAKE_DIR/went"
+fi
+for id in $ids; do
+  printf '{"event":"begin","id":"%s"}\n' "$id"
+  printf '{"event":"result","id":"%s","disposition":"passed","samples_ms":[1.5]}\n' "$id"
+done
+echo '{"event":"done"}'
+)SH";
+
+// start_before_lock: the runner starts (and says so) while another thread holds the device, and
+// runs its tasks once the lock is its; its start-up steps are tallied.
+TEST_F(ClientTest, AHeldJobStartsBeforeTheLockAndRunsOnceItIsHeld) {
+  opts_.executable = dir_ / "fake-runner";
+  ASSERT_TRUE(write_file(opts_.executable, kHeld));
+  ::chmod(opts_.executable.c_str(), 0755);
+  ::setenv("PEAK_LOCK_DIR", dir_.c_str(), 1);
+  opts_.device_lock = std::make_shared<DeviceLock>("held-test", "the test device");
+  opts_.start_before_lock = true;
+  opts_.tally = std::make_shared<RunnerTally>();
+  auto held = std::make_optional(opts_.device_lock->acquire());
+  ASSERT_TRUE(*held) << held->error();
+  Result<std::vector<TaskResult>> r = make_error("not run");
+  std::thread job([&] { r = run_job(job_, opts_); });
+  // The runner has started once run_job waits for the lock (an event; bounded for a bug).
+  for (int i = 0; i < 120000 && opts_.device_lock->stats().waits == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(opts_.device_lock->stats().waits, 1);
+  EXPECT_EQ(starts(), std::vector<std::string>{"t1 t2 t3"});
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "went"));  // no task before the lock
+  held.reset();
+  job.join();
+  ::unsetenv("PEAK_LOCK_DIR");
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->size(), 3u);
+  for (const auto& t : *r) EXPECT_EQ(t.disposition, Disposition::passed) << t.message;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "went"));
+  EXPECT_EQ(opts_.tally->starts.load(), 1);
+  EXPECT_DOUBLE_EQ(opts_.tally->startup_steps["context"], 0.25);
+}
+
+// A held job abandoned once the lock is taken runs no task: every task not_run, kAbandoned.
+TEST_F(ClientTest, AHeldJobAbandonedAtTheLockRunsNothing) {
+  opts_.executable = dir_ / "fake-runner";
+  ASSERT_TRUE(write_file(opts_.executable, kHeld));
+  ::chmod(opts_.executable.c_str(), 0755);
+  ::setenv("PEAK_LOCK_DIR", dir_.c_str(), 1);
+  opts_.device_lock = std::make_shared<DeviceLock>("abandon-test", "the test device");
+  opts_.start_before_lock = true;
+  opts_.abandon = [] { return true; };
+  auto r = run_job(job_, opts_);
+  ::unsetenv("PEAK_LOCK_DIR");
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->size(), 3u);
+  for (const auto& t : *r) {
+    EXPECT_EQ(t.disposition, Disposition::not_run);
+    EXPECT_EQ(t.message, kAbandoned);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "went"));
+}
+
+// Without start_before_lock the job is not held, and the runner goes straight to its tasks.
+TEST_F(ClientTest, AJobTakesTheLockFirstByDefault) {
+  opts_.executable = dir_ / "fake-runner";
+  ASSERT_TRUE(write_file(opts_.executable, kHeld));
+  ::chmod(opts_.executable.c_str(), 0755);
+  auto r = run_job(job_, opts_);
+  ASSERT_TRUE(r) << r.error();
+  for (const auto& t : *r) EXPECT_EQ(t.disposition, Disposition::passed) << t.message;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "went"));
 }
 
 TEST(FindRunner, SearchesPathAndFallsBackToTheName) {

@@ -51,6 +51,9 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual DeviceFacts facts() = 0;
+  // Seconds the device's start-up spent, by step ({"context": 0.12, ...}); the runner reports
+  // them before its first task (protocol event "started").
+  virtual json startup_seconds() const { return json::object(); }
   // FP32 FMA throughput in TFLOP/s from a microbenchmark kernel.
   virtual double measure_fp32_tflops() = 0;
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -21,6 +22,7 @@ namespace {
 using peak::json;
 
 int g_protocol_fd = 1;
+const auto g_t0 = std::chrono::steady_clock::now();  // the process's start, near enough
 std::string g_name = "peak-runner";
 
 // One protocol line, written whole and unbuffered so the parent sees it at once.
@@ -48,6 +50,13 @@ int run(const peak::RunnerJob& job, peak::Device& device) {
     emit(json{{"event", "probe"}, {"device", facts.to_json()}});
     emit(json{{"event", "done"}});
     return 0;
+  }
+  json started = device.startup_seconds();
+  started["job"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - g_t0).count();
+  emit(json{{"event", "started"}, {"seconds", started}});
+  if (job.hold) {  // the parent says when the tasks may run
+    std::string go;
+    if (!std::getline(std::cin, go) || go != "go") return 0;
   }
   for (const peak::RunnerTask& task : job.tasks) {
     emit(json{{"event", "begin"}, {"id", task.id}});
@@ -96,8 +105,16 @@ int main(int argc, char** argv) {
     ::dup2(2, 1);
   }
 
-  std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  // The job: its first line when that is a whole document (the parent's compact JSON, which a
+  // held job's "go" follows), else the whole of stdin (a document written by hand).
+  std::string input;
+  std::getline(std::cin, input);
   json j = json::parse(input, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() && std::cin) {
+    input += '\n';
+    input.append(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    j = json::parse(input, nullptr, /*allow_exceptions=*/false);
+  }
   if (j.is_discarded()) {
     complain("the job on stdin is not valid JSON (" + std::to_string(input.size()) + " bytes)");
     return peak::kRunnerExitBadJob;

@@ -527,9 +527,10 @@ json RunnerJob::to_json() const {
   for (const auto& x : arrays) a.push_back(array_spec_to_json(x));
   for (const auto& x : scalars) s.push_back(scalar_spec_to_json(x));
   for (const auto& x : tasks) t.push_back(x.to_json());
-  return json{{"format", format}, {"mode", mode},   {"device", device}, {"microbench", microbench},
-              {"family", family}, {"arrays", a}, {"scalars", s},
-              {"tasks", t}};
+  json j{{"format", format}, {"mode", mode}, {"device", device}, {"microbench", microbench},
+         {"family", family}, {"arrays", a},  {"scalars", s},     {"tasks", t}};
+  if (hold) j["hold"] = true;
+  return j;
 }
 
 Result<RunnerJob> RunnerJob::from_json(const json& j) {
@@ -561,6 +562,7 @@ Result<RunnerJob> RunnerJob::from_json(const json& j) {
         fmt::format("mode: \"{}\" is not a mode (expected \"run\" or \"probe\")", job.mode));
   r.str("device", job.device);
   r.boolean("microbench", job.microbench);
+  r.boolean("hold", job.hold);
   r.str("family", job.family);
   r.each("arrays", [&](const json& e, const std::string& where) {
     job.arrays.push_back(parse_array_spec(e, where, &errors));

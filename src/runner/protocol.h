@@ -3,9 +3,14 @@
 // peak-runner-cuda for CUDA), writes one job document (JSON) on its stdin, and reads one JSON
 // object per line from its stdout:
 //   {"event":"probe","device":{...DeviceFacts...}}          (mode "probe")
+//   {"event":"started","seconds":{"job":0.31,...}}          once started: seconds since the
+//                                                           process began ("job") and per
+//                                                           start-up step of the device
 //   {"event":"begin","id":"..."}                            before each task
 //   {"event":"result", ...TaskResult...}                    after each task
 //   {"event":"done"}                                        at the end
+// The job is one line (compact JSON) on stdin, or the whole of stdin. A job with "hold" reports
+// "started" once its device is up and waits for the line "go" on stdin before its first task.
 // A task that never reports its result (crash, hang) is charged to the task named by the last
 // "begin"; the parent restarts a fresh runner for the remaining tasks (runner/client.h).
 // The runner never judges correctness or computes statistics: it returns raw output bytes (in
@@ -119,6 +124,9 @@ struct RunnerJob {
   std::string mode = "run";  // "run" or "probe"
   std::string device;        // device selector ("" = best: a discrete GPU, else a CPU device)
   bool microbench = false;   // probe: also measure FP32 FMA throughput
+  // Start the device, report "started", then wait for the line "go" on stdin before the first
+  // task (the parent takes the device lock in between; end of input: exit without running).
+  bool hold = false;
   std::string family;
   std::vector<ArraySpec> arrays;
   std::vector<ScalarSpec> scalars;

@@ -231,16 +231,15 @@ void reject_impossible(const SampleStats& host, const MeasureOptions& opts, Meas
   }
 }
 
-std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
-                                 const RunnerOptions& runner, Validator& validator,
-                                 const KernelContext& ctx, const SourceRegions& source,
-                                 const BuildResult& build, const Config& config,
-                                 const std::vector<Shape>& shapes, const MeasureOptions& opts) {
-  std::vector<Measurement> out;
+PreparedTiming prepare_timing(Backend& backend, const DeviceFacts& device, const KernelContext& ctx,
+                              const SourceRegions& source, const BuildResult& build,
+                              const Config& config, const std::vector<Shape>& shapes,
+                              const MeasureOptions& opts) {
+  PreparedTiming p;
   std::string baseline = opts.with_baseline ? backend.baseline(ctx, device) : "";
   auto dir = make_temp_dir("peak-time-");
-  RunnerJob job = RunnerJob::for_context(ctx);
-  std::vector<size_t> task_of_shape(shapes.size(), SIZE_MAX);
+  if (dir) p.dir = *dir;
+  p.task_of_shape.assign(shapes.size(), SIZE_MAX);
   const bool bytes_headline = headlines_bytes(ctx);
   for (size_t i = 0; i < shapes.size(); ++i) {
     Measurement m;
@@ -248,35 +247,53 @@ std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
     m.config = config;
     m.baseline = baseline;
     m.bytes_headline = bytes_headline;
-    out.push_back(m);
+    p.out.push_back(m);
     if (!dir) {
-      out.back().disposition = Disposition::crashed;
-      out.back().message = dir.error();
+      p.out.back().disposition = Disposition::crashed;
+      p.out.back().message = dir.error();
       continue;
     }
     auto t = timing_task(backend, device, ctx, source, build, config, shapes, i, opts, baseline,
-                         *dir, out.back());
+                         *dir, p.out.back());
     if (!t) continue;
-    task_of_shape[i] = job.tasks.size();
-    job.tasks.push_back(*t);
+    p.task_of_shape[i] = p.tasks.size();
+    p.tasks.push_back(*t);
   }
-  if (job.tasks.empty()) return out;
-  auto results = run_job_retrying_timeouts(
-      job, runner, TaskBudget{opts.task_timeout_s, opts.reference_task_s, opts.timeout_basis});
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    if (task_of_shape[i] == SIZE_MAX) continue;
+  return p;
+}
+
+std::vector<Measurement> finish_timing(Validator& validator, const KernelContext& ctx,
+                                       PreparedTiming& p,
+                                       const Result<std::vector<TaskResult>>& results,
+                                       const MeasureOptions& opts) {
+  for (size_t i = 0; i < p.out.size(); ++i) {
+    if (p.task_of_shape[i] == SIZE_MAX) continue;
     if (!results) {
-      out[i].disposition = Disposition::crashed;
-      out[i].message = results.error();
+      p.out[i].disposition = Disposition::crashed;
+      p.out[i].message = results.error();
       continue;
     }
-    read_result(validator, ctx, shapes[i], i, (*results)[task_of_shape[i]], opts, out[i]);
+    read_result(validator, ctx, p.out[i].shape, i, (*results)[p.task_of_shape[i]], opts, p.out[i]);
   }
-  if (dir) {
+  if (!p.dir.empty()) {
     std::error_code ec;
-    fs::remove_all(*dir, ec);
+    fs::remove_all(p.dir, ec);
   }
-  return out;
+  return std::move(p.out);
+}
+
+std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,
+                                 const RunnerOptions& runner, Validator& validator,
+                                 const KernelContext& ctx, const SourceRegions& source,
+                                 const BuildResult& build, const Config& config,
+                                 const std::vector<Shape>& shapes, const MeasureOptions& opts) {
+  PreparedTiming p = prepare_timing(backend, device, ctx, source, build, config, shapes, opts);
+  if (p.tasks.empty()) return finish_timing(validator, ctx, p, std::vector<TaskResult>{}, opts);
+  RunnerJob job = RunnerJob::for_context(ctx);
+  job.tasks = p.tasks;
+  auto results = run_job_retrying_timeouts(
+      job, runner, TaskBudget{opts.task_timeout_s, opts.reference_task_s, opts.timeout_basis});
+  return finish_timing(validator, ctx, p, results, opts);
 }
 
 }  // namespace peak

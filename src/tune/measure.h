@@ -1,6 +1,7 @@
 #pragma once
 // Timing of validated configurations against the vendor baseline (interleaved, same runner
 // process), with statistics computed here from the runner's raw samples.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,26 @@ void read_memory_rates(double bytes, const std::vector<double>& copy_samples_ms,
 // message): one the host clock contradicts, a FLOP/s above opts.peak_tflops or a GB/s above
 // opts.memory_gbs (each with a 2 % margin). `host`: the statistics of the host times.
 void reject_impossible(const SampleStats& host, const MeasureOptions& opts, Measurement& m);
+
+// The timing tasks of one configuration on `shapes`, made before any runs (prepare_timing): they
+// run alone (measure) or in one job with the configuration's validation (the tuner), and
+// finish_timing reads their results.
+struct PreparedTiming {
+  std::vector<Measurement> out;       // one per shape; those without a task already say why
+  std::vector<RunnerTask> tasks;      // the shapes' timing tasks
+  std::vector<size_t> task_of_shape;  // index into tasks, SIZE_MAX for none
+  std::filesystem::path dir;          // where the tasks write (removed by finish_timing)
+};
+PreparedTiming prepare_timing(Backend& backend, const DeviceFacts& device, const KernelContext& ctx,
+                              const SourceRegions& source, const BuildResult& build,
+                              const Config& config, const std::vector<Shape>& shapes,
+                              const MeasureOptions& opts);
+// The measurements from the tasks' results (in task order) or the error of a job that could not
+// run: checked (timed launches, outputs) and judged against the device's peaks.
+std::vector<Measurement> finish_timing(Validator& validator, const KernelContext& ctx,
+                                       PreparedTiming& prepared,
+                                       const Result<std::vector<TaskResult>>& results,
+                                       const MeasureOptions& opts);
 
 // Times `build` (one configuration) on `shapes`; re-checks the outputs of the timed runs with
 // `validator` (sampled); rejects results faster than the peak.

@@ -70,6 +70,27 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
   strategy.start(space, opts.seed, res.limit);
   for (auto* o : observers) o->on_start(space, res.strategy, res.limit);
   size_t next_first = 0;
+  // The next batch: the configurations to start from, then the strategy's proposals, none
+  // evaluated or in `taken`; `counted` evaluations are spent or committed.
+  auto next_batch = [&](size_t counted, const std::vector<size_t>& taken) {
+    const size_t room = std::min(batch_size, res.limit - std::min(res.limit, counted));
+    std::vector<size_t> batch;
+    auto take = [&](size_t i) {
+      if (i < space.size() && !evaluated[i] &&
+          std::find(batch.begin(), batch.end(), i) == batch.end() &&
+          std::find(taken.begin(), taken.end(), i) == taken.end() && batch.size() < room)
+        batch.push_back(i);
+    };
+    while (next_first < first.size() && batch.size() < room) take(first[next_first++]);
+    // The strategy fills the rest; asked again when some of its proposals were already taken.
+    for (int tries = 0; tries < 3 && batch.size() < room; ++tries) {
+      const size_t before = batch.size();
+      for (size_t i : strategy.ask(room - batch.size())) take(i);
+      if (batch.size() == before) break;
+    }
+    return batch;
+  };
+  std::vector<size_t> ahead;  // the next batch, asked for early (a strategy that is not adaptive)
   int stalls = 0;
   for (;;) {
     if (res.indices.size() >= space.size()) {
@@ -88,20 +109,9 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
       res.stop = "time budget";
       break;
     }
-    const size_t room = std::min(batch_size, res.limit - res.indices.size());
-    std::vector<size_t> batch;
-    auto take = [&](size_t i) {
-      if (i < space.size() && !evaluated[i] &&
-          std::find(batch.begin(), batch.end(), i) == batch.end() && batch.size() < room)
-        batch.push_back(i);
-    };
-    while (next_first < first.size() && batch.size() < room) take(first[next_first++]);
-    // The strategy fills the rest; asked again when some of its proposals were already taken.
-    for (int tries = 0; tries < 3 && batch.size() < room; ++tries) {
-      const size_t before = batch.size();
-      for (size_t i : strategy.ask(room - batch.size())) take(i);
-      if (batch.size() == before) break;
-    }
+    std::vector<size_t> batch = std::move(ahead);
+    ahead.clear();
+    if (batch.empty()) batch = next_batch(res.indices.size(), {});
     if (batch.empty()) {
       if (++stalls >= kMaxStalls) {
         res.stop = "strategy done";
@@ -112,6 +122,13 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
     stalls = 0;
     std::vector<Config> configs;
     for (size_t i : batch) configs.push_back(space.config(i));
+    // The batch after this one, when the strategy does not need this one's outcomes to propose it.
+    if (!strategy.adaptive()) {
+      ahead = next_batch(res.indices.size() + batch.size(), batch);
+      std::vector<Config> next;
+      for (size_t i : ahead) next.push_back(space.config(i));
+      if (!next.empty()) runner.prefetch(next);
+    }
     Fanout fanout(observers);
     std::vector<ConfigOutcome> outcomes = runner.run(configs, &fanout);
     // Configurations the runner skipped (the search was cancelled, or another one hung) were not

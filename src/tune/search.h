@@ -57,6 +57,9 @@ class TuningRunner {
                                          TuneObserver* observer) = 0;
   // Seconds spent so far: the wall clock for a real runner, the simulated clock for a simulation.
   virtual double elapsed_seconds() const = 0;
+  // The configurations of the next batch, known before this one runs (a strategy whose proposals
+  // do not depend on what it is told): a runner may build them while it evaluates this one.
+  virtual void prefetch(const std::vector<Config>& next) { (void)next; }
 };
 
 struct SearchResult;

@@ -153,6 +153,7 @@ class Exhaustive : public Strategy {
     return out;
   }
   void tell(const std::vector<Observation>& obs) override { m_.record(obs); }
+  bool adaptive() const override { return false; }
 
  private:
   Memory m_;
@@ -176,6 +177,7 @@ class Random : public Strategy {
     return out;
   }
   void tell(const std::vector<Observation>& obs) override { m_.record(obs); }
+  bool adaptive() const override { return false; }
 
  private:
   Memory m_;

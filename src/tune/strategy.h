@@ -66,6 +66,9 @@ class Strategy {
   // What was observed: every evaluated configuration is told once, in evaluation order (the
   // configurations the search starts from included).
   virtual void tell(const std::vector<Observation>& observations) = 0;
+  // False when what ask() proposes does not depend on what tell() said: the search may then ask
+  // for the next batch before this one is evaluated, and have it built meanwhile.
+  virtual bool adaptive() const { return true; }
 };
 
 struct StrategyInfo {

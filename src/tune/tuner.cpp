@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "tune/prune.h"
 #include "tune/simulation.h"
 #include "util/fs.h"
+#include "validate/task_timeout.h"
 
 namespace peak {
 
@@ -45,30 +48,80 @@ BackendRunner::BackendRunner(Backend& backend, std::vector<DeviceLane> lanes,
       }()),
       t0_(std::chrono::steady_clock::now()) {}
 
-ValidationOutcome BackendRunner::validate_on(size_t lane, const ConfigOutcome& o,
-                                             const ValidationOptions& vo) {
-  return lanes_[lane].validator->validate(ctx_, source_, o.build, o.config, vo);
-}
-
-std::vector<Measurement> BackendRunner::time_on(size_t lane, const ConfigOutcome& o,
-                                                const MeasureOptions& mo) {
+// The validation tasks and the screening tasks of one configuration in one runner job (one
+// process start, one hold of the device lock). The screening counts only once the validation
+// passed; the job's deadline per task is the longer of the two kinds'. The outputs are judged by
+// the returned finish, on the device's checker thread, while the device runs the next job.
+PendingEvaluation BackendRunner::begin_on(size_t lane, const ConfigOutcome& o,
+                                          const ValidationOptions& vo, const MeasureOptions& mo) {
   const DeviceLane& d = lanes_[lane];
-  return measure(backend_, *d.device, *d.runner, *d.validator, ctx_, source_, o.build, o.config,
-                 opts_.tune_shapes, mo);
-}
-
-void BackendRunner::spread(size_t count, const std::function<void(size_t, size_t)>& f) {
-  if (lanes_.size() <= 1 || count <= 1) {
-    for (size_t k = 0; k < count; ++k) f(0, k);
-    return;
+  auto v0 = std::chrono::steady_clock::now();
+  auto pv = std::make_shared<PreparedValidation>(
+      d.validator->prepare(ctx_, source_, o.build, o.config, vo));
+  if (pv->ended) {
+    ConfigEvaluation e;
+    e.validation = *pv->ended;
+    e.validate_seconds = elapsed(v0);
+    return PendingEvaluation{[e] { return e; }, false};
   }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  for (size_t lane = 0; lane < std::min(lanes_.size(), count); ++lane)
-    threads.emplace_back([&, lane] {
-      for (size_t k = next.fetch_add(1); k < count; k = next.fetch_add(1)) f(lane, k);
-    });
-  for (auto& t : threads) t.join();
+  auto pt = std::make_shared<PreparedTiming>();
+  if (!opts_.tune_shapes.empty())
+    *pt = prepare_timing(backend_, *d.device, ctx_, source_, o.build, o.config, opts_.tune_shapes,
+                         mo);
+  RunnerJob job = RunnerJob::for_context(ctx_);
+  job.tasks = pv->tasks;
+  job.tasks.insert(job.tasks.end(), pt->tasks.begin(), pt->tasks.end());
+  const bool screen_longer = !pt->tasks.empty() && mo.task_timeout_s > vo.task_timeout_s;
+  const TaskBudget budget =
+      screen_longer ? TaskBudget{mo.task_timeout_s, mo.reference_task_s, mo.timeout_basis}
+                    : TaskBudget{vo.task_timeout_s, vo.reference_task_s, vo.timeout_basis};
+  // The runner starts while the device runs the job before (the other worker's): only the
+  // tasks hold the device.
+  RunnerOptions runner = *d.runner;
+  runner.start_before_lock = opts_.workers_per_device > 1;
+  // A job whose runner waited for the device while another configuration hung (or the search
+  // was cancelled) runs nothing.
+  runner.abandon = [this] { return hung_.load() || stopped(); };
+  auto results = std::make_shared<Result<std::vector<TaskResult>>>(
+      run_job_retrying_timeouts(job, runner, budget));
+  bool hung = false, abandoned = false;
+  if (*results)
+    for (const TaskResult& r : **results) {
+      hung = hung || r.disposition == Disposition::timeout;
+      abandoned = abandoned || r.message == kAbandoned;
+    }
+  if (abandoned) {  // nothing ran: nothing to judge
+    std::error_code ec;
+    if (!pv->dir.empty()) fs::remove_all(pv->dir, ec);
+    if (!pt->dir.empty()) fs::remove_all(pt->dir, ec);
+    return PendingEvaluation{[] { return ConfigEvaluation{}; }, false, true};
+  }
+  const double job_seconds = elapsed(v0);
+  Validator* validator = d.validator;
+  auto finish = [this, validator, pv, pt, results, vo, mo, job_seconds] {
+    // Each part's results, in its own task order.
+    auto part = [&](size_t from, size_t count) -> Result<std::vector<TaskResult>> {
+      if (!*results) return Error{results->error()};
+      const auto& all = **results;
+      return std::vector<TaskResult>(all.begin() + static_cast<std::ptrdiff_t>(from),
+                                     all.begin() + static_cast<std::ptrdiff_t>(from + count));
+    };
+    ConfigEvaluation e;
+    auto c0 = std::chrono::steady_clock::now();
+    const size_t nv = pv->tasks.size();
+    e.validation = validator->finish(ctx_, *pv, part(0, nv), vo);
+    e.validate_seconds = job_seconds + elapsed(c0);
+    auto t0 = std::chrono::steady_clock::now();
+    if (e.validation.disposition == Disposition::passed) {
+      e.measurements = finish_timing(*validator, ctx_, *pt, part(nv, pt->tasks.size()), mo);
+    } else if (!pt->dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(pt->dir, ec);
+    }
+    e.time_seconds = elapsed(t0);
+    return e;
+  };
+  return PendingEvaluation{finish, hung, false};
 }
 
 double BackendRunner::elapsed_seconds() const { return elapsed(t0_); }
@@ -128,18 +181,21 @@ void BackendRunner::plan_uncompiled(const std::vector<Config>& batch,
   }
 }
 
-// Compiles the configurations `todo` in parallel.
+// Compiles the configurations `todo` in parallel; built(k) as each build of todo[k] ends.
 void BackendRunner::compile(std::vector<ConfigOutcome>& out, const std::vector<size_t>& todo,
-                            TuneObserver* observer) {
+                            const std::function<void(size_t)>& built) {
   const int jobs = opts_.jobs > 0
                        ? opts_.jobs
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::atomic<size_t> next{0}, done{0};
-  std::mutex mu;
+  std::atomic<size_t> next{0};
   auto worker = [&] {
     for (;;) {
       size_t k = next.fetch_add(1);
-      if (k >= todo.size() || stopped()) return;
+      if (k >= todo.size()) return;
+      if (stopped()) {
+        built(k);  // not built: check_built says cancelled
+        continue;
+      }
       ConfigOutcome& o = out[todo[k]];
       BuildRequest req;
       req.context = &ctx_;
@@ -149,11 +205,7 @@ void BackendRunner::compile(std::vector<ConfigOutcome>& out, const std::vector<s
       req.cache_dir = opts_.cache_dir;
       o.build = backend_.build(req);
       o.compile_seconds = o.build.seconds;
-      size_t d = ++done;
-      if (observer) {
-        std::lock_guard<std::mutex> lock(mu);
-        observer->on_phase("compile", d, todo.size());
-      }
+      built(k);
     }
   };
   std::vector<std::thread> pool;
@@ -222,47 +274,54 @@ void BackendRunner::check_plans(ConfigOutcome& o) {
   }
 }
 
-// Validates the configurations still going, on every device at once when there are several.
-// The outcome of each configuration is written by the one thread that took it; what the threads
-// share (the observer, the count) is taken under `mu`.
-void BackendRunner::validate_all(std::vector<ConfigOutcome>& out, std::vector<uint8_t>& go,
-                                 TuneObserver* observer) {
-  const std::vector<size_t> to_check = still_going(go);
-  std::mutex mu;
-  size_t checked = 0;
-  // The sanitizer is slow: it checks one configuration (the first that builds: the defaults).
-  const bool sanitize_first = opts_.validation.sanitize && !sanitized_ && !to_check.empty();
-  spread(to_check.size(), [&](size_t lane, size_t k) {
-    const size_t i = to_check[k];
-    ConfigOutcome& o = out[i];
-    if (skipped(o)) {
-      go[i] = 0;
-      return;
-    }
-    auto v0 = std::chrono::steady_clock::now();
-    ValidationOptions vo = opts_.validation;
-    vo.sanitize = sanitize_first && k == 0;
-    o.validation = validate_on(lane, o, vo);
-    o.validate_seconds = elapsed(v0);
-    o.disposition = o.validation.disposition;
-    o.stage = Stage::validate;
-    o.message = o.validation.message;
-    o.device = lane;
-    if (o.disposition != Disposition::passed) go[i] = 0;
-    if (o.disposition == Disposition::timeout) hung_ = true;
-    std::lock_guard<std::mutex> lock(mu);
-    ++checked;
-    if (observer) observer->on_phase("validate", checked, to_check.size());
-  });
-  sanitized_ = sanitized_ || sanitize_first;
-}
-
-// Times one validated configuration on the tuning shapes on device `lane`: its score is the sum
-// over the shapes. `mu` guards the observer, shared by the devices' threads.
-void BackendRunner::screen(size_t lane, ConfigOutcome& o, std::mutex& mu, TuneObserver* observer) {
+// Starts the evaluation of one built configuration on device `lane`: its runner job, whose
+// outputs are then judged by `pending.finish` (on the device's checker thread).
+std::optional<PendingEvaluation> BackendRunner::begin(size_t lane, ConfigOutcome& o) {
+  if (skipped(o)) return std::nullopt;
+  ValidationOptions vo = opts_.validation;
+  // The sanitizer is slow: it checks one configuration (the first evaluated: the defaults).
+  vo.sanitize = vo.sanitize && !sanitized_.exchange(true);
   MeasureOptions mo = opts_.screening;
   mo.with_baseline = false;
-  o.measurements = time_on(lane, o, mo);
+  PendingEvaluation p = begin_on(lane, o, vo, mo);
+  if (p.hung) hung_ = true;  // before the device takes the next configuration
+  if (p.abandoned) {
+    skipped(o);
+    return std::nullopt;
+  }
+  return p;
+}
+
+// The outcome of a configuration from its evaluation, told to the observer.
+void BackendRunner::conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, Progress& progress,
+                             TuneObserver* observer) {
+  o.validation = std::move(e.validation);
+  o.validate_seconds = e.validate_seconds;
+  o.disposition = o.validation.disposition;
+  o.stage = Stage::validate;
+  o.message = o.validation.message;
+  o.device = lane;
+  {
+    std::lock_guard<std::mutex> lock(progress.mu);
+    ++progress.validated;
+    if (observer) observer->on_phase("validate", progress.validated, progress.total);
+  }
+  if (o.disposition == Disposition::timeout) hung_ = true;
+  if (o.disposition != Disposition::passed || opts_.tune_shapes.empty()) return;
+  o.stage = Stage::time;
+  o.time_seconds = e.time_seconds;
+  o.measurements = std::move(e.measurements);
+  score(o);
+  std::lock_guard<std::mutex> lock(progress.mu);
+  ++progress.timed;
+  if (observer) {
+    observer->on_screened(o);
+    observer->on_phase("time", progress.timed, progress.total);
+  }
+}
+
+// The score of a configuration from its screening measurements: the sum over the tuning shapes.
+void BackendRunner::score(ConfigOutcome& o) {
   // What the driver made of the code (Vulkan: registers) joins the compiler's report.
   for (const auto& m : o.measurements)
     if (!m.kernel_statistics.empty()) {
@@ -282,55 +341,165 @@ void BackendRunner::screen(size_t lane, ConfigOutcome& o, std::mutex& mu, TuneOb
     total += device_.is_cpu ? m.stats.min : m.stats.median;
   }
   o.score_ms = total;
-  if (observer) {
-    std::lock_guard<std::mutex> lock(mu);
-    observer->on_screened(o);
+}
+
+namespace {
+// One evaluation in flight from a device's thread to its checker thread: put waits until the
+// previous one was taken, so that a device runs at most one job ahead of its checks.
+class Handoff {
+ public:
+  void put(size_t index, PendingEvaluation p) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !item_; });
+    item_.emplace(index, std::move(p));
+    cv_.notify_all();
   }
-}
+  // The next evaluation; nullopt once closed and drained.
+  std::optional<std::pair<size_t, PendingEvaluation>> take() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return item_ || closed_; });
+    if (!item_) return std::nullopt;
+    auto got = std::move(item_);
+    item_.reset();
+    cv_.notify_all();
+    return got;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
 
-// Times the survivors on the tuning shapes, each on the device that takes it.
-void BackendRunner::time_all(std::vector<ConfigOutcome>& out, const std::vector<uint8_t>& go,
-                             TuneObserver* observer) {
-  const std::vector<size_t> to_time = still_going(go);
-  std::mutex mu;
-  size_t timed = 0;
-  spread(to_time.size(), [&](size_t lane, size_t k) {
-    ConfigOutcome& o = out[to_time[k]];
-    if (skipped(o)) return;
-    auto m0 = std::chrono::steady_clock::now();
-    o.stage = Stage::time;
-    o.device = lane;
-    if (!opts_.tune_shapes.empty()) screen(lane, o, mu, observer);
-    o.time_seconds = elapsed(m0);
-    std::lock_guard<std::mutex> lock(mu);
-    ++timed;
-    if (observer) observer->on_phase("time", timed, to_time.size());
-  });
-}
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<std::pair<size_t, PendingEvaluation>> item_;
+  bool closed_ = false;
+};
+}  // namespace
 
+// The configurations of a batch flow from the compile pool to the devices: each device takes the
+// next configuration built (in the batch's order among those ready) while the pool builds the
+// rest, so that only the first configuration waits for its build.
 std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
                                               TuneObserver* observer) {
   std::vector<ConfigOutcome> out(batch.size());
   std::vector<uint8_t> go(batch.size(), 1);  // still to be evaluated further
   plan_uncompiled(batch, out, go);
-
-  auto t0 = std::chrono::steady_clock::now();
   const std::vector<size_t> todo = still_going(go);
-  compile(out, todo, observer);
-  compile_seconds += elapsed(t0);
-
   const DeviceLimits limits = device_limits(device_);
-  for (size_t i : todo)
-    if (!check_built(out[i], limits)) go[i] = 0;
-
-  t0 = std::chrono::steady_clock::now();
-  validate_all(out, go, observer);
-  validate_seconds += elapsed(t0);
-
-  t0 = std::chrono::steady_clock::now();
-  time_all(out, go, observer);
-  time_seconds += elapsed(t0);
+  Progress progress;
+  progress.total = todo.size();
+  std::set<size_t> ready;  // built, checked and not yet taken by a device
+  size_t settled = 0;      // configurations whose build was checked
+  std::condition_variable cv;
+  auto t0 = std::chrono::steady_clock::now();
+  auto built = [&](size_t k) {  // on a compile thread
+    ConfigOutcome& o = out[todo[k]];
+    const bool runs = check_built(o, limits);
+    std::lock_guard<std::mutex> lock(progress.mu);
+    ++settled;
+    if (observer) observer->on_phase("compile", settled, todo.size());
+    if (runs) ready.insert(todo[k]);
+    if (settled == todo.size()) compile_seconds += elapsed(t0);
+    cv.notify_all();
+  };
+  std::vector<size_t> to_build = todo;
+  take_prebuilt(out, to_build, built);
+  std::vector<size_t> order;  // positions in todo of the configurations to build
+  for (size_t k = 0; k < todo.size(); ++k)
+    if (std::find(to_build.begin(), to_build.end(), todo[k]) != to_build.end()) order.push_back(k);
+  std::thread pool([&] {
+    std::vector<size_t> indices;
+    for (size_t k : order) indices.push_back(todo[k]);
+    compile(out, indices, [&](size_t j) { built(order[j]); });
+    build_ahead();
+  });
+  // Each device has two workers: while one's job holds the device, the other prepares the next
+  // configuration and starts its runner. A checker thread per device judges the outputs
+  // meanwhile, one configuration behind.
+  auto lane_work = [&](size_t lane) {
+    Handoff handoff;
+    std::thread checker([&] {
+      while (auto item = handoff.take())
+        conclude(lane, out[item->first], item->second.finish(), progress, observer);
+    });
+    auto worker = [&] {
+      for (;;) {
+        size_t i = 0;
+        {
+          std::unique_lock<std::mutex> lock(progress.mu);
+          cv.wait(lock, [&] { return !ready.empty() || settled == todo.size(); });
+          if (ready.empty()) return;
+          i = *ready.begin();
+          ready.erase(ready.begin());
+        }
+        if (auto p = begin(lane, out[i])) handoff.put(i, std::move(*p));
+      }
+    };
+    std::vector<std::thread> more;
+    for (int w = 1; w < opts_.workers_per_device; ++w) more.emplace_back(worker);
+    worker();
+    for (auto& t : more) t.join();
+    handoff.close();
+    checker.join();
+  };
+  if (lanes_.size() <= 1) {
+    lane_work(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t lane = 0; lane < lanes_.size(); ++lane) threads.emplace_back(lane_work, lane);
+    for (auto& t : threads) t.join();
+  }
+  pool.join();
+  for (size_t i : todo) {
+    validate_seconds += out[i].validate_seconds;
+    time_seconds += out[i].time_seconds;
+  }
   return out;
+}
+
+// The configurations built ahead (prefetch) among `todo`: their builds are taken, each reported
+// built, and they leave `todo`.
+void BackendRunner::take_prebuilt(std::vector<ConfigOutcome>& out, std::vector<size_t>& todo,
+                                  const std::function<void(size_t)>& built) {
+  std::vector<size_t> left;
+  for (size_t k = 0; k < todo.size(); ++k) {
+    auto it = prebuilt_.find(out[todo[k]].config);
+    if (it == prebuilt_.end()) {
+      left.push_back(todo[k]);
+      continue;
+    }
+    out[todo[k]].build = std::move(it->second);
+    out[todo[k]].compile_seconds = out[todo[k]].build.seconds;
+    prebuilt_.erase(it);
+    built(k);
+  }
+  prebuilt_.clear();  // what the search did not take is stale
+  todo = std::move(left);
+}
+
+// Builds the configurations prefetched for the next batch (those its launch plan does not rule
+// out), on the compile pool, after this batch's own builds.
+void BackendRunner::build_ahead() {
+  std::vector<Config> next = std::move(ahead_);
+  ahead_.clear();
+  if (next.empty() || opts_.compile_only) return;
+  std::vector<ConfigOutcome> out(next.size());
+  std::vector<uint8_t> go(next.size(), 1);
+  plan_uncompiled(next, out, go);
+  const std::vector<size_t> todo = still_going(go);
+  compile(out, todo, [](size_t) {});
+  for (size_t i : todo)
+    if (out[i].build.disposition != Disposition::not_run || !out[i].build.log.empty())
+      prebuilt_[out[i].config] = std::move(out[i].build);
+}
+
+void ReuseRunner::prefetch(const std::vector<Config>& next) {
+  std::vector<Config> misses;
+  for (const Config& c : next)
+    if (!known_.find(c)) misses.push_back(c);
+  if (!misses.empty()) inner_.prefetch(misses);
 }
 
 std::vector<ConfigOutcome> ReuseRunner::run(const std::vector<Config>& batch,

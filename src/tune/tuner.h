@@ -32,7 +32,10 @@ struct TuneOptions {
   std::vector<Config> start;  // evaluated first after the defaults: e.g. the parent's top-k
   std::map<std::string, std::vector<int64_t>> overrides;  // per-parameter value sets
   int top_k = 8;
-  int jobs = 0;                    // parallel compiles (0 = hardware threads)
+  int jobs = 0;  // parallel compiles (0 = hardware threads)
+  // Configurations in evaluation at once per device: with more than one, the others' runners
+  // start while one's job holds the device (RunnerOptions::start_before_lock).
+  int workers_per_device = 2;
   std::vector<Shape> tune_shapes;  // shapes timed to rank configurations
   ValidationOptions validation;
   MeasureOptions screening;  // short timing policy for ranking
@@ -78,13 +81,29 @@ struct DeviceLane {
   Validator* validator = nullptr;
 };
 
+// What a device made of one built configuration: its validation and, once that passed, its
+// screening on the tuning shapes; the seconds until the validation's verdict (the runner job
+// included) and those reading the screening after it.
+struct ConfigEvaluation {
+  ValidationOutcome validation;
+  std::vector<Measurement> measurements;
+  double validate_seconds = 0, time_seconds = 0;
+};
+// An evaluation whose runner job has run: `finish` judges its outputs (on another thread, while
+// the device runs the next job); `hung` when a task of the job was charged `timeout`.
+struct PendingEvaluation {
+  std::function<ConfigEvaluation()> finish;
+  bool hung = false;
+  bool abandoned = false;  // its runner ran nothing (RunnerOptions::abandon)
+};
+
 // The real runner: per batch, the launch plan of the tuning shape (a failed requirement prunes),
-// parallel compiles, the backend's resource check and the pruning rules (tune/prune.h), then
-// validation and timing of the survivors: one configuration at a time on one device; with
-// several, each device takes the next configuration as soon as it is free (one thread per
-// device), validating every survivor before any is timed, as on one. Once a configuration is
-// charged `timeout` (a task hung twice), the configurations not yet validated or timed are not
-// run (kNotRunAfterTimeout): they share the kernel's code, and each would hang as long.
+// parallel compiles, the backend's resource check and the pruning rules (tune/prune.h), then the
+// validation and screening of the survivors, both in one runner job per configuration. The
+// configurations flow from the compile pool to the devices: each device takes the next one built
+// while the pool builds the rest (one thread per device). Once a configuration is charged
+// `timeout` (a task hung twice), the configurations not yet evaluated are not run
+// (kNotRunAfterTimeout): they share the kernel's code, and each would hang as long.
 class BackendRunner : public TuningRunner {
  public:
   BackendRunner(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
@@ -94,37 +113,44 @@ class BackendRunner : public TuningRunner {
                 const SourceRegions& source, const TuneOptions& opts);
   std::vector<ConfigOutcome> run(const std::vector<Config>& batch, TuneObserver* observer) override;
   double elapsed_seconds() const override;
-  double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;  // wall, summed over batches
+  // Builds `next` once the compiles of the batch run next are done, while the devices evaluate it.
+  void prefetch(const std::vector<Config>& next) override { ahead_ = next; }
+  // Summed over batches: the compiles' wall time, and the configurations' validate and time
+  // seconds (ConfigOutcome; with several devices they add up to more than the wall time).
+  double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;
 
  protected:
-  // Validation and screening of one built configuration on device `lane` (called on that
-  // device's thread; tests replace them).
-  virtual ValidationOutcome validate_on(size_t lane, const ConfigOutcome& o,
-                                        const ValidationOptions& vo);
-  virtual std::vector<Measurement> time_on(size_t lane, const ConfigOutcome& o,
-                                           const MeasureOptions& mo);
+  // Validation and screening of one built configuration on device `lane`: its runner job, run
+  // on that device's thread, and the judging of its outputs (`finish`), run on the device's
+  // checker thread. Tests replace it.
+  virtual PendingEvaluation begin_on(size_t lane, const ConfigOutcome& o,
+                                     const ValidationOptions& vo, const MeasureOptions& mo);
 
  private:
+  struct Progress {  // shared by the devices' threads, under `mu`
+    std::mutex mu;
+    size_t validated = 0, timed = 0, total = 0;
+  };
   bool stopped() const;  // opts.cancelled says so
   static void cancel(ConfigOutcome& o);
   // Ends the evaluation of `o` before it runs when the search was cancelled or a configuration
   // hung; true when it did.
   bool skipped(ConfigOutcome& o) const;
-  // f(lane, k) for every k below `count`, each device taking the next k when it is free; with
-  // one device, in order on this thread.
-  void spread(size_t count, const std::function<void(size_t lane, size_t k)>& f);
-  // The phases of run(), in order; `go` marks the configurations still to be evaluated further.
+  // The steps of run(); `go` marks the configurations still to be evaluated further.
   void plan_uncompiled(const std::vector<Config>& batch, std::vector<ConfigOutcome>& out,
                        std::vector<uint8_t>& go) const;
   void compile(std::vector<ConfigOutcome>& out, const std::vector<size_t>& todo,
-               TuneObserver* observer);
+               const std::function<void(size_t)>& built);
+  // The builds of the configurations prefetched, kept for the batch that evaluates them.
+  void build_ahead();
+  void take_prebuilt(std::vector<ConfigOutcome>& out, std::vector<size_t>& todo,
+                     const std::function<void(size_t)>& built);
   bool check_built(ConfigOutcome& o, const DeviceLimits& limits);
   void check_plans(ConfigOutcome& o);
-  void validate_all(std::vector<ConfigOutcome>& out, std::vector<uint8_t>& go,
-                    TuneObserver* observer);
-  void screen(size_t lane, ConfigOutcome& o, std::mutex& mu, TuneObserver* observer);
-  void time_all(std::vector<ConfigOutcome>& out, const std::vector<uint8_t>& go,
+  std::optional<PendingEvaluation> begin(size_t lane, ConfigOutcome& o);
+  void conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, Progress& progress,
                 TuneObserver* observer);
+  void score(ConfigOutcome& o);
   Backend& backend_;
   std::vector<DeviceLane> lanes_;
   const DeviceFacts& device_;  // the first lane's
@@ -133,8 +159,10 @@ class BackendRunner : public TuningRunner {
   const TuneOptions& opts_;
   std::string full_source_;
   std::optional<ParsedPlan> parsed_plan_;  // the host region; nullopt when it does not parse
-  bool sanitized_ = false;
-  std::atomic<bool> hung_{false};  // a configuration was charged `timeout`
+  std::atomic<bool> sanitized_{false};
+  std::vector<Config> ahead_;               // prefetched: to build after this batch's compiles
+  std::map<Config, BuildResult> prebuilt_;  // built ahead, until their batch takes them
+  std::atomic<bool> hung_{false};           // a configuration was charged `timeout`
   std::chrono::steady_clock::time_point t0_;
 };
 
@@ -145,6 +173,7 @@ class ReuseRunner : public TuningRunner {
   ReuseRunner(TuningRunner& inner, const TuningCache& known) : inner_(inner), known_(known) {}
   std::vector<ConfigOutcome> run(const std::vector<Config>& batch, TuneObserver* observer) override;
   double elapsed_seconds() const override { return inner_.elapsed_seconds(); }
+  void prefetch(const std::vector<Config>& next) override;
   size_t reused = 0;
 
  private:

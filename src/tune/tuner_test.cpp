@@ -142,8 +142,17 @@ class FakeDevicesRunner : public BackendRunner {
     if (rendezvous)  // a generous bound: a bug fails the test instead of hanging it
       cv.wait_for(lock, std::chrono::seconds(120), [&] { return seen.size() >= devices; });
   }
-  ValidationOutcome validate_on(size_t lane, const ConfigOutcome& o,
-                                const ValidationOptions&) override {
+  // The validation, then (when it passed) the screening, as the real runner's one job does;
+  // nothing left to judge.
+  PendingEvaluation begin_on(size_t lane, const ConfigOutcome& o, const ValidationOptions& vo,
+                             const MeasureOptions& mo) override {
+    ConfigEvaluation e;
+    e.validation = validate_on(lane, o, vo);
+    if (e.validation.disposition == Disposition::passed) e.measurements = time_on(lane, o, mo);
+    return {[e] { return e; }, e.validation.disposition == Disposition::timeout};
+  }
+  virtual ValidationOutcome validate_on(size_t lane, const ConfigOutcome& o,
+                                        const ValidationOptions&) {
     meet(validating, lane);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -154,8 +163,7 @@ class FakeDevicesRunner : public BackendRunner {
     v.message = v.disposition == Disposition::passed ? "ok" : "outputs differ";
     return v;
   }
-  std::vector<Measurement> time_on(size_t lane, const ConfigOutcome& o,
-                                   const MeasureOptions&) override {
+  std::vector<Measurement> time_on(size_t lane, const ConfigOutcome& o, const MeasureOptions&) {
     meet(timing, lane);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -257,23 +265,36 @@ TEST(Tuner, SpreadsValidationAndTimingOverTheDevicesAndKeepsTheOutcomesInOrder) 
   }
   EXPECT_EQ(phases.screened, 4u);
   EXPECT_EQ(phases.screened_on, (std::set<size_t>{0, 1}));
+  // Counted against the configurations of the batch that were built.
   EXPECT_EQ(phases.last["validate"], (std::pair<size_t, size_t>{8, 8}));
-  EXPECT_EQ(phases.last["time"], (std::pair<size_t, size_t>{4, 4}));
+  EXPECT_EQ(phases.last["time"], (std::pair<size_t, size_t>{4, 8}));
 }
 
-TEST(Tuner, OneDeviceValidatesThenTimesInTheBatchsOrder) {
+// One fake device with one worker and one compile at a time, over X in {1, 2, 4, 8} and Y in
+// {1, 2}: configurations go through the pipeline in one order.
+struct OneFakeDevice {
+  OneFakeDevice() {
+    ctx.name = "fake";
+    ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
+    dev.max_threads_per_group = 64;
+    o.jobs = 1;
+    o.workers_per_device = 1;
+    o.tune_shapes = {Shape{{{"N", 64}}}};
+  }
   KernelContext ctx;
-  ctx.name = "fake";
-  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
   DeviceFacts dev;
-  dev.max_threads_per_group = 64;
   FakeBackend be;
-  Validator v(be, dev, RunnerOptions{}, ReferenceSource{});
-  TuneOptions o;
-  o.jobs = 2;
-  o.tune_shapes = {Shape{{{"N", 64}}}};
-  SourceRegions src = plain_plan();
   RunnerOptions ro;
+  Validator v{be, dev, ro, ReferenceSource{}};
+  TuneOptions o;
+  SourceRegions src = plain_plan();
+};
+
+// One compile at a time: the device takes the configurations in the batch's order, each
+// validated then (when it passed) timed before the next.
+TEST(Tuner, OneDeviceValidatesThenTimesInTheBatchsOrder) {
+  OneFakeDevice f;
+  auto& [ctx, dev, be, ro, v, o, src] = f;
   FakeDevicesRunner run(be, dev, ro, v, ctx, src, o);
   run.devices = 1;
   const std::vector<Config> batch = xy_batch();
@@ -329,6 +350,7 @@ TEST(Tuner, AfterAConfigurationHangsTheOthersAreNotRun) {
   FakeBackend be;
   Validator v(be, dev, RunnerOptions{}, ReferenceSource{});
   TuneOptions o;
+  o.workers_per_device = 1;
   o.tune_shapes = {Shape{{{"N", 64}}}};
   SourceRegions src = plain_plan();
   RunnerOptions ro;
@@ -434,6 +456,7 @@ struct FourConfigurations {
     ctx.tuning = {{"X", {1, 4}, 1}, {"Y", {1, 2}, 1}};
     dev.max_threads_per_group = 64;
     o.jobs = 1;
+    o.workers_per_device = 1;
     o.tune_shapes = {Shape{{{"N", 64}}}};
     run.devices = 1;
   }
@@ -475,9 +498,23 @@ TEST(Tuner, ObserversHearTheSearchThenTheOutcomesThenTheFinalTiming) {
     configs.push_back(config_text(c.config));
     if (c.config.at("Y") == 1) screened.push_back(config_text(c.config));
   }
-  std::vector<std::string> want = {"start",    "compile",  "compile",  "compile", "compile",
-                                   "validate", "validate", "validate", "validate"};
-  for (const auto& c : screened) {
+  // Each configuration's build ends before the device takes it; the compiles of the next ones
+  // go on meanwhile, so they are counted apart.
+  std::vector<std::string> events;
+  size_t compiles = 0;
+  for (const auto& e : log.events) {
+    if (e == "compile") {
+      ++compiles;
+      EXPECT_LE(std::count(events.begin(), events.end(), "validate"), compiles - 1);
+    } else {
+      events.push_back(e);
+    }
+  }
+  EXPECT_EQ(compiles, 4u);
+  std::vector<std::string> want = {"start"};
+  for (const auto& c : configs) {
+    want.push_back("validate");
+    if (std::find(screened.begin(), screened.end(), c) == screened.end()) continue;
     want.push_back("screened " + c);
     want.push_back("time");
   }
@@ -486,7 +523,64 @@ TEST(Tuner, ObserversHearTheSearchThenTheOutcomesThenTheFinalTiming) {
   want.push_back("finish: " + sr.stop);
   want.push_back("final N=64");
   want.push_back("final N=128");
-  EXPECT_EQ(log.events, want);
+  EXPECT_EQ(events, want);
+}
+
+// A strategy that does not need outcomes to propose (exhaustive): each batch's successor is built
+// while the batch is evaluated, and every configuration is built once.
+TEST(Tuner, TheNextBatchIsBuiltWhileTheDevicesEvaluateThisOne) {
+  OneFakeDevice f;
+  auto& [ctx, dev, be, ro, v, o, src] = f;
+  // Records how many builds had been made when each configuration was validated.
+  struct Counting : FakeDevicesRunner {
+    using FakeDevicesRunner::FakeDevicesRunner;
+    FakeBackend* backend = nullptr;
+    std::vector<size_t> builds_seen;
+    ValidationOutcome validate_on(size_t lane, const ConfigOutcome& c,
+                                  const ValidationOptions& vo) override {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        builds_seen.push_back(backend->built.size());
+      }
+      return FakeDevicesRunner::validate_on(lane, c, vo);
+    }
+  } run(be, dev, ro, v, ctx, src, o);
+  run.devices = 1;
+  run.backend = &be;
+  auto space = space_for(ctx, dev, {});
+  ASSERT_TRUE(space) << space.error();
+  SearchOptions so;
+  so.budget = Budget{8, 0, 0};
+  so.batch = 4;
+  PhaseCounts phases;
+  SearchResult sr = search(*space, **make_strategy("exhaustive"), run, so, {&phases});
+  ASSERT_EQ(sr.outcomes.size(), 8u);
+  EXPECT_EQ(be.built.size(), 8u);  // none twice
+  std::set<Config> distinct(be.built.begin(), be.built.end());
+  EXPECT_EQ(distinct.size(), 8u);
+  // The second batch's configurations were all built before any of them was validated.
+  ASSERT_EQ(run.builds_seen.size(), 8u);
+  for (size_t k = 4; k < 8; ++k) EXPECT_EQ(run.builds_seen[k], 8u) << k;
+  EXPECT_EQ(phases.last["compile"], (std::pair<size_t, size_t>{4, 4}));
+}
+
+// An adaptive strategy is told each batch's outcomes before it proposes the next: nothing is
+// built ahead.
+TEST(Tuner, AnAdaptiveStrategysNextBatchIsNotBuiltAhead) {
+  OneFakeDevice f;
+  auto& [ctx, dev, be, ro, v, o, src] = f;
+  FakeDevicesRunner run(be, dev, ro, v, ctx, src, o);
+  run.devices = 1;
+  auto space = space_for(ctx, dev, {});
+  ASSERT_TRUE(space) << space.error();
+  SearchOptions so;
+  so.budget = Budget{4, 0, 0};
+  so.batch = 2;
+  auto strategy = make_strategy("annealing");
+  ASSERT_TRUE(strategy);
+  ASSERT_TRUE((*strategy)->adaptive());
+  SearchResult sr = search(*space, **strategy, run, so, {});
+  EXPECT_EQ(be.built.size(), sr.outcomes.size());
 }
 
 // A cancelled search tells no outcomes: its evaluation ends not_run, recording no builds.

@@ -180,10 +180,16 @@ DeviceLock::Guard::~Guard() {
 }
 
 Result<DeviceLock::Guard> DeviceLock::acquire() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (depth_ > 0) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (depth_ > 0 && owner_ == std::this_thread::get_id()) {
     ++depth_;
     return Guard(this);
+  }
+  if (depth_ > 0) {  // another thread of this process holds it
+    auto t0 = Clock::now();
+    ++stats_.waits;
+    released_.wait(lock, [&] { return depth_ == 0; });
+    stats_.waited_s += seconds_since(t0);
   }
   if (path_.empty()) {
     auto dir = device_lock_dir();
@@ -229,6 +235,7 @@ Result<DeviceLock::Guard> DeviceLock::acquire() {
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, me.data(), me.size(), 0);
   fd_ = fd;
   depth_ = 1;
+  owner_ = std::this_thread::get_id();
   return Guard(this);
 }
 
@@ -241,6 +248,8 @@ void DeviceLock::release() {
     ::close(fd_);
     fd_ = -1;
   }
+  owner_ = {};
+  released_.notify_all();
 }
 
 }  // namespace peak

@@ -6,12 +6,14 @@
 // $XDG_RUNTIME_DIR/peak-locks or <tmp>/peak-locks, the first that can be used. The kernel drops it
 // when its holder dies, however it dies. The holder writes who it is into the file, so a waiter
 // can say whom it waits for.
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "util/result.h"
@@ -57,8 +59,8 @@ class DeviceLock {
   // Called when a wait begins and every few seconds while it lasts ("waiting for ...").
   void set_wait_notice(WaitNotice notice);
 
-  // Holds the device until the guard goes. Within this process holds nest (they share one lock):
-  // serializing its own threads is the caller's business.
+  // Holds the device until the guard goes. Holds of one thread nest (they share one lock); another
+  // thread of this process waits for the holder's release, as another process does.
   class Guard {
    public:
     Guard() = default;
@@ -84,8 +86,10 @@ class DeviceLock {
   void release();
   std::string key_, label_;
   mutable std::mutex mu_;
+  std::condition_variable released_;  // depth_ went back to 0
   int fd_ = -1;
   int depth_ = 0;
+  std::thread::id owner_;  // the thread holding it (depth_ > 0)
   std::filesystem::path path_;
   WaitNotice notice_;
   DeviceLockStats stats_;

@@ -8,7 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -58,6 +62,31 @@ TEST(DeviceLockKey, OneKeyPerPhysicalDevice) {
   // Every CPU device shares the CPU.
   EXPECT_EQ(device_lock_key("", true, "llvmpipe (LLVM 15.0.6, 256 bits)"), "cpu");
   EXPECT_EQ(device_lock_key("", false, "Some GPU / 8 GB"), "gpu-some-gpu-8-gb");
+}
+
+// Another thread of the process waits for the holder's release; the holder's own holds nest.
+TEST_F(DeviceLockTest, AnotherThreadWaitsForTheHoldersRelease) {
+  DeviceLock lock("cpu", "the CPU");
+  auto held = std::make_optional(lock.acquire());
+  ASSERT_TRUE(*held) << held->error();
+  std::atomic<bool> got{false};
+  std::thread other([&] {
+    auto g = lock.acquire();
+    got = static_cast<bool>(g);
+  });
+  // Its wait has begun once the statistics count it (an event, with a bound for a broken lock).
+  for (int i = 0; i < 120000 && lock.stats().waits == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(lock.stats().waits, 1);
+  EXPECT_FALSE(got);
+  auto nested = lock.acquire();  // this thread's own hold nests
+  ASSERT_TRUE(nested);
+  { [[maybe_unused]] auto gone = std::move(*nested); }
+  EXPECT_FALSE(got);
+  held.reset();
+  other.join();
+  EXPECT_TRUE(got);
+  EXPECT_EQ(lock.stats().acquisitions, 2);
 }
 
 TEST_F(DeviceLockTest, NestedHoldsShareOneLockAndCountOnce) {

@@ -80,6 +80,7 @@ void decode_status(int status, ProcessResult& r, bool in_bwrap) {
 }  // namespace
 
 Subprocess::~Subprocess() {
+  close_stdin();
   if (pid_ > 0) kill_group();
   if (out_fd_ >= 0) ::close(out_fd_);
   if (err_fd_ >= 0) ::close(err_fd_);
@@ -153,8 +154,27 @@ Status Subprocess::start(const ProcessOptions& opts) {
     if (n <= 0) break;
     off += static_cast<size_t>(n);
   }
-  ::close(in_pipe[1]);
+  if (opts.keep_stdin_open)
+    in_fd_ = in_pipe[1];
+  else
+    ::close(in_pipe[1]);
   return Status::ok();
+}
+
+bool Subprocess::write_stdin(const std::string& data) {
+  size_t off = 0;
+  while (in_fd_ >= 0 && off < data.size()) {
+    ssize_t n = ::write(in_fd_, data.data() + off, data.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return in_fd_ >= 0;
+}
+
+void Subprocess::close_stdin() {
+  if (in_fd_ >= 0) ::close(in_fd_);
+  in_fd_ = -1;
 }
 
 void Subprocess::pump(double timeout_s) {

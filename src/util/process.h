@@ -17,7 +17,8 @@ namespace peak {
 struct ProcessOptions {
   std::vector<std::string> argv;
   std::string stdin_data;
-  double timeout_s = 0;  // 0: no limit
+  bool keep_stdin_open = false;  // after stdin_data: more with write_stdin, then close_stdin
+  double timeout_s = 0;          // 0: no limit
   std::filesystem::path cwd;
   std::map<std::string, std::string> env;  // added to (or overriding) the parent's environment
   size_t max_output = 64 << 20;            // bytes kept of each of stdout and stderr
@@ -69,6 +70,9 @@ class Subprocess {
   // Reads one line of stdout (without the newline), waiting at most `timeout_s` (<=0: forever).
   // stderr is collected in the background and available from err().
   ReadStatus read_line(std::string& line, double timeout_s);
+  // More input for a child started with keep_stdin_open; false when it cannot be written.
+  bool write_stdin(const std::string& data);
+  void close_stdin();
   // Kills the whole process group (SIGKILL) and reaps the child.
   void kill_group();
   // Waits for exit; returns the final status (exit code / signal) and collected stderr.
@@ -80,7 +84,7 @@ class Subprocess {
  private:
   void pump(double timeout_s);  // moves available bytes into buffers
   int pid_ = -1;
-  int out_fd_ = -1, err_fd_ = -1;
+  int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1;
   std::string out_buf_, err_;
   bool out_eof_ = false, err_eof_ = false;
   bool in_bwrap_ = false;  // started inside bubblewrap (util/sandbox.h)

@@ -646,18 +646,12 @@ std::vector<PlannedShape> shapes_to_validate(const Backend& backend, const Devic
   return shapes;
 }
 
-struct TaskInfo {  // what a validation task checks
-  size_t shape;
-  uint64_t seed;
-  int variant;
-};
-
 // The check of one task's outputs: against the reference, then the threads it left and whether
 // its two runs on the same inputs agree. Counts in `within_tolerance` the checks whose two runs
 // differed within the tolerance.
 ShapeCheck check_task(Validator& validator, const KernelContext& ctx, const Shape& shape,
-                      const TaskInfo& info, const TaskResult& r, const ValidationOptions& opts,
-                      int& within_tolerance) {
+                      const PreparedValidation::Task& info, const TaskResult& r,
+                      const ValidationOptions& opts, int& within_tolerance) {
   ShapeCheck c;
   if (r.disposition != Disposition::passed) {
     c.shape = shape;
@@ -708,39 +702,48 @@ SanitizerOutcome sanitize_first_task(const RunnerOptions& runner, const RunnerJo
   return so;
 }
 
+// The outcome of a validation at its end: its disposition and message, and its seconds since t0.
+ValidationOutcome ended(ValidationOutcome out, Disposition d, std::string msg,
+                        std::chrono::steady_clock::time_point t0) {
+  out.disposition = d;
+  out.message = std::move(msg);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
 }  // namespace
 
-ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegions& source,
+PreparedValidation Validator::prepare(const KernelContext& ctx, const SourceRegions& source,
                                       const BuildResult& build, const Config& config,
                                       const ValidationOptions& opts) {
-  auto t0 = std::chrono::steady_clock::now();
-  ValidationOutcome out;
-  auto finish = [&](Disposition d, std::string msg) {
-    out.disposition = d;
-    out.message = std::move(msg);
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return out;
+  PreparedValidation p;
+  p.t0 = std::chrono::steady_clock::now();
+  auto end = [&](Disposition d, std::string msg) {
+    p.ended = ended({}, d, std::move(msg), p.t0);
+    p.ended->shape_seed = p.shape_seed;
+    p.tasks.clear();
+    p.infos.clear();
+    return std::move(p);
   };
   if (build.disposition != Disposition::passed)
-    return finish(build.disposition, "the candidate was not built");
+    return end(build.disposition, "the candidate was not built");
   // What the build says about the device's limits and the candidate's memory comes first.
   if (PlanResult r = backend_.check_resources(build, device_); r.disposition != Disposition::passed)
-    return finish(r.disposition, r.message);
+    return end(r.disposition, r.message);
 
   std::vector<PlannedShape> shapes =
-      shapes_to_validate(backend_, device_, ctx, source, config, opts, out.shape_seed);
-  if (shapes.empty()) return finish(Disposition::not_run, "kernel.toml lists no validation shapes");
-
-  auto dir = make_temp_dir("peak-val-");
-  if (!dir) return finish(Disposition::crashed, dir.error());
-  RunnerJob job = RunnerJob::for_context(ctx);
-  std::vector<TaskInfo> infos;
+      shapes_to_validate(backend_, device_, ctx, source, config, opts, p.shape_seed);
+  if (shapes.empty()) return end(Disposition::not_run, "kernel.toml lists no validation shapes");
+  for (const auto& s : shapes) {
+    p.shapes.push_back(s.shape);
+    p.hidden.push_back(s.hidden ? 1 : 0);
+  }
   for (size_t si = 0; si < shapes.size(); ++si) {
     const Shape& shape = shapes[si].shape;
     auto bound = bind_shape(ctx, shape);
     if (!bound || !bound->runs) continue;
     auto plan = backend_.plan(ctx, source, shape, config, device_, build);
-    if (plan.disposition != Disposition::passed) return finish(plan.disposition, plan.message);
+    if (plan.disposition != Disposition::passed) return end(plan.disposition, plan.message);
     for (int s = 0; s < opts.seeds; ++s) {
       RunnerTask t = RunnerTask::for_shape(*bound);
       t.id = fmt::format("s{}-seed{}", si, s);
@@ -749,27 +752,41 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
       t.seed = opts.base_seed + 7919 * si + 104729 * static_cast<uint64_t>(s);
       t.variant = s % 2;
       t.repeat = true;
-      t.output_dir = dir->string();
-      job.tasks.push_back(t);
-      infos.push_back({si, t.seed, t.variant});
+      p.tasks.push_back(t);
+      p.infos.push_back({si, t.seed, t.variant});
     }
   }
-  auto results = run_job_retrying_timeouts(
-      job, runner_, TaskBudget{opts.task_timeout_s, opts.reference_task_s, opts.timeout_basis});
-  if (!results) {
+  auto dir = make_temp_dir("peak-val-");
+  if (!dir) return end(Disposition::crashed, dir.error());
+  p.dir = *dir;
+  for (RunnerTask& t : p.tasks) t.output_dir = p.dir.string();
+  return p;
+}
+
+ValidationOutcome Validator::finish(const KernelContext& ctx, PreparedValidation& p,
+                                    const Result<std::vector<TaskResult>>& results,
+                                    const ValidationOptions& opts) {
+  if (p.ended) return *p.ended;
+  auto check_start = std::chrono::steady_clock::now();
+  ValidationOutcome out;
+  out.shape_seed = p.shape_seed;
+  auto finish = [&](Disposition d, std::string msg) {
     std::error_code ec;
-    fs::remove_all(*dir, ec);
-    return finish(Disposition::crashed, results.error());
-  }
+    if (!p.dir.empty()) fs::remove_all(p.dir, ec);
+    check_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+    return ended(std::move(out), d, std::move(msg), p.t0);
+  };
+  if (!results) return finish(Disposition::crashed, results.error());
   Disposition first = Disposition::passed;
   std::string first_msg;
   int within_tolerance = 0;  // checks whose two runs differed, within the tolerance
-  for (size_t i = 0; i < results->size(); ++i) {
-    const auto& info = infos[i];
-    ShapeCheck c = check_task(*this, ctx, shapes[info.shape].shape, info, (*results)[i], opts,
-                              within_tolerance);
+  for (size_t i = 0; i < p.infos.size() && i < results->size(); ++i) {
+    const auto& info = p.infos[i];
+    ShapeCheck c =
+        check_task(*this, ctx, p.shapes[info.shape], info, (*results)[i], opts, within_tolerance);
     c.seconds = (*results)[i].seconds;
-    c.hidden = shapes[info.shape].hidden;
+    c.hidden = p.hidden[info.shape] != 0;
     // A hang is charged first: the tasks it left were not run.
     if (c.disposition != Disposition::passed &&
         (first == Disposition::passed ||
@@ -780,22 +797,34 @@ ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegi
     }
     out.checks.push_back(std::move(c));
   }
-  std::error_code ec;
-  fs::remove_all(*dir, ec);
   if (first != Disposition::passed) return finish(first, first_msg);
-  if (opts.sanitize && backend_.name() == "cuda" && !job.tasks.empty()) {
+  if (opts.sanitize && backend_.name() == "cuda" && !p.tasks.empty()) {
+    RunnerJob job = RunnerJob::for_context(ctx);
+    job.tasks = p.tasks;
     SanitizerOutcome so = sanitize_first_task(runner_, job, opts);
     out.sanitizer = so.report;
     if (so.disposition != Disposition::passed && so.disposition != Disposition::not_run)
       return finish(so.disposition, "compute-sanitizer: " + so.report);
   }
   return finish(Disposition::passed,
-                fmt::format("{} checks on {} shapes passed{}", out.checks.size(), shapes.size(),
+                fmt::format("{} checks on {} shapes passed{}", out.checks.size(), p.shapes.size(),
                             within_tolerance == 0
                                 ? ""
                                 : fmt::format("; in {} the two runs differed within the tolerance "
                                               "(rounding)",
                                               within_tolerance)));
+}
+
+ValidationOutcome Validator::validate(const KernelContext& ctx, const SourceRegions& source,
+                                      const BuildResult& build, const Config& config,
+                                      const ValidationOptions& opts) {
+  PreparedValidation p = prepare(ctx, source, build, config, opts);
+  if (p.ended) return *p.ended;
+  RunnerJob job = RunnerJob::for_context(ctx);
+  job.tasks = p.tasks;
+  auto results = run_job_retrying_timeouts(
+      job, runner_, TaskBudget{opts.task_timeout_s, opts.reference_task_s, opts.timeout_basis});
+  return finish(ctx, p, results, opts);
 }
 
 namespace {

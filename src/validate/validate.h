@@ -3,7 +3,9 @@
 // runner process on visible and hidden shapes, with fresh inputs per seed, and its outputs are
 // compared in this process against a trusted reference (CPU float64 for known families, the
 // vendor library on the GPU, or the seed kernel's outputs).
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -88,13 +90,44 @@ struct SanitizerOutcome {
 };
 SanitizerOutcome run_sanitizer(const RunnerOptions& runner, const RunnerJob& job, double timeout_s);
 
+// A validation's runner tasks, made before any runs (Validator::prepare): they run alone
+// (Validator::validate) or in one job with other tasks of the same configuration (the tuner's
+// screening), and Validator::finish judges their results.
+struct PreparedValidation {
+  // Set when the validation ended before any task (the build failed, no shape, a plan refused).
+  std::optional<ValidationOutcome> ended;
+  std::vector<RunnerTask> tasks;
+  struct Task {  // what each task checks
+    size_t shape;
+    uint64_t seed;
+    int variant;
+  };
+  std::vector<Task> infos;  // one per task
+  std::vector<Shape> shapes;
+  std::vector<uint8_t> hidden;  // per shape
+  uint64_t shape_seed = 0;
+  std::filesystem::path dir;  // where the tasks write their outputs (removed by finish)
+  std::chrono::steady_clock::time_point t0;
+};
+
 class Validator {
  public:
   Validator(Backend& backend, DeviceFacts device, RunnerOptions runner, ReferenceSource ref);
-  // Validates one built configuration (artifact) of a candidate.
+  // Validates one built configuration (artifact) of a candidate: prepare, run the tasks in one
+  // job, finish.
   ValidationOutcome validate(const KernelContext& ctx, const SourceRegions& source,
                              const BuildResult& build, const Config& config,
                              const ValidationOptions& opts);
+  PreparedValidation prepare(const KernelContext& ctx, const SourceRegions& source,
+                             const BuildResult& build, const Config& config,
+                             const ValidationOptions& opts);
+  // The outcome of prepared tasks from their results (in task order), or from the error of a
+  // job that could not run. Removes the tasks' output folder.
+  ValidationOutcome finish(const KernelContext& ctx, PreparedValidation& prepared,
+                           const Result<std::vector<TaskResult>>& results,
+                           const ValidationOptions& opts);
+  // Seconds this validator spent comparing outputs with references (all its checks so far).
+  double check_seconds() const { return check_seconds_; }
   // Compares raw output files against the reference for one (shape, seed, variant); used for
   // outputs of timed runs too.
   ShapeCheck compare_outputs(const KernelContext& ctx, const Shape& shape, uint64_t seed,
@@ -126,6 +159,7 @@ class Validator {
   std::pair<double, double> tolerance(const KernelContext& ctx, const BoundShape& bound,
                                       const ArraySpec& output, double ref_rms) const;
   Backend& backend_;
+  double check_seconds_ = 0;
   DeviceFacts device_;
   RunnerOptions runner_;
   ReferenceSource ref_;

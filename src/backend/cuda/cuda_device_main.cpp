@@ -104,6 +104,64 @@ struct DriverApi {
 
 DriverApi g_cu;
 
+// cuBLAS, loaded when a job needs it (its baseline, or the probe that reports it): linking it
+// would make every runner start map and initialize the library (tens of milliseconds), also the
+// validation and screening jobs that never call it.
+struct CublasApi {
+  void* lib = nullptr;
+  decltype(&::cublasCreate_v2) Create = nullptr;
+  decltype(&::cublasDestroy_v2) Destroy = nullptr;
+  decltype(&::cublasSetStream_v2) SetStream = nullptr;
+  decltype(&::cublasSetMathMode) SetMathMode = nullptr;
+  decltype(&::cublasSetWorkspace_v2) SetWorkspace = nullptr;
+  decltype(&::cublasSgemm_v2) Sgemm = nullptr;
+  // cublasGemmEx has C++ overloads: the C entry point's type, spelled out.
+  cublasStatus_t (*GemmEx)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                           const void*, const void*, cudaDataType, int, const void*, cudaDataType,
+                           int, const void*, void*, cudaDataType, int, cublasComputeType_t,
+                           cublasGemmAlgo_t) = nullptr;
+  std::string error;  // why it is not available
+  Status load() {
+    if (lib) return Status::ok();
+    if (!error.empty()) return Status::error(error);
+    const std::string name = fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR);
+    lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* why = ::dlerror();
+      error = fmt::format("cannot load {}: {}", name, why ? why : "dlopen failed");
+      return Status::error(error);
+    }
+    std::string missing;
+    auto get = [&](auto& f, const char* symbol) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(lib, symbol));
+      if (!f) missing += std::string(missing.empty() ? "" : ", ") + symbol;
+    };
+    get(Create, "cublasCreate_v2");
+    get(Destroy, "cublasDestroy_v2");
+    get(SetStream, "cublasSetStream_v2");
+    get(SetMathMode, "cublasSetMathMode");
+    get(SetWorkspace, "cublasSetWorkspace_v2");
+    get(Sgemm, "cublasSgemm_v2");
+    get(GemmEx, "cublasGemmEx");
+    if (missing.empty()) return Status::ok();
+    error = fmt::format("{} lacks {}", name, missing);
+    ::dlclose(lib);
+    lib = nullptr;
+    return Status::error(error);
+  }
+};
+
+CublasApi g_cublas;
+
+// Whether a job needs cuBLAS: a task with the cuBLAS baseline (timed beside the candidate, or run
+// for reference outputs), or the probe that says whether it is ready.
+bool job_needs_cublas(const RunnerJob& job) {
+  if (job.mode == "probe") return true;
+  for (const RunnerTask& t : job.tasks)
+    if (t.baseline == "cublas") return true;
+  return false;
+}
+
 std::string err_text(cudaError_t e) {
   return fmt::format("{}: {}", cudaGetErrorName(e), cudaGetErrorString(e));
 }
@@ -258,6 +316,7 @@ class CudaDevice final : public Device {
   Status init(const RunnerJob& job);
 
   DeviceFacts facts() override;
+  json startup_seconds() const override { return startup_; }
   double measure_fp32_tflops() override;
   Result<DeviceBuffer> alloc(size_t bytes) override;
   void free(DeviceBuffer& b) override;
@@ -340,6 +399,7 @@ class CudaDevice final : public Device {
   std::string pci_bus_id_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  json startup_ = json::object();  // seconds per start-up step (init)
   cublasHandle_t cublas_ = nullptr;
   std::string cublas_error_;
   std::unique_ptr<CudnnBaselines> cudnn_;  // on the stream; its handle only for its families
@@ -363,6 +423,12 @@ class CudaDevice final : public Device {
 };
 
 Status CudaDevice::init(const RunnerJob& job) {
+  auto mark = std::chrono::steady_clock::now();
+  auto step = [&](const char* name) {  // the seconds since the previous step
+    auto now = std::chrono::steady_clock::now();
+    startup_[name] = std::chrono::duration<double>(now - mark).count();
+    mark = now;
+  };
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess)
@@ -394,9 +460,11 @@ Status CudaDevice::init(const RunnerJob& job) {
   }
   if ((e = cudaSetDevice(index_)) != cudaSuccess)
     return Status::error(fmt::format("cannot use CUDA device {}: {}", index_, err_text(e)));
+  step("select");
   if ((e = cudaFree(nullptr)) != cudaSuccess)
     return Status::error(
         fmt::format("cannot create a context on CUDA device {}: {}", index_, err_text(e)));
+  step("context");
   if (Status s = g_cu.load(); !s) return s;
   if (CUresult r = g_cu.Init(0); r != CUDA_SUCCESS)
     return Status::error(fmt::format("cuInit failed: {}", cu_text(r)));
@@ -407,25 +475,32 @@ Status CudaDevice::init(const RunnerJob& job) {
   if ((e = cudaEventCreate(&start_)) != cudaSuccess || (e = cudaEventCreate(&stop_)) != cudaSuccess)
     return Status::error(fmt::format("cudaEventCreate failed: {}", err_text(e)));
 
+  step("driver");
   // The baseline library is ready before any candidate is loaded.
-  if (cublasStatus_t s = cublasCreate(&cublas_); s != CUBLAS_STATUS_SUCCESS) {
+  if (!job_needs_cublas(job)) {
+    cublas_error_ = "cuBLAS is not loaded for this job (no task has the cuBLAS baseline)";
+  } else if (Status st = g_cublas.load(); !st) {
+    cublas_error_ = st.message();
+  } else if (cublasStatus_t s = g_cublas.Create(&cublas_); s != CUBLAS_STATUS_SUCCESS) {
     cublas_ = nullptr;
     cublas_error_ = fmt::format("cublasCreate failed: {}", cublas_text(s));
   } else {
-    cublasSetStream(cublas_, stream_);
-    cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH);  // no TF32 for fp32
+    g_cublas.SetStream(cublas_, stream_);
+    g_cublas.SetMathMode(cublas_, CUBLAS_DEFAULT_MATH);  // no TF32 for fp32
     if (cudaMalloc(&workspace_, kCublasWorkspaceBytes) == cudaSuccess) {
-      cublasSetWorkspace(cublas_, workspace_, kCublasWorkspaceBytes);
+      g_cublas.SetWorkspace(cublas_, workspace_, kCublasWorkspaceBytes);
     } else {
       (void)cudaGetLastError();
       workspace_ = nullptr;
     }
   }
+  step("cublas");
   cudnn_ = std::make_unique<CudnnBaselines>(
       process_cudnn(),
       CudnnMemory{[this](size_t n) { return alloc(n); }, [this](DeviceBuffer& b) { free(b); }});
   cudnn_->open(job.family, stream_);
 
+  step("cudnn");
   int l2 = attr(cudaDevAttrL2CacheSize);
   flush_bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : (32 << 20));
   if (cudaMalloc(&flush_buf_, flush_bytes_) != cudaSuccess) {
@@ -434,6 +509,7 @@ Status CudaDevice::init(const RunnerJob& job) {
   }
   if ((e = cudaDeviceSynchronize()) != cudaSuccess)
     return Status::error(fmt::format("CUDA device {} failed at start-up: {}", index_, err_text(e)));
+  step("buffers");
   return Status::ok();
 }
 
@@ -450,7 +526,7 @@ CudaDevice::~CudaDevice() {
   if (generate_module_) g_cu.ModuleUnload(generate_module_);
   if (nonzero_) cudaFree(nonzero_);
   if (gate_flag_) cudaFreeHost(const_cast<unsigned*>(gate_flag_));
-  if (cublas_) cublasDestroy(cublas_);
+  if (cublas_) g_cublas.Destroy(cublas_);
   if (workspace_) cudaFree(workspace_);
   if (flush_buf_) cudaFree(flush_buf_);
   if (start_) cudaEventDestroy(start_);
@@ -1150,13 +1226,13 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
   // Row-major C[M,N] = A[M,K] B[K,N] is column-major C^T[N,M] = B^T[N,K] A^T[K,M].
   auto call = [&]() -> CUresult {
     if (fp32) {
-      status = cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
-                           static_cast<const float*>(B), n, static_cast<const float*>(A), k, &beta,
-                           static_cast<float*>(C), n);
+      status = g_cublas.Sgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+                              static_cast<const float*>(B), n, static_cast<const float*>(A), k,
+                              &beta, static_cast<float*>(C), n);
     } else {
-      status =
-          cublasGemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, in_type, n, A,
-                       in_type, k, &beta, C, out_type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+      status = g_cublas.GemmEx(cublas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B, in_type, n, A,
+                               in_type, k, &beta, C, out_type, n, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT);
     }
     return CUDA_SUCCESS;
   };

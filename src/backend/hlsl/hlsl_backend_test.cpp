@@ -536,6 +536,33 @@ TEST_F(HlslRunnerTest, SeedMatmulMatchesAFloat64Reference) {
   EXPECT_LT(max_rel_error(j.tasks[0], read_floats(results[0].outputs.at("C"))), 1e-4);
 }
 
+// A held job (start_before_lock): the runner starts its device, says so, and runs its tasks once
+// the parent holds the device lock and says go; its start-up is tallied, and the lock is free
+// again when run_job returns.
+TEST_F(HlslRunnerTest, AHeldJobRunsOnceTheLockIsHeld) {
+  auto locks = make_temp_dir("peak-held-locks-");
+  ASSERT_TRUE(locks) << locks.error();
+  ::setenv("PEAK_LOCK_DIR", locks->c_str(), 1);
+  RunnerJob j = job();
+  j.tasks.push_back(task("held", example_source(), shape(64, 64, 64)));
+  RunnerOptions opts;
+  opts.executable = kRunner;
+  opts.task_timeout_s = 30;
+  opts.device_lock = std::make_shared<DeviceLock>("held-runner", "lavapipe");
+  opts.start_before_lock = true;
+  opts.tally = std::make_shared<RunnerTally>();
+  auto r = run_job(j, opts);
+  ::unsetenv("PEAK_LOCK_DIR");
+  ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(r->size(), 1u);
+  ASSERT_EQ((*r)[0].disposition, Disposition::passed) << (*r)[0].message;
+  EXPECT_LT(max_rel_error(j.tasks[0], read_floats((*r)[0].outputs.at("C"))), 1e-4);
+  EXPECT_EQ(opts.tally->starts.load(), 1);
+  EXPECT_TRUE(opts.tally->startup_steps.count("job"));  // the runner's "started" event
+  EXPECT_EQ(opts.device_lock->stats().acquisitions, 1);
+  fs::remove_all(*locks);
+}
+
 // The same-traffic copy (RunnerTask::copy_bytes): vkCmdCopyBuffer and the runner's vector copy
 // shader, each checked on a poisoned destination (a method whose bytes do not all arrive is left
 // out with a note in the message), the faster timed beside the candidate, sample for sample; none
