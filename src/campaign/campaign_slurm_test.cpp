@@ -5,11 +5,13 @@
 // on timing: the test holds the CPU device to stop the job inside a step, and every wait polls with
 // a generous deadline. The daemons are stopped at the end, whatever happened.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -47,6 +49,32 @@ bool eventually(const std::function<bool()>& pred, std::chrono::seconds limit,
   }
   return pred();
 }
+
+// A device lock file held with a blocking flock, woken the moment its holder lets go, and named
+// in the file as DeviceLock names its holders ("pid N ..."), so that a waiting peak says whom it
+// waits for.
+struct LockHold {
+  explicit LockHold(const fs::path& file)
+      : fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {}
+  ~LockHold() {
+    release();
+    if (fd >= 0) ::close(fd);
+  }
+  bool take() {
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) return false;
+    const std::string me = fmt::format("pid {} (the test)\n", ::getpid());
+    held = ::ftruncate(fd, 0) == 0 && ::pwrite(fd, me.data(), me.size(), 0) > 0;
+    return held;
+  }
+  void release() {
+    if (!held) return;
+    (void)!::ftruncate(fd, 0);
+    ::flock(fd, LOCK_UN);
+    held = false;
+  }
+  int fd = -1;
+  bool held = false;
+};
 
 fs::path find_binary(const std::string& name) {
   for (const char* dir : {"/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin"}) {
@@ -365,6 +393,10 @@ time = "00:30:00"
   ::setenv("PEAK_LOCK_DIR", locks.c_str(), 1);
   ::setenv("SLURM_CONF", cluster.env().at("SLURM_CONF").c_str(), 1);
 
+  // The CPU device, held by this test from the start (see below).
+  LockHold hold(locks / "cpu.lock");
+  ASSERT_TRUE(hold.take());
+
   // `peak campaign run FILE --executor slurm`, its output in files.
   struct Follower {
     Subprocess p;
@@ -407,43 +439,51 @@ time = "00:30:00"
     return paren == std::string::npos || stat->substr(paren + 2, 1) == "Z";
   };
 
-  // Step 1 of the target checkpointed; then the test takes the CPU device, which every
-  // evaluation needs: the job stops inside its next step (after the model's reply is recorded,
-  // at the candidate's evaluation) and stays there.
-  ASSERT_TRUE(eventually(
-      [&] {
-        auto v = view(target.workspace);
-        return follower_ended() || (v && v->checkpoints >= 2);
-      },
-      std::chrono::seconds(600)))
-      << "step 1 was never checkpointed\n"
-      << diagnostics();
-  ASSERT_FALSE(follower_ended()) << "`peak campaign run` ended early\n" << diagnostics();
-  DeviceLock device("cpu", "the CPU");
-  auto held = std::make_optional(device.acquire());
-  ASSERT_TRUE(*held) << held->error();
-  // Stopped: a step's replies are recorded but not checkpointed, and the job's log says it waits
-  // for the device this process holds (a step whose evaluation already held the device when the
-  // test asked for it goes on to its checkpoint first).
+  // The test holds the CPU device, which every evaluation needs, and lets the jobs through one
+  // hold at a time: each time the target waits for it, the test either finds the target stopped
+  // inside a step after step 1's checkpoint (its model's replies recorded, the candidate's
+  // evaluation waiting), or lets go until another process holds the device and takes it back the
+  // moment that hold ends (a blocking lock, woken by the release).
   const std::string waits_for_us = fmt::format("in use by pid {} ", ::getpid());
-  auto waits = [&] {
+  auto waits = [&] {  // how often the target has begun to wait for this process
     auto log = read_file(target.log);
-    return log && log->find(waits_for_us) != std::string::npos;
+    size_t n = 0;
+    for (size_t at = 0; log && (at = log->find(waits_for_us, at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  const fs::path lock_file = locks / "cpu.lock";
+  auto someone_else_holds = [&] {
+    auto holder = read_file(lock_file);
+    return holder && !holder->empty() && holder->find(waits_for_us.substr(10)) == std::string::npos;
+  };
+  auto hand_over = [&] {
+    hold.release();
+    ASSERT_TRUE(eventually([&] { return follower_ended() || someone_else_holds(); },
+                           std::chrono::seconds(600)))
+        << "no job took the device\n"
+        << diagnostics();
+    ASSERT_TRUE(hold.take());
   };
   std::string stopped_in;
+  size_t seen = 0;
   ASSERT_TRUE(eventually(
       [&] {
+        if (follower_ended()) return true;
+        const size_t n = waits();
+        if (n == seen) return false;  // the target is not waiting for this process (again)
+        seen = n;
         auto v = view(target.workspace);
-        if (!v) return follower_ended();
-        for (const auto& a : v->attempts)
-          if (a.pass_index >= 1 && a.disposition == "passed" &&
-              !v->checkpointed.count(a.transformation) && waits()) {
-            stopped_in = a.transformation;
-            return true;
-          }
-        return follower_ended();
+        if (v && v->checkpoints >= 2)
+          for (const auto& a : v->attempts)
+            if (a.pass_index >= 1 && a.disposition == "passed" &&
+                !v->checkpointed.count(a.transformation)) {
+              stopped_in = a.transformation;
+              return true;
+            }
+        hand_over();
+        return false;
       },
-      std::chrono::seconds(600)))
+      std::chrono::seconds(900)))
       << "the job never stopped inside a step (did the run end first?)\n"
       << diagnostics();
   ASSERT_FALSE(stopped_in.empty()) << "`peak campaign run` ended early\n" << diagnostics();
@@ -479,7 +519,7 @@ time = "00:30:00"
   auto mid = view(target.workspace);
   ASSERT_TRUE(mid);
   EXPECT_EQ(mid->checkpoints, before->checkpoints);  // the kill made nothing, lost nothing
-  held.reset();                                      // the device is free: the requeued job resumes
+  hold.release();                                    // the device is free: the requeued job resumes
 
   // The campaign completes.
   ProcessResult end = follower.p.wait(900);
