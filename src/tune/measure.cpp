@@ -275,11 +275,14 @@ std::vector<Measurement> finish_timing(Validator& validator, const KernelContext
     }
     read_result(validator, ctx, p.out[i].shape, i, (*results)[p.task_of_shape[i]], opts, p.out[i]);
   }
-  if (!p.dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(p.dir, ec);
-  }
+  discard_timing(p);
   return std::move(p.out);
+}
+
+void discard_timing(PreparedTiming& p) {
+  std::error_code ec;
+  if (!p.dir.empty()) fs::remove_all(p.dir, ec);
+  p.dir.clear();
 }
 
 std::vector<Measurement> measure(Backend& backend, const DeviceFacts& device,

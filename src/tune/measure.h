@@ -100,6 +100,9 @@ PreparedTiming prepare_timing(Backend& backend, const DeviceFacts& device, const
                               const SourceRegions& source, const BuildResult& build,
                               const Config& config, const std::vector<Shape>& shapes,
                               const MeasureOptions& opts);
+// Removes what prepared tasks wrote, when their results are not read (finish_timing does it
+// otherwise).
+void discard_timing(PreparedTiming& prepared);
 // The measurements from the tasks' results (in task order) or the error of a job that could not
 // run: checked (timed launches, outputs) and judged against the device's peaks.
 std::vector<Measurement> finish_timing(Validator& validator, const KernelContext& ctx,

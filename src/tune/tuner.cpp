@@ -93,7 +93,7 @@ PendingEvaluation BackendRunner::begin_on(size_t lane, const ConfigOutcome& o,
   if (abandoned) {  // nothing ran: nothing to judge
     std::error_code ec;
     if (!pv->dir.empty()) fs::remove_all(pv->dir, ec);
-    if (!pt->dir.empty()) fs::remove_all(pt->dir, ec);
+    discard_timing(*pt);
     return PendingEvaluation{[] { return ConfigEvaluation{}; }, false, true};
   }
   const double job_seconds = elapsed(v0);
@@ -114,9 +114,8 @@ PendingEvaluation BackendRunner::begin_on(size_t lane, const ConfigOutcome& o,
     auto t0 = std::chrono::steady_clock::now();
     if (e.validation.disposition == Disposition::passed) {
       e.measurements = finish_timing(*validator, ctx_, *pt, part(nv, pt->tasks.size()), mo);
-    } else if (!pt->dir.empty()) {
-      std::error_code ec;
-      fs::remove_all(pt->dir, ec);
+    } else {
+      discard_timing(*pt);
     }
     e.time_seconds = elapsed(t0);
     return e;
