@@ -442,6 +442,42 @@ TEST_F(Cli, TuneWithAStrategyRecordsAndExportsTheSearch) {
   EXPECT_NE(m.err.find("budget '10x'"), std::string::npos) << m.err;
 }
 
+// Configurations evaluated in one runner job are judged each on its own outputs: a kernel wrong
+// only at BLOCK_X=8 fails there and nowhere else, whatever job it shared.
+TEST_F(Cli, ConfigurationsSharingARunnerJobAreJudgedEachOnItsOwn) {
+  const fs::path context = tmp_ / "wrong-at-8";
+  fs::copy(fs::path(PEAK_SOURCE_DIR) / "examples" / "matmul-hlsl-fp32", context);
+  auto src = read_file(context / "kernel.hlsl");
+  ASSERT_TRUE(src);
+  const std::string right = "C[row * N + col] = acc;";
+  ASSERT_NE(src->find(right), std::string::npos);
+  std::string wrong = *src;
+  wrong.replace(wrong.find(right), right.size(),
+                "C[row * N + col] = BLOCK_X == 8 ? acc + 1 : acc;");
+  ASSERT_TRUE(write_file(context / "kernel.hlsl", wrong));
+  const fs::path ws = tmp_ / "shared-jobs";
+  Out init = peak({"init", context.string(), ws.string()});
+  ASSERT_EQ(init.code, 0) << init.err;
+  fs::path cache = tmp_ / "shared.json";
+  Out o = peak({"-q", "--json", "tune", "--small", "--strategy", "exhaustive", "--tune",
+                "BLOCK_X=8,16", "--export-space", cache.string()},
+               ws);
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json s = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << o.out;
+  EXPECT_EQ(s["configs"]["evaluated"], 6);
+  json c = json::parse(*read_file(cache), nullptr, false);
+  ASSERT_TRUE(c.is_object());
+  ASSERT_EQ(c["configs"].size(), 6u);
+  for (const auto& e : c["configs"]) {
+    const bool wrong = e["config"]["BLOCK_X"] == 8;
+    EXPECT_EQ(e["disposition"], wrong ? "incorrect" : "passed") << e.dump();
+    if (!wrong) {
+      EXPECT_GT(e["score_ms"].get<double>(), 0) << e.dump();
+    }
+  }
+}
+
 // A search resumed from the store in a workspace that lost its build cache (packed without
 // .peak/cache and unpacked elsewhere) reuses every measurement and still times the best
 // configuration: its build is made again instead of being looked for where it no longer is.

@@ -95,7 +95,7 @@ std::string DeviceSelection::text() const {
   for (const auto& d : devices) names.push_back(named(d));
   std::string t = fmt::format("{} device{}: {}", devices.size(), devices.size() == 1 ? "" : "s",
                               join(names, ", "));
-  if (devices.size() > 1) t += fmt::format("; the final timing on {}", devices.front().selector);
+  if (devices.size() > 1) t += "; bench shapes in turn";
   if (!left_out.empty()) t += fmt::format("; left out: {}", join(left_out, ", "));
   return t;
 }

@@ -1,9 +1,9 @@
 #pragma once
 // Several GPUs of one host (`--devices`, docs/scale-out.md): which devices a spec names. The
-// tuning search of a step spreads over them (tune/tuner.h, DeviceLane); the final timing of the
-// best configurations and of the vendor baseline runs on the first alone, so that every number a
-// checkpoint keeps comes from one device. Devices of different models are never mixed: their
-// times do not rank against each other.
+// tuning search of a step spreads over them (tune/tuner.h, DeviceLane), and so does the final
+// timing of the best configuration: bench shape i on device i mod n, each against the vendor
+// baseline on its own device, so that a shape is timed on the same device at every step. Devices
+// of different models are never mixed: their times do not rank against each other.
 #include <functional>
 #include <string>
 #include <vector>
@@ -29,10 +29,10 @@ struct SelectedDevice {
 };
 
 struct DeviceSelection {
-  std::vector<SelectedDevice> devices;  // at least one; the first makes the final timing
+  std::vector<SelectedDevice> devices;  // at least one
   // Devices found but not used ("2: llvmpipe (another model)"), for `all`.
   std::vector<std::string> left_out;
-  // "2 devices: 0 NVIDIA H100 80GB HBM3, 1 NVIDIA H100 80GB HBM3 (final timing on 0)"
+  // "2 devices: 0 (NVIDIA H100 80GB HBM3), 1 (NVIDIA H100 80GB HBM3); bench shapes in turn"
   std::string text() const;
 };
 

@@ -74,11 +74,11 @@ TEST(Devices, IndicesOfOneModelAreUsedInTheirOrder) {
   FakeHost host;
   auto s = select_devices("2,0", host.probe());
   ASSERT_TRUE(s) << s.error();
-  EXPECT_EQ(selectors(*s), (std::vector<std::string>{"2", "0"}));  // the final timing on 2
+  EXPECT_EQ(selectors(*s), (std::vector<std::string>{"2", "0"}));  // the first bench shape on 2
   EXPECT_TRUE(s->left_out.empty());
   EXPECT_EQ(
       s->text(),
-      "2 devices: 2 (NVIDIA H100 80GB HBM3), 0 (NVIDIA H100 80GB HBM3); the final timing on 2");
+      "2 devices: 2 (NVIDIA H100 80GB HBM3), 0 (NVIDIA H100 80GB HBM3); bench shapes in turn");
   EXPECT_EQ(host.probed, (std::vector<std::string>{"2", "0"}));  // nothing else probed
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -131,6 +132,7 @@ json measurement_json(const Measurement& m) {
   j["config"] = config_json(m.config);
   j["disposition"] = std::string(to_string(m.disposition));
   if (!m.message.empty()) j["message"] = m.message;
+  if (!m.device.empty()) j["device"] = m.device;
   j["median_ms"] = m.stats.median;
   j["p25_ms"] = m.stats.p25;
   j["p75_ms"] = m.stats.p75;
@@ -402,6 +404,9 @@ void Workspace::EvalRun::plan_tuning() {
   // A batch ends when its last configuration is judged: with several devices, each takes a
   // batch's worth so that as few wait at its end.
   to.batch *= lane_selectors.size();
+  // A strategy that does not wait for outcomes (exhaustive, random) gains nothing from a batch's
+  // end and loses the devices' idle time there: four times as many per batch.
+  to.steady_batch = 4 * to.batch;
   status.emplace([this](const std::string& line) { ws.progress_.status(line); },
                  lane_selectors.size());
   status->announce_plan([this](const std::string& line) { ws.progress_.print(line); },
@@ -416,7 +421,10 @@ void Workspace::EvalRun::plan_tuning() {
   for (const auto& [k, v] : be.toolchain())
     if (k != "runner")  // a path on this machine
       target.toolchain += (target.toolchain.empty() ? "" : ", ") + k + " " + v;
-  target.options = {{"budget", to.budget.text()}, {"seed", to.seed}, {"batch", to.batch}};
+  target.options = {{"budget", to.budget.text()},
+                    {"seed", to.seed},
+                    {"batch", to.batch},
+                    {"steady_batch", to.steady_batch}};
   // A class's search (`peak tune --classes`) is no search of the checkpoint's bench shapes: it
   // tunes on its class's shapes, ranked by their summed times; `peak export-space` without --run
   // passes over its run (tune/record.h, latest_tuning_run) and its measurement rows are tagged.
@@ -657,19 +665,23 @@ void Workspace::EvalRun::rank(const TuneResult& tr) {
       sum.sanitizer = SummarySanitizer{config_text(o.config), o.validation.sanitizer, {}};
 }
 
-// The final timing of the best configuration on every bench shape, against the baseline, on
-// the first device; every measurement recorded (StoreRecorder::on_final).
+// The final timing of the best configuration on every bench shape, against the baseline: with
+// several devices the shapes are dealt over them (each against the baseline on its own device),
+// else on the one; every measurement recorded (StoreRecorder::on_final).
 bool Workspace::EvalRun::time_best() {
   Backend& be = *setup.be;
   auto t0 = std::chrono::steady_clock::now();
-  FinalTimer timer(be, setup.dev, devices.runners.front(), *devices.validators.front(), ctx,
-                   regions, detail::final_timing_options(opts, bench_budget, setup.peak),
-                   {&*status, &*recorder});
+  const FinalTimingOptions fo = detail::final_timing_options(opts, bench_budget, setup.peak);
+  const std::vector<TuneObserver*> observers = {&*status, &*recorder};
+  const size_t spread = several ? std::min(lane_selectors.size(), bench.size()) : 1;
+  std::vector<std::unique_ptr<FinalTimer>> timers;
+  for (size_t d = 0; d < spread; ++d)
+    timers.push_back(std::make_unique<FinalTimer>(
+        be, d == 0 ? setup.dev : devices.facts[d], devices.runners[d], *devices.validators[d], ctx,
+        regions, fo, spread > 1 ? std::vector<TuneObserver*>{} : observers));
   ws.progress_.status(
       fmt::format("  timing {} on {} shape(s){}", config_text(best->config), bench.size(),
-                  several ? fmt::format(" on device {} (the first of {})", lane_selectors.front(),
-                                        lane_selectors.size())
-                          : ""),
+                  spread > 1 ? fmt::format(" on {} devices", spread) : ""),
       true);
   // A configuration whose outcome was reused (--reuse-measurements) was not built by this
   // process, and its build may be gone (a workspace packed without .peak/cache and unpacked
@@ -682,7 +694,13 @@ bool Workspace::EvalRun::time_best() {
                   fmt::format("the best configuration ({}) does not build again:\n{}",
                               config_text(best->config), best_build.log));
   }
-  ms = timer.time(best_build, best->config, bench);
+  if (spread > 1) {
+    std::vector<FinalTimer*> each;
+    for (auto& t : timers) each.push_back(t.get());
+    ms = time_spread(each, lane_selectors, best_build, best->config, bench, observers);
+  } else {
+    ms = timers.front()->time(best_build, best->config, bench);
+  }
   ws.progress_.clear();
   record_locks();
   for (const auto& m : ms)

@@ -102,6 +102,7 @@ SummaryBench bench_from(json rest) {
   take(rest, "clock_mhz_before", b.clock_mhz_before);
   take(rest, "clock_mhz_after", b.clock_mhz_after);
   take(rest, "throttled", b.throttled);
+  take(rest, "device", b.device);
   take(rest, "headline", b.headline);
   take(rest, "bytes", b.bytes);
   take(rest, "gbs", b.gbs);
@@ -392,6 +393,7 @@ json to_json(const SummaryBench& b) {
   put(j, "clock_mhz_before", b.clock_mhz_before);
   put(j, "clock_mhz_after", b.clock_mhz_after);
   put(j, "throttled", b.throttled);
+  put(j, "device", b.device);
   put(j, "headline", b.headline);
   put(j, "bytes", b.bytes);
   put(j, "gbs", b.gbs);

@@ -24,6 +24,8 @@ inline constexpr int kEvalSummaryFormatVersion = 1;
 // The final timing at one shape (an element of "bench", or of a suite's "measurements").
 struct SummaryBench {
   std::optional<std::string> shape, disposition, message;
+  // The device that timed this shape, when the final timing was spread over several.
+  std::optional<std::string> device;
   std::optional<double> median_ms, p25_ms, p75_ms, min_ms, spread, gflops, pct_of_peak;
   std::optional<std::vector<double>> samples_ms;
   // The vendor library timed in the same run ("baseline": its name).

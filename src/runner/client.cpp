@@ -166,7 +166,8 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
     const auto started = Clock::now();
     if (auto s = start_runner(p, opts, sub); !s) return Error{s.message()};
     bool began = false;
-    bool timed_out = false;  // a task timed out: with stop_after_timeout, no fresh runner
+    bool counted_startup = false;  // the tally has this runner's start-up
+    bool timed_out = false;        // a task timed out: with stop_after_timeout, no fresh runner
     int inflight = -1;
     auto task_start = Clock::now();
     double limit = opts.start_timeout_s;
@@ -186,6 +187,9 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
         if (ev == "started") {
           if (opts.tally) opts.tally->add_steps(m.value("seconds", json()));
           if (sub.hold && lock_to_take) {
+            // A held runner's start-up ends here; the wait for the lock is not part of it.
+            if (!began) add_seconds(opts.tally ? &opts.tally->startup_us : nullptr, started);
+            counted_startup = true;
             if (Status s = take_lock(); !s) return Error{s.message()};
             if (opts.abandon && opts.abandon()) {
               p.kill_group();
@@ -202,7 +206,8 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
                                                             : index.end();
           if (it == index.end() || done[it->second]) continue;  // not ours: ignore
           inflight = static_cast<int>(it->second);
-          if (!began) add_seconds(opts.tally ? &opts.tally->startup_us : nullptr, started);
+          if (!began && !counted_startup)
+            add_seconds(opts.tally ? &opts.tally->startup_us : nullptr, started);
           task_start = Clock::now();
           limit = opts.task_timeout_s;  // device start-up is over once a task begins
           deadline = after(limit);

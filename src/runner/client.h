@@ -19,7 +19,8 @@ namespace peak {
 
 // What the runners started with one set of options (and their copies) cost, summed across
 // threads: how many started, the seconds from each start to its first task (process, sandbox,
-// device start-up) and the seconds spent in tasks (from a task's begin to its result).
+// device start-up; for a held runner, to its "started" event: the wait for the device lock is not
+// counted) and the seconds spent in tasks (from a task's begin to its result).
 struct RunnerTally {
   std::atomic<int> starts{0};
   std::atomic<int64_t> startup_us{0};

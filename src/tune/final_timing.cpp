@@ -1,5 +1,6 @@
 #include "tune/final_timing.h"
 
+#include <thread>
 #include <utility>
 
 namespace peak {
@@ -34,6 +35,33 @@ std::vector<Measurement> FinalTimer::time(const BuildResult& build, const Config
     for (auto* o : observers_) o->on_final(m);
   }
   return ms;
+}
+
+std::vector<Measurement> time_spread(const std::vector<FinalTimer*>& timers,
+                                     const std::vector<std::string>& selectors,
+                                     const BuildResult& build, const Config& config,
+                                     const std::vector<Shape>& shapes,
+                                     const std::vector<TuneObserver*>& observers) {
+  const size_t n = std::min(timers.size(), shapes.size());
+  std::vector<std::vector<size_t>> dealt(n);  // per device, its shapes' indices
+  for (size_t i = 0; i < shapes.size(); ++i) dealt[i % n].push_back(i);
+  std::vector<Measurement> out(shapes.size());
+  auto on_device = [&](size_t d) {
+    std::vector<Shape> mine;
+    for (size_t i : dealt[d]) mine.push_back(shapes[i]);
+    std::vector<Measurement> ms = timers[d]->time(build, config, mine);
+    for (size_t k = 0; k < ms.size() && k < dealt[d].size(); ++k) {
+      ms[k].device = d < selectors.size() ? selectors[d] : std::to_string(d);
+      out[dealt[d][k]] = std::move(ms[k]);
+    }
+  };
+  std::vector<std::thread> others;
+  for (size_t d = 1; d < n; ++d) others.emplace_back(on_device, d);
+  if (n > 0) on_device(0);
+  for (auto& t : others) t.join();
+  for (const auto& m : out)
+    for (auto* o : observers) o->on_final(m);
+  return out;
 }
 
 }  // namespace peak

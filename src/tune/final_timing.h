@@ -56,4 +56,14 @@ class FinalTimer {
   std::vector<TuneObserver*> observers_;
 };
 
+// The final timing spread over several devices of one model: `shapes` dealt in turn to `timers`
+// (one per device, `selectors` naming them; built without observers), timed at once, each shape
+// in its own device's runner task against the baseline timed there. The measurements come back
+// in the order of `shapes`, each naming its device, and are told to `observers` in that order.
+std::vector<Measurement> time_spread(const std::vector<FinalTimer*>& timers,
+                                     const std::vector<std::string>& selectors,
+                                     const BuildResult& build, const Config& config,
+                                     const std::vector<Shape>& shapes,
+                                     const std::vector<TuneObserver*>& observers);
+
 }  // namespace peak

@@ -23,6 +23,9 @@ double giga_per_second(double amount, double ms);
 struct Measurement {
   Shape shape;
   Config config;
+  // The selector of the device that timed it when a final timing was spread over several
+  // (time_spread in tune/final_timing.h); empty otherwise.
+  std::string device;
   Disposition disposition = Disposition::not_run;
   std::string message;
   std::vector<double> samples_ms, host_ms, baseline_samples_ms;

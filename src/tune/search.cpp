@@ -58,7 +58,8 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
   SearchResult res;
   res.strategy = strategy.name();
   res.limit = opts.budget.limit(space.size());
-  const size_t batch_size = std::max<size_t>(opts.batch, 1);
+  const size_t batch_size = std::max<size_t>(
+      !strategy.adaptive() && opts.steady_batch > 0 ? opts.steady_batch : opts.batch, 1);
   std::vector<uint8_t> evaluated(space.size(), 0);
   // The defaults, then the configurations the caller starts from.
   std::vector<size_t> first;

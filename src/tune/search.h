@@ -110,7 +110,11 @@ inline constexpr std::string_view kNotRunAfterTimeout =
 struct SearchOptions {
   Budget budget;
   uint64_t seed = 0x7;
-  size_t batch = 8;           // configurations evaluated together (compiled in parallel)
+  size_t batch = 8;  // configurations evaluated together (compiled in parallel)
+  // The batch of a strategy that is not adaptive (exhaustive, random; 0 = `batch`): its proposals
+  // do not wait for outcomes, and every batch's end leaves devices idle while its last
+  // configurations are judged. The time budget is checked between batches.
+  size_t steady_batch = 0;
   std::vector<Config> start;  // evaluated first (after the defaults), e.g. the parent's best
   // Polled before each batch and after it: when it returns true the search ends ("cancelled"),
   // keeping the outcomes of the batch under way that were evaluated before it was cancelled.

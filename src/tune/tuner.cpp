@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -48,30 +49,77 @@ BackendRunner::BackendRunner(Backend& backend, std::vector<DeviceLane> lanes,
       }()),
       t0_(std::chrono::steady_clock::now()) {}
 
-// The validation tasks and the screening tasks of one configuration in one runner job (one
-// process start, one hold of the device lock). The screening counts only once the validation
-// passed; the job's deadline per task is the longer of the two kinds'. The outputs are judged by
-// the returned finish, on the device's checker thread, while the device runs the next job.
-PendingEvaluation BackendRunner::begin_on(size_t lane, const ConfigOutcome& o,
-                                          const ValidationOptions& vo, const MeasureOptions& mo) {
+namespace {
+// One configuration's part of a runner job: its prepared validation and screening, and where its
+// tasks begin among the job's.
+struct JobPart {
+  std::shared_ptr<PreparedValidation> validation;
+  std::shared_ptr<PreparedTiming> timing;
+  ValidationOptions options;
+  size_t from = 0;  // its first task in the job
+  size_t tasks() const { return validation->tasks.size() + timing->tasks.size(); }
+};
+
+// Tasks [from, from + count) of a job's results, with the ids their part gave them.
+Result<std::vector<TaskResult>> slice(const Result<std::vector<TaskResult>>& results,
+                                      const std::vector<RunnerTask>& tasks, size_t from,
+                                      size_t count) {
+  if (!results) return Error{results.error()};
+  std::vector<TaskResult> out(results->begin() + static_cast<std::ptrdiff_t>(from),
+                              results->begin() + static_cast<std::ptrdiff_t>(from + count));
+  for (size_t k = 0; k < count; ++k) out[k].id = tasks[k].id;
+  return out;
+}
+
+bool ran_nothing(const Result<std::vector<TaskResult>>& results, size_t from, size_t count) {
+  if (!results) return false;
+  for (size_t k = from; k < from + count; ++k)
+    if ((*results)[k].disposition != Disposition::not_run) return false;
+  return true;
+}
+}  // namespace
+
+// The validation tasks and the screening tasks of a group of configurations in one runner job
+// (one process start, one hold of the device lock); each task's id names its configuration's
+// place in the group. A configuration's screening counts only once its validation passed; the
+// job's deadline per task is the longer of the two kinds'. The outputs are judged by each
+// configuration's finish, on the device's checker thread, while the device runs the next job.
+std::vector<PendingEvaluation> BackendRunner::begin_on(size_t lane,
+                                                       const std::vector<ConfigJob>& group,
+                                                       const MeasureOptions& mo) {
   const DeviceLane& d = lanes_[lane];
   auto v0 = std::chrono::steady_clock::now();
-  auto pv = std::make_shared<PreparedValidation>(
-      d.validator->prepare(ctx_, source_, o.build, o.config, vo));
-  if (pv->ended) {
-    ConfigEvaluation e;
-    e.validation = *pv->ended;
-    e.validate_seconds = elapsed(v0);
-    return PendingEvaluation{[e] { return e; }, false};
-  }
-  auto pt = std::make_shared<PreparedTiming>();
-  if (!opts_.tune_shapes.empty())
-    *pt = prepare_timing(backend_, *d.device, ctx_, source_, o.build, o.config, opts_.tune_shapes,
-                         mo);
+  std::vector<PendingEvaluation> out(group.size());
+  std::vector<std::optional<JobPart>> parts(group.size());
   RunnerJob job = RunnerJob::for_context(ctx_);
-  job.tasks = pv->tasks;
-  job.tasks.insert(job.tasks.end(), pt->tasks.begin(), pt->tasks.end());
-  const bool screen_longer = !pt->tasks.empty() && mo.task_timeout_s > vo.task_timeout_s;
+  for (size_t g = 0; g < group.size(); ++g) {
+    const ConfigOutcome& o = *group[g].outcome;
+    JobPart part;
+    part.options = group[g].validation;
+    part.validation = std::make_shared<PreparedValidation>(
+        d.validator->prepare(ctx_, source_, o.build, o.config, part.options));
+    if (part.validation->ended) {
+      ConfigEvaluation e;
+      e.validation = *part.validation->ended;
+      e.validate_seconds = elapsed(v0);
+      out[g] = PendingEvaluation{[e] { return e; }};
+      continue;
+    }
+    part.timing = std::make_shared<PreparedTiming>();
+    if (!opts_.tune_shapes.empty())
+      *part.timing = prepare_timing(backend_, *d.device, ctx_, source_, o.build, o.config,
+                                    opts_.tune_shapes, mo);
+    part.from = job.tasks.size();
+    for (const auto* tasks : {&part.validation->tasks, &part.timing->tasks})
+      for (RunnerTask t : *tasks) {
+        if (group.size() > 1) t.id = fmt::format("c{}.{}", g, t.id);
+        job.tasks.push_back(std::move(t));
+      }
+    parts[g] = std::move(part);
+  }
+  if (job.tasks.empty()) return out;
+  const ValidationOptions& vo = opts_.validation;
+  const bool screen_longer = !opts_.tune_shapes.empty() && mo.task_timeout_s > vo.task_timeout_s;
   const TaskBudget budget =
       screen_longer ? TaskBudget{mo.task_timeout_s, mo.reference_task_s, mo.timeout_basis}
                     : TaskBudget{vo.task_timeout_s, vo.reference_task_s, vo.timeout_basis};
@@ -84,43 +132,49 @@ PendingEvaluation BackendRunner::begin_on(size_t lane, const ConfigOutcome& o,
   runner.abandon = [this] { return hung_.load() || stopped(); };
   auto results = std::make_shared<Result<std::vector<TaskResult>>>(
       run_job_retrying_timeouts(job, runner, budget));
-  bool hung = false, abandoned = false;
+  bool abandoned = false, hung_before = false;
   if (*results)
-    for (const TaskResult& r : **results) {
-      hung = hung || r.disposition == Disposition::timeout;
-      abandoned = abandoned || r.message == kAbandoned;
+    for (const TaskResult& r : **results) abandoned = abandoned || r.message == kAbandoned;
+  const double job_seconds = elapsed(v0) / static_cast<double>(group.size());
+  for (size_t g = 0; g < group.size(); ++g) {
+    if (!parts[g]) continue;
+    auto part = std::make_shared<JobPart>(std::move(*parts[g]));
+    const size_t nv = part->validation->tasks.size(), n = part->tasks();
+    bool hung = false;
+    if (*results)
+      for (size_t k = part->from; k < part->from + n; ++k)
+        hung = hung || (**results)[k].disposition == Disposition::timeout;
+    // Nothing ran: nothing to judge.
+    if (abandoned || (hung_before && ran_nothing(*results, part->from, n))) {
+      std::error_code ec;
+      if (!part->validation->dir.empty()) fs::remove_all(part->validation->dir, ec);
+      discard_timing(*part->timing);
+      out[g] = PendingEvaluation{[] { return ConfigEvaluation{}; }, false, true};
+      continue;
     }
-  if (abandoned) {  // nothing ran: nothing to judge
-    std::error_code ec;
-    if (!pv->dir.empty()) fs::remove_all(pv->dir, ec);
-    discard_timing(*pt);
-    return PendingEvaluation{[] { return ConfigEvaluation{}; }, false, true};
-  }
-  const double job_seconds = elapsed(v0);
-  Validator* validator = d.validator;
-  auto finish = [this, validator, pv, pt, results, vo, mo, job_seconds] {
-    // Each part's results, in its own task order.
-    auto part = [&](size_t from, size_t count) -> Result<std::vector<TaskResult>> {
-      if (!*results) return Error{results->error()};
-      const auto& all = **results;
-      return std::vector<TaskResult>(all.begin() + static_cast<std::ptrdiff_t>(from),
-                                     all.begin() + static_cast<std::ptrdiff_t>(from + count));
+    hung_before = hung_before || hung;
+    Validator* validator = d.validator;
+    auto finish = [this, validator, part, results, mo, job_seconds, nv, n] {
+      ConfigEvaluation e;
+      auto c0 = std::chrono::steady_clock::now();
+      e.validation = validator->finish(ctx_, *part->validation,
+                                       slice(*results, part->validation->tasks, part->from, nv),
+                                       part->options);
+      e.validate_seconds = job_seconds + elapsed(c0);
+      auto t0 = std::chrono::steady_clock::now();
+      if (e.validation.disposition == Disposition::passed) {
+        e.measurements =
+            finish_timing(*validator, ctx_, *part->timing,
+                          slice(*results, part->timing->tasks, part->from + nv, n - nv), mo);
+      } else {
+        discard_timing(*part->timing);
+      }
+      e.time_seconds = elapsed(t0);
+      return e;
     };
-    ConfigEvaluation e;
-    auto c0 = std::chrono::steady_clock::now();
-    const size_t nv = pv->tasks.size();
-    e.validation = validator->finish(ctx_, *pv, part(0, nv), vo);
-    e.validate_seconds = job_seconds + elapsed(c0);
-    auto t0 = std::chrono::steady_clock::now();
-    if (e.validation.disposition == Disposition::passed) {
-      e.measurements = finish_timing(*validator, ctx_, *pt, part(nv, pt->tasks.size()), mo);
-    } else {
-      discard_timing(*pt);
-    }
-    e.time_seconds = elapsed(t0);
-    return e;
-  };
-  return PendingEvaluation{finish, hung, false};
+    out[g] = PendingEvaluation{finish, hung, false};
+  }
+  return out;
 }
 
 double BackendRunner::elapsed_seconds() const { return elapsed(t0_); }
@@ -273,22 +327,42 @@ void BackendRunner::check_plans(ConfigOutcome& o) {
   }
 }
 
-// Starts the evaluation of one built configuration on device `lane`: its runner job, whose
-// outputs are then judged by `pending.finish` (on the device's checker thread).
-std::optional<PendingEvaluation> BackendRunner::begin(size_t lane, ConfigOutcome& o) {
-  if (skipped(o)) return std::nullopt;
-  ValidationOptions vo = opts_.validation;
-  // The sanitizer is slow: it checks one configuration (the first evaluated: the defaults).
-  vo.sanitize = vo.sanitize && !sanitized_.exchange(true);
+// Starts the evaluation of built configurations on device `lane` in one runner job: the
+// evaluations of those that run, whose outputs are then judged by `finish` (on the device's
+// checker thread).
+std::vector<std::pair<size_t, PendingEvaluation>> BackendRunner::begin(
+    size_t lane, const std::vector<size_t>& indices, std::vector<ConfigOutcome>& out) {
+  std::vector<size_t> going;
+  std::vector<ConfigJob> group;
+  for (size_t i : indices) {
+    if (skipped(out[i])) continue;
+    ValidationOptions vo = opts_.validation;
+    // The sanitizer is slow: it checks one configuration (the first evaluated: the defaults).
+    vo.sanitize = vo.sanitize && !sanitized_.exchange(true);
+    going.push_back(i);
+    group.push_back(ConfigJob{&out[i], vo});
+  }
+  std::vector<std::pair<size_t, PendingEvaluation>> started;
+  if (group.empty()) return started;
   MeasureOptions mo = opts_.screening;
   mo.with_baseline = false;
-  PendingEvaluation p = begin_on(lane, o, vo, mo);
-  if (p.hung) hung_ = true;  // before the device takes the next configuration
-  if (p.abandoned) {
-    skipped(o);
-    return std::nullopt;
+  std::vector<PendingEvaluation> pending = begin_on(lane, group, mo);
+  for (const PendingEvaluation& p : pending)
+    if (p.hung) hung_ = true;  // before the device takes the next configurations
+  for (size_t g = 0; g < going.size(); ++g) {
+    if (pending[g].abandoned) {
+      skipped(out[going[g]]);
+      continue;
+    }
+    started.emplace_back(going[g], std::move(pending[g]));
   }
-  return p;
+  return started;
+}
+
+size_t BackendRunner::group_size(size_t left) const {
+  const size_t workers = lanes_.size() * static_cast<size_t>(std::max(opts_.workers_per_device, 1));
+  const size_t share = (left + workers - 1) / workers;
+  return std::clamp<size_t>(share, 1, static_cast<size_t>(std::max(opts_.configs_per_job, 1)));
 }
 
 // The outcome of a configuration from its evaluation, told to the observer.
@@ -343,18 +417,20 @@ void BackendRunner::score(ConfigOutcome& o) {
 }
 
 namespace {
-// One evaluation in flight from a device's thread to its checker thread: put waits until the
-// previous one was taken, so that a device runs at most one job ahead of its checks.
+// One job's evaluations (configuration index, evaluation) in flight from a device's thread to
+// its checker thread: put waits until the previous job's were taken, so that a device runs at
+// most one job ahead of its checks.
+using JobEvaluations = std::vector<std::pair<size_t, PendingEvaluation>>;
 class Handoff {
  public:
-  void put(size_t index, PendingEvaluation p) {
+  void put(JobEvaluations p) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !item_; });
-    item_.emplace(index, std::move(p));
+    item_.emplace(std::move(p));
     cv_.notify_all();
   }
-  // The next evaluation; nullopt once closed and drained.
-  std::optional<std::pair<size_t, PendingEvaluation>> take() {
+  // The next job's evaluations; nullopt once closed and drained.
+  std::optional<JobEvaluations> take() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return item_ || closed_; });
     if (!item_) return std::nullopt;
@@ -372,7 +448,7 @@ class Handoff {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::optional<std::pair<size_t, PendingEvaluation>> item_;
+  std::optional<JobEvaluations> item_;
   bool closed_ = false;
 };
 }  // namespace
@@ -415,25 +491,43 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
     build_ahead();
   });
   // Each device has two workers: while one's job holds the device, the other prepares the next
-  // configuration and starts its runner. A checker thread per device judges the outputs
+  // configurations and starts their runner. A checker thread per device judges the outputs
   // meanwhile, one configuration behind.
   auto lane_work = [&](size_t lane) {
     Handoff handoff;
     std::thread checker([&] {
-      while (auto item = handoff.take())
-        conclude(lane, out[item->first], item->second.finish(), progress, observer);
+      while (auto job = handoff.take())
+        for (auto& [i, p] : *job) conclude(lane, out[i], p.finish(), progress, observer);
     });
+    size_t in_flight = 0;  // this device's jobs taken and not yet run
     auto worker = [&] {
       for (;;) {
-        size_t i = 0;
+        std::vector<size_t> group;
         {
+          // A whole group when another job keeps the device busy meanwhile; what is built when
+          // the device would wait.
           std::unique_lock<std::mutex> lock(progress.mu);
-          cv.wait(lock, [&] { return !ready.empty() || settled == todo.size(); });
-          if (ready.empty()) return;
-          i = *ready.begin();
-          ready.erase(ready.begin());
+          cv.wait(lock, [&] {
+            if (ready.empty()) return settled == todo.size();
+            return ready.size() >= group_size(todo.size() - progress.taken) || in_flight == 0 ||
+                   settled == todo.size();
+          });
+          const size_t n = group_size(todo.size() - progress.taken);
+          while (!ready.empty() && group.size() < n) {
+            group.push_back(*ready.begin());
+            ready.erase(ready.begin());
+          }
+          if (group.empty()) return;
+          progress.taken += group.size();
+          ++in_flight;
         }
-        if (auto p = begin(lane, out[i])) handoff.put(i, std::move(*p));
+        auto started = begin(lane, group, out);
+        {
+          std::lock_guard<std::mutex> lock(progress.mu);
+          --in_flight;
+          cv.notify_all();
+        }
+        if (!started.empty()) handoff.put(std::move(started));
       }
     };
     std::vector<std::thread> more;
@@ -566,6 +660,7 @@ TuneResult tune(Backend& backend, const std::vector<DeviceLane>& lanes, const Ke
   so.budget = opts.budget;
   so.seed = opts.seed;
   so.batch = opts.batch;
+  so.steady_batch = opts.steady_batch;
   so.start = opts.start;
   so.cancelled = opts.cancelled;
   SearchResult sr = search(*space, **strategy, reuse, so, observers);

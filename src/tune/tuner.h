@@ -29,6 +29,7 @@ struct TuneOptions {
   Budget budget{64, 0, 0};
   uint64_t seed = 0x7;
   size_t batch = 8;           // configurations per batch (compiled in parallel)
+  size_t steady_batch = 0;    // per batch for a strategy that is not adaptive (SearchOptions)
   std::vector<Config> start;  // evaluated first after the defaults: e.g. the parent's top-k
   std::map<std::string, std::vector<int64_t>> overrides;  // per-parameter value sets
   int top_k = 8;
@@ -36,6 +37,11 @@ struct TuneOptions {
   // Configurations in evaluation at once per device: with more than one, the others' runners
   // start while one's job holds the device (RunnerOptions::start_before_lock).
   int workers_per_device = 2;
+  // Configurations whose validation and screening share one runner job, at most: one runner
+  // start (the driver's start-up) for several configurations. A worker takes up to this many
+  // (fewer toward the end of a batch, so that the devices end it together): a whole group while
+  // another job keeps its device busy, what is built when the device would wait.
+  int configs_per_job = 4;
   std::vector<Shape> tune_shapes;  // shapes timed to rank configurations
   ValidationOptions validation;
   MeasureOptions screening;  // short timing policy for ranking
@@ -89,20 +95,29 @@ struct ConfigEvaluation {
   std::vector<Measurement> measurements;
   double validate_seconds = 0, time_seconds = 0;
 };
+// A built configuration going into a runner job, with the validation options it runs under
+// (the sanitizer checks only the first configuration evaluated).
+struct ConfigJob {
+  const ConfigOutcome* outcome = nullptr;
+  ValidationOptions validation;
+};
 // An evaluation whose runner job has run: `finish` judges its outputs (on another thread, while
 // the device runs the next job); `hung` when a task of the job was charged `timeout`.
 struct PendingEvaluation {
   std::function<ConfigEvaluation()> finish;
   bool hung = false;
-  bool abandoned = false;  // its runner ran nothing (RunnerOptions::abandon)
+  // Nothing of it ran: its runner was abandoned (RunnerOptions::abandon), or a configuration
+  // before it in the same job hung and the tasks after that were not run.
+  bool abandoned = false;
 };
 
 // The real runner: per batch, the launch plan of the tuning shape (a failed requirement prunes),
 // parallel compiles, the backend's resource check and the pruning rules (tune/prune.h), then the
-// validation and screening of the survivors, both in one runner job per configuration. The
-// configurations flow from the compile pool to the devices: each device takes the next one built
-// while the pool builds the rest (one thread per device). Once a configuration is charged
-// `timeout` (a task hung twice), the configurations not yet evaluated are not run
+// validation and screening of the survivors, those of up to TuneOptions::configs_per_job
+// configurations in one runner job (each configuration judged on its own tasks alone). The
+// configurations flow from the compile pool to the devices: each device takes the next ones built
+// while the pool builds the rest (workers_per_device threads per device). Once a configuration is
+// charged `timeout` (a task hung twice), the configurations not yet evaluated are not run
 // (kNotRunAfterTimeout): they share the kernel's code, and each would hang as long.
 class BackendRunner : public TuningRunner {
  public:
@@ -120,16 +135,18 @@ class BackendRunner : public TuningRunner {
   double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;
 
  protected:
-  // Validation and screening of one built configuration on device `lane`: its runner job, run
-  // on that device's thread, and the judging of its outputs (`finish`), run on the device's
-  // checker thread. Tests replace it.
-  virtual PendingEvaluation begin_on(size_t lane, const ConfigOutcome& o,
-                                     const ValidationOptions& vo, const MeasureOptions& mo);
+  // Validation and screening of built configurations on device `lane`, one evaluation per
+  // configuration in `group`'s order: their one runner job, run on that device's thread, and the
+  // judging of each one's outputs (`finish`), run on the device's checker thread. Tests replace
+  // it.
+  virtual std::vector<PendingEvaluation> begin_on(size_t lane, const std::vector<ConfigJob>& group,
+                                                  const MeasureOptions& mo);
 
  private:
   struct Progress {  // shared by the devices' threads, under `mu`
     std::mutex mu;
     size_t validated = 0, timed = 0, total = 0;
+    size_t taken = 0;  // configurations a device took
   };
   bool stopped() const;  // opts.cancelled says so
   static void cancel(ConfigOutcome& o);
@@ -147,7 +164,13 @@ class BackendRunner : public TuningRunner {
                      const std::function<void(size_t)>& built);
   bool check_built(ConfigOutcome& o, const DeviceLimits& limits);
   void check_plans(ConfigOutcome& o);
-  std::optional<PendingEvaluation> begin(size_t lane, ConfigOutcome& o);
+  // The evaluations of the configurations `indices` that run, with their indices.
+  std::vector<std::pair<size_t, PendingEvaluation>> begin(size_t lane,
+                                                          const std::vector<size_t>& indices,
+                                                          std::vector<ConfigOutcome>& out);
+  // How many configurations a worker takes now: up to configs_per_job, and an even share of
+  // those left in the batch among the workers of every device.
+  size_t group_size(size_t left) const;
   void conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, Progress& progress,
                 TuneObserver* observer);
   void score(ConfigOutcome& o);

@@ -133,6 +133,7 @@ class FakeDevicesRunner : public BackendRunner {
   std::condition_variable cv;
   std::set<size_t> validating, timing;
   std::vector<std::pair<Config, size_t>> validated, timed;  // in call order
+  std::vector<size_t> groups;  // per configuration begun: the size of its job's group
 
  protected:
   void meet(std::set<size_t>& seen, size_t lane) {
@@ -142,14 +143,30 @@ class FakeDevicesRunner : public BackendRunner {
     if (rendezvous)  // a generous bound: a bug fails the test instead of hanging it
       cv.wait_for(lock, std::chrono::seconds(120), [&] { return seen.size() >= devices; });
   }
-  // The validation, then (when it passed) the screening, as the real runner's one job does;
-  // nothing left to judge.
-  PendingEvaluation begin_on(size_t lane, const ConfigOutcome& o, const ValidationOptions& vo,
-                             const MeasureOptions& mo) override {
-    ConfigEvaluation e;
-    e.validation = validate_on(lane, o, vo);
-    if (e.validation.disposition == Disposition::passed) e.measurements = time_on(lane, o, mo);
-    return {[e] { return e; }, e.validation.disposition == Disposition::timeout};
+  // Each configuration's validation, then (when it passed) its screening, in the group's order
+  // as the real runner's one job does; after one hung, the others run nothing. Nothing left to
+  // judge.
+  std::vector<PendingEvaluation> begin_on(size_t lane, const std::vector<ConfigJob>& group,
+                                          const MeasureOptions& mo) override {
+    std::vector<PendingEvaluation> out;
+    bool hung = false;
+    for (const ConfigJob& job : group) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        groups.push_back(group.size());
+      }
+      if (hung) {
+        out.push_back({[] { return ConfigEvaluation{}; }, false, true});
+        continue;
+      }
+      const ConfigOutcome& o = *job.outcome;
+      ConfigEvaluation e;
+      e.validation = validate_on(lane, o, job.validation);
+      if (e.validation.disposition == Disposition::passed) e.measurements = time_on(lane, o, mo);
+      hung = e.validation.disposition == Disposition::timeout;
+      out.push_back({[e] { return e; }, hung});
+    }
+    return out;
   }
   virtual ValidationOutcome validate_on(size_t lane, const ConfigOutcome& o,
                                         const ValidationOptions&) {
@@ -448,6 +465,57 @@ class FakeFinalTimer : public FinalTimer {
   }
 };
 
+// A final timing spread over two devices: the shapes dealt in turn, both devices timing at once
+// (each waits until the other has started; a bug fails the test instead of hanging it), the
+// measurements back in the shapes' order, each naming its device, told to the observers in
+// that order.
+TEST(Tuner, ASpreadFinalTimingDealsTheShapesOverTheDevicesAtOnce) {
+  struct Meeting {
+    std::mutex mu;
+    std::condition_variable cv;
+    int arrived = 0;
+  } meeting;
+  struct Timer : FakeFinalTimer {
+    using FakeFinalTimer::FakeFinalTimer;
+    Meeting* meet = nullptr;
+    std::vector<std::string> shapes;
+    bool met = false;
+    std::vector<Measurement> measure_on(const BuildResult& b, const Config& c,
+                                        const std::vector<Shape>& s,
+                                        const MeasureOptions& mo) override {
+      for (const Shape& x : s) shapes.push_back(x.text());
+      std::unique_lock<std::mutex> lock(meet->mu);
+      ++meet->arrived;
+      meet->cv.notify_all();
+      met = meet->cv.wait_for(lock, std::chrono::seconds(120), [&] { return meet->arrived >= 2; });
+      lock.unlock();
+      return FakeFinalTimer::measure_on(b, c, s, mo);
+    }
+  };
+  KernelContext ctx;
+  DeviceFacts dev;
+  FakeBackend be;
+  RunnerOptions ro;
+  Validator v{be, dev, ro, ReferenceSource{}};
+  SourceRegions src = plain_plan();
+  Timer t0(be, dev, ro, v, ctx, src, FinalTimingOptions{});
+  Timer t1(be, dev, ro, v, ctx, src, FinalTimingOptions{});
+  t0.meet = t1.meet = &meeting;
+  EventLog log;
+  const std::vector<Shape> shapes = {Shape{{{"N", 64}}}, Shape{{{"N", 128}}}, Shape{{{"N", 256}}}};
+  auto ms = time_spread({&t0, &t1}, {"2", "3"}, BuildResult{}, Config{{"X", 1}}, shapes, {&log});
+  EXPECT_TRUE(t0.met && t1.met);
+  EXPECT_EQ(t0.shapes, (std::vector<std::string>{"N=64", "N=256"}));
+  EXPECT_EQ(t1.shapes, (std::vector<std::string>{"N=128"}));
+  ASSERT_EQ(ms.size(), 3u);
+  const std::vector<std::string> devices = {"2", "3", "2"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ms[i].shape.text(), shapes[i].text());
+    EXPECT_EQ(ms[i].device, devices[i]);
+  }
+  EXPECT_EQ(log.events, (std::vector<std::string>{"final N=64", "final N=128", "final N=256"}));
+}
+
 // Four configurations (X of 1 and 4, Y of 1 and 2) searched on one fake device, one compile at a
 // time so that the events come in one order.
 struct FourConfigurations {
@@ -562,6 +630,47 @@ TEST(Tuner, TheNextBatchIsBuiltWhileTheDevicesEvaluateThisOne) {
   ASSERT_EQ(run.builds_seen.size(), 8u);
   for (size_t k = 4; k < 8; ++k) EXPECT_EQ(run.builds_seen[k], 8u) << k;
   EXPECT_EQ(phases.last["compile"], (std::pair<size_t, size_t>{4, 4}));
+}
+
+// Configurations built before a device takes them share its runner jobs, up to configs_per_job
+// each; each is judged on its own.
+TEST(Tuner, BuiltConfigurationsShareARunnerJobUpToTheLimit) {
+  OneFakeDevice f;
+  auto& [ctx, dev, be, ro, v, o, src] = f;
+  o.configs_per_job = 3;
+  FakeDevicesRunner run(be, dev, ro, v, ctx, src, o);
+  run.devices = 1;
+  const std::vector<Config> batch = xy_batch();
+  run.prefetch(batch);  // built during the first run: all ready when the second starts
+  run.run({batch[0]}, nullptr);
+  run.groups.clear();
+  run.validated.clear();
+  auto out = run.run(batch, nullptr);
+  EXPECT_EQ(run.groups, (std::vector<size_t>{3, 3, 3, 3, 3, 3, 2, 2}));
+  ASSERT_EQ(run.validated.size(), batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Config& c = batch[i];
+    EXPECT_EQ(run.validated[i].first, c);
+    const Disposition want = c.at("Y") == 2   ? Disposition::incorrect
+                             : c.at("X") == 2 ? Disposition::crashed
+                                              : Disposition::passed;
+    EXPECT_EQ(out[i].disposition, want) << config_text(c);
+    if (want == Disposition::passed) {
+      EXPECT_EQ(out[i].score_ms, static_cast<double>(c.at("X") + c.at("Y")));
+    }
+  }
+  // A worker takes its share of what is left to take: of five with two workers, the first takes
+  // three, and the other two go one each.
+  o.workers_per_device = 2;
+  o.configs_per_job = 4;
+  FakeDevicesRunner two(be, dev, ro, v, ctx, src, o);
+  two.devices = 1;
+  two.prefetch({batch.begin(), batch.begin() + 5});
+  two.run({batch[0]}, nullptr);
+  two.groups.clear();
+  two.run({batch.begin(), batch.begin() + 5}, nullptr);
+  std::multiset<size_t> sizes(two.groups.begin(), two.groups.end());
+  EXPECT_EQ(sizes, (std::multiset<size_t>{3, 3, 3, 1, 1}));
 }
 
 // An adaptive strategy is told each batch's outcomes before it proposes the next: nothing is
