@@ -1,7 +1,8 @@
 // The Vulkan device of the peak-runner executable (runner/device.h): buffers, SPIR-V pipelines
 // bound by the HLSL backend's convention (arrays at bindings 0..n-1, the scalars' uniform buffer
-// at binding n, all in set 0), timestamped dispatches with a fence deadline, cache flushing and
-// an FP32 FMA-throughput microbenchmark. Compiled only into peak-runner.
+// at binding n, all in set 0), timestamped dispatches with a fence deadline, fresh inputs made on
+// the device, cache flushing and an FP32 FMA-throughput microbenchmark. Compiled only into
+// peak-runner.
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
@@ -211,6 +212,11 @@ class VulkanDevice final : public Device {
   Status upload(DeviceBuffer& b, const void* data, size_t bytes) override;
   Status download(const DeviceBuffer& b, void* data, size_t bytes) override;
   Status fill_u32(DeviceBuffer& b, uint32_t word) override;
+  // Fresh inputs made by a GLSL compute shader (kGenerateShader), where the device has 64-bit
+  // integers and doubles and the shader builds.
+  bool generates() override { return !lost_ && generator() != nullptr; }
+  Status generate(DeviceBuffer& b, const InputGenerator& g, int64_t count,
+                  const std::vector<uint8_t>& tail) override;
   Result<std::unique_ptr<LoadedKernel>> load(const RunnerTask& task, const RunnerJob& job,
                                              const LaunchPlan& plan) override;
   LaunchOutcome launch(LoadedKernel& k, const RunnerTask& task, const RunnerJob& job,
@@ -282,10 +288,12 @@ class VulkanDevice final : public Device {
     uint64_t threads() const { return uint64_t{groups} * kFmaGroupSize; }
   };
   Fma* fma();
-  // One of the runner's own HLSL compute shaders (entry point `main`, `storage` storage buffers at
-  // bindings 0.. and a 16-byte uniform buffer after them) compiled and made a kernel.
-  Result<std::unique_ptr<VulkanKernel>> builtin_kernel(const char* source, const char* name,
-                                                       size_t storage);
+  // One of the runner's own compute shaders (entry point `main`, `storage` storage buffers at
+  // bindings 0.. and a uniform buffer of `uniform_bytes` after them), HLSL or GLSL, compiled and
+  // made a kernel.
+  Result<std::unique_ptr<VulkanKernel>> builtin_kernel(
+      const char* source, const char* name, size_t storage,
+      shaderc_source_language language = shaderc_source_language_hlsl, size_t uniform_bytes = 16);
   // Points a built-in kernel's storage bindings at `storage` (in binding order) and the binding
   // after them at its uniform buffer.
   void bind_builtin(VulkanKernel& k, std::initializer_list<VkBuffer> storage);
@@ -293,12 +301,28 @@ class VulkanDevice final : public Device {
   // cannot be.
   VulkanKernel* copy_shader();
   LaunchOutcome shader_copy(const Buf& from, const Buf& to, size_t bytes, bool timed);
+  // The input generator (generate()), built on first use; nullptr when the device lacks
+  // shaderInt64 or shaderFloat64, or the shader cannot be built.
+  struct Generator {
+    std::unique_ptr<VulkanKernel> kernel;
+    Buf tail;      // host-visible: the words from the one the elements end in on (stage_tail)
+    Buf flag;      // device-local: one word, set by the shader when an element is nonzero
+    Buf readback;  // host-visible: the flag copied back (bytes 0..3), the zero fix's element
+                   // staged (bytes 4..7)
+  };
+  Generator* generator();
+  Status stage_tail(Generator& gen, size_t bytes, const std::vector<uint8_t>& tail);
+  Status zero_fix(Generator& gen, Buf& out, const InputGenerator& g, int64_t count);
+  // run_generator's bytes and the tail made here and uploaded: what the shader does not make.
+  Status upload_generated(DeviceBuffer& b, const InputGenerator& g, int64_t count,
+                          const std::vector<uint8_t>& tail);
   // Records one dispatch of the FMA kernel; its loop count is set in its uniform before submit.
   void record_fma(VkCommandBuffer cmd, const Fma& f);
   void set_fma_iters(const Fma& f, int32_t iters);
   // A GPU left idle while the host prepares the next inputs drops to a low clock that a short
-  // launch does not lift. Before a timed launch, keeps the GPU busy until its SM clock (NVML) is
-  // back at the highest clock seen under load and steady; bounded in time.
+  // launch does not lift. Before a timed launch whose SM clock (NVML) is under the highest clock
+  // seen under load, keeps the GPU busy until it is back there and steady; bounded in time. A
+  // launch that finds the clock still up (the launches before kept it there) pays one reading.
   void ramp_clock();
 
   VkInstance instance_ = VK_NULL_HANDLE;
@@ -331,6 +355,9 @@ class VulkanDevice final : public Device {
   std::unique_ptr<Fma> fma_;
   std::unique_ptr<VulkanKernel> copy_shader_;
   bool copy_shader_failed_ = false;
+  std::unique_ptr<Generator> generator_;
+  bool generator_failed_ = false;
+  bool int64_float64_ = false;  // shaderInt64 and shaderFloat64 enabled (create_device)
   bool fma_failed_ = false;
   double fma_iters_per_ms_ = 0;  // at the loaded clock, from the first timed FMA dispatch
   double loaded_clock_mhz_ = 0;  // the highest SM clock seen right after a busy slice
@@ -354,6 +381,12 @@ VulkanDevice::~VulkanDevice() {
     fma_.reset();
   }
   copy_shader_.reset();
+  if (generator_) {
+    destroy_buffer(generator_->tail);
+    destroy_buffer(generator_->flag);
+    destroy_buffer(generator_->readback);
+    generator_.reset();
+  }
   if (queries_) vkDestroyQueryPool(dev_, queries_, nullptr);
   if (fence_) vkDestroyFence(dev_, fence_, nullptr);
   if (cmd_pool_) vkDestroyCommandPool(dev_, cmd_pool_, nullptr);
@@ -552,9 +585,17 @@ Status VulkanDevice::create_device(const std::vector<VkExtensionProperties>& ext
   auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
-  // No core features: robustBufferAccess stays off, so a write past the end of an array lands in
-  // the runner's guard zone and is detected instead of being silently dropped. The one extension
-  // asked for, where the driver offers it, only reports on the code the driver makes.
+  // Of the core features only shaderInt64 and shaderFloat64, where the device has them (the input
+  // generator's arithmetic, generate()): robustBufferAccess stays off, so a write past the end of
+  // an array lands in the runner's guard zone and is detected instead of being silently dropped.
+  // The one extension asked for, where the driver offers it, only reports on the code the driver
+  // makes.
+  VkPhysicalDeviceFeatures offered{}, features{};
+  vkGetPhysicalDeviceFeatures(phys_, &offered);
+  features.shaderInt64 = offered.shaderInt64;
+  features.shaderFloat64 = offered.shaderFloat64;
+  dci.pEnabledFeatures = &features;
+  int64_float64_ = offered.shaderInt64 == VK_TRUE && offered.shaderFloat64 == VK_TRUE;
   auto exec_features = vk_struct<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR);
   const char* exec_ext = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
@@ -665,6 +706,7 @@ DeviceFacts VulkanDevice::facts() {
   f.extra["queue_family"] = std::to_string(queue_family_);
   if (!pci_bus_id_.empty()) f.extra["pci_bus_id"] = pci_bus_id_;
   f.extra["memory_mapping"] = unified_ ? "unified (mapped directly)" : "staged";
+  f.extra["input_generator"] = generates() ? "device" : "host";
   return f;
 }
 
@@ -1296,17 +1338,19 @@ void main(uint3 id : SV_DispatchThreadID) {
 )";
 
 Result<std::unique_ptr<VulkanKernel>> VulkanDevice::builtin_kernel(const char* source,
-                                                                   const char* name,
-                                                                   size_t storage) {
+                                                                   const char* name, size_t storage,
+                                                                   shaderc_source_language language,
+                                                                   size_t uniform_bytes) {
   shaderc::Compiler compiler;
   shaderc::CompileOptions options;
-  options.SetSourceLanguage(shaderc_source_language_hlsl);
+  options.SetSourceLanguage(language);
   options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
   options.SetOptimizationLevel(shaderc_optimization_level_performance);
   auto result = compiler.CompileGlslToSpv(source, shaderc_compute_shader, name, "main", options);
   if (result.GetCompilationStatus() != shaderc_compilation_status_success)
     return make_error(fmt::format("{} does not compile: {}", name, result.GetErrorMessage()));
-  return make_kernel(std::vector<uint32_t>(result.cbegin(), result.cend()), "main", storage, 0, 16);
+  return make_kernel(std::vector<uint32_t>(result.cbegin(), result.cend()), "main", storage, 0,
+                     uniform_bytes);
 }
 
 void VulkanDevice::bind_builtin(VulkanKernel& k, std::initializer_list<VkBuffer> storage) {
@@ -1360,6 +1404,252 @@ LaunchOutcome VulkanDevice::shader_copy(const Buf& from, const Buf& to, size_t b
         if (vectors > 0) vkCmdDispatch(cmd, groups, 1, 1);
       },
       timed, "the copy shader", "the copy shader");
+}
+
+// ---- The input generator (Device::generate) ----
+
+constexpr uint32_t kGenerateGroupSize = 256;  // the shader's local_size_x
+
+// generate_array's bytes as run_generator makes them (context/inputs.h: InputGenerator), one
+// 32-bit word of the buffer per step of a grid-stride loop: the elements' bytes, then the tail's.
+// GLSL for its 64-bit integers and doubles. `precise` keeps every add and multiply rounded on its
+// own, and the conversions to float, half and bfloat16 are the host's integer code (inputs.cpp),
+// so neither the driver's rounding mode nor its flushing of subnormals can change a bit. An
+// invocation that made a nonzero element (sign aside) sets `nonzero`, a device-local word read back
+// afterwards: the host's zero fix needs to know.
+const char* kGenerateShader = R"(#version 450
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) writeonly buffer Out { uint words_out[]; };
+layout(std430, binding = 1) readonly buffer Tail { uint tail[]; };
+layout(std430, binding = 2) buffer Flag { uint nonzero; };
+layout(std140, binding = 3) uniform Params {
+  uint64_t count, stream, period;
+  double a, d;
+  uint kind, dtype, words, tail_first, stride;
+};
+
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+  return z ^ (z >> 31);
+}
+
+double draw(uint64_t i) {
+  if (kind == 2u) return a;
+  if (kind == 3u) return double(i % period);
+  uint64_t x = mix64(stream + (i + 1UL) * 0x9E3779B97F4A7C15UL);
+  precise double u = double(x >> 11) * packDouble2x32(uvec2(0u, 0x3CA00000u));  // 2^-53
+  if (kind == 1u) {
+    precise double v = a + floor(u * d);
+    return v;
+  }
+  precise double v = a + d * u;
+  return v;
+}
+
+// static_cast<float>: nearest even, subnormals kept, NaN quieted with its top payload bits.
+uint float_bits(double v) {
+  uvec2 w = unpackDouble2x32(v);
+  uint sign = w.y & 0x80000000u;
+  int e = int((w.y >> 20) & 0x7FFu);
+  uint64_t mant = ((uint64_t(w.y) << 32) | uint64_t(w.x)) & 0xFFFFFFFFFFFFFUL;
+  if (e == 0x7FF) return sign | 0x7F800000u | (mant != 0UL ? 0x400000u | uint(mant >> 29) : 0u);
+  e -= 1023;
+  if (e > 127) return sign | 0x7F800000u;
+  if (e < -150) return sign;
+  uint64_t full = mant | (1UL << 52);
+  int shift = max(29, -97 - e);  // 52 - 23 bits dropped, more for a subnormal float
+  uint r = (e >= -126 ? uint(e + 126) << 23 : 0u) + uint(full >> shift);
+  uint64_t rest = full & ((1UL << shift) - 1UL), halfway = 1UL << (shift - 1);
+  if (rest > halfway || (rest == halfway && (r & 1u) != 0u)) ++r;
+  return sign | r;
+}
+
+// float_to_half.
+uint half_bits(uint u) {
+  uint sign = (u >> 16) & 0x8000u, mant = u & 0x7FFFFFu;
+  int e = int((u >> 23) & 0xFFu) - 127;
+  if (e == 128) {
+    uint m = mant >> 13;
+    return mant == 0u ? sign | 0x7C00u : sign | 0x7C00u | (m == 0u ? 0x200u : m);
+  }
+  if (e > 15) return sign | 0x7C00u;
+  if (e >= -14) {
+    uint h = (uint(e + 15) << 10) | (mant >> 13), rest = mant & 0x1FFFu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0u)) ++h;
+    return sign | h;
+  }
+  if (e < -25) return sign;
+  uint full = mant | 0x800000u;
+  int shift = -e - 1;
+  uint h = full >> shift, rest = full & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+  if (rest > halfway || (rest == halfway && (h & 1u) != 0u)) ++h;
+  return sign | h;
+}
+
+// float_to_bf16.
+uint bf16_bits(uint u) {
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu) != 0u)
+    return (u & 0x7F0000u) != 0u ? u >> 16 : (u >> 16) | 0x40u;
+  return (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+// Element i's bits (2-byte types in the low half).
+uint element(uint64_t i) {
+  double v = draw(i);
+  if (dtype == 3u) return uint(int(clamp(roundEven(v), -2147483648.0LF, 2147483647.0LF)));
+  uint f = float_bits(v);
+  return dtype == 0u ? f : dtype == 1u ? half_bits(f) : bf16_bits(f);
+}
+
+void main() {
+  bool seen = false;
+  uint per_word = dtype == 1u || dtype == 2u ? 2u : 1u, bits = 32u / per_word;
+  uint zero_mask = dtype == 3u ? 0xFFFFFFFFu : dtype == 0u ? 0x7FFFFFFFu : 0x7FFFu;
+  for (uint w = gl_GlobalInvocationID.x; w < words; w += stride) {
+    uint word = 0u;
+    for (uint k = 0u; k < per_word; ++k) {
+      uint64_t i = uint64_t(w) * per_word + k;
+      if (i >= count) break;
+      uint e = element(i);
+      seen = seen || (e & zero_mask) != 0u;
+      word |= e << (bits * k);
+    }
+    if (w >= tail_first) word |= tail[w - tail_first];
+    words_out[w] = word;
+  }
+  if (seen && nonzero == 0u) nonzero = 1u;  // most invocations only read the flag
+}
+)";
+
+// The shader's uniform block (std140: the same offsets).
+struct GenerateParams {
+  uint64_t count, stream, period;
+  double a, d;
+  uint32_t kind, dtype, words, tail_first, stride, pad;
+};
+static_assert(sizeof(GenerateParams) == 64);
+
+VulkanDevice::Generator* VulkanDevice::generator() {
+  if (generator_ || generator_failed_ || lost_) return generator_.get();
+  generator_failed_ = true;  // until it is built
+  if (!int64_float64_) return nullptr;
+  auto k = builtin_kernel(kGenerateShader, "generate.comp", 3, shaderc_source_language_glsl,
+                          sizeof(GenerateParams));
+  if (!k) return nullptr;
+  auto g = std::make_unique<Generator>();
+  g->kernel = std::move(*k);
+  constexpr VkBufferUsageFlags kCopied =
+      VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  auto flag = create_buffer(4, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | kCopied, false);
+  if (!flag) return nullptr;
+  g->flag = *flag;
+  auto readback = create_buffer(8, kCopied, true);
+  if (!readback || !readback->mapped) {
+    if (readback) destroy_buffer(*readback);
+    destroy_buffer(g->flag);
+    return nullptr;
+  }
+  g->readback = *readback;
+  generator_ = std::move(g);
+  generator_failed_ = false;
+  return generator_.get();
+}
+
+// The tail as the shader reads it: whole words from the one the elements end in (word bytes / 4)
+// to the end, the element bytes of that first word left zero for the shader to fill.
+Status VulkanDevice::stage_tail(Generator& gen, size_t bytes, const std::vector<uint8_t>& tail) {
+  const size_t lead = bytes % 4, size = lead + tail.size();
+  if (gen.tail.size < size) {
+    destroy_buffer(gen.tail);
+    auto t = create_buffer(size, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, true);
+    if (!t) return t.status();
+    gen.tail = *t;
+    if (!gen.tail.mapped) return Status::error("cannot map the input generator's tail buffer");
+  }
+  auto* at = static_cast<uint8_t*>(gen.tail.mapped);
+  std::memset(at, 0, lead);
+  if (!tail.empty()) std::memcpy(at + lead, tail.data(), tail.size());
+  return Status::ok();
+}
+
+// run_generator's rule for an all-zero random array: element zero_fix_index becomes zero_fix,
+// copied from the readback buffer where it is staged.
+Status VulkanDevice::zero_fix(Generator& gen, Buf& out, const InputGenerator& g, int64_t count) {
+  const size_t es = dtype_size(g.dtype);
+  if (g.zero_fix.size() != es || g.zero_fix_index < 0 || g.zero_fix_index >= count)
+    return Status::error("internal: the generator's zero fix is not one element");
+  std::memcpy(static_cast<uint8_t*>(gen.readback.mapped) + 4, g.zero_fix.data(), es);
+  return run_status("the input generator's zero fix", [&](VkCommandBuffer cmd) {
+    full_barrier(cmd);
+    VkBufferCopy region{4, static_cast<VkDeviceSize>(g.zero_fix_index) * es, es};
+    vkCmdCopyBuffer(cmd, gen.readback.buffer, out.buffer, 1, &region);
+    full_barrier(cmd);
+  });
+}
+
+Status VulkanDevice::upload_generated(DeviceBuffer& b, const InputGenerator& g, int64_t count,
+                                      const std::vector<uint8_t>& tail) {
+  std::vector<uint8_t> image = run_generator(g, count);
+  image.insert(image.end(), tail.begin(), tail.end());
+  return upload(b, image.data(), image.size());
+}
+
+Status VulkanDevice::generate(DeviceBuffer& b, const InputGenerator& g, int64_t count,
+                              const std::vector<uint8_t>& tail) {
+  Buf* out = static_cast<Buf*>(b.handle);
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 0)) * dtype_size(g.dtype);
+  const size_t total = bytes + tail.size();
+  if (out == nullptr || count < 0 || total > b.bytes)
+    return Status::error(fmt::format("{} generated bytes and a guard of {} into a buffer of {}",
+                                     bytes, tail.size(), b.bytes));
+  if (lost_) return Status::error("the Vulkan device was lost");
+  // The host makes what the shader does not: without the shader, a size not in whole words, a
+  // buffer larger than one storage binding may be, or a draw whose a or d is not finite (its
+  // NaNs would be the driver's, not the host's).
+  Generator* gen = generator();
+  if (gen == nullptr || total % 4 != 0 || out->size > props_.limits.maxStorageBufferRange ||
+      !std::isfinite(g.a) || !std::isfinite(g.d))
+    return upload_generated(b, g, count, tail);
+  if (Status st = stage_tail(*gen, bytes, tail); !st) return st;
+  const auto words = static_cast<uint32_t>(total / 4);
+  const uint32_t groups = std::clamp((words + kGenerateGroupSize - 1) / kGenerateGroupSize, 1u,
+                                     std::min(props_.limits.maxComputeWorkGroupCount[0], 65535u));
+  const uint32_t dtype = g.dtype == DType::f32    ? 0
+                         : g.dtype == DType::f16  ? 1
+                         : g.dtype == DType::bf16 ? 2
+                                                  : 3;
+  const GenerateParams params{static_cast<uint64_t>(count),
+                              g.stream,
+                              static_cast<uint64_t>(std::max<int64_t>(g.period, 1)),
+                              g.a,
+                              g.d,
+                              static_cast<uint32_t>(g.kind),
+                              dtype,
+                              words,
+                              static_cast<uint32_t>(bytes / 4),
+                              groups * kGenerateGroupSize,
+                              0};
+  std::memcpy(gen->kernel->uniform.mapped, &params, sizeof params);
+  bind_builtin(*gen->kernel, {out->buffer, gen->tail.buffer, gen->flag.buffer});
+  Status st = run_status("the input generator", [&](VkCommandBuffer cmd) {
+    vkCmdFillBuffer(cmd, gen->flag.buffer, 0, 4, 0);
+    full_barrier(cmd);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, gen->kernel->pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, gen->kernel->layout, 0, 1,
+                            &gen->kernel->set, 0, nullptr);
+    vkCmdDispatch(cmd, groups, 1, 1);
+    full_barrier(cmd);
+    VkBufferCopy region{0, 0, 4};
+    vkCmdCopyBuffer(cmd, gen->flag.buffer, gen->readback.buffer, 1, &region);
+    full_barrier(cmd);
+  });
+  if (!st) return st;
+  uint32_t nonzero = 0;
+  std::memcpy(&nonzero, gen->readback.mapped, 4);
+  if (!g.random || count == 0 || nonzero != 0) return Status::ok();
+  return zero_fix(*gen, *out, g, count);
 }
 
 void VulkanDevice::flush_caches() {
@@ -1445,7 +1735,10 @@ void VulkanDevice::record_fma(VkCommandBuffer cmd, const Fma& f) {
 }
 
 void VulkanDevice::ramp_clock() {
-  if (lost_ || props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU || !(clock_mhz() > 0)) return;
+  if (lost_ || props_.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) return;
+  const double now = clock_mhz();
+  if (!(now > 0)) return;
+  if (loaded_clock_mhz_ > 0 && now >= 0.97 * loaded_clock_mhz_) return;
   Fma* f = fma();
   if (f == nullptr) return;
   constexpr double kSliceMs = 5, kMaxRampS = 1.5;
