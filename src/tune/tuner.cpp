@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "tune/prune.h"
 #include "tune/simulation.h"
 #include "util/fs.h"
+#include "util/sha256.h"
 #include "validate/task_timeout.h"
 
 namespace peak {
@@ -365,6 +367,49 @@ size_t BackendRunner::group_size(size_t left) const {
   return std::clamp<size_t>(share, 1, static_cast<size_t>(std::max(opts_.configs_per_job, 1)));
 }
 
+std::string BackendRunner::binary_key(const ConfigOutcome& o) const {
+  std::set<std::string> modules;
+  if (!o.build.artifact.empty()) modules.insert(o.build.artifact.string());
+  if (o.launch.contains("steps") && o.launch["steps"].is_array())
+    for (const auto& step : o.launch["steps"])
+      if (step.contains("module") && step["module"].is_string() &&
+          !step["module"].get<std::string>().empty())
+        modules.insert(step["module"].get<std::string>());
+  if (modules.empty()) return "";
+  std::string key;
+  for (const auto& m : modules) {
+    auto bytes = read_file(m);
+    if (!bytes) return "";
+    key += sha256_hex(*bytes) + " ";
+  }
+  const std::regex word("[A-Za-z_][A-Za-z0-9_]*");
+  std::set<std::string> read_by_plan;
+  for (auto it = std::sregex_iterator(source_.host.begin(), source_.host.end(), word);
+       it != std::sregex_iterator(); ++it)
+    read_by_plan.insert(it->str());
+  for (const auto& [name, value] : o.config)
+    if (read_by_plan.count(name)) key += fmt::format("{}={} ", name, value);
+  return key;
+}
+
+void BackendRunner::share(ConfigOutcome& o, const ConfigOutcome& from) {
+  o.disposition = from.disposition;
+  o.score_ms = from.score_ms;
+  if (from.disposition == Disposition::not_run) {  // skipped with it: cancelled, or after a hang
+    o.message = from.message;
+    return;
+  }
+  o.validation = from.validation;
+  o.measurements = from.measurements;
+  for (auto& m : o.measurements) m.config = o.config;
+  o.stage = from.stage;
+  o.device = from.device;
+  o.validate_seconds = o.time_seconds = 0;
+  o.message =
+      fmt::format("the evaluation of {} (the same binary and launch plan){}",
+                  config_text(from.config), from.message.empty() ? "" : ": " + from.message);
+}
+
 // The outcome of a configuration from its evaluation, told to the observer.
 void BackendRunner::conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, Progress& progress,
                              TuneObserver* observer) {
@@ -469,13 +514,29 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
   size_t settled = 0;      // configurations whose build was checked
   std::condition_variable cv;
   auto t0 = std::chrono::steady_clock::now();
-  auto built = [&](size_t k) {  // on a compile thread
+  // Configurations whose binary and launch plan another one of this batch or of one before has
+  // (binary_key): they take its evaluation instead of running.
+  std::map<std::string, size_t> first_of_key;
+  std::vector<std::pair<size_t, size_t>> twins;             // (configuration, its twin here)
+  std::vector<std::pair<size_t, std::string>> known_twins;  // (configuration, key in evaluated_)
+  auto built = [&](size_t k) {                              // on a compile thread
     ConfigOutcome& o = out[todo[k]];
     const bool runs = check_built(o, limits);
+    const std::string key = runs ? binary_key(o) : std::string();
     std::lock_guard<std::mutex> lock(progress.mu);
     ++settled;
     if (observer) observer->on_phase("compile", settled, todo.size());
-    if (runs) ready.insert(todo[k]);
+    if (runs && !key.empty() && (first_of_key.count(key) || evaluated_.count(key))) {
+      if (auto it = first_of_key.find(key); it != first_of_key.end())
+        twins.emplace_back(todo[k], it->second);
+      else
+        known_twins.emplace_back(todo[k], key);
+      ++progress.taken;  // nothing for a device to take
+      --progress.total;
+    } else if (runs) {
+      if (!key.empty()) first_of_key.emplace(key, todo[k]);
+      ready.insert(todo[k]);
+    }
     if (settled == todo.size()) compile_seconds += elapsed(t0);
     cv.notify_all();
   };
@@ -545,6 +606,11 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
     for (auto& t : threads) t.join();
   }
   pool.join();
+  for (const auto& [i, twin] : twins) share(out[i], out[twin]);
+  for (const auto& [i, key] : known_twins) share(out[i], evaluated_.at(key));
+  for (const auto& [key, i] : first_of_key)
+    if (out[i].stage == Stage::validate || out[i].stage == Stage::time)
+      evaluated_.emplace(key, out[i]);
   for (size_t i : todo) {
     validate_seconds += out[i].validate_seconds;
     time_seconds += out[i].time_seconds;

@@ -173,6 +173,12 @@ class BackendRunner : public TuningRunner {
   size_t group_size(size_t left) const;
   void conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, Progress& progress,
                 TuneObserver* observer);
+  // What makes two built configurations one evaluation: the bytes of every module they load and
+  // the tuning parameters the launch plan reads (a word of the host region), with their values.
+  // Empty when a module cannot be read (never shared).
+  std::string binary_key(const ConfigOutcome& o) const;
+  // `o` takes the evaluation of `from`, whose key it shares, instead of running its own.
+  static void share(ConfigOutcome& o, const ConfigOutcome& from);
   void score(ConfigOutcome& o);
   Backend& backend_;
   std::vector<DeviceLane> lanes_;
@@ -185,7 +191,8 @@ class BackendRunner : public TuningRunner {
   std::atomic<bool> sanitized_{false};
   std::vector<Config> ahead_;               // prefetched: to build after this batch's compiles
   std::map<Config, BuildResult> prebuilt_;  // built ahead, until their batch takes them
-  std::atomic<bool> hung_{false};           // a configuration was charged `timeout`
+  std::map<std::string, ConfigOutcome> evaluated_;  // by binary_key, from the batches before
+  std::atomic<bool> hung_{false};                   // a configuration was charged `timeout`
   std::chrono::steady_clock::time_point t0_;
 };
 

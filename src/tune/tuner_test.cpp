@@ -6,12 +6,14 @@
 #include <mutex>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tune/final_timing.h"
 #include "tune/prune.h"
 #include "tune/simulation.h"
 #include "tune/testing.h"
+#include "util/fs.h"
 
 namespace peak {
 namespace {
@@ -671,6 +673,63 @@ TEST(Tuner, BuiltConfigurationsShareARunnerJobUpToTheLimit) {
   two.run({batch.begin(), batch.begin() + 5}, nullptr);
   std::multiset<size_t> sizes(two.groups.begin(), two.groups.end());
   EXPECT_EQ(sizes, (std::multiset<size_t>{3, 3, 3, 1, 1}));
+}
+
+// Builds whose module holds X alone: configurations that differ only in Y make the same binary.
+class SameBinaryBackend : public FakeBackend {
+ public:
+  explicit SameBinaryBackend(fs::path dir) : dir_(std::move(dir)) {}
+  BuildResult build(const BuildRequest& req) override {
+    BuildResult r = FakeBackend::build(req);
+    const auto y = req.defines.at("Y"), x = req.defines.at("X");
+    r.artifact = dir_ / fmt::format("k-x{}-y{}.bin", x, y);
+    EXPECT_TRUE(write_file(r.artifact, fmt::format("kernel for X={}", x)));
+    return r;
+  }
+
+ private:
+  fs::path dir_;
+};
+
+// Configurations that build the same module and launch it alike (a launch plan reading X alone)
+// are evaluated once: in one batch, and across batches. Y = 2 would fail validation on its own;
+// sharing the evaluation of its Y = 1 twin, it passes with it.
+TEST(Tuner, ConfigurationsWithTheSameBinaryShareOneEvaluation) {
+  auto dir = make_temp_dir("peak-tuner-twins-");
+  ASSERT_TRUE(dir) << dir.error();
+  OneFakeDevice f;
+  auto& [ctx, dev, unused, ro, v, o, src] = f;
+  SameBinaryBackend be(*dir);
+  src.host = "launch k\n  grid = (X)\n  block = (1)\n";
+  FakeDevicesRunner run(be, dev, ro, v, ctx, src, o);
+  run.devices = 1;
+  const std::vector<Config> batch = xy_batch();
+  auto out = run.run(batch, nullptr);
+  ASSERT_EQ(out.size(), batch.size());
+  std::vector<Config> want;
+  for (const auto& c : batch)
+    if (c.at("Y") == 1) want.push_back(c);
+  std::vector<Config> validated;
+  for (const auto& [c, lane] : run.validated) validated.push_back(c);
+  EXPECT_EQ(validated, want);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].at("Y") == 1) continue;
+    const ConfigOutcome& twin = out[i - 1];  // (X, 1) comes just before (X, 2)
+    EXPECT_EQ(out[i].disposition, twin.disposition) << config_text(batch[i]);
+    EXPECT_EQ(out[i].score_ms, twin.score_ms);
+    EXPECT_EQ(out[i].message.rfind("the evaluation of " + config_text(twin.config), 0), 0u)
+        << out[i].message;
+    for (const auto& m : out[i].measurements) EXPECT_EQ(m.config, batch[i]);
+  }
+  // A later batch: its twins were evaluated before, and nothing runs.
+  run.validated.clear();
+  auto again = run.run({Config{{"X", 4}, {"Y", 2}}}, nullptr);
+  EXPECT_TRUE(run.validated.empty());
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].disposition, Disposition::passed);
+  EXPECT_EQ(again[0].score_ms, 5.0);
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
 }
 
 // An adaptive strategy is told each batch's outcomes before it proposes the next: nothing is
