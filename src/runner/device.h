@@ -64,9 +64,11 @@ class Device {
   virtual Status fill_u32(DeviceBuffer& b, uint32_t word) = 0;  // poison
   // Fresh inputs made on the device: `count` elements of `g` (context/inputs.h: the bytes that
   // run_generator gives), then `tail` (the guard bytes up to the allocation's end). A device
-  // whose generates() is false has no generator; the runner then generates on the host and
-  // uploads.
+  // whose generates() is false has no generator, and one whose can_generate() is false for an
+  // array (of `bytes` with its tail) cannot make that one; the runner then generates on the host
+  // and uploads.
   virtual bool generates() { return false; }
+  virtual bool can_generate(const InputGenerator& /*g*/, size_t /*bytes*/) { return true; }
   virtual Status generate(DeviceBuffer& /*b*/, const InputGenerator& /*g*/, int64_t /*count*/,
                           const std::vector<uint8_t>& /*tail*/) {
     return Status::error("this device has no input generator");

@@ -411,7 +411,7 @@ class Executor {
     for (size_t o = a.bytes; o < a.alloc_bytes; ++o) tail[o - a.bytes] = word_byte(a.guard_word, o);
     std::optional<InputGenerator> g;
     if (dev_.generates()) g = input_generator(*a.spec, a.count, seed, variant);
-    if (g) {
+    if (g && dev_.can_generate(*g, a.alloc_bytes)) {
       if (auto st = dev_.generate(buf, *g, a.count, tail); !st)
         return fail(Disposition::crashed,
                     fmt::format("cannot generate inputs for '{}': {}", a.spec->name, st.message()));

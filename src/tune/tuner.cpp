@@ -49,6 +49,15 @@ BackendRunner::BackendRunner(Backend& backend, std::vector<DeviceLane> lanes,
         if (!p) return std::nullopt;
         return std::move(*p);
       }()),
+      plan_words_([&] {
+        std::set<std::string> words;
+        const std::regex word("[A-Za-z_][A-Za-z0-9_]*");
+        for (const std::string* text : {&source.host, &source.macros})
+          for (auto it = std::sregex_iterator(text->begin(), text->end(), word);
+               it != std::sregex_iterator(); ++it)
+            words.insert(it->str());
+        return words;
+      }()),
       t0_(std::chrono::steady_clock::now()) {}
 
 namespace {
@@ -382,13 +391,8 @@ std::string BackendRunner::binary_key(const ConfigOutcome& o) const {
     if (!bytes) return "";
     key += sha256_hex(*bytes) + " ";
   }
-  const std::regex word("[A-Za-z_][A-Za-z0-9_]*");
-  std::set<std::string> read_by_plan;
-  for (auto it = std::sregex_iterator(source_.host.begin(), source_.host.end(), word);
-       it != std::sregex_iterator(); ++it)
-    read_by_plan.insert(it->str());
   for (const auto& [name, value] : o.config)
-    if (read_by_plan.count(name)) key += fmt::format("{}={} ", name, value);
+    if (plan_words_.count(name)) key += fmt::format("{}={} ", name, value);
   return key;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -174,8 +175,8 @@ class BackendRunner : public TuningRunner {
   void conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, Progress& progress,
                 TuneObserver* observer);
   // What makes two built configurations one evaluation: the bytes of every module they load and
-  // the tuning parameters the launch plan reads (a word of the host region), with their values.
-  // Empty when a module cannot be read (never shared).
+  // the tuning parameters the launch plan may read (plan_words_), with their values. Empty when a
+  // module cannot be read (never shared).
   std::string binary_key(const ConfigOutcome& o) const;
   // `o` takes the evaluation of `from`, whose key it shares, instead of running its own.
   static void share(ConfigOutcome& o, const ConfigOutcome& from);
@@ -188,6 +189,9 @@ class BackendRunner : public TuningRunner {
   const TuneOptions& opts_;
   std::string full_source_;
   std::optional<ParsedPlan> parsed_plan_;  // the host region; nullopt when it does not parse
+  // Every word of the host region and of the macros region (whose macros the plan may read): a
+  // tuning parameter that is none of them cannot change a launch.
+  std::set<std::string> plan_words_;
   std::atomic<bool> sanitized_{false};
   std::vector<Config> ahead_;               // prefetched: to build after this batch's compiles
   std::map<Config, BuildResult> prebuilt_;  // built ahead, until their batch takes them
