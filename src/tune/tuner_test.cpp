@@ -369,6 +369,7 @@ TEST(Tuner, AfterAConfigurationHangsTheOthersAreNotRun) {
   FakeBackend be;
   Validator v(be, dev, RunnerOptions{}, ReferenceSource{});
   TuneOptions o;
+  o.jobs = 1;  // built in the batch's order: the first configuration is the first evaluated
   o.workers_per_device = 1;
   o.tune_shapes = {Shape{{{"N", 64}}}};
   SourceRegions src = plain_plan();
