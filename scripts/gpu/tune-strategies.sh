@@ -33,10 +33,12 @@ for spec in ${STRATEGIES:-auto exhaustive}; do
   fi
   ws=$(workspace_from_store "$store" "$ref") || exit 4
   start=$(date +%s.%N)
+  # Each progress line gets the seconds since peak started: where a search's time went.
   (cd "$ws" && "$BIN/peak" --json tune "$ref" --strategy "$strategy" "${budget[@]}" "${tune[@]}" \
     --export-space "$OUT/$name-$label-space.json" "$@" >"$OUT/$name-$label.json" \
-    2>"$OUT/$name-$label.log")
+    2> >(python3 -u "$ROOT/scripts/stamp-lines.py" "$start" >"$OUT/$name-$label.log"))
   rc=$?
+  wait  # for the stamped log's last lines
   wall=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
     "$start" "$(date +%s.%N)")
   echo "peak tune --strategy $spec exit $rc after $wall s" | tee -a "$OUT/$name-$label.log"

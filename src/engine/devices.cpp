@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <future>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -116,9 +117,14 @@ Result<DeviceSelection> select_devices(const std::string& spec, const DeviceProb
         ErrorKind::input);
   };
   if (!parsed->indices.empty()) {
-    for (int i : parsed->indices) {
+    // All at once: each probe is a runner's start (a second or more with its microbenchmark).
+    std::vector<std::future<Result<DeviceFacts>>> probes;
+    for (int i : parsed->indices)
+      probes.push_back(std::async(std::launch::async, probe, std::to_string(i)));
+    for (size_t k = 0; k < probes.size(); ++k) {
+      const int i = parsed->indices[k];
       std::string s = std::to_string(i);
-      auto f = probe(s);
+      auto f = probes[k].get();
       if (!f)
         return make_error(fmt::format("--devices '{}': device {}: {}", what, i, f.error()),
                           ErrorKind::environment);

@@ -36,15 +36,17 @@ struct DeviceSelection {
   std::string text() const;
 };
 
-// Probes one device by selector ("" = the best, "3" = index 3).
+// Probes one device by selector ("" = the best, "3" = index 3). Called from several threads at
+// once for a list of indices.
 using DeviceProbe = std::function<Result<DeviceFacts>(const std::string& selector)>;
 
 // The most devices `all` or a name looks for (indices are probed from 0 until one is missing).
 inline constexpr int kMaxDevices = 64;
 
-// The devices `spec` names on this host. Indices: each must exist, and all must be of one model
-// (an input error names them otherwise). `all`: the devices of the best device's model, the
-// others left out and named. A name: the devices whose name holds it, all of one model.
+// The devices `spec` names on this host. Indices: each must exist (probed all at once), and all
+// must be of one model (an input error names them otherwise). `all`: the devices of the best
+// device's model, the others left out and named. A name: the devices whose name holds it, all of
+// one model.
 Result<DeviceSelection> select_devices(const std::string& spec, const DeviceProbe& probe);
 
 // The selector a runner needs to reach a probed device: the index the probe reported (Vulkan's

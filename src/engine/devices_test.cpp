@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include <fmt/format.h>
 
 namespace peak {
@@ -23,9 +28,11 @@ struct FakeHost {
                                                 {"0", gpu("NVIDIA H100 80GB HBM3", "0")},
                                                 {"1", gpu("NVIDIA A100-SXM4-80GB", "1")},
                                                 {"2", gpu("NVIDIA H100 80GB HBM3", "2")}};
+  std::mutex mu;
   std::vector<std::string> probed;
   DeviceProbe probe() {
     return [this](const std::string& s) -> Result<DeviceFacts> {
+      std::lock_guard<std::mutex> lock(mu);
       probed.push_back(s);
       auto it = devices.find(s);
       if (it == devices.end()) return make_error(fmt::format("CUDA device {} does not exist", s));
@@ -79,7 +86,28 @@ TEST(Devices, IndicesOfOneModelAreUsedInTheirOrder) {
   EXPECT_EQ(
       s->text(),
       "2 devices: 2 (NVIDIA H100 80GB HBM3), 0 (NVIDIA H100 80GB HBM3); bench shapes in turn");
-  EXPECT_EQ(host.probed, (std::vector<std::string>{"2", "0"}));  // nothing else probed
+  std::sort(host.probed.begin(), host.probed.end());
+  EXPECT_EQ(host.probed, (std::vector<std::string>{"0", "2"}));  // nothing else probed
+}
+
+// Each probe starts a runner: a list of indices is probed all at once. Every probe here waits
+// until all three have begun, which only happens when they run together (the wait is bounded so
+// that one at a time fails instead of hanging).
+TEST(Devices, TheIndicesAreProbedAllAtOnce) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int begun = 0;
+  DeviceProbe probe = [&](const std::string& s) -> Result<DeviceFacts> {
+    std::unique_lock<std::mutex> lock(mu);
+    ++begun;
+    cv.notify_all();
+    if (!cv.wait_for(lock, std::chrono::seconds(60), [&] { return begun == 3; }))
+      return make_error("probed alone");
+    return gpu("NVIDIA H200", s);
+  };
+  auto s = select_devices("0,1,2", probe);
+  ASSERT_TRUE(s) << s.error();
+  EXPECT_EQ(selectors(*s), (std::vector<std::string>{"0", "1", "2"}));
 }
 
 TEST(Devices, DevicesOfDifferentModelsAreRefusedAndNamed) {

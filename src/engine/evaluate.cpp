@@ -506,9 +506,11 @@ void Workspace::EvalRun::record_locks() {
   const RunnerTally& tally = *devices.runner_tally;
   const RunnerOptions& ro = lane_runners.front();
   sum.extra["runner_starts"] = tally.starts.load();
-  // Where the runners' time went: starting (process, sandbox, device) and running tasks.
+  // Where the runners' time went: starting (process, sandbox, device), running tasks, and of
+  // the tasks' time, loading kernels.
   sum.extra["runner_seconds"] = {{"startup", tally.startup_seconds()},
-                                 {"tasks", tally.task_seconds()}};
+                                 {"tasks", tally.task_seconds()},
+                                 {"load", tally.load_seconds()}};
   {
     std::lock_guard<std::mutex> lock(devices.runner_tally->mu);
     if (!tally.startup_steps.empty()) sum.extra["runner_seconds"]["steps"] = tally.startup_steps;

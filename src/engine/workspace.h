@@ -411,6 +411,8 @@ class Workspace {
   friend void interrupt_workspaces();
   void register_workflow(int64_t id, bool active);
 
+  Result<DeviceFacts> probe(Backend& b, const std::string& selector);
+
   std::filesystem::path root_;
   std::optional<int64_t> init_stash_;
   std::unique_ptr<Store> store_;

@@ -223,6 +223,8 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
           }
           if (i < n) {
             add_seconds(opts.tally ? &opts.tally->task_us : nullptr, task_start);
+            if (r && opts.tally && r->load_ms > 0)
+              opts.tally->load_us += static_cast<int64_t>(r->load_ms * 1000);
             if (r)
               finish(i, std::move(r.value()));
             else

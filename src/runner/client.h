@@ -25,12 +25,14 @@ struct RunnerTally {
   std::atomic<int> starts{0};
   std::atomic<int64_t> startup_us{0};
   std::atomic<int64_t> task_us{0};
+  std::atomic<int64_t> load_us{0};  // of task_us: loading kernels (the tasks' load_ms)
   // The runners' own account of their start-up ("started" events), summed per step.
   std::mutex mu;
   std::map<std::string, double> startup_steps;
   void add_steps(const json& seconds);
   double startup_seconds() const { return static_cast<double>(startup_us.load()) * 1e-6; }
   double task_seconds() const { return static_cast<double>(task_us.load()) * 1e-6; }
+  double load_seconds() const { return static_cast<double>(load_us.load()) * 1e-6; }
 };
 
 struct RunnerOptions {

@@ -302,7 +302,7 @@ if printf '%s' "$job" | grep -q '"hold":true'; then
 fi
 for id in $ids; do
   printf '{"event":"begin","id":"%s"}\n' "$id"
-  printf '{"event":"result","id":"%s","disposition":"passed","samples_ms":[1.5]}\n' "$id"
+  printf '{"event":"result","id":"%s","disposition":"passed","samples_ms":[1.5],"load_ms":2.5}\n' "$id"
 done
 echo '{"event":"done"}'
 )SH";
@@ -336,6 +336,7 @@ TEST_F(ClientTest, AHeldJobStartsBeforeTheLockAndRunsOnceItIsHeld) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "went"));
   EXPECT_EQ(opts_.tally->starts.load(), 1);
   EXPECT_DOUBLE_EQ(opts_.tally->startup_steps["context"], 0.25);
+  EXPECT_NEAR(opts_.tally->load_seconds(), 3 * 0.0025, 1e-9);  // the tasks' load_ms, summed
 }
 
 // A held job abandoned once the lock is taken runs no task: every task not_run, kAbandoned.

@@ -97,7 +97,9 @@ class Executor {
     if (!plan) return fail(Disposition::launch_failed, "the task's launch plan: " + plan.error());
     plan_ = std::move(*plan);
     int64_t before = dev_.memory_in_use();
+    auto t0 = Clock::now();
     auto k = dev_.load(task_, job_, plan_);
+    r_.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     int64_t after = dev_.memory_in_use();
     if (k && before >= 0 && after >= 0) r_.module_bytes = after - before;
     if (!k) {

@@ -50,6 +50,7 @@ class FakeDevice : public Device {
   Kernel kernel = Kernel::matmul;
   std::string load_error_text;  // non-empty: load fails with it
   bool load_throws = false;
+  double load_sleep_ms = 0;              // load takes at least this long
   std::vector<double> ms_cycle = {1.0};  // device_ms of timed launches, cyclic
   double sleep_ms = 0;
   bool lost_flag = false;
@@ -129,6 +130,8 @@ class FakeDevice : public Device {
     ++loads;
     loaded_launches = plan.launches();
     if (load_throws) throw std::runtime_error("loader exploded");
+    if (load_sleep_ms > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(load_sleep_ms));
     if (!load_error_text.empty()) return make_error(load_error_text);
     auto k = std::make_unique<FakeKernel>();
     k->stats = kernel_stats;
@@ -420,6 +423,14 @@ TEST_F(ExecuteTest, TheDriversStatisticsOfTheLoadedKernelAreReported) {
   TaskResult r = run();
   ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
   EXPECT_EQ(r.kernel_statistics, dev_.kernel_stats);
+}
+
+TEST_F(ExecuteTest, TheTimeLoadingTheKernelIsReported) {
+  dev_.load_sleep_ms = 20;
+  TaskResult r = run();
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  EXPECT_GE(r.load_ms, 20.0);
+  EXPECT_LE(r.load_ms, r.seconds * 1000);
 }
 
 TEST_F(ExecuteTest, ScratchBuffersAreAllocatedPoisonedAndGuarded) {

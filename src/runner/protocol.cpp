@@ -379,6 +379,7 @@ TaskResult parse_result(const json& j, const std::string& where, std::vector<std
   r.boolean("outlived", t.outlived);
   r.number("seconds", t.seconds);
   r.number("input_ms", t.input_ms);
+  r.number("load_ms", t.load_ms);
   r.integer("module_bytes", t.module_bytes);
   r.integer("memory_growth_bytes", t.memory_growth_bytes);
   if (const json* ks = r.find("kernel_statistics"))
@@ -668,6 +669,7 @@ json TaskResult::to_json() const {
               {"outlived", outlived},
               {"seconds", seconds},
               {"input_ms", input_ms},
+              {"load_ms", load_ms},
               {"module_bytes", module_bytes},
               {"memory_growth_bytes", memory_growth_bytes},
               {"kernel_statistics", kernel_statistics},

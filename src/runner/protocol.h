@@ -185,7 +185,8 @@ struct TaskResult {
   bool outlived = false;           // device work was still running after a timed sample's end mark
   std::vector<TimedCheck> timed_checks;
   std::vector<FullCheck> full_checks;
-  double input_ms = 0;               // host time generating and uploading fresh inputs (untimed)
+  double input_ms = 0;  // host time generating and uploading fresh inputs (untimed)
+  double load_ms = 0;   // host time loading the task's kernels (CUDA: modules; Vulkan: pipelines)
   int64_t module_bytes = -1;         // device memory the loaded kernels took (-1: unknown)
   int64_t memory_growth_bytes = -1;  // device memory in use after the timed loop minus before
   // What the driver says of the code it made of each loaded entry point, by entry point and

@@ -160,6 +160,8 @@ TEST(Protocol, FactsAndResultRoundTrip) {
   r.threads_after = 4;
   r.guard_overwritten = true;
   r.seconds = 0.5;
+  r.input_ms = 12.5;
+  r.load_ms = 3.25;
   r.kernel_statistics = {{"main", {{"Register Count", 72}, {"Binary Size", 9344}}}};
   json rj = r.to_json();
   EXPECT_EQ(rj["disposition"], "out_of_bounds");
@@ -168,6 +170,7 @@ TEST(Protocol, FactsAndResultRoundTrip) {
   auto strict_r = parse_task_result(rj);
   ASSERT_TRUE(strict_r) << strict_r.error();
   EXPECT_EQ(strict_r->threads_after, 4);
+  EXPECT_EQ(strict_r->load_ms, 3.25);
   EXPECT_EQ(strict_r->baseline_host_ms, std::vector<double>{1.125});
   EXPECT_EQ(strict_r->kernel_statistics["main"]["Register Count"], 72);
 }

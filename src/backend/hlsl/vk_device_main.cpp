@@ -338,6 +338,7 @@ class VulkanDevice final : public Device {
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;  // compiled kernels, for the process
   VkPhysicalDeviceProperties props_{};
   VkPhysicalDeviceMemoryProperties mem_props_{};
   uint32_t subgroup_size_ = 0;
@@ -391,6 +392,7 @@ VulkanDevice::~VulkanDevice() {
     generator_.reset();
   }
   if (queries_) vkDestroyQueryPool(dev_, queries_, nullptr);
+  if (pipeline_cache_) vkDestroyPipelineCache(dev_, pipeline_cache_, nullptr);
   if (fence_) vkDestroyFence(dev_, fence_, nullptr);
   if (cmd_pool_) vkDestroyCommandPool(dev_, cmd_pool_, nullptr);
   vkDestroyDevice(dev_, nullptr);
@@ -647,6 +649,13 @@ Status VulkanDevice::create_command_objects() {
   auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
   if (VkResult r = vkCreateFence(dev_, &fci, nullptr, &fence_); r != VK_SUCCESS)
     return vk_error("vkCreateFence", r);
+  // One pipeline cache for the runner's life: every task of a job loads its kernels again (fresh
+  // objects, nothing carried from one task to the next), and the driver translates a SPIR-V module
+  // it has seen in this process once. Without it NVIDIA's driver compiles the same module for
+  // every task. Only compiled code is shared; a driver without a cache works as before.
+  auto cci = vk_struct<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
+  if (vkCreatePipelineCache(dev_, &cci, nullptr, &pipeline_cache_) != VK_SUCCESS)
+    pipeline_cache_ = VK_NULL_HANDLE;
   if (timestamp_bits_ > 0) {
     auto qpi = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
     qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
@@ -950,7 +959,7 @@ Result<std::unique_ptr<VulkanKernel>> VulkanDevice::make_kernel(const std::vecto
   cpi.stage.pName = k->entry.c_str();
   cpi.layout = k->layout;
   if (get_statistics_) cpi.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
-  if (VkResult r = vkCreateComputePipelines(dev_, VK_NULL_HANDLE, 1, &cpi, nullptr, &k->pipeline);
+  if (VkResult r = vkCreateComputePipelines(dev_, pipeline_cache_, 1, &cpi, nullptr, &k->pipeline);
       r != VK_SUCCESS) {
     k->pipeline = VK_NULL_HANDLE;
     return make_error(fmt::format("creating the compute pipeline failed: {}", vk_result_name(r)));
