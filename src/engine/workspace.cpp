@@ -443,41 +443,29 @@ Result<Backend*> Workspace::backend() {
   return backend_.get();
 }
 
+// Thread-safe once the backend exists (devices() makes it first): the cache is locked, and the
+// backend's probe and the progress line are thread-safe.
 Result<DeviceFacts> Workspace::device(const std::string& selector) {
-  if (auto it = devices_.find(selector); it != devices_.end()) return it->second;
+  {
+    std::lock_guard<std::mutex> lock(devices_mu_);
+    if (auto it = devices_.find(selector); it != devices_.end()) return it->second;
+  }
   auto b = backend();
   if (!b) return b.status();
-  auto d = probe(**b, selector);
-  if (d) devices_[selector] = *d;
-  return d;
-}
-
-// One probe through the backend's runner, with its status line. Thread-safe: the backend's
-// probe is, and so is the progress line.
-Result<DeviceFacts> Workspace::probe(Backend& b, const std::string& selector) {
-  progress_.status(fmt::format("probing {} devices ...", b.name()), true);
-  auto d = b.probe(selector, true);
+  progress_.status(fmt::format("probing {} devices ...", (*b)->name()), true);
+  auto d = (*b)->probe(selector, true);
   progress_.clear();
   if (!d) return make_error(d.error(), ErrorKind::environment);
+  std::lock_guard<std::mutex> lock(devices_mu_);
+  devices_[selector] = *d;
   return *d;
 }
 
 Result<DeviceSelection> Workspace::devices(const std::string& spec) {
   if (auto it = selections_.find(spec); it != selections_.end()) return it->second;
-  auto b = backend();
-  if (!b) return b.status();
-  // select_devices probes a list of indices at once: the probes share the cache under a lock.
-  std::mutex mu;
-  auto sel = select_devices(spec, [&](const std::string& s) -> Result<DeviceFacts> {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (auto it = devices_.find(s); it != devices_.end()) return it->second;
-    }
-    auto d = probe(**b, s);
-    std::lock_guard<std::mutex> lock(mu);
-    if (d) devices_[s] = *d;
-    return d;
-  });
+  // select_devices probes a list of indices at once, through device().
+  if (auto b = backend(); !b) return b.status();
+  auto sel = select_devices(spec, [this](const std::string& s) { return device(s); });
   if (!sel) return sel;
   progress_.print("devices: " + sel->text());
   selections_[spec] = *sel;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -209,6 +210,7 @@ class Workspace {
   Result<DeviceFacts> device(const std::string& selector);
   // Uses `facts` for `selector` instead of probing (compile-only recording for another device).
   void set_device(const std::string& selector, const DeviceFacts& facts) {
+    std::lock_guard<std::mutex> lock(devices_mu_);
     devices_[selector] = facts;
   }
   // The devices a --devices spec names (probed once per spec; engine/devices.h). The first
@@ -411,13 +413,12 @@ class Workspace {
   friend void interrupt_workspaces();
   void register_workflow(int64_t id, bool active);
 
-  Result<DeviceFacts> probe(Backend& b, const std::string& selector);
-
   std::filesystem::path root_;
   std::optional<int64_t> init_stash_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Backend> backend_;
   std::string backend_name_;
+  std::mutex devices_mu_;  // devices_: probes of several devices run at once
   std::map<std::string, DeviceFacts> devices_;
   std::map<std::string, DeviceSelection> selections_;  // --devices spec -> devices
   Progress progress_;
