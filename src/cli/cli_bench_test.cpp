@@ -86,6 +86,46 @@ TEST_F(Cli, BenchTimesTheSmallSuiteOnACpuDevice) {
   EXPECT_NE(show.out.find(" suite "), std::string::npos) << show.out;
 }
 
+// `peak bench -o FILE` rewrites the file after every shape: a benchmark killed (kill -9, through
+// the fault point after the second shape) leaves the two shapes it timed, marked partial, and
+// records nothing in the store.
+TEST_F(Cli, ACutBenchKeepsTheShapesItTimed) {
+  fs::path ws = workspace_with_device("cut", "");
+  fs::path file = tmp_ / "suite.json";
+  Out o = peak({"-q", "--json", "bench", "-o", file.string()}, ws,
+               {{"PEAK_FAULT", "kill@bench.shape-timed#2"}});
+  EXPECT_EQ(o.code, -1) << o.out << o.err;  // killed by a signal
+  auto text = read_file(file);
+  ASSERT_TRUE(text) << o.err;
+  json s = json::parse(*text, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << *text;
+  EXPECT_EQ(s["kind"], "peak-suite");
+  EXPECT_EQ(s["shapes"], 8);
+  EXPECT_EQ(s["partial"], true);
+  ASSERT_EQ(s["rows"].size(), 2u);
+  for (const auto& r : s["rows"]) {
+    EXPECT_EQ(r["disposition"], "passed") << r.dump();
+    EXPECT_FALSE(r["samples_ms"].empty());
+  }
+  Out show = peak({"show", "--all"}, ws);
+  EXPECT_EQ(show.out.find(" suite "), std::string::npos) << show.out;
+
+  // The table form says it too; a finished benchmark's file is whole.
+  Out cut = peak({"-q", "bench", "-o", (tmp_ / "suite.txt").string()}, ws,
+                 {{"PEAK_FAULT", "kill@bench.shape-timed#1"}});
+  EXPECT_EQ(cut.code, -1);
+  auto table = read_file(tmp_ / "suite.txt");
+  ASSERT_TRUE(table);
+  EXPECT_NE(table->find("(partial: 1 of the suite's 8 shapes timed so far)"), std::string::npos)
+      << *table;
+  Out whole = peak({"-q", "--json", "bench", "-o", file.string()}, ws);
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  json w = json::parse(*read_file(file), nullptr, false);
+  EXPECT_EQ(w["rows"].size(), 8u);
+  EXPECT_EQ(w["shapes"], 8);
+  EXPECT_FALSE(w.contains("partial"));
+}
+
 // `peak tune --classes` on lavapipe: one search per class of the small suite (two
 // configurations each), the dispatch table recorded (never the checkpoint's result), and `peak
 // bench` running each shape with its class's configuration (`--single`: the best one alone).

@@ -184,9 +184,22 @@ int cmd_bench_suite(Options& o) {
   int code = kOk;
   auto ws = open_for_eval(o, choices, &code);
   if (!ws) return code;
-  auto r = bench(*ws, o.args.empty() ? "HEAD" : o.args[0], choices, o.single);
+  auto render = [&](const SuiteResult& s) {
+    return o.json_out ? suite_json(s).dump(2) + "\n" : suite_text(s);
+  };
+  // -o FILE holds the shapes timed so far after each one ("partial": true until the last), so
+  // that a benchmark cut by a limit or a signal keeps what it measured.
+  bool warned = false;
+  SuiteProgress on_shape = [&](const SuiteResult& so_far) {
+    if (auto s = write_file_atomic(o.output, render(so_far)); !s && !warned) {
+      warned = true;
+      err(fmt::format("warning: {} (the benchmark goes on)", s.message()));
+    }
+  };
+  auto r = bench(*ws, o.args.empty() ? "HEAD" : o.args[0], choices, o.single,
+                 o.output.empty() ? SuiteProgress{} : on_shape);
   if (!r) return fail(r.status());
-  std::string text = o.json_out ? suite_json(*r).dump(2) + "\n" : suite_text(*r);
+  std::string text = render(*r);
   if (int c = emit(o, text); c != kOk) return c;
   bool any = std::any_of(r->rows.begin(), r->rows.end(),
                          [](const SuiteRow& row) { return row.disposition == "passed"; });
@@ -315,7 +328,9 @@ void setup_bench(CLI::App* c, Options& o) {
   c->add_option("--batch", o.batch, "bench tuning: configurations per batch")
       ->capture_default_str();
   c->add_option("--jobs,-j", o.jobs, "bench tuning: parallel compiles (default: each cache's)");
-  c->add_option("-o,--output", o.output, "write the table (or with --json the JSON) to FILE");
+  c->add_option("-o,--output", o.output,
+                "write the table (or with --json the JSON) to FILE; bench CHECKPOINT rewrites it "
+                "after every shape, so that a cut benchmark keeps the shapes it timed");
 }
 
 int cmd_bench(Options& o) {

@@ -12,10 +12,10 @@
 namespace peak {
 
 Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices,
-                          bool single) {
+                          bool single, const SuiteProgress& on_shape) {
   auto id = ws.resolve(ref.empty() ? "HEAD" : ref);
   if (!id) return id.status();
-  return ws.bench_suite(*id, choices, single);
+  return ws.bench_suite(*id, choices, single, on_shape);
 }
 
 Result<DispatchTable> tune_classes(Workspace& ws, const std::string& ref,

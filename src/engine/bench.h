@@ -17,9 +17,9 @@ namespace peak {
 // evaluation of kind "suite". `choices` uses the device, --small / --full and --no-baseline.
 // suite_json (results/suite.h) is its JSON form; suite_text (report/suite.h) its table.
 // With a dispatch table recorded for `ref` on this device (`tune_classes`), each shape runs its
-// class's configuration unless `single`.
+// class's configuration unless `single`. `on_shape` gets the result so far after every shape.
 Result<SuiteResult> bench(Workspace& ws, const std::string& ref, const EvalChoices& choices,
-                          bool single = false);
+                          bool single = false, const SuiteProgress& on_shape = {});
 // `peak tune --classes [REF]`: one tuning search per shape class of the suite, the configurations
 // found recorded as the checkpoint's dispatch table (Workspace::tune_classes); dispatch_json
 // (results/dispatch.h) is its JSON form, dispatch_text (report/dispatch.h) its table. `only`:

@@ -14,6 +14,7 @@
 #include "family/family.h"
 #include "peak/version.h"
 #include "tune/measure.h"
+#include "util/fault.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
 #include "validate/task_timeout.h"
@@ -278,7 +279,8 @@ Status SuiteTimer::time_shape(const std::vector<SuiteShape>& suite, size_t i, Su
 
 }  // namespace
 
-Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choices, bool single) {
+Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choices, bool single,
+                                           const SuiteProgress& on_shape) {
   auto sc = suite_checkpoint(id, "peak bench");
   if (!sc) return sc.status();
   const KernelContext& ctx = sc->ctx;
@@ -300,6 +302,7 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
   r.device = dev.name;
   r.small = opts.small && !ctx.suite_small.empty();
   r.dims_names = dims_names_of(ctx);
+  r.shapes = static_cast<int>((*suite)->size());
   r.peak_tflops = setup->peak.tflops;
   r.peak_source = setup->peak.source;
   r.bytes_headline = headlines_bytes(ctx);
@@ -332,6 +335,12 @@ Result<SuiteResult> Workspace::bench_suite(int64_t id, const EvalChoices& choice
     if (opts.cancelled && opts.cancelled())
       return make_error(kCancelledMessage, ErrorKind::environment);
     if (auto s = timer.time_shape(**suite, i, r, rows); !s) return s;
+    if (on_shape) {
+      SuiteResult so_far = r;
+      finish_suite(so_far);
+      on_shape(so_far);
+    }
+    fault_point("bench.shape-timed");  // a test's kill -9 after a shape (PEAK_FAULT)
   }
   finish_suite(r);
 

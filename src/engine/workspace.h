@@ -237,7 +237,9 @@ class Workspace {
   // how to add one.
   // With a dispatch table recorded for the checkpoint on this device (`tune_classes`), each
   // shape runs the configuration of its class (built once per configuration) unless `single`.
-  Result<SuiteResult> bench_suite(int64_t id, const EvalChoices& choices, bool single = false);
+  // `on_shape` gets the result so far after every shape (SuiteResult::partial until the last).
+  Result<SuiteResult> bench_suite(int64_t id, const EvalChoices& choices, bool single = false,
+                                  const SuiteProgress& on_shape = {});
   // `peak tune --classes`: one tuning search per shape class of the checkpoint's suite (the small
   // variant when the choices or the device ask for small shapes), each over the suite's shapes of
   // that class (classified by the context's class rules) and starting from the checkpoint's best

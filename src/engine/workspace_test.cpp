@@ -997,8 +997,21 @@ TEST_F(WorkspaceTest, BenchTimesTheShapeSuiteAndStoresIt) {
       "          { name = \"odd\", class = \"irregular\", N = 4099 },\n"
       "          { name = \"wide\", class = \"wide\", N = 65536 } ]\n";
   ASSERT_TRUE(write_file(tmp_ / "ws" / "kernel.toml", with_suite));
-  auto r = ws->bench_suite(1, c);
+  // The result so far after every shape: one row more each time, partial until the last.
+  std::vector<SuiteResult> so_far;
+  auto r = ws->bench_suite(1, c, false, [&](const SuiteResult& s) { so_far.push_back(s); });
   ASSERT_TRUE(r) << r.error();
+  ASSERT_EQ(so_far.size(), 3u);
+  for (size_t i = 0; i < so_far.size(); ++i) {
+    EXPECT_EQ(so_far[i].rows.size(), i + 1);
+    EXPECT_EQ(so_far[i].shapes, 3);
+    EXPECT_EQ(so_far[i].partial(), i + 1 < 3);
+    EXPECT_EQ(so_far[i].rows.back().name, r->rows[i].name);
+    EXPECT_EQ(so_far[i].rows.back().samples_ms, r->rows[i].samples_ms);
+  }
+  EXPECT_EQ(so_far[0].rows[0].ratio, r->rows[0].ratio);  // finished as the whole result is
+  EXPECT_FALSE(r->partial());
+  EXPECT_EQ(r->shapes, 3);
   EXPECT_TRUE(r->small);  // a CPU device takes the small variant
   EXPECT_TRUE(r->default_config);
   EXPECT_EQ(r->config, "BLOCK=64");

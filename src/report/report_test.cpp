@@ -582,6 +582,35 @@ TEST(Suite, AMemoryBoundSuiteIsRatedByCopyThenBandwidth) {
   EXPECT_EQ(suite_json(s)["ratio_of"], "bandwidth");
 }
 
+// A benchmark cut after some shapes (what `peak bench -o` leaves): its JSON says so and how many
+// shapes the suite has, the table's last line too; a finished one says neither.
+TEST(Suite, APartialResultSaysHowManyShapesItTimed) {
+  SuiteResult s = vendor_suite();
+  s.shapes = 6;
+  EXPECT_TRUE(s.partial());
+  json j = suite_json(s);
+  EXPECT_EQ(j["shapes"], 6);
+  EXPECT_EQ(j["partial"], true);
+  SuiteResult back = suite_from_json(j);
+  EXPECT_EQ(back.shapes, 6);
+  EXPECT_TRUE(back.partial());
+  EXPECT_NE(suite_text(s).find("(partial: 4 of the suite's 6 shapes timed so far)"),
+            std::string::npos)
+      << suite_text(s);
+
+  s.shapes = 4;
+  EXPECT_FALSE(s.partial());
+  j = suite_json(s);
+  EXPECT_EQ(j["shapes"], 4);
+  EXPECT_FALSE(j.contains("partial"));
+  EXPECT_EQ(suite_text(s).find("partial"), std::string::npos) << suite_text(s);
+  // An earlier store's suite has no "shapes": its rows are the suite.
+  j.erase("shapes");
+  back = suite_from_json(j);
+  EXPECT_EQ(back.shapes, 4);
+  EXPECT_FALSE(back.partial());
+}
+
 TEST(Suite, RatiosAndGeometricMean) {
   SuiteResult s = vendor_suite();
   EXPECT_DOUBLE_EQ(s.rows[0].ratio, 0.5);

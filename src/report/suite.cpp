@@ -59,10 +59,16 @@ std::vector<std::vector<std::string>> table(const SuiteResult& s) {
 }
 
 std::string geomean_line(const SuiteResult& s) {
+  const std::string partial =
+      s.partial() ? fmt::format(" (partial: {} of the suite's {} shapes timed so far)",
+                                s.rows.size(), s.shapes)
+                  : "";
   if (s.rated == 0)
-    return fmt::format("geometric mean: - (no shape has a ratio {})", suite_ratio_basis(s));
-  return fmt::format("geometric mean of the ratios {}: {:.3f} ({:.1f}%) over {} of {} shapes",
-                     suite_ratio_basis(s), s.geomean, 100 * s.geomean, s.rated, s.rows.size());
+    return fmt::format("geometric mean: - (no shape has a ratio {}){}", suite_ratio_basis(s),
+                       partial);
+  return fmt::format("geometric mean of the ratios {}: {:.3f} ({:.1f}%) over {} of {} shapes{}",
+                     suite_ratio_basis(s), s.geomean, 100 * s.geomean, s.rated, s.rows.size(),
+                     partial);
 }
 
 std::string heading(const SuiteResult& s) {

@@ -1,5 +1,6 @@
 #include "results/suite.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace peak {
@@ -99,6 +100,8 @@ json suite_json(const SuiteResult& s) {
               {"peak_source", s.peak_source}, {"small", s.small},
               {"dims_names", s.dims_names},   {"rows", rows},
               {"geomean", s.geomean},         {"rated", s.rated}};
+  out["shapes"] = std::max<int>(s.shapes, static_cast<int>(s.rows.size()));
+  if (s.partial()) out["partial"] = true;
   if (s.bytes_headline) {
     out["headline"] = "bytes";
     out["memory_gbs"] = s.memory_gbs;
@@ -161,6 +164,7 @@ SuiteResult suite_from_json(const json& j) {
       row.dispatched_class = r.value("dispatched_class", "");
       s.rows.push_back(std::move(row));
     }
+  s.shapes = std::max<int>(j.value("shapes", 0), static_cast<int>(s.rows.size()));
   finish_suite(s);  // the ratios follow from the numbers, whoever wrote them
   return s;
 }

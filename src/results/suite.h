@@ -4,6 +4,7 @@
 // a SuiteResult from its measurements and stores its JSON form in the summary of an evaluation of
 // kind "suite" (docs/store.md); report/suite.h reads the latest one back and renders it.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,15 @@ struct SuiteResult {
   std::vector<SuiteRow> rows;
   double geomean = 0;  // geometric mean of the ratios of the rows that have one (0: none)
   int rated = 0;       // rows with a ratio
+  // The suite's shapes: rows.size() once every shape is timed; more while the benchmark runs, and
+  // in what a benchmark that was cut left (`peak bench -o` writes the result after every shape).
+  int shapes = 0;
+
+  bool partial() const { return static_cast<int>(rows.size()) < shapes; }
 };
+
+// Called with the result so far (finish_suite applied) after each shape of a suite is timed.
+using SuiteProgress = std::function<void(const SuiteResult&)>;
 
 // Geometric mean; 0 when `v` is empty or holds a value that is not positive.
 double geometric_mean(const std::vector<double>& v);
@@ -76,8 +85,9 @@ void finish_suite(SuiteResult& s);
 // "of cublas" / "of peak" / "of copy" / "of bandwidth": what the ratios compare with.
 std::string suite_ratio_basis(const SuiteResult& s);
 
-// JSON form (kind "peak-suite", format kSuiteFormatVersion) and back. from_json accepts what
-// to_json wrote; a missing field reads as its default.
+// JSON form (kind "peak-suite", format kSuiteFormatVersion) and back: "shapes", and "partial":
+// true while rows are missing. from_json accepts what to_json wrote; a missing field reads as its
+// default ("shapes": the rows').
 nlohmann::json suite_json(const SuiteResult& s);
 SuiteResult suite_from_json(const nlohmann::json& j);
 
