@@ -623,6 +623,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"rows-per-warp", {m, d, h}},
       {"split-row", {m, d, h}},
       {"persistent-rows", {d, h}},
+      {"aligned-rows", {m, d}},
   };
   // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks, which
   // Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on gfx90a),
