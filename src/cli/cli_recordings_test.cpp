@@ -160,7 +160,8 @@ TEST_F(Recordings, TheCudaLayernormRecordingCompilesWithNvcc) {
 
 // `peak demo --family softmax` on lavapipe: the HLSL softmax recording validated, tuned (one
 // configuration per step) and timed there at the small shapes, every step kept at its first
-// attempt.
+// attempt; its last step gives the misaligned rows of the hidden shapes (N = 4099, 50257, ...)
+// the vector path.
 TEST_F(Recordings, TheHlslSoftmaxDemoRunsEveryStepOnLavapipe) {
   Out o = peak({"--json", "demo", "--family", "softmax", "--backend", "hlsl", "--device",
                 "llvmpipe", "--budget", "1", "--dir", (tmp_ / "softmax-demo").string()});
@@ -173,7 +174,9 @@ TEST_F(Recordings, TheHlslSoftmaxDemoRunsEveryStepOnLavapipe) {
     EXPECT_EQ(s["disposition"], "passed") << s.dump();
     kept.push_back(s["transformation"].get<std::string>());
   }
-  EXPECT_EQ(kept, row_steps(true));
+  std::vector<std::string> steps = row_steps(true);
+  steps.push_back("aligned-rows");
+  EXPECT_EQ(kept, steps);
   EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
 }
 

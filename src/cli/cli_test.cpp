@@ -252,7 +252,7 @@ TEST_F(Cli, DemoOfAnotherFamilyUsesItsOwnCampaign) {
                 (tmp_ / "ws").string()},
                {}, {{"PEAK_DATA_DIR", data.string()}});
   EXPECT_EQ(o.code, 4) << o.out << o.err;  // no recorded reply
-  EXPECT_NE(o.out.find("peak demo: softmax-hlsl (8 steps) on llvmpipe"), std::string::npos)
+  EXPECT_NE(o.out.find("peak demo: softmax-hlsl (9 steps) on llvmpipe"), std::string::npos)
       << o.out;
   EXPECT_NE(o.out.find("recordings/softmax-hlsl"), std::string::npos) << o.out;
 }
