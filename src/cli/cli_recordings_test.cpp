@@ -131,17 +131,18 @@ std::vector<std::string> row_steps(bool softmax) {
   if (softmax) s.insert(s.begin() + 5, "online-softmax");
   return s;
 }
-// The softmax sequences of CUDA and HLSL end with aligned-rows.
-std::vector<std::string> softmax_steps_aligned() {
-  std::vector<std::string> s = row_steps(true);
+// The row steps and then aligned-rows, as the CUDA and HLSL softmax and the RMSNorm sequences
+// end.
+std::vector<std::string> row_steps_aligned(bool softmax) {
+  std::vector<std::string> s = row_steps(softmax);
   s.push_back("aligned-rows");
   return s;
 }
 
 TEST_F(Recordings, TheCudaSoftmaxRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("softmax-cuda-fp32", "softmax-cuda", "softmax-cuda", softmax_steps_aligned(),
-                  softmax_steps_aligned().size() - 1);
+  replay_compiled("softmax-cuda-fp32", "softmax-cuda", "softmax-cuda", row_steps_aligned(true),
+                  row_steps_aligned(true).size() - 1);
 }
 
 TEST_F(Recordings, TheHipSoftmaxRecordingCompilesForAmdAndNvidia) {
@@ -154,8 +155,8 @@ TEST_F(Recordings, TheHipSoftmaxRecordingCompilesForAmdAndNvidia) {
 // softmax), built with nvcc for the H100.
 TEST_F(Recordings, TheCudaRmsnormRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("rmsnorm-cuda-bf16", "rmsnorm-cuda", "rmsnorm-cuda", row_steps(false),
-                  row_steps(false).size() - 1);
+  replay_compiled("rmsnorm-cuda-bf16", "rmsnorm-cuda", "rmsnorm-cuda", row_steps_aligned(false),
+                  row_steps_aligned(false).size() - 1);
 }
 
 TEST_F(Recordings, TheCudaLayernormRecordingCompilesWithNvcc) {
@@ -180,7 +181,7 @@ TEST_F(Recordings, TheHlslSoftmaxDemoRunsEveryStepOnLavapipe) {
     EXPECT_EQ(s["disposition"], "passed") << s.dump();
     kept.push_back(s["transformation"].get<std::string>());
   }
-  EXPECT_EQ(kept, softmax_steps_aligned());
+  EXPECT_EQ(kept, row_steps_aligned(true));
   EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
 }
 
