@@ -1,6 +1,7 @@
 #include "family/rows/rows.h"
 
 #include <algorithm>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -184,6 +185,22 @@ Result<std::map<std::string, ReferenceValues>> RowFamily::cpu_reference(
     for (auto& th : threads) th.join();
   }
   return out;
+}
+
+std::optional<ReferenceIndices> RowFamily::reference_reads(const KernelContext&, const Shape& shape,
+                                                           const ReferenceIndices& indices) const {
+  auto n = shape.values.find("N");
+  auto y = indices.find("Y");
+  if (n == shape.values.end() || y == indices.end() || n->second <= 0) return std::nullopt;
+  const int64_t N = n->second;
+  std::set<int64_t> rows;
+  for (int64_t i : y->second) rows.insert(i / N);
+  ReferenceIndices reads;
+  auto& x = reads["X"];
+  x.reserve(rows.size() * static_cast<size_t>(N));
+  for (int64_t r : rows)
+    for (int64_t c = 0; c < N; ++c) x.push_back(r * N + c);
+  return reads;
 }
 
 std::vector<int64_t> RowFamily::output_dims(const KernelContext&, const Shape& shape) const {

@@ -4,6 +4,7 @@
 // bias B). A member derives from RowFamily, names its per-column inputs and computes one row; the
 // rest (the convention check, the reading of typed inputs, the threads, the tolerance, the
 // cuDNN baseline, the bytes headline, the suite classes) is here, the same for all three.
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,10 @@ class RowFamily : public Family {
   Result<std::map<std::string, ReferenceValues>> cpu_reference(
       const KernelContext& ctx, const Shape& shape, const ReferenceInputs& inputs,
       const ReferenceIndices& indices) const override;
+  // The rows of X holding the requested elements of Y, every column of each: the timed checks
+  // generate those alone (the per-column inputs, N elements each, are read whole).
+  std::optional<ReferenceIndices> reference_reads(const KernelContext& ctx, const Shape& shape,
+                                                  const ReferenceIndices& indices) const override;
   // {R, N}: Y is a matrix, so validation samples its first and last rows and columns.
   std::vector<int64_t> output_dims(const KernelContext& ctx, const Shape& shape) const override;
   // The dtype rule over a reduction of N, with X's dtype as the input's: a bf16 output is

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include "context/bound.h"
+#include "context/inputs.h"
 #include "family/rows/testing.h"
 
 namespace peak {
@@ -78,6 +82,52 @@ TEST(RowFamilies, ThreadsGiveTheSameValues) {
     ASSERT_TRUE(one) << one.error();
     EXPECT_EQ(one->at("Y").value[0], many->at("Y").value[k]);
   }
+}
+
+// The timed checks generate only the rows of X that hold the elements checked (reference_reads,
+// then generate_elements): the reference there is that of the whole inputs, for each family.
+TEST(RowFamilies, TheRowsTheyReadGiveTheValuesOfTheWholeInputs) {
+  const int64_t R = 37, N = 1029;
+  const Shape s = rn(R, N);
+  ReferenceIndices asked = {{"Y", {0, R * N - 1, N - 1, (R - 1) * N, 17 * N + 500, 17 * N + 3}}};
+  for (auto [family, columns, dtype] :
+       {std::tuple{"softmax", std::vector<std::string>{}, "f32"},
+        std::tuple{"rmsnorm", std::vector<std::string>{"W"}, "bf16"},
+        std::tuple{"layernorm", std::vector<std::string>{"W", "B"}, "f32"}}) {
+    SCOPED_TRACE(family);
+    KernelContext ctx = row_context(family, columns, dtype);
+    auto bound = bind_shape(ctx, s);
+    ASSERT_TRUE(bound) << bound.error();
+    const uint64_t seed = 0x5e1;
+    auto whole = generate_inputs(ctx, *bound, seed, 0);
+    auto reads = family_of(ctx).reference_reads(ctx, s, asked);
+    ASSERT_TRUE(reads.has_value());
+    EXPECT_EQ(reads->size(), 1u);              // X alone: W and B are read whole
+    EXPECT_EQ(reads->at("X").size(), 3u * N);  // rows 0, 17 and R - 1
+    ReferenceInputs part;
+    for (const auto& a : ctx.arrays) {
+      if (a.output) continue;
+      auto it = reads->find(a.name);
+      if (it == reads->end()) {
+        part[a.name] = whole.at(a.name);
+        continue;
+      }
+      auto p =
+          generate_elements(a, bound->elements(a.name), array_seed(seed, a.name), 0, it->second);
+      ASSERT_TRUE(p.has_value()) << a.name;
+      EXPECT_NE(*p, whole.at(a.name));  // the rows alone, not the whole array
+      part[a.name] = std::move(*p);
+    }
+    auto want = cpu_reference_values(ctx, s, whole, asked);
+    auto got = cpu_reference_values(ctx, s, part, asked);
+    ASSERT_TRUE(want && got);
+    EXPECT_EQ(got->at("Y").value, want->at("Y").value);
+    EXPECT_EQ(got->at("Y").abs, want->at("Y").abs);
+  }
+  // No N, or no Y asked: every input whole.
+  KernelContext ctx = row_context("softmax", {});
+  EXPECT_FALSE(family_of(ctx).reference_reads(ctx, Shape{{{"R", 2}}}, asked).has_value());
+  EXPECT_FALSE(family_of(ctx).reference_reads(ctx, s, {}).has_value());
 }
 
 }  // namespace
