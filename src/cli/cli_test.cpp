@@ -21,6 +21,13 @@ using json = nlohmann::json;
 
 using namespace peak::testing;
 
+// Whether child `pid` has ended (it stays a zombie for Subprocess::wait to reap).
+bool exited(int pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
+}
+
 TEST_F(Cli, HelpListsEverySubcommand) {
   Out o = peak({"--help"});
   EXPECT_EQ(o.code, 0);

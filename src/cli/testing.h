@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,13 +33,6 @@ struct Out {
   int code = -1;
   std::string out, err;
 };
-
-// Whether child `pid` has ended (it stays a zombie for Subprocess::wait to reap).
-inline bool exited(int pid) {
-  siginfo_t info{};
-  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-         info.si_pid == pid;
-}
 
 inline std::string added_reply() { return std::string("```hlsl\n") + kAddedDevice + "```\n"; }
 

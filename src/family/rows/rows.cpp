@@ -1,7 +1,6 @@
 #include "family/rows/rows.h"
 
 #include <algorithm>
-#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -189,17 +188,18 @@ Result<std::map<std::string, ReferenceValues>> RowFamily::cpu_reference(
 
 std::optional<ReferenceIndices> RowFamily::reference_reads(const KernelContext&, const Shape& shape,
                                                            const ReferenceIndices& indices) const {
-  auto n = shape.values.find("N");
+  auto R = scalar_of(shape, "R"), N = scalar_of(shape, "N");
   auto y = indices.find("Y");
-  if (n == shape.values.end() || y == indices.end() || n->second <= 0) return std::nullopt;
-  const int64_t N = n->second;
-  std::set<int64_t> rows;
-  for (int64_t i : y->second) rows.insert(i / N);
+  if (!R || !N || y == indices.end()) return std::nullopt;
+  // The rows cpu_reference reads, as it groups them (a bad index: every input whole, and the
+  // reference says what is wrong).
+  auto rows = group_by_row(y->second, *R, *N);
+  if (!rows) return std::nullopt;
   ReferenceIndices reads;
   auto& x = reads["X"];
-  x.reserve(rows.size() * static_cast<size_t>(N));
-  for (int64_t r : rows)
-    for (int64_t c = 0; c < N; ++c) x.push_back(r * N + c);
+  x.reserve(rows->size() * static_cast<size_t>(*N));
+  for (const RowRequest& q : *rows)
+    for (int64_t c = 0; c < *N; ++c) x.push_back(q.row * *N + c);
   return reads;
 }
 
