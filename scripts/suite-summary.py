@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarizes a `peak --json bench -o FILE` suite of a memory-bound kernel (FILE or FILE.xz): per
 shape GB/s, % of the same-run copy and % of the vendor baseline, then the geometric means and the
-lowest shape of each, as Markdown.
+lowest shape of each, as Markdown; with a dispatch table (`peak tune --classes`), the configuration
+each class ran.
 
 Usage: scripts/suite-summary.py SUITE.json[.xz]
 """
@@ -16,6 +17,14 @@ def main():
         suite = json.load(f)
     base = suite.get("baseline") or "none"
     print(f"checkpoint {suite['checkpoint']}, `{suite['config']}`, {suite['device']}\n")
+    if suite.get("dispatch"):
+        ran = {}
+        for r in suite["rows"]:
+            ran.setdefault(r.get("dispatched_class") or r.get("class"), r.get("config"))
+        print(f"dispatch table {suite['dispatch']}: one configuration per class\n")
+        for cls, config in ran.items():
+            print(f"- {cls}: `{config}`")
+        print()
     print(f"| shape | GB/s | % of copy | {base} GB/s | % of {base} |")
     print("|---|---:|---:|---:|---:|")
     copy, vendor = [], []

@@ -131,17 +131,23 @@ std::vector<std::string> row_steps(bool softmax) {
   if (softmax) s.insert(s.begin() + 5, "online-softmax");
   return s;
 }
-// The row steps and then aligned-rows, as the CUDA sequences and the HLSL softmax end.
+// The row steps and then aligned-rows, as the HLSL softmax ends.
 std::vector<std::string> row_steps_aligned(bool softmax) {
   std::vector<std::string> s = row_steps(softmax);
   s.push_back("aligned-rows");
   return s;
 }
+// The CUDA sequences then hold long and few rows in a thread-block cluster (sm_90).
+std::vector<std::string> row_steps_cuda(bool softmax) {
+  std::vector<std::string> s = row_steps_aligned(softmax);
+  s.push_back("cluster-rows");
+  return s;
+}
 
 TEST_F(Recordings, TheCudaSoftmaxRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("softmax-cuda-fp32", "softmax-cuda", "softmax-cuda", row_steps_aligned(true),
-                  row_steps_aligned(true).size() - 1);
+  replay_compiled("softmax-cuda-fp32", "softmax-cuda", "softmax-cuda", row_steps_cuda(true),
+                  row_steps_cuda(true).size() - 1);
 }
 
 TEST_F(Recordings, TheHipSoftmaxRecordingCompilesForAmdAndNvidia) {
@@ -154,14 +160,14 @@ TEST_F(Recordings, TheHipSoftmaxRecordingCompilesForAmdAndNvidia) {
 // softmax), built with nvcc for the H100.
 TEST_F(Recordings, TheCudaRmsnormRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("rmsnorm-cuda-bf16", "rmsnorm-cuda", "rmsnorm-cuda", row_steps_aligned(false),
-                  row_steps_aligned(false).size() - 1);
+  replay_compiled("rmsnorm-cuda-bf16", "rmsnorm-cuda", "rmsnorm-cuda", row_steps_cuda(false),
+                  row_steps_cuda(false).size() - 1);
 }
 
 TEST_F(Recordings, TheCudaLayernormRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("layernorm-cuda-fp32", "layernorm-cuda", "layernorm-cuda",
-                  row_steps_aligned(false), row_steps_aligned(false).size() - 1);
+  replay_compiled("layernorm-cuda-fp32", "layernorm-cuda", "layernorm-cuda", row_steps_cuda(false),
+                  row_steps_cuda(false).size() - 1);
 }
 
 // `peak demo --family softmax` on lavapipe: the HLSL softmax recording validated, tuned (one

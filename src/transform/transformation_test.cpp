@@ -624,6 +624,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"split-row", {m, d, h}},
       {"persistent-rows", {d, h}},
       {"aligned-rows", {m, d}},
+      {"cluster-rows", {m, d, h}},
   };
   // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks, which
   // Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on gfx90a),
@@ -634,7 +635,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
   const std::set<std::string> cuda_only = {"tensor-tiling", "tensor-pipelining",   "tma-loads",
                                            "wgmma",         "warp-specialization", "persistent",
-                                           "cluster"};
+                                           "cluster",       "cluster-rows"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
