@@ -110,6 +110,32 @@ TEST(PlanLanguage, OneLaunchWithNamesMacrosAndDeviceFacts) {
   EXPECT_EQ(s.args[7].text, "N * K");
 }
 
+// `zero` is an expression: a scratch buffer only one path reads is cleared only for the shapes
+// that take it (the row kernels' counters, which their cluster and split paths do not use).
+TEST(PlanLanguage, ScratchIsClearedOnlyWhereItsZeroHolds) {
+  const std::string plan =
+      "counted = M > 8\n"
+      "scratch counter\n"
+      "  dtype = i32\n"
+      "  count = 2\n"
+      "  zero = counted\n"
+      "launch k\n"
+      "  grid = (1)\n"
+      "  block = (32)\n"
+      "  args = (A, B, C, counter)\n";
+  KernelContext ctx = matmul();
+  ctx.workspace = "64";
+  PlanRun wide = evaluate(plan, {}, Shape{{{"M", 16}, {"N", 8}, {"K", 8}}}, cuda(), ctx);
+  ASSERT_EQ(wide.out.disposition, Disposition::passed) << wide.parse_error << wide.out.message;
+  ASSERT_EQ(wide.out.plan.steps.size(), 2u);
+  EXPECT_EQ(wide.out.plan.steps[0].op, PlanStep::Op::memset);
+  PlanRun narrow = evaluate(plan, {}, Shape{{{"M", 4}, {"N", 8}, {"K", 8}}}, cuda(), ctx);
+  ASSERT_EQ(narrow.out.disposition, Disposition::passed) << narrow.out.message;
+  ASSERT_EQ(narrow.out.plan.steps.size(), 1u);
+  EXPECT_EQ(narrow.out.plan.steps[0].kernel, "k");
+  EXPECT_EQ(narrow.out.plan.scratch.size(), 1u);  // allocated either way
+}
+
 TEST(PlanLanguage, ScratchMemsetsAndTwoLaunchesInOrder) {
   KernelContext ctx = matmul();
   ctx.workspace = "4 * SPLITS_MAX * M * N";
