@@ -237,13 +237,22 @@ TEST_F(Cli, DemoOnACpuDeviceChoosesTheWholeSequence) {
   EXPECT_EQ(three.out.find("tuning configurations per step"), std::string::npos) << three.out;
 }
 
-// A family with no context for the backend is refused before anything runs, saying where peak
-// looked; a family's campaign uses its own recording (checked without replies, as above).
+// A family with no context for the backend, or with no recorded campaign, is refused before
+// anything runs, saying where peak looked; a family's campaign uses its own recording (checked
+// without replies, as above).
 TEST_F(Cli, DemoOfAnotherFamilyUsesItsOwnCampaign) {
   Out none = peak({"demo", "--family", "nosuch", "--backend", "hlsl"});
   EXPECT_EQ(none.code, 2) << none.out << none.err;
   EXPECT_NE(none.err.find("no nosuch context for the hlsl backend"), std::string::npos) << none.err;
-  EXPECT_NE(none.err.find("(--family: matmul, softmax)"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("(--family: attention, matmul, softmax)"), std::string::npos) << none.err;
+  // A family with a context but no recorded campaign says which families have one.
+  Out unrecorded = peak({"demo", "--family", "attention", "--backend", "hlsl"});
+  EXPECT_EQ(unrecorded.code, 2) << unrecorded.out << unrecorded.err;
+  EXPECT_NE(unrecorded.err.find("family attention has a hlsl context but no recorded campaign"),
+            std::string::npos)
+      << unrecorded.err;
+  EXPECT_NE(unrecorded.err.find("--family with one: matmul, softmax"), std::string::npos)
+      << unrecorded.err;
   Out nodata =
       peak({"demo", "--backend", "hlsl"}, {}, {{"PEAK_DATA_DIR", (tmp_ / "none").string()}});
   EXPECT_EQ(nodata.code, 4) << nodata.out << nodata.err;

@@ -732,6 +732,48 @@ TEST(Context, RowExamplesValidateAShapeOfEveryClassWithTails) {
   }
 }
 
+// The attention examples (family attention): each loads with the CPU reference, its flops halve
+// when causal, its suite of prefill and decode shapes is labelled as the family's rules classify
+// it (the small variant too), and validation covers both classes, causal and not, with more
+// queries than keys and a KV cache longer than the queries.
+TEST(Context, AttentionExamplesCarryASuiteAndValidateBothClasses) {
+  for (const char* e : {"attention-cuda-fp16", "attention-hlsl-fp32"}) {
+    auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
+    ASSERT_TRUE(c.is_ok()) << c.error();
+    EXPECT_EQ(c->reference, ReferenceKind::cpu) << e;
+    EXPECT_EQ(c->family, "attention") << e;
+    EXPECT_EQ(c->reduction, "SKV") << e;
+    Shape shape{{{"B", 2}, {"H", 3}, {"SQ", 5}, {"SKV", 7}, {"D", 64}, {"CAUSAL", 0}}};
+    EXPECT_EQ(*shape_flops(*c, shape), 4.0 * 2 * 3 * 5 * 7 * 64) << e;
+    shape.values["CAUSAL"] = 1;
+    EXPECT_EQ(*shape_flops(*c, shape), 2.0 * 2 * 3 * 5 * 7 * 64) << e;
+    const std::set<SuiteClass> both = {SuiteClass::decode, SuiteClass::regular};
+    for (const auto* list : {&c->suite, &c->suite_small}) {
+      std::set<SuiteClass> seen;
+      for (const auto& s : *list) {
+        auto cls = classify_shape(*c, s.shape);
+        ASSERT_TRUE(cls.is_ok() && cls->has_value()) << e << " " << s.name;
+        EXPECT_EQ(**cls, s.cls) << e << " " << s.name;
+        seen.insert(s.cls);
+      }
+      EXPECT_EQ(seen, both) << e;
+    }
+    std::set<SuiteClass> checked;
+    bool causal = false, plain = false, more_queries = false, long_cache = false;
+    for (const auto* list : {&c->validation_shapes, &c->hidden_shapes})
+      for (const Shape& sh : *list) {
+        auto cls = classify_shape(*c, sh);
+        ASSERT_TRUE(cls.is_ok() && cls->has_value()) << e << " " << sh.text();
+        checked.insert(**cls);
+        (sh.values.at("CAUSAL") ? causal : plain) = true;
+        more_queries |= sh.values.at("SQ") > sh.values.at("SKV");
+        long_cache |= sh.values.at("SKV") > 4 * sh.values.at("SQ");
+      }
+    EXPECT_EQ(checked, both) << e;
+    EXPECT_TRUE(causal && plain && more_queries && long_cache) << e;
+  }
+}
+
 // The class rules (suite.classes, format 5): tried in order, the first that holds decides; a
 // rule without `when` always holds. Without them, family matmul has default rules and other
 // families none.

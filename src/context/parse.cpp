@@ -147,7 +147,7 @@ void Loader::load_reference(const toml::table& root, KernelContext& ctx) const {
                                   "(family = \"matmul\", \"softmax\", \"rmsnorm\" or "
                                   "\"layernorm\"); use reference = \"seed\"")
                     : fmt::format("reference = \"cpu\": family '{}' has no CPU reference "
-                                  "(matmul, softmax, rmsnorm and layernorm have); use "
+                                  "(matmul, softmax, rmsnorm, layernorm and attention have); use "
                                   "reference = \"seed\"",
                                   ctx.family));
       }

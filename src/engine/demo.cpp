@@ -83,6 +83,16 @@ DemoCampaign demo_campaign(const std::string& family, const std::string& backend
   return {demo_context(family, backend), {}, {}, rec / name, seq / (name + ".toml")};
 }
 
+// Whether `family` has a recording and sequence `peak demo` can replay on `backend`.
+bool has_recorded_campaign(const std::string& family, const std::string& backend) {
+  const DemoCampaign c = demo_campaign(family, backend);
+  std::error_code ec;
+  auto both = [&](const fs::path& rec, const fs::path& seq) {
+    return !rec.empty() && fs::exists(rec, ec) && fs::exists(seq, ec);
+  };
+  return both(c.short_rec, c.short_seq) || both(c.full_rec, c.full_seq);
+}
+
 }  // namespace
 
 int run_demo(const DemoOptions& opts) {
@@ -113,6 +123,19 @@ int run_demo(const DemoOptions& opts) {
   const fs::path full_rec = campaign.full_rec, full_seq = campaign.full_seq;
   const bool have_short = !rec_dir.empty() && fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
   const bool have_full = fs::exists(full_rec, ec) && fs::exists(full_seq, ec);
+  // A family with a context here but no recorded campaign of this backend (attention): say which
+  // families have one.
+  if (!have_short && !have_full && fs::exists(data_path("recordings"), ec)) {
+    std::vector<std::string> with;
+    for (const auto& [family, paths] : demo_contexts(backend))
+      if (has_recorded_campaign(family, backend)) with.push_back(family);
+    std::fprintf(stderr,
+                 "peak demo: family %s has a %s context but no recorded campaign (%s); --family "
+                 "with one: %s\n",
+                 opts.family.c_str(), backend.c_str(), full_rec.string().c_str(),
+                 join(with, ", ").c_str());
+    return 2;
+  }
   // Missing: the context, or both recordings (named by the short one's files, or the whole one's
   // where a family has no short one).
   std::vector<fs::path> needed = {ctx_dir};

@@ -1,6 +1,8 @@
-// The row-kernel examples end to end where a CPU can run them: the HLSL seed of softmax validated
-// against the family's float64 CPU reference on lavapipe, on its validation and hidden shapes (a
-// shape of every suite class, rows of 1, row lengths that are no multiple of 4 or 32).
+// The examples of the families beyond matmul end to end where a CPU can run them: the HLSL seeds
+// of softmax and attention validated against their family's float64 CPU reference on lavapipe,
+// on their validation and hidden shapes (softmax: a shape of every suite class, rows of 1, row
+// lengths that are no multiple of 4 or 32; attention: decode and prefill, causal and not, more
+// queries than keys).
 #include <gtest/gtest.h>
 
 #include "engine/workspace.h"
@@ -9,12 +11,12 @@
 namespace peak {
 namespace {
 
-TEST(RowExamples, TheHlslSoftmaxSeedValidatesOnTheCpuDevice) {
-  auto tmp = make_temp_dir("peak-row-examples-");
+// Validates the seed of examples/NAME on lavapipe (one configuration, the small shapes).
+void expect_seed_validates(const std::string& name) {
+  auto tmp = make_temp_dir("peak-family-examples-");
   ASSERT_TRUE(tmp) << tmp.error();
   ::setenv("PEAK_DATA_DIR", PEAK_SOURCE_DIR, 1);
-  auto ws =
-      Workspace::init(fs::path(PEAK_SOURCE_DIR) / "examples" / "softmax-hlsl-fp32", *tmp / "ws");
+  auto ws = Workspace::init(fs::path(PEAK_SOURCE_DIR) / "examples" / name, *tmp / "ws");
   ASSERT_TRUE(ws) << ws.error();
   (*ws)->progress().set_quiet(true);
   EvalChoices choices;
@@ -27,6 +29,14 @@ TEST(RowExamples, TheHlslSoftmaxSeedValidatesOnTheCpuDevice) {
   EXPECT_EQ(e->disposition, Disposition::passed) << e->message;
   std::error_code ec;
   fs::remove_all(*tmp, ec);
+}
+
+TEST(RowExamples, TheHlslSoftmaxSeedValidatesOnTheCpuDevice) {
+  expect_seed_validates("softmax-hlsl-fp32");
+}
+
+TEST(AttentionExamples, TheHlslSeedValidatesOnTheCpuDevice) {
+  expect_seed_validates("attention-hlsl-fp32");
 }
 
 }  // namespace

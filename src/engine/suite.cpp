@@ -394,11 +394,12 @@ Result<std::vector<ClassRule>> checked_rules(const KernelContext& ctx, int64_t i
   std::vector<ClassRule> rules = class_rules(ctx);
   if (rules.empty())
     return make_error(
-        fmt::format("checkpoint {}'s kernel context has no class rules: add suite.classes to "
-                    "kernel.toml (format = {}), e.g. classes = [{{ class = \"small-m\", when = "
-                    "\"M <= 32\" }}, {{ class = \"irregular\" }}] (docs/kernel-context.md); "
-                    "the families matmul, softmax, rmsnorm and layernorm have default rules",
-                    id, kContextFormatClasses),
+        fmt::format(
+            "checkpoint {}'s kernel context has no class rules: add suite.classes to "
+            "kernel.toml (format = {}), e.g. classes = [{{ class = \"small-m\", when = "
+            "\"M <= 32\" }}, {{ class = \"irregular\" }}] (docs/kernel-context.md); "
+            "the families matmul, softmax, rmsnorm, layernorm and attention have default rules",
+            id, kContextFormatClasses),
         ErrorKind::input);
   for (const std::string& name : only) {
     const bool known = std::any_of(rules.begin(), rules.end(),

@@ -8,6 +8,7 @@
 
 #include "context/reference_rules.h"
 #include "expr/expr.h"
+#include "family/attention/attention.h"
 #include "family/layernorm/layernorm.h"
 #include "family/matmul/matmul.h"
 #include "family/rmsnorm/rmsnorm.h"
@@ -20,10 +21,11 @@ std::string_view to_string(Headline h) { return h == Headline::flops ? "FLOP/s" 
 // ---- The defaults of a family: those of the generic family ----
 
 Status Family::check_cpu_reference(const KernelContext& ctx) const {
-  return Status::error(fmt::format(
-      "family '{}' has no CPU reference (matmul, softmax, rmsnorm and layernorm have); use "
-      "reference = \"seed\"",
-      ctx.family));
+  return Status::error(
+      fmt::format("family '{}' has no CPU reference (matmul, softmax, rmsnorm, layernorm and "
+                  "attention have); use "
+                  "reference = \"seed\"",
+                  ctx.family));
 }
 
 Result<std::map<std::string, ReferenceValues>> Family::cpu_reference(
@@ -76,7 +78,7 @@ class GenericFamily final : public Family {
 
 std::vector<const Family*>& members() {
   static std::vector<const Family*> m{&matmul::family(), &softmax::family(), &rmsnorm::family(),
-                                      &layernorm::family()};
+                                      &layernorm::family(), &attention::family()};
   return m;
 }
 

@@ -697,9 +697,9 @@ TEST(CudaBuild, IncludingAFileOutsideTheCandidateShowsNothingOfIt) {
   auto b = make_cuda_backend();
   const KernelContext& ctx = fp32_context();
   auto source = [&](const std::string& tag) {
-    return matmul_source("#include \"" + (*dir / "id_ed25519").string() + "\"\n// " + tag + "\n" +
-                             kNaiveDevice,
-                         kNaivePlan);
+    return matmul_source(
+        "#include \"" + (*dir / "id_ed25519").string() + "\"\n// " + tag + "\n" + kNaiveDevice,
+        kNaivePlan);
   };
   BuildResult r = build(*b, ctx, source("sandboxed"), testing::default_tuning(ctx));
   EXPECT_EQ(r.disposition, Disposition::compile_failed);
@@ -1197,6 +1197,41 @@ TEST(CudaPlan, ScratchBeyondTheWorkspaceIsWorkspaceExceeded) {
 
 // ---- The example contexts ----
 
+// Plans `ctx`'s seed at every shape (the suite's included) with its default configuration,
+// builds it and plans it again against the build; the build, for the caller's checks.
+BuildResult plans_every_shape_and_builds(const KernelContext& ctx,
+                                         const std::vector<std::string>& kernels) {
+  auto text = read_file(ctx.dir / ctx.source_file);
+  EXPECT_TRUE(text) << text.error();
+  auto regions = split_regions(text ? *text : "", ctx.source_file);
+  EXPECT_TRUE(regions) << regions.error();
+  auto parsed = parse_plan(*regions, ctx.source_file);
+  EXPECT_TRUE(parsed) << parsed.error();
+  if (!text || !regions || !parsed) return {};
+  EXPECT_EQ(parsed->kernels(), kernels);
+  Config config = testing::default_tuning(ctx);
+  auto backend = make_cuda_backend();
+  for (const Shape& s : every_shape(ctx)) {
+    PlanOutcome o = evaluate_plan(*parsed, backend->plan_dialect(), ctx,
+                                  plan_env(ctx, *regions, s, config, device_plan_env(h100())));
+    EXPECT_EQ(o.disposition, Disposition::passed) << s.text() << ": " << o.message;
+  }
+  if (!have_nvcc()) return {};
+  BuildResult r = build(*backend, ctx, *text, config);
+  EXPECT_EQ(r.disposition, Disposition::passed) << r.log;
+  if (r.disposition != Disposition::passed) return r;
+  for (const Shape& s : every_shape(ctx)) {
+    PlanResult pr = backend->plan(ctx, *regions, s, config, h100(), r);
+    EXPECT_EQ(pr.disposition, Disposition::passed) << s.text() << ": " << pr.message;
+    // Each launch names its kernel's entry by the symbol the build found.
+    for (const PlanStep& st : plan_of(pr, ctx).steps) {
+      if (st.op != PlanStep::Op::launch) continue;
+      EXPECT_EQ(st.symbol, r.resources["kernels"][st.kernel]["mangled"].get<std::string>());
+    }
+  }
+  return r;
+}
+
 class CudaExample : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaExample, PlansEveryShapeAndBuilds) {
@@ -1205,30 +1240,10 @@ TEST_P(CudaExample, PlansEveryShapeAndBuilds) {
   EXPECT_EQ(ctx->backend, "cuda");
   EXPECT_EQ(ctx->family, "matmul");
   EXPECT_EQ(make_cuda_backend()->baseline(*ctx, DeviceFacts{}), "cublas");
-  auto text = read_file(ctx->dir / ctx->source_file);
-  ASSERT_TRUE(text) << text.error();
-  auto regions = split_regions(*text, ctx->source_file);
-  ASSERT_TRUE(regions) << regions.error();
-  auto parsed = parse_plan(*regions, ctx->source_file);
-  ASSERT_TRUE(parsed) << parsed.error();
-  EXPECT_EQ(parsed->kernels(), std::vector<std::string>{"matmul"});
-  Config config = testing::default_tuning(*ctx);
-  auto backend = make_cuda_backend();
-  for (const Shape& s : every_shape(*ctx)) {
-    PlanOutcome o = evaluate_plan(*parsed, backend->plan_dialect(), *ctx,
-                                  plan_env(*ctx, *regions, s, config, device_plan_env(h100())));
-    EXPECT_EQ(o.disposition, Disposition::passed) << s.text() << ": " << o.message;
-  }
+  BuildResult r = plans_every_shape_and_builds(*ctx, {"matmul"});
   REQUIRE_NVCC();
-  BuildResult r = build(*backend, *ctx, *text, config);
-  ASSERT_EQ(r.disposition, Disposition::passed) << r.log;
+  ASSERT_EQ(r.disposition, Disposition::passed);
   EXPECT_EQ(r.resources["spills"], false);
-  for (const Shape& s : every_shape(*ctx)) {
-    PlanResult pr = backend->plan(*ctx, *regions, s, config, h100(), r);
-    ASSERT_EQ(pr.disposition, Disposition::passed) << s.text() << ": " << pr.message;
-    EXPECT_EQ(plan_of(pr, *ctx).steps.at(0).symbol,
-              r.resources["kernels"]["matmul"]["mangled"].get<std::string>());
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, CudaExample,
@@ -1238,6 +1253,18 @@ INSTANTIATE_TEST_SUITE_P(Examples, CudaExample,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// The attention seed (three kernels, the scores in a scratch buffer the context's workspace
+// grants): planned at every shape, the suite's 8192-token prefill included, and built.
+TEST(CudaAttentionExample, PlansEveryShapeAndBuilds) {
+  auto ctx = load_context(kSource / "examples" / "attention-cuda-fp16");
+  ASSERT_TRUE(ctx) << ctx.error();
+  EXPECT_EQ(ctx->family, "attention");
+  EXPECT_EQ(make_cuda_backend()->baseline(*ctx, DeviceFacts{}), "");
+  BuildResult r = plans_every_shape_and_builds(*ctx, {"scores", "probabilities", "weighted_sum"});
+  REQUIRE_NVCC();
+  EXPECT_EQ(r.disposition, Disposition::passed);
+}
 
 // ---- The integrity corpus (tests/integrity/cuda): build-time and plan-time dispositions ----
 

@@ -1,17 +1,15 @@
 #include "family/rows/rows.h"
 
 #include <algorithm>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "context/inputs.h"
+#include "family/reference_support.h"
 
 namespace peak::rows {
 
 namespace {
-
-bool floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
 // "family "rmsnorm" needs input X (size R * N), input W (size N), output Y (size R * N), ...".
 std::string convention(const RowFamily& f) {
@@ -54,7 +52,7 @@ Status check_arrays(const RowFamily& f, const KernelContext& ctx) {
     if ((name == "Y") != a->output)
       return Status::error(fmt::format("array {} must {}be an output; {}", name,
                                        name == "Y" ? "" : "not ", convention(f)));
-    if (!floating(a->dtype))
+    if (!is_floating(a->dtype))
       return Status::error(
           fmt::format("array {} is {}; {}", name, to_string(a->dtype), convention(f)));
   }
@@ -96,29 +94,9 @@ std::vector<double> as_doubles(DType t, const uint8_t* p, int64_t first, int64_t
 // The input bytes of each array of the convention but Y, checked against its count.
 Status check_inputs(const RowFamily& f, const KernelContext& ctx, const ReferenceInputs& inputs,
                     int64_t R, int64_t N) {
-  for (const auto& [name, count] : expected_sizes(f, R, N)) {
-    if (name == "Y") continue;
-    auto it = inputs.find(name);
-    if (it == inputs.end())
-      return Status::error(fmt::format("reference: input {} is missing", name));
-    const DType t = find_array(ctx, name)->dtype;
-    const size_t want = static_cast<size_t>(count) * dtype_size(t);
-    if (it->second.size() != want)
-      return Status::error(
-          fmt::format("reference: input {} has {} bytes; {} elements of {} need {}", name,
-                      it->second.size(), count, to_string(t), want));
-  }
-  return Status::ok();
-}
-
-Result<int64_t> scalar_of(const Shape& shape, const char* name) {
-  auto it = shape.values.find(name);
-  if (it == shape.values.end())
-    return make_error(
-        fmt::format("reference: shape '{}' gives no value to {}", shape.text(), name));
-  if (it->second < 0)
-    return make_error(fmt::format("reference: {} = {} is negative", name, it->second));
-  return it->second;
+  auto counts = expected_sizes(f, R, N);
+  counts.pop_back();  // Y
+  return check_reference_inputs(ctx, inputs, counts);
 }
 
 }  // namespace
@@ -144,7 +122,7 @@ Result<std::map<std::string, ReferenceValues>> RowFamily::cpu_reference(
     const ReferenceIndices& indices) const {
   if (Status s = check_cpu_reference(ctx); !s)
     return make_error(fmt::format("context '{}': {}", ctx.name, s.message()));
-  auto R = scalar_of(shape, "R"), N = scalar_of(shape, "N");
+  auto R = reference_scalar(shape, "R"), N = reference_scalar(shape, "N");
   if (!R) return Error{R.error()};
   if (!N) return Error{N.error()};
   if (Status s = check_sizes(*this, ctx, shape, *R, *N); !s)
@@ -172,23 +150,15 @@ Result<std::map<std::string, ReferenceValues>> RowFamily::cpu_reference(
         compute_row(x, columns, q, v);
       }
     };
-    // Threads only when it pays: each row writes positions of its own.
-    const double elements = static_cast<double>(rows->size()) * static_cast<double>(*N);
-    unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    size_t nthreads =
-        std::min<size_t>({hw, 32, rows->size(), static_cast<size_t>(elements / 4e6) + 1});
-    std::vector<std::thread> threads;
-    for (size_t t = 1; t < nthreads; ++t)
-      threads.emplace_back(work, rows->size() * t / nthreads, rows->size() * (t + 1) / nthreads);
-    work(0, rows->size() / std::max<size_t>(nthreads, 1));
-    for (auto& th : threads) th.join();
+    // Each row writes positions of its own.
+    for_rows(rows->size(), static_cast<double>(rows->size()) * static_cast<double>(*N), work);
   }
   return out;
 }
 
 std::optional<ReferenceIndices> RowFamily::reference_reads(const KernelContext&, const Shape& shape,
                                                            const ReferenceIndices& indices) const {
-  auto R = scalar_of(shape, "R"), N = scalar_of(shape, "N");
+  auto R = reference_scalar(shape, "R"), N = reference_scalar(shape, "N");
   auto y = indices.find("Y");
   if (!R || !N || y == indices.end()) return std::nullopt;
   // The rows cpu_reference reads, as it groups them (a bad index: every input whole, and the
@@ -224,7 +194,7 @@ std::string RowFamily::baseline_name(std::string_view backend) const {
 std::string RowFamily::baseline(const KernelContext& ctx, std::string_view backend) const {
   const ArraySpec* x = find_array(ctx, "X");
   const ArraySpec* y = find_array(ctx, "Y");
-  if (!x || !y || !y->output || x->dtype != y->dtype || !floating(x->dtype)) return "";
+  if (!x || !y || !y->output || x->dtype != y->dtype || !is_floating(x->dtype)) return "";
   for (std::string_view c : column_inputs()) {
     const ArraySpec* a = find_array(ctx, c);
     if (!a || (a->dtype != x->dtype && a->dtype != DType::f32)) return "";
