@@ -168,7 +168,7 @@ TEST_F(Cli, CheckoutFaultsLeaveStoreAndFilesConsistent) {
   }
   // An unwritable folder: exit 4, nothing changed.
   ASSERT_EQ(head, "main");  // side -> (not done) -> main -> side -> main
-  if (::geteuid() == 0) {  // the checkout runs as nobody: .peak is theirs, the folder is not
+  if (::geteuid() == 0) {   // the checkout runs as nobody: .peak is theirs, the folder is not
     ASSERT_EQ(std::system(("chown -R 65534:65534 " + (ws / ".peak").string()).c_str()), 0);
   } else {
     fs::permissions(ws, fs::perms::owner_write, fs::perm_options::remove);
@@ -340,6 +340,19 @@ TEST_F(Cli, TransformationsAreListedForTheWorkspacesFamily) {
   Out show = peak({"transformations", "show", "thread-tiling"}, ws);
   EXPECT_EQ(show.code, 0) << show.err;
   EXPECT_EQ(show.out.rfind("families: matmul\n", 0), 0u) << show.out;
+  // A family the library has no transformation for says so, and where the others are.
+  fs::path attn = tmp_ / "attention";
+  ASSERT_EQ(
+      peak({"init", std::string(PEAK_SOURCE_DIR) + "/examples/attention-hlsl-fp32", attn.string()})
+          .code,
+      0);
+  Out none = peak({"transformations", "list"}, attn);
+  EXPECT_EQ(none.code, 0) << none.err;
+  EXPECT_NE(none.out.find("no transformation of the library is written for the attention family"),
+            std::string::npos)
+      << none.out;
+  EXPECT_EQ(none.out.find("passes"), std::string::npos) << none.out;  // no empty table
+  EXPECT_NE(none.out.find("--all lists them"), std::string::npos) << none.out;
 }
 
 // A transformation or a sequence written for another family is refused before any model call.

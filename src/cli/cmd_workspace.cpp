@@ -149,10 +149,12 @@ int cmd_transformations(Options& o) {
       emit_json(j);
       return kOk;
     }
-    if (l->family)
-      std::printf("transformations for the %s family:\n",
-                  l->family->empty() ? "generic" : l->family->c_str());
-    print_transformations(lib, !l->family);
+    const char* family = l->family && !l->family->empty() ? l->family->c_str() : "generic";
+    if (l->family && lib.empty())
+      std::printf("no transformation of the library is written for the %s family yet\n", family);
+    else if (l->family)
+      std::printf("transformations for the %s family:\n", family);
+    if (!lib.empty() || !l->family) print_transformations(lib, !l->family);
     if (auto line = others_line(*l); !line.empty()) std::printf("%s\n", line.c_str());
     return kOk;
   }
