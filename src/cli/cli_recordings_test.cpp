@@ -170,6 +170,31 @@ TEST_F(Recordings, TheCudaLayernormRecordingCompilesWithNvcc) {
                   row_steps_cuda(false).size() - 1);
 }
 
+// Attention from the naive three-kernel seed: the fused kernel with the online softmax, built
+// with nvcc for the H100.
+TEST_F(Recordings, TheCudaAttentionRecordingCompilesWithNvcc) {
+  if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
+  replay_compiled("attention-cuda-fp16", "attention-cuda", "attention-cuda",
+                  {"seed", "fused-attention"}, 1);
+}
+
+// `peak demo --family attention` on lavapipe: the fused kernel validated against the float64
+// reference (decode and prefill, causal and not, rows with every key masked) and timed.
+TEST_F(Recordings, TheHlslAttentionDemoRunsEveryStepOnLavapipe) {
+  Out o = peak({"--json", "demo", "--family", "attention", "--backend", "hlsl", "--device",
+                "llvmpipe", "--budget", "1", "--dir", (tmp_ / "attention-demo").string()});
+  ASSERT_EQ(o.code, 0) << o.out << o.err;
+  json r = json::parse(o.out, nullptr, false);
+  ASSERT_TRUE(r.is_object()) << o.out;
+  EXPECT_EQ(r["disposition"], "passed") << r["message"];
+  std::vector<std::string> kept;
+  for (const auto& s : r["steps"]) {
+    EXPECT_EQ(s["disposition"], "passed") << s.dump();
+    kept.push_back(s["transformation"].get<std::string>());
+  }
+  EXPECT_EQ(kept, (std::vector<std::string>{"seed", "fused-attention"}));
+}
+
 // `peak demo --family softmax` on lavapipe: the HLSL softmax recording validated, tuned (one
 // configuration per step) and timed there at the small shapes, every step kept at its first
 // attempt; its last step gives the misaligned rows of the hidden shapes (N = 4099, 50257, ...)

@@ -2,9 +2,11 @@
 // renders for every backend, and the rendered prompts match the golden files under
 // src/transform/testdata/library/ (PEAK_UPDATE_GOLDEN=1 rewrites them after an intended change).
 #include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "context/context.h"
 #include "transform/prompt.h"
 #include "transform/testing.h"
 #include "transform/transformation.h"
@@ -61,9 +63,7 @@ const char* kHlslSoftmaxSource =
     "  grid = (ceil_div(R, BLOCK))\n"
     "// peak:end host\n";
 
-std::string fmt_pass_header(int index) {
-  return "######## pass " + std::to_string(index) + "\n";
-}
+std::string fmt_pass_header(int index) { return "######## pass " + std::to_string(index) + "\n"; }
 
 std::vector<Transformation> library() {
   auto lib = load_library(std::string(PEAK_SOURCE_DIR) + "/transformations");
@@ -71,20 +71,42 @@ std::vector<Transformation> library() {
   return lib.is_ok() ? *lib : std::vector<Transformation>{};
 }
 
+// The seed of examples/attention-BACKEND-* (HIP: CUDA's) as the context and source of the
+// attention transformations' prompts.
+std::pair<KernelContext, SourceRegions> attention_seed(const std::string& backend) {
+  const std::string dir = std::string(PEAK_SOURCE_DIR) + "/examples/attention-" +
+                          (backend == "hlsl" ? "hlsl-fp32" : "cuda-fp16");
+  auto ctx = load_context(dir);
+  EXPECT_TRUE(ctx.is_ok()) << ctx.error();
+  if (!ctx.is_ok()) return {};
+  auto text = read_file(ctx->dir / ctx->source_file);
+  EXPECT_TRUE(text.is_ok()) << text.error();
+  auto src = split_regions(text.is_ok() ? *text : "", ctx->source_file);
+  EXPECT_TRUE(src.is_ok()) << src.error();
+  return {*ctx, src.is_ok() ? *src : SourceRegions{}};
+}
+
 // Every pass of `t` for `backend`, as the workspace would render it on an H100 (device notes
 // for "H100" apply), the context as the transformation leaves it: the matmul seed for the
-// transformations that suit matmul, the softmax seed for those of the row families.
+// transformations that suit matmul, the attention examples' seeds for attention's, the softmax
+// seed for those of the row families.
 std::string render_all_passes(const Transformation& t, const std::string& backend) {
   const bool matmul = t.suits_family("matmul");
-  KernelContext ctx =
-      transformed_context(t, matmul ? testing::matmul_context() : testing::softmax_context());
-  ctx.backend = backend;
-  SourceRegions src = matmul ? testing::matmul_source() : testing::softmax_source();
-  if (backend == "hlsl") {
-    auto r = split_regions(matmul ? kHlslSource : kHlslSoftmaxSource, "kernel.hlsl");
-    EXPECT_TRUE(r.is_ok()) << r.error();
-    if (r.is_ok()) src = *r;
+  KernelContext ctx;
+  SourceRegions src;
+  if (t.suits_family("attention")) {
+    std::tie(ctx, src) = attention_seed(backend);
+    ctx = transformed_context(t, ctx);
+  } else {
+    ctx = transformed_context(t, matmul ? testing::matmul_context() : testing::softmax_context());
+    src = matmul ? testing::matmul_source() : testing::softmax_source();
+    if (backend == "hlsl") {
+      auto r = split_regions(matmul ? kHlslSource : kHlslSoftmaxSource, "kernel.hlsl");
+      EXPECT_TRUE(r.is_ok()) << r.error();
+      if (r.is_ok()) src = *r;
+    }
   }
+  ctx.backend = backend;
   std::string out;
   for (const auto& pass : t.passes) {
     PromptInput in;
@@ -154,7 +176,7 @@ TEST(ShippedLibrary, EverySequenceNamesTransformationsOfOneFamily) {
     const std::string stem = "-" + e.path().stem().string() + "-";
     for (const char* b : {"cuda", "hip", "hlsl"})
       if (stem.find(std::string("-") + b + "-") != std::string::npos) backend = b;
-    std::set<std::string> families = {"matmul", "softmax", "rmsnorm", "layernorm"};
+    std::set<std::string> families = {"matmul", "softmax", "rmsnorm", "layernorm", "attention"};
     for (const auto& st : seq->steps) {
       auto t = find_transformation(lib, st.transformation);
       ASSERT_TRUE(t) << t.error();

@@ -625,6 +625,8 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"persistent-rows", {d, h}},
       {"aligned-rows", {m, d}},
       {"cluster-rows", {m, d, h}},
+      // Attention, from the naive three-kernel seed.
+      {"fused-attention", {m, d, h}},
   };
   // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks, which
   // Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on gfx90a),
