@@ -76,6 +76,23 @@ class Recordings : public Cli {
     EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
     EXPECT_TRUE(r["infrastructure_failures"].empty()) << r["infrastructure_failures"].dump();
   }
+  // `peak demo --family FAMILY` on lavapipe, one configuration per step at the small shapes:
+  // every step passes at its first attempt and is kept; the steps kept, seed first.
+  void demo_keeps(const std::string& family, const std::vector<std::string>& steps) {
+    Out o = peak({"--json", "demo", "--family", family, "--backend", "hlsl", "--device", "llvmpipe",
+                  "--budget", "1", "--dir", (tmp_ / (family + "-demo")).string()});
+    ASSERT_EQ(o.code, 0) << o.out << o.err;
+    json r = json::parse(o.out, nullptr, false);
+    ASSERT_TRUE(r.is_object()) << o.out;
+    EXPECT_EQ(r["disposition"], "passed") << r["message"];
+    std::vector<std::string> kept;
+    for (const auto& s : r["steps"]) {
+      EXPECT_EQ(s["disposition"], "passed") << s.dump();
+      kept.push_back(s["transformation"].get<std::string>());
+    }
+    EXPECT_EQ(kept, steps);
+    EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
+  }
   // Skips the test when `peak doctor` finds no `what` toolchain.
   bool has_toolchain(const std::string& what) {
     return peak({"doctor"}).out.find("[ ok ] " + what + " toolchain") != std::string::npos;
@@ -178,41 +195,16 @@ TEST_F(Recordings, TheCudaAttentionRecordingCompilesWithNvcc) {
                   {"seed", "fused-attention"}, 1);
 }
 
-// `peak demo --family attention` on lavapipe: the fused kernel validated against the float64
-// reference (decode and prefill, causal and not, rows with every key masked) and timed.
+// The fused attention kernel validated against the float64 reference (decode and prefill, causal
+// and not, rows with every key masked) and timed.
 TEST_F(Recordings, TheHlslAttentionDemoRunsEveryStepOnLavapipe) {
-  Out o = peak({"--json", "demo", "--family", "attention", "--backend", "hlsl", "--device",
-                "llvmpipe", "--budget", "1", "--dir", (tmp_ / "attention-demo").string()});
-  ASSERT_EQ(o.code, 0) << o.out << o.err;
-  json r = json::parse(o.out, nullptr, false);
-  ASSERT_TRUE(r.is_object()) << o.out;
-  EXPECT_EQ(r["disposition"], "passed") << r["message"];
-  std::vector<std::string> kept;
-  for (const auto& s : r["steps"]) {
-    EXPECT_EQ(s["disposition"], "passed") << s.dump();
-    kept.push_back(s["transformation"].get<std::string>());
-  }
-  EXPECT_EQ(kept, (std::vector<std::string>{"seed", "fused-attention"}));
+  demo_keeps("attention", {"seed", "fused-attention"});
 }
 
-// `peak demo --family softmax` on lavapipe: the HLSL softmax recording validated, tuned (one
-// configuration per step) and timed there at the small shapes, every step kept at its first
-// attempt; its last step gives the misaligned rows of the hidden shapes (N = 4099, 50257, ...)
-// the vector path.
+// The HLSL softmax recording validated, tuned and timed; its last step gives the misaligned rows
+// of the hidden shapes (N = 4099, 50257, ...) the vector path.
 TEST_F(Recordings, TheHlslSoftmaxDemoRunsEveryStepOnLavapipe) {
-  Out o = peak({"--json", "demo", "--family", "softmax", "--backend", "hlsl", "--device",
-                "llvmpipe", "--budget", "1", "--dir", (tmp_ / "softmax-demo").string()});
-  ASSERT_EQ(o.code, 0) << o.out << o.err;
-  json r = json::parse(o.out, nullptr, false);
-  ASSERT_TRUE(r.is_object()) << o.out;
-  EXPECT_EQ(r["disposition"], "passed") << r["message"];
-  std::vector<std::string> kept;
-  for (const auto& s : r["steps"]) {
-    EXPECT_EQ(s["disposition"], "passed") << s.dump();
-    kept.push_back(s["transformation"].get<std::string>());
-  }
-  EXPECT_EQ(kept, row_steps_aligned(true));
-  EXPECT_TRUE(r["failures"].empty()) << r["failures"].dump();
+  demo_keeps("softmax", row_steps_aligned(true));
 }
 
 }  // namespace
