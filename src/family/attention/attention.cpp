@@ -222,7 +222,7 @@ std::optional<ReferenceIndices> AttentionFamily::reference_reads(
     for (int64_t e = 0; e < d->D; ++e) q.push_back(r.row * d->D + e);
     pairs.insert(r.row / d->SQ);
   }
-  // K and V of every (batch, head) pair asked for; read whole when that is most of them.
+  // K and V of every (batch, head) pair asked for; read whole when that is half of them or more.
   if (2 * static_cast<int64_t>(pairs.size()) < d->B * d->H) {
     auto& k = reads["K"];
     for (int64_t bh : pairs)

@@ -139,7 +139,7 @@ TEST(Attention, BadIndicesAndInputsAreErrors) {
 }
 
 // The timed checks generate the query rows asked for and K, V of their (batch, head) pairs; when
-// those are most of the pairs, K and V whole.
+// those are half of the pairs or more, K and V whole.
 TEST(Attention, ReferenceReadsAreTheRowsAndPairsAsked) {
   const KernelContext ctx = context();
   const Shape s = shape(2, 2, 3, 5, 4, 1);  // 4 pairs of 3 queries, D = 4
