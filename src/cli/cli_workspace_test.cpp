@@ -340,15 +340,23 @@ TEST_F(Cli, TransformationsAreListedForTheWorkspacesFamily) {
   Out show = peak({"transformations", "show", "thread-tiling"}, ws);
   EXPECT_EQ(show.code, 0) << show.err;
   EXPECT_EQ(show.out.rfind("families: matmul\n", 0), 0u) << show.out;
-  // A family the library has no transformation for says so, and where the others are.
-  fs::path attn = tmp_ / "attention";
-  ASSERT_EQ(
-      peak({"init", std::string(PEAK_SOURCE_DIR) + "/examples/attention-hlsl-fp32", attn.string()})
-          .code,
-      0);
-  Out none = peak({"transformations", "list"}, attn);
+  // A family the library has no transformation for (here a name peak does not know) says so,
+  // and where the others are.
+  fs::path scan_ctx = tmp_ / "scan-ctx";
+  fs::create_directories(scan_ctx);
+  const fs::path from = fs::path(PEAK_SOURCE_DIR) / "src/cli/testdata/softmax-hlsl";
+  fs::copy_file(from / "kernel.hlsl", scan_ctx / "kernel.hlsl");
+  auto toml = read_file(from / "kernel.toml");
+  ASSERT_TRUE(toml);
+  std::string text = *toml;
+  text.replace(text.find("family = \"softmax\""), 18, "family = \"scan\"");
+  ASSERT_TRUE(write_file(scan_ctx / "kernel.toml", text));
+  fs::path scan = tmp_ / "scan";
+  Out scan_init = peak({"init", scan_ctx.string(), scan.string()});
+  ASSERT_EQ(scan_init.code, 0) << scan_init.err;
+  Out none = peak({"transformations", "list"}, scan);
   EXPECT_EQ(none.code, 0) << none.err;
-  EXPECT_NE(none.out.find("no transformation of the library is written for the attention family"),
+  EXPECT_NE(none.out.find("no transformation of the library is written for the scan family"),
             std::string::npos)
       << none.out;
   EXPECT_EQ(none.out.find("passes"), std::string::npos) << none.out;  // no empty table
