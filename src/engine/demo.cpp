@@ -83,14 +83,17 @@ DemoCampaign demo_campaign(const std::string& family, const std::string& backend
   return {demo_context(family, backend), {}, {}, rec / name, seq / (name + ".toml")};
 }
 
+// Whether a recording and its sequence are there to replay (a campaign without a short one has
+// empty paths for it).
+bool replayable(const fs::path& rec, const fs::path& seq) {
+  std::error_code ec;
+  return !rec.empty() && fs::exists(rec, ec) && fs::exists(seq, ec);
+}
+
 // Whether `family` has a recording and sequence `peak demo` can replay on `backend`.
 bool has_recorded_campaign(const std::string& family, const std::string& backend) {
   const DemoCampaign c = demo_campaign(family, backend);
-  std::error_code ec;
-  auto both = [&](const fs::path& rec, const fs::path& seq) {
-    return !rec.empty() && fs::exists(rec, ec) && fs::exists(seq, ec);
-  };
-  return both(c.short_rec, c.short_seq) || both(c.full_rec, c.full_seq);
+  return replayable(c.short_rec, c.short_seq) || replayable(c.full_rec, c.full_seq);
 }
 
 }  // namespace
@@ -121,8 +124,8 @@ int run_demo(const DemoOptions& opts) {
   // one (where it exists) the whole sequence.
   fs::path rec_dir = campaign.short_rec, seq_path = campaign.short_seq;
   const fs::path full_rec = campaign.full_rec, full_seq = campaign.full_seq;
-  const bool have_short = !rec_dir.empty() && fs::exists(rec_dir, ec) && fs::exists(seq_path, ec);
-  const bool have_full = fs::exists(full_rec, ec) && fs::exists(full_seq, ec);
+  const bool have_short = replayable(rec_dir, seq_path);
+  const bool have_full = replayable(full_rec, full_seq);
   // A family with a context here but no recorded campaign of this backend (attention): say which
   // families have one.
   if (!have_short && !have_full && fs::exists(data_path("recordings"), ec)) {

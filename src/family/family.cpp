@@ -11,6 +11,7 @@
 #include "family/attention/attention.h"
 #include "family/layernorm/layernorm.h"
 #include "family/matmul/matmul.h"
+#include "family/reference_support.h"
 #include "family/rmsnorm/rmsnorm.h"
 #include "family/softmax/softmax.h"
 
@@ -120,11 +121,8 @@ void register_family(const Family& family) { members().push_back(&family); }
 double default_tolerance(DType input, DType output, int64_t reduction) {
   double c = (input == DType::f16 || input == DType::bf16) ? 1e-5 : 1e-6;
   double r = std::sqrt(static_cast<double>(std::max<int64_t>(reduction, 1)));
-  double out_eps = output == DType::f16    ? 9.8e-4
-                   : output == DType::bf16 ? 7.9e-3
-                                           : (output == DType::i32 ? 0 : 1.2e-7);
   if (input == DType::i32 && output == DType::i32) return 0;
-  return c * r + 2 * out_eps;
+  return c * r + 2 * dtype_epsilon(output);
 }
 
 int64_t reduction_length(const KernelContext& ctx, const Shape& shape) {

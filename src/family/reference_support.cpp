@@ -9,6 +9,29 @@ namespace peak {
 
 bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
 
+double dtype_epsilon(DType t) {
+  return t == DType::f16 ? 9.8e-4 : t == DType::bf16 ? 7.9e-3 : t == DType::i32 ? 0 : 1.2e-7;
+}
+
+Result<std::vector<RowRequest>> group_by_row(const std::vector<int64_t>& indices, int64_t rows,
+                                             int64_t row_length, std::string_view what) {
+  std::vector<std::pair<int64_t, size_t>> order;  // (flat index, position)
+  order.reserve(indices.size());
+  for (size_t p = 0; p < indices.size(); ++p) {
+    if (indices[p] < 0 || indices[p] >= rows * row_length)
+      return make_error(fmt::format("reference: index {} is outside {}", indices[p], what));
+    order.emplace_back(indices[p], p);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<RowRequest> out;
+  for (const auto& [idx, pos] : order) {
+    if (out.empty() || out.back().row != idx / row_length)
+      out.push_back(RowRequest{idx / row_length, {}});
+    out.back().cols.emplace_back(idx % row_length, pos);
+  }
+  return out;
+}
+
 Result<int64_t> reference_scalar(const Shape& shape, std::string_view name) {
   auto it = shape.values.find(std::string(name));
   if (it == shape.values.end())

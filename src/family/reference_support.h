@@ -1,6 +1,7 @@
 #pragma once
 // What the members' CPU references share: the checks of a shape's scalars and of the typed input
-// bytes, and the spreading of independent output rows over threads.
+// bytes, the requested output elements grouped by row, the rounding unit of a dtype, and the
+// spreading of independent output rows over threads.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -13,8 +14,21 @@
 
 namespace peak {
 
+// One output row: the requested columns and where their results go.
+struct RowRequest {
+  int64_t row = 0;
+  std::vector<std::pair<int64_t, size_t>> cols;  // (column, position in the result vectors)
+};
+
 // f32, f16 or bf16: the dtypes the members' references read and write.
 bool is_floating(DType t);
+// The rounding unit of `t` (machine epsilon: f32 1.2e-7, f16 9.8e-4, bf16 7.9e-3; 0 for i32).
+double dtype_epsilon(DType t);
+// The flat indices of an output of `rows` rows of `row_length` elements, grouped by row in
+// ascending order, each row with its columns; an index outside is an error naming it and `what`
+// ("output Y of 15 elements (R=3 x N=5)").
+Result<std::vector<RowRequest>> group_by_row(const std::vector<int64_t>& indices, int64_t rows,
+                                             int64_t row_length, std::string_view what);
 // The value of scalar `name` in `shape`: an error when it is missing or negative.
 Result<int64_t> reference_scalar(const Shape& shape, std::string_view name);
 // Each input named in `counts` is in `inputs` with that many elements of its dtype in `ctx`.

@@ -85,30 +85,12 @@ Status check_inputs(const KernelContext& ctx, const ReferenceInputs& inputs, con
   return check_reference_inputs(ctx, inputs, counts);
 }
 
-// One query row of O and the requested columns of it, with their positions in the result.
-struct RowRequest {
-  int64_t row = 0;  // (b * H + h) * SQ + i
-  std::vector<std::pair<int64_t, size_t>> cols;
-};
-
-Result<std::vector<RowRequest>> group_by_row(const std::vector<int64_t>& indices, const Dims& d) {
-  const int64_t n = d.query_rows() * d.D;
-  std::vector<std::pair<int64_t, size_t>> order;
-  order.reserve(indices.size());
-  for (size_t p = 0; p < indices.size(); ++p) {
-    if (indices[p] < 0 || indices[p] >= n)
-      return make_error(fmt::format(
-          "reference: index {} is outside output O of {} elements (B={} H={} SQ={} D={})",
-          indices[p], n, d.B, d.H, d.SQ, d.D));
-    order.emplace_back(indices[p], p);
-  }
-  std::sort(order.begin(), order.end());
-  std::vector<RowRequest> rows;
-  for (const auto& [idx, pos] : order) {
-    if (rows.empty() || rows.back().row != idx / d.D) rows.push_back(RowRequest{idx / d.D, {}});
-    rows.back().cols.emplace_back(idx % d.D, pos);
-  }
-  return rows;
+// The query rows of O asked for (row (b * H + h) * SQ + i), in ascending order, each with its
+// columns.
+Result<std::vector<RowRequest>> requested_rows(const std::vector<int64_t>& indices, const Dims& d) {
+  return group_by_row(indices, d.query_rows(), d.D,
+                      fmt::format("output O of {} elements (B={} H={} SQ={} D={})",
+                                  d.query_rows() * d.D, d.B, d.H, d.SQ, d.D));
 }
 
 // Typed input bytes read as float64.
@@ -191,7 +173,7 @@ Result<std::map<std::string, ReferenceValues>> AttentionFamily::cpu_reference(
     if (name != "O")
       return make_error(
           fmt::format("reference: '{}' is not the output of attention (only O is)", name));
-    auto rows = group_by_row(idx, *d);
+    auto rows = requested_rows(idx, *d);
     if (!rows) return Error{rows.error()};
     ReferenceValues& res = out[name];
     res.value.assign(idx.size(), 0.0);
@@ -213,7 +195,7 @@ std::optional<ReferenceIndices> AttentionFamily::reference_reads(
   auto d = dims_of(shape);
   auto o = indices.find("O");
   if (!d || o == indices.end()) return std::nullopt;
-  auto rows = group_by_row(o->second, *d);  // a bad index: every input whole, for the reference
+  auto rows = requested_rows(o->second, *d);  // a bad index: every input whole, for the reference
   if (!rows) return std::nullopt;
   ReferenceIndices reads;
   auto& q = reads["Q"];
@@ -243,10 +225,7 @@ double AttentionFamily::default_tolerance(const KernelContext& ctx, const Shape&
   const ArraySpec* q = find_array(ctx, "Q");
   auto skv = shape.values.find("SKV");
   if (!q || skv == shape.values.end()) return Family::default_tolerance(ctx, shape, output);
-  const double ulp = q->dtype == DType::bf16  ? 7.8125e-3
-                     : q->dtype == DType::f16 ? 9.765625e-4
-                                              : 1.1920929e-7;
-  return peak::default_tolerance(q->dtype, output.dtype, skv->second) + ulp;
+  return peak::default_tolerance(q->dtype, output.dtype, skv->second) + dtype_epsilon(q->dtype);
 }
 
 std::vector<ClassRule> AttentionFamily::default_class_rules(const KernelContext& ctx) const {

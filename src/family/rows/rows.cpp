@@ -64,25 +64,11 @@ Status check_arrays(const RowFamily& f, const KernelContext& ctx) {
   return Status::ok();
 }
 
-// The rows asked for, in ascending order, each with its columns.
-Result<std::vector<RowRequest>> group_by_row(const std::vector<int64_t>& indices, int64_t R,
-                                             int64_t N) {
-  std::vector<std::pair<int64_t, size_t>> order;  // (flat index, position)
-  order.reserve(indices.size());
-  for (size_t p = 0; p < indices.size(); ++p) {
-    if (indices[p] < 0 || indices[p] >= R * N)
-      return make_error(
-          fmt::format("reference: index {} is outside output Y of {} elements (R={} x N={})",
-                      indices[p], R * N, R, N));
-    order.emplace_back(indices[p], p);
-  }
-  std::sort(order.begin(), order.end());
-  std::vector<RowRequest> rows;
-  for (const auto& [idx, pos] : order) {
-    if (rows.empty() || rows.back().row != idx / N) rows.push_back(RowRequest{idx / N, {}});
-    rows.back().cols.emplace_back(idx % N, pos);
-  }
-  return rows;
+// The rows of Y asked for, in ascending order, each with its columns.
+Result<std::vector<RowRequest>> rows_of_y(const std::vector<int64_t>& indices, int64_t R,
+                                          int64_t N) {
+  return group_by_row(indices, R, N,
+                      fmt::format("output Y of {} elements (R={} x N={})", R * N, R, N));
 }
 
 std::vector<double> as_doubles(DType t, const uint8_t* p, int64_t first, int64_t count) {
@@ -138,7 +124,7 @@ Result<std::map<std::string, ReferenceValues>> RowFamily::cpu_reference(
     if (name != "Y")
       return make_error(fmt::format("reference: '{}' is not the output of this {} (only Y is)",
                                     name, this->name()));
-    auto rows = group_by_row(idx, *R, *N);
+    auto rows = rows_of_y(idx, *R, *N);
     if (!rows) return Error{rows.error()};
     ReferenceValues& v = out[name];
     v.value.assign(idx.size(), 0.0);
@@ -163,7 +149,7 @@ std::optional<ReferenceIndices> RowFamily::reference_reads(const KernelContext&,
   if (!R || !N || y == indices.end()) return std::nullopt;
   // The rows cpu_reference reads, as it groups them (a bad index: every input whole, and the
   // reference says what is wrong).
-  auto rows = group_by_row(y->second, *R, *N);
+  auto rows = rows_of_y(y->second, *R, *N);
   if (!rows) return std::nullopt;
   ReferenceIndices reads;
   auto& x = reads["X"];

@@ -10,14 +10,12 @@
 #include <vector>
 
 #include "family/family.h"
+#include "family/reference_support.h"
 
 namespace peak::rows {
 
 // One output row: the requested columns and where their results go.
-struct RowRequest {
-  int64_t row = 0;
-  std::vector<std::pair<int64_t, size_t>> cols;  // (column, position in the result vectors)
-};
+using peak::RowRequest;
 
 class RowFamily : public Family {
  public:
