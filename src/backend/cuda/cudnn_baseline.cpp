@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -25,7 +27,10 @@ constexpr int64_t kByteAlignment = 16;
 // The arrays each family's baseline reads, then the one it writes.
 const std::vector<std::string>* arrays_of(std::string_view family) {
   static const std::map<std::string, std::vector<std::string>, std::less<>> arrays = {
-      {"softmax", {"X", "Y"}}, {"rmsnorm", {"X", "W", "Y"}}, {"layernorm", {"X", "W", "B", "Y"}}};
+      {"softmax", {"X", "Y"}},
+      {"rmsnorm", {"X", "W", "Y"}},
+      {"layernorm", {"X", "W", "B", "Y"}},
+      {"attention", {"Q", "K", "V", "O"}}};
   auto it = arrays.find(family);
   return it == arrays.end() ? nullptr : &it->second;
 }
@@ -88,13 +93,17 @@ struct CudnnBaselines::Plan {
   std::string what;     // the call that is timed
   // softmax: the tensors of the legacy call
   LegacyTensor x, y;
-  // rmsnorm, layernorm: the graph's descriptors (destroyed last made first), its execution plan
-  // and workspace, the uids of the arrays and epsilon (passed by value)
+  // the graph API's baselines: the graph's descriptors (destroyed last made first), its execution
+  // plan and workspace, the uids of the arrays, and the scalars passed by value (uids, values)
   std::vector<BackendDesc> owned;
   BackendDescriptor exec = nullptr;
   std::vector<int64_t> uids;
-  float epsilon = 0;
+  std::vector<int64_t> value_uids;
+  std::vector<float> values;
   DeviceBuffer workspace;
+  // attention: the softmax statistics cuDNN's flash-attention engines write beside O (uid
+  // kStatsUid), in device memory of the plan's own
+  DeviceBuffer stats;
   ~Plan() {
     while (!owned.empty()) owned.pop_back();
   }
@@ -136,9 +145,14 @@ class GraphBuilder {
   std::string error_;
 };
 
-// A 4-dimensional tensor of the graph (rows, columns, 1, 1 and their strides).
+// How a tensor of the graph holds its values: in device memory (an array of the variant pack), by
+// value (a host scalar of the variant pack), or nowhere (virtual: an intermediate of a fused
+// graph).
+enum class Held { memory, by_value, virtual_ };
+
+// A 4-dimensional tensor of the graph.
 BackendDescriptor graph_tensor(GraphBuilder& g, int64_t uid, int dtype, std::array<int64_t, 4> dims,
-                               std::array<int64_t, 4> strides, bool by_value) {
+                               std::array<int64_t, 4> strides, Held held = Held::memory) {
   BackendDescriptor t = g.make(cudnn::kTensorDescriptor, "cudnnBackendCreateDescriptor (tensor)");
   g.set(t, cudnn::kAttrTensorDataType, cudnn::kTypeDataType, 1, &dtype, "tensor data type");
   g.set(t, cudnn::kAttrTensorDimensions, cudnn::kTypeInt64, 4, dims.data(), "tensor dimensions");
@@ -146,10 +160,11 @@ BackendDescriptor graph_tensor(GraphBuilder& g, int64_t uid, int dtype, std::arr
   g.set(t, cudnn::kAttrTensorUniqueId, cudnn::kTypeInt64, 1, &uid, "tensor uid");
   g.set(t, cudnn::kAttrTensorByteAlignment, cudnn::kTypeInt64, 1, &kByteAlignment,
         "tensor alignment");
-  if (by_value) {
-    bool yes = true;
+  const bool yes = true;
+  if (held == Held::by_value)
     g.set(t, cudnn::kAttrTensorIsByValue, cudnn::kTypeBoolean, 1, &yes, "tensor by value");
-  }
+  if (held == Held::virtual_)
+    g.set(t, cudnn::kAttrTensorIsVirtual, cudnn::kTypeBoolean, 1, &yes, "tensor virtual");
   g.finalize(t, fmt::format("tensor {}", uid).c_str());
   return t;
 }
@@ -164,10 +179,10 @@ BackendDescriptor norm_operation(GraphBuilder& g, int mode, int64_t rows, int64_
   for (size_t i = 0; i < dtypes.size(); ++i) {
     const bool row_wide = i == 0 || i + 1 == dtypes.size();  // X and Y; the others are of N
     t.push_back(graph_tensor(g, p.uids[i], dtypes[i], {row_wide ? rows : 1, cols, 1, 1},
-                             {cols, 1, cols, cols}, false));
+                             {cols, 1, cols, cols}));
   }
   BackendDescriptor eps =
-      graph_tensor(g, kEpsilonUid, cudnn::kDataFloat, {1, 1, 1, 1}, {1, 1, 1, 1}, true);
+      graph_tensor(g, kEpsilonUid, cudnn::kDataFloat, {1, 1, 1, 1}, {1, 1, 1, 1}, Held::by_value);
   BackendDescriptor op =
       g.make(cudnn::kNormForwardDescriptor, "cudnnBackendCreateDescriptor (normalization)");
   const int phase = cudnn::kNormFwdInference;
@@ -274,19 +289,9 @@ bool choose_plan(const CudnnApi& api, cudnn::Handle handle, BackendDescriptor gr
   return false;
 }
 
-// The graph, execution plan and workspace of a normalization forward; p.refused says why not.
-void build_norm(const CudnnApi& api, cudnn::Handle handle, const CudnnMemory& memory, int mode,
-                int64_t rows, int64_t cols, const std::vector<int>& dtypes, Plan& p) {
-  const bool rms = mode == cudnn::kRmsNorm;
-  p.what = "cudnnBackendExecute";
-  p.epsilon = rms ? 1e-6f : 1e-5f;  // the families' conventions (docs/families.md)
-  GraphBuilder g(api, p);
-  BackendDescriptor graph = norm_graph(g, handle, mode, rows, cols, dtypes, p);
-  if (!g.ok()) {
-    p.refused =
-        fmt::format("cuDNN refused the {} graph: {}", rms ? "RMS norm" : "layer norm", g.error());
-    return;
-  }
+// The execution plan of `graph` and its workspace, kept in `p`; p.refused says why not.
+void plan_graph(const CudnnApi& api, cudnn::Handle handle, const CudnnMemory& memory,
+                BackendDescriptor graph, Plan& p) {
   std::string why;
   if (!choose_plan(api, handle, graph, p, why)) {
     p.refused = why;
@@ -306,6 +311,257 @@ void build_norm(const CudnnApi& api, cudnn::Handle handle, const CudnnMemory& me
     return;
   }
   p.workspace = *w;
+}
+
+// The graph, execution plan and workspace of a normalization forward; p.refused says why not.
+void build_norm(const CudnnApi& api, cudnn::Handle handle, const CudnnMemory& memory, int mode,
+                int64_t rows, int64_t cols, const std::vector<int>& dtypes, Plan& p) {
+  const bool rms = mode == cudnn::kRmsNorm;
+  p.what = "cudnnBackendExecute";
+  p.value_uids = {kEpsilonUid};
+  p.values = {rms ? 1e-6f : 1e-5f};  // the families' conventions (docs/families.md)
+  GraphBuilder g(api, p);
+  BackendDescriptor graph = norm_graph(g, handle, mode, rows, cols, dtypes, p);
+  if (!g.ok()) {
+    p.refused =
+        fmt::format("cuDNN refused the {} graph: {}", rms ? "RMS norm" : "layer norm", g.error());
+    return;
+  }
+  plan_graph(api, handle, memory, graph, p);
+}
+
+// ---- Scaled dot-product attention: the fused graph cuDNN's flash-attention engines take ----
+
+// The attention problem of one shape: [batch, heads, sequence, head_dim] arrays of cuDNN's
+// `dtype`, and the causal mask as cuDNN's graph writes it.
+struct AttentionProblem {
+  int64_t b = 0, h = 0, sq = 0, skv = 0, d = 0;
+  int dtype = -1;
+  bool causal = false;  // cuDNN's top-left causal mask: key j kept for row i when i >= j
+};
+
+// The uids of the attention graph: Q, K, V, O take 1 to 4; the scalars by value, then the
+// intermediates (virtual) from kVirtualUid on.
+constexpr int64_t kStatsUid = 5;
+constexpr int64_t kScaleUid = 101, kMaskValueUid = 102, kVirtualUid = 200;
+
+// A descriptor of `type` whose arithmetic is float (`precision_attr`), not yet finalized.
+BackendDescriptor float_descriptor(GraphBuilder& g, int type, int precision_attr,
+                                   const char* what) {
+  const int precision = cudnn::kDataFloat;
+  BackendDescriptor desc = g.make(type, what);
+  g.set(desc, precision_attr, cudnn::kTypeDataType, 1, &precision, what);
+  return desc;
+}
+
+// An operation of `type` with its tensors and descriptor linked (attribute, descriptor; a null
+// descriptor is left out), finalized.
+BackendDescriptor operation(GraphBuilder& g, int type,
+                            std::initializer_list<std::pair<int, BackendDescriptor>> links,
+                            const std::string& what) {
+  BackendDescriptor op = g.make(type, what.c_str());
+  for (const auto& [attr, d] : links)
+    if (d) g.link(op, attr, d, what.c_str());
+  g.finalize(op, what.c_str());
+  return op;
+}
+
+// A pointwise operation of `mode` (float arithmetic) from x [, b [, t]] to y; `axis` for
+// GEN_INDEX.
+BackendDescriptor pointwise_op(GraphBuilder& g, int mode, BackendDescriptor x, BackendDescriptor b,
+                               BackendDescriptor t, BackendDescriptor y, int64_t axis = -1) {
+  const std::string what = fmt::format("pointwise operation (mode {})", mode);
+  BackendDescriptor desc = float_descriptor(g, cudnn::kPointwiseDescriptor,
+                                            cudnn::kAttrPointwiseMathPrecision, what.c_str());
+  g.set(desc, cudnn::kAttrPointwiseMode, cudnn::kTypePointwiseMode, 1, &mode, what.c_str());
+  if (axis >= 0) g.set(desc, cudnn::kAttrPointwiseAxis, cudnn::kTypeInt64, 1, &axis, what.c_str());
+  g.finalize(desc, what.c_str());
+  return operation(g, cudnn::kOperationPointwiseDescriptor,
+                   {{cudnn::kAttrOperationPointwiseDesc, desc},
+                    {cudnn::kAttrOperationPointwiseX, x},
+                    {cudnn::kAttrOperationPointwiseB, b},
+                    {cudnn::kAttrOperationPointwiseT, t},
+                    {cudnn::kAttrOperationPointwiseY, y}},
+                   what);
+}
+
+// A reduction `op_kind` (cudnnReduceTensorOp_t) of x into y, in float.
+BackendDescriptor reduction_op(GraphBuilder& g, int op_kind, BackendDescriptor x,
+                               BackendDescriptor y) {
+  const std::string what = fmt::format("reduction (operator {})", op_kind);
+  BackendDescriptor desc = float_descriptor(g, cudnn::kReductionDescriptor,
+                                            cudnn::kAttrReductionComputeType, what.c_str());
+  g.set(desc, cudnn::kAttrReductionOperator, cudnn::kTypeReductionOperator, 1, &op_kind,
+        what.c_str());
+  g.finalize(desc, what.c_str());
+  return operation(g, cudnn::kOperationReductionDescriptor,
+                   {{cudnn::kAttrOperationReductionX, x},
+                    {cudnn::kAttrOperationReductionY, y},
+                    {cudnn::kAttrOperationReductionDesc, desc}},
+                   what);
+}
+
+// The batched matrix product c = a b, accumulated in float.
+BackendDescriptor matmul_op(GraphBuilder& g, BackendDescriptor a, BackendDescriptor b,
+                            BackendDescriptor c) {
+  BackendDescriptor desc =
+      float_descriptor(g, cudnn::kMatmulDescriptor, cudnn::kAttrMatmulComputeType, "matmul");
+  g.finalize(desc, "matmul descriptor");
+  return operation(g, cudnn::kOperationMatmulDescriptor,
+                   {{cudnn::kAttrOperationMatmulA, a},
+                    {cudnn::kAttrOperationMatmulB, b},
+                    {cudnn::kAttrOperationMatmulC, c},
+                    {cudnn::kAttrOperationMatmulDesc, desc}},
+                   "matmul operation");
+}
+
+// The masked scores: S where the key is attended (row i keeps key j when i >= j), the lowest
+// float elsewhere.
+BackendDescriptor causal_mask(GraphBuilder& g, const AttentionProblem& a, BackendDescriptor scores,
+                              int64_t& uid, std::vector<BackendDescriptor>& ops) {
+  const std::array<int64_t, 4> dims{a.b, a.h, a.sq, a.skv};
+  const std::array<int64_t, 4> strides{a.h * a.sq * a.skv, a.sq * a.skv, a.skv, 1};
+  const std::array<int64_t, 4> one{1, 1, 1, 1};
+  auto virt = [&](int dtype) {
+    return graph_tensor(g, uid++, dtype, dims, strides, Held::virtual_);
+  };
+  BackendDescriptor row = virt(cudnn::kDataFloat), col = virt(cudnn::kDataFloat);
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseGenIndex, scores, nullptr, nullptr, row, 2));
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseGenIndex, scores, nullptr, nullptr, col, 3));
+  BackendDescriptor keep = virt(cudnn::kDataBoolean);
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseCmpGe, row, col, nullptr, keep));
+  BackendDescriptor lowest =
+      graph_tensor(g, kMaskValueUid, cudnn::kDataFloat, one, one, Held::by_value);
+  BackendDescriptor masked = virt(cudnn::kDataFloat);
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseBinarySelect, scores, lowest, keep, masked));
+  return masked;
+}
+
+// The softmax of the scores along the keys (maximum, exponentials, their sum, the quotients),
+// the probabilities in the arrays' type as the second product's A. Beside them, the statistics
+// max + log(sum) of every row into the tensor of uid kStatsUid: cuDNN's flash-attention engines
+// take the graph only with that output (a training graph; cuDNN 9.14 proposes no engine for the
+// graph without it).
+BackendDescriptor softmax_ops(GraphBuilder& g, const AttentionProblem& a, BackendDescriptor scores,
+                              int64_t& uid, std::vector<BackendDescriptor>& ops) {
+  const std::array<int64_t, 4> dims{a.b, a.h, a.sq, a.skv};
+  const std::array<int64_t, 4> strides{a.h * a.sq * a.skv, a.sq * a.skv, a.skv, 1};
+  const std::array<int64_t, 4> row_dims{a.b, a.h, a.sq, 1};
+  const std::array<int64_t, 4> row_strides{a.h * a.sq, a.sq, 1, 1};
+  auto full = [&](int dtype) {
+    return graph_tensor(g, uid++, dtype, dims, strides, Held::virtual_);
+  };
+  auto per_row = [&] {
+    return graph_tensor(g, uid++, cudnn::kDataFloat, row_dims, row_strides, Held::virtual_);
+  };
+  BackendDescriptor max = per_row(), shifted = full(cudnn::kDataFloat);
+  BackendDescriptor e = full(cudnn::kDataFloat), sum = per_row(), p = full(a.dtype);
+  BackendDescriptor log_sum = per_row();
+  BackendDescriptor stats = graph_tensor(g, kStatsUid, cudnn::kDataFloat, row_dims, row_strides);
+  ops.push_back(reduction_op(g, cudnn::kReduceMax, scores, max));
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseSub, scores, max, nullptr, shifted));
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseExp, shifted, nullptr, nullptr, e));
+  ops.push_back(reduction_op(g, cudnn::kReduceAdd, e, sum));
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseLog, sum, nullptr, nullptr, log_sum));
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseAdd, max, log_sum, nullptr, stats));
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseDiv, e, sum, nullptr, p));
+  return p;
+}
+
+// The operation graph of O = softmax(mask(Q K^T * scale)) V, finalized (without a handle, cuDNN
+// checks what it can without a device): Q, K, V, O take uids 1 to 4 in `p`, the statistics 5.
+BackendDescriptor attention_graph(GraphBuilder& g, cudnn::Handle handle, const AttentionProblem& a,
+                                  Plan& p) {
+  p.uids = {1, 2, 3, 4};
+  const std::array<int64_t, 4> one{1, 1, 1, 1};
+  const std::array<int64_t, 4> q_dims{a.b, a.h, a.sq, a.d},
+      q_strides{a.h * a.sq * a.d, a.sq * a.d, a.d, 1};
+  const std::array<int64_t, 4> kv_strides{a.h * a.skv * a.d, a.skv * a.d, a.d, 1};
+  // K as K^T: [b, h, d, skv] over the same memory (the last two strides exchanged).
+  BackendDescriptor q = graph_tensor(g, 1, a.dtype, q_dims, q_strides);
+  BackendDescriptor kt =
+      graph_tensor(g, 2, a.dtype, {a.b, a.h, a.d, a.skv}, {kv_strides[0], kv_strides[1], 1, a.d});
+  BackendDescriptor v = graph_tensor(g, 3, a.dtype, {a.b, a.h, a.skv, a.d}, kv_strides);
+  BackendDescriptor o = graph_tensor(g, 4, a.dtype, q_dims, q_strides);
+  BackendDescriptor scale = graph_tensor(g, kScaleUid, cudnn::kDataFloat, one, one, Held::by_value);
+  int64_t uid = kVirtualUid;
+  const std::array<int64_t, 4> s_dims{a.b, a.h, a.sq, a.skv};
+  const std::array<int64_t, 4> s_strides{a.h * a.sq * a.skv, a.sq * a.skv, a.skv, 1};
+  BackendDescriptor s =
+      graph_tensor(g, uid++, cudnn::kDataFloat, s_dims, s_strides, Held::virtual_);
+  BackendDescriptor scaled =
+      graph_tensor(g, uid++, cudnn::kDataFloat, s_dims, s_strides, Held::virtual_);
+  std::vector<BackendDescriptor> ops;
+  ops.push_back(matmul_op(g, q, kt, s));
+  ops.push_back(pointwise_op(g, cudnn::kPointwiseMul, s, scale, nullptr, scaled));
+  BackendDescriptor scores = scaled;
+  if (a.causal) scores = causal_mask(g, a, scaled, uid, ops);
+  BackendDescriptor probabilities = softmax_ops(g, a, scores, uid, ops);
+  ops.push_back(matmul_op(g, probabilities, v, o));
+  BackendDescriptor graph =
+      g.make(cudnn::kOperationGraphDescriptor, "cudnnBackendCreateDescriptor (graph)");
+  g.set(graph, cudnn::kAttrOperationGraphOps, cudnn::kTypeBackendDescriptor,
+        static_cast<int64_t>(ops.size()), ops.data(), "graph operations");
+  if (handle)
+    g.set(graph, cudnn::kAttrOperationGraphHandle, cudnn::kTypeHandle, 1, &handle, "graph handle");
+  g.finalize(graph, "the operation graph");
+  return graph;
+}
+
+// The attention problem of the task's scalars, or why cuDNN's graph cannot state it.
+Result<AttentionProblem> attention_problem(const std::map<std::string, int64_t>& values,
+                                           int dtype) {
+  auto get = [&](const char* name) -> int64_t {
+    auto it = values.find(name);
+    return it == values.end() ? -1 : it->second;
+  };
+  AttentionProblem a;
+  a.b = get("B"), a.h = get("H"), a.sq = get("SQ"), a.skv = get("SKV"), a.d = get("D");
+  a.dtype = dtype;
+  const int64_t causal = get("CAUSAL");
+  if (a.b <= 0 || a.h <= 0 || a.sq <= 0 || a.skv <= 0 || a.d <= 0 || causal < 0)
+    return Status::error("the cuDNN attention baseline needs scalars B, H, SQ, SKV, D and CAUSAL");
+  if (dtype != cudnn::kDataHalf && dtype != cudnn::kDataBfloat16)
+    return Status::error("cuDNN's fused attention takes fp16 and bf16 arrays");
+  // The family's mask keeps key j for row i when j <= i + SKV - SQ: no key masked for a single
+  // query row, cuDNN's top-left diagonal when SQ = SKV. The diagonal shifted by SKV - SQ (an ADD
+  // to the row index before the comparison) gave other values than the family's on cuDNN 9.14,
+  // so those shapes have no cuDNN baseline.
+  if (causal != 0 && a.sq > 1 && a.sq != a.skv)
+    return Status::error(
+        "cuDNN's causal mask is the diagonal of SQ = SKV (or none, for one query row); the "
+        "family's mask with SQ != SKV is not built for cuDNN, so this shape has no cuDNN "
+        "baseline");
+  a.causal = causal != 0 && a.sq > 1;
+  return a;
+}
+
+// The graph, execution plan and workspace of the attention forward; p.refused says why not.
+void build_attention(const CudnnApi& api, cudnn::Handle handle, const CudnnMemory& memory,
+                     const AttentionProblem& a, Plan& p) {
+  p.what = "cudnnBackendExecute (fused attention)";
+  // The variant pack holds exactly the graph's tensors: the mask value only with the mask.
+  p.value_uids = {kScaleUid};
+  p.values = {1.0f / std::sqrt(static_cast<float>(a.d))};
+  if (a.causal) {
+    p.value_uids.push_back(kMaskValueUid);
+    p.values.push_back(std::numeric_limits<float>::lowest());
+  }
+  GraphBuilder g(api, p);
+  BackendDescriptor graph = attention_graph(g, handle, a, p);
+  if (!g.ok()) {
+    p.refused = "cuDNN refused the attention graph: " + g.error();
+    return;
+  }
+  plan_graph(api, handle, memory, graph, p);
+  if (!p.refused.empty()) return;
+  const auto bytes = static_cast<size_t>(a.b * a.h * a.sq) * sizeof(float);
+  auto stats = memory.alloc(bytes);
+  if (!stats) {
+    p.refused = fmt::format("the softmax statistics of {} bytes: {}", bytes, stats.error());
+    return;
+  }
+  p.stats = *stats;
 }
 
 // A legacy NCHW tensor of `rows` x `cols` x 1 x 1.
@@ -334,13 +590,19 @@ void build_softmax(const CudnnApi& api, const std::vector<int>& dtypes, int64_t 
 }
 
 // The variant pack of one execution: the arrays' device pointers (in the plan's uid order),
-// epsilon's host value and the workspace; nullopt (and the reason in `s`) when refused.
+// the host values of its scalars and the workspace; nullopt (and the reason in `s`) when refused.
 std::optional<BackendDesc> variant_pack(const CudnnApi& api, Plan& p,
                                         const std::vector<void*>& arrays, StatusCode& s) {
   std::vector<int64_t> uids = p.uids;
   std::vector<void*> pointers = arrays;
-  uids.push_back(kEpsilonUid);
-  pointers.push_back(&p.epsilon);
+  if (p.stats.handle) {
+    uids.push_back(kStatsUid);
+    pointers.push_back(p.stats.handle);
+  }
+  for (size_t i = 0; i < p.value_uids.size(); ++i) {
+    uids.push_back(p.value_uids[i]);
+    pointers.push_back(&p.values[i]);
+  }
   void* workspace = p.workspace.handle;
   const auto n = static_cast<int64_t>(uids.size());
   BackendDesc pack(api, cudnn::kVariantPackDescriptor);
@@ -371,6 +633,17 @@ LaunchOutcome failed_call(const CudnnApi& api, const std::string& what, StatusCo
 
 bool cudnn_covers(std::string_view family) { return arrays_of(family) != nullptr; }
 
+Status check_cudnn_attention_graph(const CudnnApi& api,
+                                   const std::map<std::string, int64_t>& values, int dtype) {
+  if (!api.ready()) return Status::error("cuDNN is not available: " + api.error);
+  Result<AttentionProblem> a = attention_problem(values, dtype);
+  if (!a) return Status::error(a.error());
+  Plan p;
+  GraphBuilder g(api, p);
+  attention_graph(g, nullptr, *a, p);
+  return g.ok() ? Status::ok() : Status::error(g.error());
+}
+
 Status check_cudnn_norm_graph(const CudnnApi& api, std::string_view family, int64_t rows,
                               int64_t cols, const std::vector<int>& dtypes) {
   if (!api.ready()) return Status::error("cuDNN is not available: " + api.error);
@@ -386,7 +659,8 @@ CudnnBaselines::CudnnBaselines(const CudnnApi& api, CudnnMemory memory)
 
 CudnnBaselines::~CudnnBaselines() {
   for (auto& [key, plan] : plans_)
-    if (plan->workspace.handle) memory_.free(plan->workspace);
+    for (DeviceBuffer* b : {&plan->workspace, &plan->stats})
+      if (b->handle) memory_.free(*b);
   plans_.clear();
   if (handle_) api_.Destroy(handle_);
 }
@@ -410,13 +684,28 @@ void CudnnBaselines::open(std::string_view family, cudnn::Stream stream) {
 }
 
 CudnnBaselines::Plan& CudnnBaselines::plan_for(const std::string& family,
-                                               const std::vector<int>& dtypes, int64_t rows,
-                                               int64_t cols) {
-  std::string key = fmt::format("{} {}x{} {}", family, rows, cols, fmt::join(dtypes, ","));
+                                               const std::vector<int>& dtypes,
+                                               const std::map<std::string, int64_t>& values) {
+  std::string key = fmt::format("{} {} {}", family, fmt::join(dtypes, ","), fmt::join(values, ","));
   std::unique_ptr<Plan>& plan = plans_[key];
   if (plan) return *plan;
   plan = std::make_unique<Plan>();
-  if (family == "softmax")
+  if (family == "attention") {
+    Result<AttentionProblem> a = attention_problem(values, dtypes.front());
+    if (!a)
+      plan->refused = a.error();
+    else
+      build_attention(api_, handle_, memory_, *a, *plan);
+    return *plan;
+  }
+  auto scalar = [&](const char* s) -> int64_t {
+    auto it = values.find(s);
+    return it == values.end() ? -1 : it->second;
+  };
+  const int64_t rows = scalar("R"), cols = scalar("N");
+  if (rows <= 0 || cols <= 0)
+    plan->refused = "the cuDNN baseline needs scalars R and N (positive)";
+  else if (family == "softmax")
     build_softmax(api_, dtypes, rows, cols, *plan);
   else
     build_norm(api_, handle_, memory_, family == "rmsnorm" ? cudnn::kRmsNorm : cudnn::kLayerNorm,
@@ -431,7 +720,8 @@ LaunchOutcome CudnnBaselines::run(const RunnerTask& task, const RunnerJob& job,
   const std::vector<std::string>* names = arrays_of(job.family);
   if (names == nullptr) {
     no.message = fmt::format(
-        "cuDNN is a baseline only for families softmax, rmsnorm and layernorm, not '{}'",
+        "cuDNN is a baseline only for families softmax, rmsnorm, layernorm and attention, not "
+        "'{}'",
         job.family);
     return no;
   }
@@ -457,16 +747,7 @@ LaunchOutcome CudnnBaselines::run(const RunnerTask& task, const RunnerJob& job,
     no.message = "the cuDNN baseline takes f32, f16 and bf16 arrays";
     return no;
   }
-  auto scalar = [&](const char* s) -> int64_t {
-    auto it = task.shape.values.find(s);
-    return it == task.shape.values.end() ? -1 : it->second;
-  };
-  const int64_t rows = scalar("R"), cols = scalar("N");
-  if (rows <= 0 || cols <= 0) {
-    no.message = "the cuDNN baseline needs scalars R and N (positive)";
-    return no;
-  }
-  Plan& plan = plan_for(job.family, dtypes, rows, cols);
+  Plan& plan = plan_for(job.family, dtypes, task.shape.values);
   if (!plan.refused.empty()) {
     no.message = plan.refused;
     return no;

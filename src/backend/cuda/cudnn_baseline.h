@@ -2,7 +2,10 @@
 // The cuDNN baselines of the row families on the CUDA runner (RunnerTask::baseline "cudnn"):
 //   softmax    cudnnSoftmaxForward (accurate, instance mode) over an R x N x 1 x 1 NCHW tensor;
 //   rmsnorm    the graph API's normalization forward (RMS norm, inference): X, scale W -> Y;
-//   layernorm  likewise (layer norm, inference): X, scale W, bias B -> Y.
+//   layernorm  likewise (layer norm, inference): X, scale W, bias B -> Y;
+//   attention  the graph API's fused scaled dot-product attention (inference): Q K^T scaled by
+//              1/sqrt(D), the causal mask, the softmax along the keys and the product with V in
+//              one graph, which cuDNN runs with its flash-attention engines.
 // Descriptors and execution plans are built once per shape and dtypes, outside the timed window;
 // only the library's execute call is timed, with the device's own events (CudaDevice::run).
 // Where cuDNN refuses a shape or a dtype the baseline is not_run with cuDNN's message. No CUDA
@@ -28,6 +31,12 @@ bool cudnn_covers(std::string_view family);
 // cuDNN's message where it refuses them. The runner's plans start from this graph.
 Status check_cudnn_norm_graph(const CudnnApi& api, std::string_view family, int64_t rows,
                               int64_t cols, const std::vector<int>& dtypes);
+
+// The operation graph of the attention forward at the shape `values` (B, H, SQ, SKV, D, CAUSAL)
+// with cuDNN's `dtype` of Q, K, V and O, made and finalized without a handle or a device: an
+// error with cuDNN's message (or the reason the family's problem has no such graph) otherwise.
+Status check_cudnn_attention_graph(const CudnnApi& api,
+                                   const std::map<std::string, int64_t>& values, int dtype);
 
 // Runs `enqueue` (which puts the library's work on the runner's stream) once: untimed, or timed
 // the way the device times candidates.
@@ -58,10 +67,10 @@ class CudnnBaselines {
   struct Plan;  // cudnn_baseline.cpp
 
  private:
-  // The plan of `family` over `rows` x `cols` with cuDNN's `dtypes` of its arrays, built on first
+  // The plan of `family` at the shape `values` with cuDNN's `dtypes` of its arrays, built on first
   // use (outside any timed window) and kept for the life of this object.
-  Plan& plan_for(const std::string& family, const std::vector<int>& dtypes, int64_t rows,
-                 int64_t cols);
+  Plan& plan_for(const std::string& family, const std::vector<int>& dtypes,
+                 const std::map<std::string, int64_t>& values);
   LaunchOutcome execute(Plan& plan, const std::vector<void*>& pointers, const CudnnTimer& timer);
 
   const CudnnApi& api_;

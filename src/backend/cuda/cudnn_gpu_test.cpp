@@ -1,13 +1,15 @@
-// GPU tests of the cuDNN baseline of the row families (label gpu: they need an NVIDIA GPU and
-// cuDNN 9). peak-runner-cuda runs the baseline in reference mode (RunnerTask::baseline_outputs,
-// as the validator's vendor reference does): its checked outputs are compared with a float64
-// CPU computation of the same inputs, and its timed samples are the baseline's.
+// GPU tests of the cuDNN baselines of the row families and attention (label gpu: they need an
+// NVIDIA GPU and cuDNN 9). peak-runner-cuda runs the baseline in reference mode
+// (RunnerTask::baseline_outputs, as the validator's vendor reference does): its checked outputs are
+// compared with a float64 CPU computation of the same inputs, and its timed samples are the
+// baseline's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <tuple>
 
 #include "backend/cuda/gpu_testing.h"
 #include "context/inputs.h"
@@ -34,6 +36,17 @@ struct Rows {
   int64_t R = 4096, N = 4096;
 };
 
+// `t` as a task of the baseline in reference mode: its outputs written under `out`, timed.
+RunnerTask reference_task(RunnerTask t, uint64_t seed, const fs::path& out) {
+  t.seed = seed;
+  t.repeat = false;
+  t.baseline = "cudnn";
+  t.baseline_outputs = true;
+  t.output_dir = out.string();
+  t.timing = TimingPolicy{.warmup = 2, .min_samples = 10, .max_samples = 20, .max_seconds = 3};
+  return t;
+}
+
 RunnerJob cudnn_job(const Rows& p, const fs::path& out) {
   RunnerJob job;
   job.family = p.family;
@@ -50,13 +63,7 @@ RunnerJob cudnn_job(const Rows& p, const fs::path& out) {
   }
   job.arrays.push_back(ArraySpec{"Y", p.dtype, "R * N", {}, true});
   t.sizes["Y"] = p.R * p.N;
-  t.seed = 5;
-  t.repeat = false;
-  t.baseline = "cudnn";
-  t.baseline_outputs = true;
-  t.output_dir = out.string();
-  t.timing = TimingPolicy{.warmup = 2, .min_samples = 10, .max_samples = 20, .max_seconds = 3};
-  job.tasks.push_back(t);
+  job.tasks.push_back(reference_task(t, 5, out));
   return job;
 }
 
@@ -107,16 +114,24 @@ void layernorm_row(const std::map<std::string, std::vector<double>>& in, int64_t
   for (int64_t c = 0; c < n; ++c) y[c] = (x[c] - mean) * scale * in.at("W")[c] + in.at("B")[c];
 }
 
-// Runs the baseline of `p` and compares every output element with `reference` within `rtol` of
-// max(|ref|, `floor` x the row's rms); skips (with cuDNN's words) where cuDNN refuses the problem
-// and `may_refuse`. Prints the baseline's rate.
-void check_cudnn(const Rows& p, const RowReference& reference, double rtol, double floor,
-                 bool may_refuse) {
+// What a baseline run is checked and reported as: the output `output` as `rows` rows of `cols`,
+// and the work per run (`work` in `unit`s, e.g. bytes as "GB/s") that its rate is printed in.
+struct Checked {
+  std::string what;  // "softmax R=4096 N=4096"
+  DType dtype = DType::f32;
+  std::string output;
+  int64_t rows = 0, cols = 0;
+  double work = 0;
+  const char* unit = "GB/s";
+};
+
+// Runs the baseline of `job` and compares every output element with `reference` within `rtol`
+// of max(|ref|, `floor` x the row's rms); skips (with cuDNN's words) where cuDNN refuses the
+// problem and `may_refuse`. Prints the baseline's rate.
+void check_cudnn(const RunnerJob& job, const Checked& c, const RowReference& reference, double rtol,
+                 double floor, bool may_refuse) {
   const std::string cudnn = cudnn_fact();
   if (cudnn.rfind("none", 0) == 0) GTEST_SKIP() << "cuDNN is " << cudnn;
-  auto dir = make_temp_dir("peak-cudnn-gpu-test-");
-  ASSERT_TRUE(dir) << dir.error();
-  RunnerJob job = cudnn_job(p, *dir);
   RunnerOptions o;
   o.executable = cuda_gpu().backend->runner();
   o.start_timeout_s = 30;
@@ -124,35 +139,118 @@ void check_cudnn(const Rows& p, const RowReference& reference, double rtol, doub
   ASSERT_TRUE(res) << res.error();
   const TaskResult& r = res->front();
   if (may_refuse && r.disposition == Disposition::not_run)
-    GTEST_SKIP() << "cuDNN " << cudnn << " refuses " << p.family << ": " << r.message;
+    GTEST_SKIP() << "cuDNN " << cudnn << " refuses " << c.what << ": " << r.message;
   ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
   ASSERT_FALSE(r.samples_ms.empty());
   for (double ms : r.samples_ms) EXPECT_GT(ms, 0);
-  auto bytes = read_file(r.outputs.at("Y"));
+  auto bytes = read_file(r.outputs.at(c.output));
   ASSERT_TRUE(bytes) << bytes.error();
   const auto* out = reinterpret_cast<const uint8_t*>(bytes->data());
   auto in = inputs_of(job);
-  std::vector<double> ref(static_cast<size_t>(p.N));
+  std::vector<double> ref(static_cast<size_t>(c.cols));
   int64_t bad = 0;
-  for (int64_t row = 0; row < p.R; ++row) {
-    reference(in, row, p.N, ref);
+  for (int64_t row = 0; row < c.rows; ++row) {
+    reference(in, row, c.cols, ref);
     double ss = 0;
     for (double v : ref) ss += v * v;
-    const double rms = std::sqrt(ss / static_cast<double>(p.N));
-    for (int64_t c = 0; c < p.N; ++c) {
-      double y = element_as_double(p.dtype, out, row * p.N + c);
-      if (std::abs(y - ref[c]) > rtol * std::max(std::abs(ref[c]), floor * rms) && bad++ < 5)
-        ADD_FAILURE() << p.family << " Y[" << row << "][" << c << "] = " << y << ", expected "
-                      << ref[c];
+    const double rms = std::sqrt(ss / static_cast<double>(c.cols));
+    for (int64_t col = 0; col < c.cols; ++col) {
+      double y = element_as_double(c.dtype, out, row * c.cols + col);
+      if (std::abs(y - ref[col]) > rtol * std::max(std::abs(ref[col]), floor * rms) && bad++ < 5)
+        ADD_FAILURE() << c.what << " " << c.output << "[" << row << "][" << col << "] = " << y
+                      << ", expected " << ref[col];
     }
   }
   EXPECT_EQ(bad, 0);
-  double traffic = static_cast<double>((2 * p.R + static_cast<int64_t>(p.columns.size())) * p.N *
-                                       static_cast<int64_t>(dtype_size(p.dtype)));
   SampleStats st = compute_stats(r.samples_ms);
-  std::cout << "[ measured ] cudnn " << cudnn << " " << p.family << " R=" << p.R << " N=" << p.N
-            << ": " << traffic / (st.median * 1e-3) / 1e9 << " GB/s (median " << st.median
+  std::cout << "[ measured ] cudnn " << cudnn << " " << c.what << ": "
+            << c.work / (st.median * 1e-3) / 1e9 << " " << c.unit << " (median " << st.median
             << " ms)\n";
+}
+
+void check_cudnn(const Rows& p, const RowReference& reference, double rtol, double floor,
+                 bool may_refuse) {
+  auto dir = make_temp_dir("peak-cudnn-gpu-test-");
+  ASSERT_TRUE(dir) << dir.error();
+  Checked c{p.family + " R=" + std::to_string(p.R) + " N=" + std::to_string(p.N), p.dtype, "Y", p.R,
+            p.N};
+  c.work = static_cast<double>((2 * p.R + static_cast<int64_t>(p.columns.size())) * p.N *
+                               static_cast<int64_t>(dtype_size(p.dtype)));
+  check_cudnn(cudnn_job(p, *dir), c, reference, rtol, floor, may_refuse);
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+}
+
+// One attention problem ([batch, heads, sequence, head_dim] arrays of `dtype`).
+struct Attention {
+  int64_t B, H, SQ, SKV, D, CAUSAL;
+  DType dtype = DType::f16;
+  std::string text() const {
+    return "attention B=" + std::to_string(B) + " H=" + std::to_string(H) +
+           " SQ=" + std::to_string(SQ) + " SKV=" + std::to_string(SKV) + " D=" + std::to_string(D) +
+           " CAUSAL=" + std::to_string(CAUSAL);
+  }
+};
+
+RunnerJob attention_job(const Attention& p, const fs::path& out) {
+  RunnerJob job;
+  job.family = "attention";
+  RunnerTask t;
+  t.id = "cudnn-attention";
+  for (const char* s : {"B", "H", "SQ", "SKV", "D", "CAUSAL"})
+    job.scalars.push_back(ScalarSpec{s, DType::i32, {}, 0, 0, 1});
+  t.shape = Shape{
+      {{"B", p.B}, {"H", p.H}, {"SQ", p.SQ}, {"SKV", p.SKV}, {"D", p.D}, {"CAUSAL", p.CAUSAL}}};
+  const int64_t q = p.B * p.H * p.SQ * p.D, kv = p.B * p.H * p.SKV * p.D;
+  const char* q_size = "B * H * SQ * D";
+  const char* kv_size = "B * H * SKV * D";
+  for (const auto& [name, size, n, output] :
+       {std::tuple{"Q", q_size, q, false}, std::tuple{"K", kv_size, kv, false},
+        std::tuple{"V", kv_size, kv, false}, std::tuple{"O", q_size, q, true}}) {
+    job.arrays.push_back(ArraySpec{name, p.dtype, size, {}, output});
+    t.sizes[name] = n;
+  }
+  job.tasks.push_back(reference_task(t, 7, out));
+  return job;
+}
+
+// Query row r (of B x H x SQ) of the attention output in float64, the family's convention: the
+// keys j <= i + SKV - SQ when causal, a row with every key masked 0.
+RowReference attention_rows(const Attention& p) {
+  return [p](const std::map<std::string, std::vector<double>>& in, int64_t r, int64_t d,
+             std::vector<double>& y) {
+    const int64_t bh = r / p.SQ, i = r % p.SQ;
+    const double* q = in.at("Q").data() + r * d;
+    const double* k = in.at("K").data() + bh * p.SKV * d;
+    const double* v = in.at("V").data() + bh * p.SKV * d;
+    const int64_t keys =
+        p.CAUSAL ? std::min(p.SKV, std::max<int64_t>(0, i + p.SKV - p.SQ + 1)) : p.SKV;
+    std::vector<double> s(static_cast<size_t>(keys));
+    double max = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < keys; ++j) {
+      double dot = 0;
+      for (int64_t e = 0; e < d; ++e) dot += q[e] * k[j * d + e];
+      s[j] = dot / std::sqrt(static_cast<double>(d));
+      max = std::max(max, s[j]);
+    }
+    std::fill(y.begin(), y.end(), 0.0);
+    for (int64_t j = 0; j < keys; ++j) sum += s[j] = std::exp(s[j] - max);
+    for (int64_t j = 0; j < keys; ++j)
+      for (int64_t e = 0; e < d; ++e) y[e] += s[j] / sum * v[j * d + e];
+  };
+}
+
+void check_cudnn(const Attention& p) {
+  auto dir = make_temp_dir("peak-cudnn-gpu-test-");
+  ASSERT_TRUE(dir) << dir.error();
+  Checked c{p.text(), p.dtype, "O", p.B * p.H * p.SQ, p.D};
+  c.work = (p.CAUSAL ? 2.0 : 4.0) * static_cast<double>(p.B * p.H * p.SQ * p.SKV * p.D);
+  c.unit = "GFLOP/s";
+  // The probabilities and the output rounded to the arrays' type: a few of its ulps (2^-11 for
+  // fp16, 2^-8 for bf16) of the row's scale.
+  const bool bf16 = p.dtype == DType::bf16;
+  check_cudnn(attention_job(p, *dir), c, attention_rows(p), bf16 ? 4e-2 : 1e-2, bf16 ? 0.5 : 0.1,
+              false);
   std::error_code ec;
   fs::remove_all(*dir, ec);
 }
@@ -182,6 +280,18 @@ TEST_F(CudnnGpuTest, RmsnormMatchesTheCpuAndIsTimed) {
 TEST_F(CudnnGpuTest, LayernormMatchesTheCpuAndIsTimed) {
   check_cudnn(Rows{"layernorm", DType::f32, {"W", "B"}, 4096, 4096}, layernorm_row, 1e-4, 1e-2,
               true);
+}
+
+// cuDNN's fused attention against the family's float64 convention: the plain graph, the causal
+// mask on the diagonal (SQ = SKV) and absent (one query row, where the family's mask keeps every
+// key), head_dim 64 and 128, fp16 and bf16.
+TEST_F(CudnnGpuTest, AttentionMatchesTheCpuAndIsTimed) {
+  for (const Attention& p :
+       {Attention{2, 4, 128, 128, 64, 0}, Attention{1, 4, 256, 256, 128, 1},
+        Attention{2, 8, 1, 1024, 128, 1}, Attention{1, 4, 128, 128, 128, 1, DType::bf16}}) {
+    SCOPED_TRACE(p.text());
+    check_cudnn(p);
+  }
 }
 
 }  // namespace

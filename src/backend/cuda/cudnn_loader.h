@@ -27,7 +27,9 @@ inline constexpr StatusCode kNotSupportedCategory = 3000;
 // cudnnDataType_t (cudnn_graph.h).
 inline constexpr int kDataFloat = 0;
 inline constexpr int kDataHalf = 2;
+inline constexpr int kDataInt32 = 4;
 inline constexpr int kDataBfloat16 = 9;
+inline constexpr int kDataBoolean = 11;
 // cudnnTensorFormat_t (cudnn_graph.h), cudnnSoftmaxAlgorithm_t and cudnnSoftmaxMode_t
 // (cudnn_ops.h).
 inline constexpr int kTensorNchw = 0;
@@ -41,6 +43,12 @@ inline constexpr int kOperationGraphDescriptor = 15;
 inline constexpr int kVariantPackDescriptor = 16;
 inline constexpr int kTensorDescriptor = 17;
 inline constexpr int kNormForwardDescriptor = 29;
+inline constexpr int kPointwiseDescriptor = 0;
+inline constexpr int kOperationPointwiseDescriptor = 13;
+inline constexpr int kMatmulDescriptor = 18;
+inline constexpr int kOperationMatmulDescriptor = 19;
+inline constexpr int kReductionDescriptor = 21;
+inline constexpr int kOperationReductionDescriptor = 22;
 // cudnnBackendAttributeType_t (cudnn_graph.h).
 inline constexpr int kTypeHandle = 0;
 inline constexpr int kTypeDataType = 1;
@@ -48,7 +56,9 @@ inline constexpr int kTypeBoolean = 2;
 inline constexpr int kTypeInt64 = 3;
 inline constexpr int kTypeVoidPtr = 6;
 inline constexpr int kTypeHeurMode = 8;
+inline constexpr int kTypePointwiseMode = 14;
 inline constexpr int kTypeBackendDescriptor = 15;
+inline constexpr int kTypeReductionOperator = 18;
 inline constexpr int kTypeNormMode = 27;
 inline constexpr int kTypeNormFwdPhase = 28;
 // cudnnBackendAttributeName_t (cudnn_graph.h).
@@ -65,10 +75,29 @@ inline constexpr int kAttrTensorDataType = 901;
 inline constexpr int kAttrTensorDimensions = 902;
 inline constexpr int kAttrTensorStrides = 903;
 inline constexpr int kAttrTensorUniqueId = 906;
+inline constexpr int kAttrTensorIsVirtual = 907;
 inline constexpr int kAttrTensorIsByValue = 908;
 inline constexpr int kAttrVariantPackUniqueIds = 1000;
 inline constexpr int kAttrVariantPackDataPointers = 1001;
 inline constexpr int kAttrVariantPackWorkspace = 1003;
+inline constexpr int kAttrPointwiseMode = 0;
+inline constexpr int kAttrPointwiseMathPrecision = 1;
+inline constexpr int kAttrPointwiseAxis = 9;
+inline constexpr int kAttrOperationPointwiseDesc = 750;
+inline constexpr int kAttrOperationPointwiseX = 751;
+inline constexpr int kAttrOperationPointwiseB = 752;
+inline constexpr int kAttrOperationPointwiseY = 753;
+inline constexpr int kAttrOperationPointwiseT = 758;
+inline constexpr int kAttrMatmulComputeType = 1500;
+inline constexpr int kAttrOperationMatmulA = 1520;
+inline constexpr int kAttrOperationMatmulB = 1521;
+inline constexpr int kAttrOperationMatmulC = 1522;
+inline constexpr int kAttrOperationMatmulDesc = 1523;
+inline constexpr int kAttrReductionOperator = 1600;
+inline constexpr int kAttrReductionComputeType = 1601;
+inline constexpr int kAttrOperationReductionX = 1610;
+inline constexpr int kAttrOperationReductionY = 1611;
+inline constexpr int kAttrOperationReductionDesc = 1612;
 inline constexpr int kAttrNormFwdMode = 2000;
 inline constexpr int kAttrNormFwdPhase = 2001;
 inline constexpr int kAttrNormFwdXDesc = 2002;
@@ -82,6 +111,18 @@ inline constexpr int kHeurModeA = 3;
 inline constexpr int kLayerNorm = 0;
 inline constexpr int kRmsNorm = 4;
 inline constexpr int kNormFwdInference = 0;
+// cudnnPointwiseMode_t and cudnnReduceTensorOp_t (cudnn_graph.h).
+inline constexpr int kPointwiseAdd = 0;
+inline constexpr int kPointwiseMul = 1;
+inline constexpr int kPointwiseDiv = 6;
+inline constexpr int kPointwiseSub = 9;
+inline constexpr int kPointwiseExp = 13;
+inline constexpr int kPointwiseLog = 15;
+inline constexpr int kPointwiseCmpGe = 303;
+inline constexpr int kPointwiseGenIndex = 501;
+inline constexpr int kPointwiseBinarySelect = 601;
+inline constexpr int kReduceAdd = 0;
+inline constexpr int kReduceMax = 3;
 }  // namespace cudnn
 
 // The functions of cuDNN the runner calls, and what loading it gave. Enumerations pass as int

@@ -228,6 +228,20 @@ double AttentionFamily::default_tolerance(const KernelContext& ctx, const Shape&
   return peak::default_tolerance(q->dtype, output.dtype, skv->second) + dtype_epsilon(q->dtype);
 }
 
+std::string AttentionFamily::baseline_name(std::string_view backend) const {
+  return backend == "cuda" ? "cudnn" : "";
+}
+
+std::string AttentionFamily::baseline(const KernelContext& ctx, std::string_view backend) const {
+  const ArraySpec* q = find_array(ctx, "Q");
+  if (!q || (q->dtype != DType::f16 && q->dtype != DType::bf16)) return "";
+  for (const char* name : {"K", "V", "O"}) {
+    const ArraySpec* a = find_array(ctx, name);
+    if (!a || a->dtype != q->dtype) return "";
+  }
+  return baseline_name(backend);
+}
+
 std::vector<ClassRule> AttentionFamily::default_class_rules(const KernelContext& ctx) const {
   if (!has_scalar(ctx, "SQ")) return {};
   return {{SuiteClass::decode, "SQ <= 16"}, {SuiteClass::regular, ""}};

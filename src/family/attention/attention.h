@@ -33,6 +33,11 @@ class AttentionFamily final : public Family {
   // fused kernels round the probabilities to the input type before their second matrix product.
   double default_tolerance(const KernelContext& ctx, const Shape& shape,
                            const ArraySpec& output) const override;
+  // cuDNN's fused scaled dot-product attention on the CUDA runner; none elsewhere.
+  std::string baseline_name(std::string_view backend) const override;
+  // The baseline where Q, K, V and O are all fp16 or all bf16 (what cuDNN's fused attention
+  // takes), else none.
+  std::string baseline(const KernelContext& ctx, std::string_view backend) const override;
   // Two matrix products per query row: FLOP/s (the context's `flops`).
   Headline headline(const KernelContext&) const override { return Headline::flops; }
   // decode (SQ <= 16: one query row, or a few, against a long KV cache: bound by the bytes of K

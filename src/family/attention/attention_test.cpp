@@ -168,7 +168,10 @@ TEST(Attention, ShapeOfTheOutputToleranceClassesAndHeadline) {
   EXPECT_GT(f.default_tolerance(half, s, o16), 9.7e-4);  // at least one fp16 ulp
   EXPECT_LT(f.default_tolerance(ctx, s, o32), 1e-4);
   EXPECT_EQ(f.headline(ctx), Headline::flops);
-  EXPECT_EQ(f.baseline(ctx, "cuda"), "");
+  EXPECT_EQ(f.baseline(ctx, "cuda"), "");  // f32: cuDNN's fused attention takes fp16 and bf16
+  EXPECT_EQ(f.baseline(half, "cuda"), "cudnn");
+  EXPECT_EQ(f.baseline(half, "hip"), "");
+  EXPECT_EQ(f.baseline(half, "hlsl"), "");
   auto decode = classify_shape(ctx, shape(8, 32, 1, 16384, 128, 1));
   ASSERT_TRUE(decode && *decode);
   EXPECT_EQ(**decode, SuiteClass::decode);
