@@ -187,18 +187,20 @@ TEST_F(Recordings, TheCudaLayernormRecordingCompilesWithNvcc) {
                   row_steps_cuda(false).size() - 1);
 }
 
-// Attention from the naive three-kernel seed: the fused kernel with the online softmax, built
-// with nvcc for the H100.
+// Attention from the naive three-kernel seed: the fused kernel with the online softmax, the keys
+// of decode rows split over blocks, and the tensor-core kernels (mma.sync, a kernel per head_dim)
+// for the other shapes, built with nvcc for the H100.
 TEST_F(Recordings, TheCudaAttentionRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("attention-cuda-fp16", "attention-cuda", "attention-cuda",
-                  {"seed", "fused-attention"}, 1);
+                  {"seed", "fused-attention", "split-kv", "tensor-core-attention"}, 3);
 }
 
-// The fused attention kernel validated against the float64 reference (decode and prefill, causal
-// and not, rows with every key masked) and timed.
+// The fused attention kernel, then the keys of decode rows split over thread groups (partials
+// combined by a second kernel), validated against the float64 reference (decode and prefill,
+// causal and not, rows with every key masked) and timed.
 TEST_F(Recordings, TheHlslAttentionDemoRunsEveryStepOnLavapipe) {
-  demo_keeps("attention", {"seed", "fused-attention"});
+  demo_keeps("attention", {"seed", "fused-attention", "split-kv"});
 }
 
 // The HLSL softmax recording validated, tuned and timed; its last step gives the misaligned rows

@@ -627,17 +627,21 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"cluster-rows", {m, d, h}},
       // Attention, from the naive three-kernel seed.
       {"fused-attention", {m, d, h}},
+      {"split-kv", {m, d, h}},
+      {"tensor-core-attention", {m, d, h}},
   };
   // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks, which
   // Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on gfx90a),
-  // and so is the small-M path (its block shape is the launch's) and what builds on them; every
-  // other step is written for all three.
+  // and so is the small-M path (its block shape is the launch's) and what builds on them; the
+  // steps that need an NVIDIA architecture (mma.sync and ldmatrix in inline PTX, TMA, wgmma,
+  // clusters) are CUDA's alone; every other step is written for all three.
   const std::set<std::string> cuda_and_hip_only = {
       "launch-bounds", "stream-k",        "tensor-core",       "small-m",
       "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
-  const std::set<std::string> cuda_only = {"tensor-tiling", "tensor-pipelining",   "tma-loads",
-                                           "wgmma",         "warp-specialization", "persistent",
-                                           "cluster",       "cluster-rows"};
+  const std::set<std::string> cuda_only = {
+      "tensor-tiling", "tensor-pipelining",   "tma-loads",
+      "wgmma",         "warp-specialization", "persistent",
+      "cluster",       "cluster-rows",        "tensor-core-attention"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
