@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Summarizes a `peak --json bench -o FILE` suite of a memory-bound kernel (FILE or FILE.xz): per
-shape GB/s, % of the same-run copy and % of the vendor baseline, then the geometric means and the
-lowest shape of each, as Markdown; with a dispatch table (`peak tune --classes`), the configuration
-each class ran.
+"""Summarizes a `peak --json bench -o FILE` suite (FILE or FILE.xz): per shape GB/s, % of the
+same-run copy and % of the vendor baseline (with --flops, a compute-bound family's TFLOP/s and % of
+the peak first), then the geometric means and the lowest shape of each, as Markdown; with a
+dispatch table (`peak tune --classes`), the configuration each class ran. A shape whose baseline
+did not run shows "-" and the runner's reason below the table.
 
-Usage: scripts/suite-summary.py SUITE.json[.xz]
+Usage: scripts/suite-summary.py [--flops] SUITE.json[.xz]
 """
 import json, lzma, math, sys
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    flops = "--flops" in args
+    args = [a for a in args if a != "--flops"]
+    if len(args) != 1:
         sys.exit(__doc__)
-    path = sys.argv[1]
+    path = args[0]
     with (lzma.open if path.endswith(".xz") else open)(path, "rt") as f:
         suite = json.load(f)
     base = suite.get("baseline") or "none"
@@ -25,16 +29,24 @@ def main():
         for cls, config in ran.items():
             print(f"- {cls}: `{config}`")
         print()
-    print(f"| shape | GB/s | % of copy | {base} GB/s | % of {base} |")
-    print("|---|---:|---:|---:|---:|")
-    copy, vendor = [], []
+    unit = "TFLOP/s" if flops else "GB/s"
+    head = "| shape | TFLOP/s | % of peak " if flops else "| shape "
+    print(f"{head}| GB/s | % of copy | {base} {unit} | % of {base} |")
+    print("|---" * (7 if flops else 5) + "|")
+    copy, vendor, reasons = [], [], set()
     for r in suite["rows"]:
         if r.get("disposition") != "passed":
-            print(f"| {r['name']} | {r.get('disposition')} | | | |")
+            print(f"| {r['name']} | {r.get('disposition')} |" + " |" * (5 if flops else 3))
             continue
         pc, ratio = r.get("pct_of_copy", 0), r.get("ratio", 0)
-        print(f"| {r['name']} | {r['gbs']:.1f} | {pc:.1f} | {r.get('baseline_gbs', 0):.1f} | "
-              f"{100 * ratio:.1f} |")
+        lead = f"| {r['name']} | "
+        if flops:
+            lead += f"{r['gflops'] / 1e3:.1f} | {r.get('pct_of_peak', 0):.1f} | "
+        rate = r.get("baseline_gflops", 0) / 1e3 if flops else r.get("baseline_gbs", 0)
+        theirs = f"{rate:.1f} | {100 * ratio:.1f}" if ratio > 0 else "- | -"
+        if ratio <= 0 and r.get("message"):
+            reasons.add(r["message"])
+        print(f"{lead}{r['gbs']:.1f} | {pc:.1f} | {theirs} |")
         if pc > 0:
             copy.append((pc, r["name"]))
         if ratio > 0:
@@ -46,6 +58,8 @@ def main():
             print(f"\n{label}: geometric mean {g:.1f} over {len(xs)} shapes, lowest {low[0]:.1f} "
                   f"({low[1]})", end="")
     print()
+    for m in sorted(reasons):
+        print(f"\n- {m}")
 
 
 if __name__ == "__main__":
