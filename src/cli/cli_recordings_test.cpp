@@ -196,6 +196,15 @@ TEST_F(Recordings, TheCudaAttentionRecordingCompilesWithNvcc) {
                   {"seed", "fused-attention", "split-kv", "tensor-core-attention"}, 3);
 }
 
+// The portable attention steps in HIP: the fused kernel with the online softmax, then the keys of
+// decode rows split over blocks (key groups of 8 lanes inside 64- or 32-lane wavefronts), built
+// for AMD (hipcc: gfx90a and gfx1030) and, where nvcc is, for the H100 through the mapping header.
+TEST_F(Recordings, TheHipAttentionRecordingCompilesForAmdAndNvidia) {
+  if (!has_toolchain("hip")) GTEST_SKIP() << "no HIP toolchain on this machine";
+  replay_compiled("attention-hip-fp16", "attention-hip", "attention-hip",
+                  {"seed", "fused-attention", "split-kv"}, 2);
+}
+
 // The fused attention kernel, then the keys of decode rows split over thread groups (partials
 // combined by a second kernel), validated against the float64 reference (decode and prefill,
 // causal and not, rows with every key masked) and timed.
