@@ -1255,12 +1255,13 @@ INSTANTIATE_TEST_SUITE_P(Examples, CudaExample,
                          });
 
 // The attention seed (three kernels, the scores in a scratch buffer the context's workspace
-// grants): planned at every shape, the suite's 8192-token prefill included, and built.
+// grants): planned at every shape, the suite's 8192-token prefill included, and built; timed
+// beside cuDNN's fused attention (its arrays are fp16).
 TEST(CudaAttentionExample, PlansEveryShapeAndBuilds) {
   auto ctx = load_context(kSource / "examples" / "attention-cuda-fp16");
   ASSERT_TRUE(ctx) << ctx.error();
   EXPECT_EQ(ctx->family, "attention");
-  EXPECT_EQ(make_cuda_backend()->baseline(*ctx, DeviceFacts{}), "");
+  EXPECT_EQ(make_cuda_backend()->baseline(*ctx, DeviceFacts{}), "cudnn");
   BuildResult r = plans_every_shape_and_builds(*ctx, {"scores", "probabilities", "weighted_sum"});
   REQUIRE_NVCC();
   EXPECT_EQ(r.disposition, Disposition::passed);
