@@ -330,6 +330,12 @@ void build_norm(const CudnnApi& api, cudnn::Handle handle, const CudnnMemory& me
   plan_graph(api, handle, memory, graph, p);
 }
 
+// The scalar `name` of a task's shape; -1 where the shape has none.
+int64_t scalar_of(const std::map<std::string, int64_t>& values, const char* name) {
+  auto it = values.find(name);
+  return it == values.end() ? -1 : it->second;
+}
+
 // ---- Scaled dot-product attention: the fused graph cuDNN's flash-attention engines take ----
 
 // The attention problem of one shape: [batch, heads, sequence, head_dim] arrays of cuDNN's
@@ -511,10 +517,7 @@ BackendDescriptor attention_graph(GraphBuilder& g, cudnn::Handle handle, const A
 // The attention problem of the task's scalars, or why cuDNN's graph cannot state it.
 Result<AttentionProblem> attention_problem(const std::map<std::string, int64_t>& values,
                                            int dtype) {
-  auto get = [&](const char* name) -> int64_t {
-    auto it = values.find(name);
-    return it == values.end() ? -1 : it->second;
-  };
+  auto get = [&](const char* name) { return scalar_of(values, name); };
   AttentionProblem a;
   a.b = get("B"), a.h = get("H"), a.sq = get("SQ"), a.skv = get("SKV"), a.d = get("D");
   a.dtype = dtype;
@@ -698,11 +701,7 @@ CudnnBaselines::Plan& CudnnBaselines::plan_for(const std::string& family,
       build_attention(api_, handle_, memory_, *a, *plan);
     return *plan;
   }
-  auto scalar = [&](const char* s) -> int64_t {
-    auto it = values.find(s);
-    return it == values.end() ? -1 : it->second;
-  };
-  const int64_t rows = scalar("R"), cols = scalar("N");
+  const int64_t rows = scalar_of(values, "R"), cols = scalar_of(values, "N");
   if (rows <= 0 || cols <= 0)
     plan->refused = "the cuDNN baseline needs scalars R and N (positive)";
   else if (family == "softmax")
