@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <thread>
 
@@ -174,6 +175,28 @@ bool all_zero(DType t, const std::vector<uint8_t>& bytes, int64_t count) {
   return true;
 }
 
+// fill(first, last) over [0, count) in chunks of 2^20, on up to 32 threads (one per core) when
+// there is more than one chunk. The chunks write disjoint elements.
+void for_chunks(int64_t count, const std::function<void(int64_t, int64_t)>& fill) {
+  constexpr int64_t kChunk = int64_t{1} << 20;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  const int64_t nthreads = std::min<int64_t>(
+      {chunks, static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())), 32});
+  if (nthreads <= 1) {
+    if (count > 0) fill(0, count);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> threads;
+  for (int64_t t = 0; t < nthreads; ++t) {
+    threads.emplace_back([&] {
+      for (int64_t c; (c = next.fetch_add(1)) < chunks;)
+        fill(c * kChunk, std::min(count, (c + 1) * kChunk));
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
 }  // namespace
 
 std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64_t seed,
@@ -201,24 +224,7 @@ std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64
             transform(v, variant, spec.dtype));
     }
   };
-  constexpr int64_t kChunk = int64_t{1} << 20;
-  const int64_t chunks = (count + kChunk - 1) / kChunk;
-  const int64_t nthreads = std::min<int64_t>(
-      {chunks, static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())), 32});
-  if (nthreads <= 1) {
-    fill(0, count);
-  } else {
-    std::atomic<int64_t> next{0};
-    std::vector<std::thread> threads;
-    for (int64_t t = 0; t < nthreads; ++t) {
-      threads.emplace_back([&] {
-        for (int64_t c; (c = next.fetch_add(1)) < chunks;) {
-          fill(c * kChunk, std::min(count, (c + 1) * kChunk));
-        }
-      });
-    }
-    for (auto& th : threads) th.join();
-  }
+  for_chunks(count, fill);
   if (is_random(spec) && all_zero(spec.dtype, out, count)) {
     int64_t i = 0;
     auto e = zero_fix(spec, stream, count, variant, i);
@@ -270,22 +276,30 @@ bool write_elements(const ArraySpec& spec, int64_t count, uint64_t seed, int var
                     const std::vector<int64_t>& indices, std::vector<uint8_t>& out) {
   const size_t es = dtype_size(spec.dtype);
   if (count < 0 || out.size() != static_cast<size_t>(count) * es) return false;
-  const uint64_t stream = element_stream(spec, seed, variant);
-  bool nonzero = false;
-  for (int64_t i : indices) {
+  for (int64_t i : indices)
     if (i < 0 || i >= count) return false;
-    double v;
-    if (spec.init.kind == Initializer::Kind::normal) {
-      double pair[2];
-      normal_pair(stream, i / 2, pair);
-      v = spec.init.a + spec.init.b * pair[i & 1];
-    } else {
-      v = draw(spec.init, spec.dtype, stream, i);
+  const uint64_t stream = element_stream(spec, seed, variant);
+  std::atomic<bool> nonzero{false};
+  // Every element is a function of its index alone, so chunks of the indices fill in parallel
+  // (a decode-sized attention check writes tens of millions of K and V elements).
+  for_chunks(static_cast<int64_t>(indices.size()), [&](int64_t first, int64_t last) {
+    bool any = false;
+    for (int64_t k = first; k < last; ++k) {
+      const int64_t i = indices[static_cast<size_t>(k)];
+      double v;
+      if (spec.init.kind == Initializer::Kind::normal) {
+        double pair[2];
+        normal_pair(stream, i / 2, pair);
+        v = spec.init.a + spec.init.b * pair[i & 1];
+      } else {
+        v = draw(spec.init, spec.dtype, stream, i);
+      }
+      uint8_t* p = out.data() + static_cast<size_t>(i) * es;
+      store(spec.dtype, p, transform(v, variant, spec.dtype));
+      any = any || element_as_double(spec.dtype, p, 0) != 0.0;
     }
-    uint8_t* p = out.data() + static_cast<size_t>(i) * es;
-    store(spec.dtype, p, transform(v, variant, spec.dtype));
-    nonzero = nonzero || element_as_double(spec.dtype, p, 0) != 0.0;
-  }
+    if (any) nonzero = true;
+  });
   return nonzero || !is_random(spec);
 }
 

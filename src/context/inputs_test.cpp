@@ -329,6 +329,26 @@ TEST(Inputs, ElementsAloneAreGenerateArraysAtThoseElements) {
   EXPECT_TRUE(generate_elements(spec("z", DType::f32, "zeros"), 8, 1, 0, {2}).has_value());
 }
 
+// More than one chunk of asked elements (2^20) is written in parallel: the same values as the
+// whole array, every asked element and no other.
+TEST(Inputs, ManyElementsAloneAreGenerateArraysAtThoseElements) {
+  for (const char* init : {"uniform(-1, 1)", "normal(0, 1)"}) {
+    ArraySpec a = spec("A", DType::f16, init);
+    const int64_t n = int64_t{3} << 20;
+    std::vector<int64_t> at;
+    for (int64_t i = 1; i < n; i += 2) at.push_back(i);  // 1.5 chunks of odd elements
+    auto whole = generate_array(a, n, 11, 0);
+    auto part = generate_elements(a, n, 11, 0, at);
+    ASSERT_TRUE(part.has_value()) << init;
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t want = i % 2 ? reinterpret_cast<const uint16_t*>(whole.data())[i] : 0;
+      wrong += reinterpret_cast<const uint16_t*>(part->data())[i] != want;
+    }
+    EXPECT_EQ(wrong, 0) << init;
+  }
+}
+
 TEST(InputGenerator, NoneForNormalDrawsAndOtherVariants) {
   EXPECT_FALSE(input_generator(spec("A", DType::f32, "normal(0, 1)"), 16, 1, 0).has_value());
   EXPECT_FALSE(input_generator(spec("A", DType::f32, "uniform(-1, 1)"), 16, 1, 1).has_value());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include <fmt/format.h>
@@ -206,9 +207,14 @@ std::optional<ReferenceIndices> AttentionFamily::reference_reads(
   }
   // K and V of every (batch, head) pair asked for; read whole when that is half of them or more.
   if (2 * static_cast<int64_t>(pairs.size()) < d->B * d->H) {
+    const int64_t slice = d->SKV * d->D;  // elements of one pair's K (or V)
     auto& k = reads["K"];
-    for (int64_t bh : pairs)
-      for (int64_t e = bh * d->SKV * d->D; e < (bh + 1) * d->SKV * d->D; ++e) k.push_back(e);
+    k.resize(pairs.size() * static_cast<size_t>(slice));
+    auto at = k.begin();
+    for (int64_t bh : pairs) {
+      std::iota(at, at + slice, bh * slice);
+      at += slice;
+    }
     reads["V"] = k;
   }
   return reads;
