@@ -95,6 +95,18 @@ ResourceUsage resource_usage(const json& resources, const json& launch_in) {
     if (u.threads == 0) u.threads = int_of(launch, "threads");
     if (u.threads == 0 && launch.contains("block")) u.threads = product(launch["block"]);
   }
+  // The launched kernel's own registers and shared memory where the build reports them: another
+  // kernel of the module (one the plan launches for other shapes, with other blocks) does not
+  // share this launch's register file.
+  if (launch.is_object() && launch.contains("kernel") && launch["kernel"].is_string() &&
+      resources.is_object() && resources.contains("kernels") && resources["kernels"].is_object()) {
+    auto k = resources["kernels"].find(launch["kernel"].get<std::string>());
+    if (k != resources["kernels"].end() && k->is_object() && int_of(*k, "registers") > 0) {
+      u.registers = int_of(*k, "registers");
+      u.shared_bytes = int_of(*k, "shared_bytes");
+      u.spills = int_of(*k, "spill_stores") > 0 || int_of(*k, "spill_loads") > 0;
+    }
+  }
   return u;
 }
 

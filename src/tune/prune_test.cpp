@@ -28,11 +28,10 @@ TEST(ResourceUsage, ReadsHlslAndCudaReportsAndLaunchPlans) {
   EXPECT_EQ(hlsl.registers, 0);
   EXPECT_EQ(hlsl.groups, 32);
   // The HLSL backend's report of a module: its kernels and their largest group.
-  auto module = resource_usage(
-      {{"kernels", {{"main", {{"threads", 256}, {"shared_bytes", 4096}}}}},
-       {"max_threads", 256},
-       {"max_shared_bytes", 4096}},
-      json::object());
+  auto module = resource_usage({{"kernels", {{"main", {{"threads", 256}, {"shared_bytes", 4096}}}}},
+                                {"max_threads", 256},
+                                {"max_shared_bytes", 4096}},
+                               json::object());
   EXPECT_EQ(module.threads, 256);
   EXPECT_EQ(module.shared_bytes, 4096);
   EXPECT_EQ(hlsl.groups_x, 4);
@@ -52,6 +51,30 @@ TEST(ResourceUsage, ReadsHlslAndCudaReportsAndLaunchPlans) {
   auto none = resource_usage(json::object(), json::object());
   EXPECT_EQ(none.threads, 0);
   EXPECT_EQ(none.groups, 0);
+}
+
+// A launch plan that names its kernel is judged by that kernel's registers: a module whose other
+// kernel (launched for other shapes, with a smaller block) has more registers is not pruned for
+// them.
+TEST(ResourceUsage, ALaunchedKernelIsJudgedByItsOwnRegisters) {
+  json cuda = {{"kernels",
+                {{"attention_tc_d128", {{"registers", 204}, {"shared_bytes", 0}}},
+                 {"attention_wgmma_d128", {{"registers", 168}, {"shared_bytes", 0}}}}},
+               {"max_registers", 204}};
+  json plan = {{"steps",
+                {{{"op", "launch"},
+                  {"kernel", "attention_wgmma_d128"},
+                  {"grid", {16, 16, 1}},
+                  {"block", {384, 1, 1}}}}}};
+  auto u = resource_usage(cuda, plan);
+  EXPECT_EQ(u.registers, 168);
+  EXPECT_EQ(u.threads, 384);
+  EXPECT_EQ(resource_prune_reason(u, device_limits(h100())), "");
+  // The other kernel at the same block would not fit (204 x 384 > 65536).
+  plan["steps"][0]["kernel"] = "attention_tc_d128";
+  auto tc = resource_usage(cuda, plan);
+  EXPECT_EQ(tc.registers, 204);
+  EXPECT_NE(resource_prune_reason(tc, device_limits(h100())).find("registers"), std::string::npos);
 }
 
 TEST(Occupancy, FollowsTheLimitingResource) {
