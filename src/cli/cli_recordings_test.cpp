@@ -189,12 +189,14 @@ TEST_F(Recordings, TheCudaLayernormRecordingCompilesWithNvcc) {
 
 // Attention from the naive three-kernel seed: the fused kernel with the online softmax, the keys
 // of decode rows split over blocks, the tensor-core kernels (mma.sync, a kernel per head_dim) for
-// the other shapes, and their K and V tiles copied asynchronously, built with nvcc for the H100.
+// the other shapes, their K and V tiles copied asynchronously, then warpgroup MMA with a producer
+// warpgroup (sm_90a), built with nvcc for the H100.
 TEST_F(Recordings, TheCudaAttentionRecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("attention-cuda-fp16", "attention-cuda", "attention-cuda",
-                  {"seed", "fused-attention", "split-kv", "tensor-core-attention", "pipelined-kv"},
-                  4);
+                  {"seed", "fused-attention", "split-kv", "tensor-core-attention", "pipelined-kv",
+                   "wgmma-attention"},
+                  5);
 }
 
 // The portable attention steps in HIP: the fused kernel with the online softmax, then the keys of

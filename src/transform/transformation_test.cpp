@@ -630,6 +630,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"split-kv", {m, d, h}},
       {"tensor-core-attention", {m, d, h}},
       {"pipelined-kv", {d}},
+      {"wgmma-attention", {m, d, h}},
   };
   // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks, which
   // Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on gfx90a),
@@ -640,9 +641,9 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "launch-bounds", "stream-k",        "tensor-core",       "small-m",
       "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
   const std::set<std::string> cuda_only = {
-      "tensor-tiling",         "tensor-pipelining", "tma-loads", "wgmma",
-      "warp-specialization",   "persistent",        "cluster",   "cluster-rows",
-      "tensor-core-attention", "pipelined-kv"};
+      "tensor-tiling",         "tensor-pipelining", "tma-loads",      "wgmma",
+      "warp-specialization",   "persistent",        "cluster",        "cluster-rows",
+      "tensor-core-attention", "pipelined-kv",      "wgmma-attention"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
