@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the standalone attention prototypes that calls 5, 6 and 8 ran (not part of peak: each is
+# one .cu file with its kernels, a copy of the tensor-core kernel of checkpoint 4 as the reference,
+# and a harness that checks and times them) into .dev/proto-* of the repository.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd); dev=$(cd "$here/../../.." && pwd)/.dev
+nv() { nvcc -O3 -std=c++17 "$@"; }
+mkdir -p "$dev/proto-pipelined" "$dev/proto-wgmma" "$dev/proto-pingpong"
+# call 5: the cp.async-pipelined mma.sync kernel against checkpoint 4's, NUM_WARPS x BLOCK_KV
+for c in "4 64" "4 128" "8 64" "8 128"; do set -- $c
+  nv -arch=sm_90a -DNUM_WARPS=$1 -DBLOCK_KV=$2 -o "$dev/proto-pipelined/attn_$1_$2" \
+    "$here/pipelined/main.cu"; done
+# call 6: the wgmma kernel (OVERLAP = 1 and its simple variant), BLOCK_KV 128 and 64
+nv -gencode arch=compute_90a,code=sm_90a -o "$dev/proto-wgmma/attn" "$here/wgmma/attn.cu"
+nv -gencode arch=compute_90a,code=sm_90a -DBLOCK_KV=64 -o "$dev/proto-wgmma/attn64" \
+  "$here/wgmma/attn.cu"
+# call 8: ping-pong consumers (PINGPONG 1) against none (0), BLOCK_KV x NUM_STAGES
+for c in "1 128 2" "0 128 2" "1 64 2" "1 128 3"; do set -- $c
+  nv -gencode arch=compute_90a,code=sm_90a -DOVERLAP=0 -DPINGPONG=$1 -DBLOCK_KV=$2 \
+    -DNUM_STAGES=$3 -o "$dev/proto-pingpong/pp_$1_$2_$3" "$here/wgmma/attn_pp.cu"; done
