@@ -737,7 +737,8 @@ TEST(Context, RowExamplesValidateAShapeOfEveryClassWithTails) {
 // it (the small variant too), and validation covers both classes, causal and not, with more
 // queries than keys and a KV cache longer than the queries.
 TEST(Context, AttentionExamplesCarryASuiteAndValidateBothClasses) {
-  for (const char* e : {"attention-cuda-fp16", "attention-hip-fp16", "attention-hlsl-fp32"}) {
+  for (const char* e : {"attention-cuda-fp16", "attention-cuda-bf16", "attention-hip-fp16",
+                        "attention-hlsl-fp32"}) {
     auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
     ASSERT_TRUE(c.is_ok()) << c.error();
     EXPECT_EQ(c->reference, ReferenceKind::cpu) << e;

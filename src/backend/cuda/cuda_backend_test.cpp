@@ -1254,17 +1254,19 @@ INSTANTIATE_TEST_SUITE_P(Examples, CudaExample,
                            return n;
                          });
 
-// The attention seed (three kernels, the scores in a scratch buffer the context's workspace
-// grants): planned at every shape, the suite's 8192-token prefill included, and built; timed
-// beside cuDNN's fused attention (its arrays are fp16).
+// The attention seeds, fp16 and bf16 (three kernels, the scores in a scratch buffer the
+// context's workspace grants): planned at every shape, the suite's 8192-token prefill included,
+// and built; timed beside cuDNN's fused attention (their arrays are fp16 or bf16).
 TEST(CudaAttentionExample, PlansEveryShapeAndBuilds) {
-  auto ctx = load_context(kSource / "examples" / "attention-cuda-fp16");
-  ASSERT_TRUE(ctx) << ctx.error();
-  EXPECT_EQ(ctx->family, "attention");
-  EXPECT_EQ(make_cuda_backend()->baseline(*ctx, DeviceFacts{}), "cudnn");
-  BuildResult r = plans_every_shape_and_builds(*ctx, {"scores", "probabilities", "weighted_sum"});
-  REQUIRE_NVCC();
-  EXPECT_EQ(r.disposition, Disposition::passed);
+  for (const char* example : {"attention-cuda-fp16", "attention-cuda-bf16"}) {
+    auto ctx = load_context(kSource / "examples" / example);
+    ASSERT_TRUE(ctx) << ctx.error();
+    EXPECT_EQ(ctx->family, "attention");
+    EXPECT_EQ(make_cuda_backend()->baseline(*ctx, DeviceFacts{}), "cudnn") << example;
+    BuildResult r = plans_every_shape_and_builds(*ctx, {"scores", "probabilities", "weighted_sum"});
+    REQUIRE_NVCC();
+    EXPECT_EQ(r.disposition, Disposition::passed) << example << ": " << r.log;
+  }
 }
 
 // ---- The integrity corpus (tests/integrity/cuda): build-time and plan-time dispositions ----
