@@ -5,7 +5,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd); dev=$(cd "$here/../../.." && pwd)/.dev
 nv() { nvcc -O3 -std=c++17 "$@"; }
-mkdir -p "$dev/proto-pipelined" "$dev/proto-wgmma" "$dev/proto-pingpong"
+mkdir -p "$dev/proto-pipelined" "$dev/proto-wgmma" "$dev/proto-pingpong" "$dev/proto-96"
 # call 5: the cp.async-pipelined mma.sync kernel against checkpoint 4's, NUM_WARPS x BLOCK_KV
 for c in "4 64" "4 128" "8 64" "8 128"; do set -- $c
   nv -arch=sm_90a -DNUM_WARPS=$1 -DBLOCK_KV=$2 -o "$dev/proto-pipelined/attn_$1_$2" \
@@ -18,3 +18,8 @@ nv -gencode arch=compute_90a,code=sm_90a -DBLOCK_KV=64 -o "$dev/proto-wgmma/attn
 for c in "1 128 2" "0 128 2" "1 64 2" "1 128 3"; do set -- $c
   nv -gencode arch=compute_90a,code=sm_90a -DOVERLAP=0 -DPINGPONG=$1 -DBLOCK_KV=$2 \
     -DNUM_STAGES=$3 -o "$dev/proto-pingpong/pp_$1_$2_$3" "$here/wgmma/attn_pp.cu"; done
+# call 11: 96-key tiles (a wgmma of N = 96 for S = Q K^T), with the overlap, two and three stages
+nv -gencode arch=compute_90a,code=sm_90a -DBLOCK_KV=96 -o "$dev/proto-96/attn96" \
+  "$here/wgmma/attn96.cu"
+nv -gencode arch=compute_90a,code=sm_90a -DBLOCK_KV=96 -DNUM_STAGES=3 -o "$dev/proto-96/attn96_s3" \
+  "$here/wgmma/attn96.cu"
