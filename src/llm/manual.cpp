@@ -173,14 +173,8 @@ class ManualDriver : public LlmDriver {
       for (const auto& e : all) max_id = std::max(max_id, std::stoll(e.id));
       id = fmt::format("{:04d}", max_id + 1);
     }
-    fs::path prompt_path = dir / (id + ".prompt.md");
-    if (auto s = write_file_atomic(prompt_path, llm_detail::redact(render_prompt(id, request)));
-        !s) {
-      reply.status = LlmStatus::failed;
-      reply.infrastructure = true;
-      reply.error = "manual: " + s.message();
-      return reply;
-    }
+    // The record first, the prompt last: whoever sees the prompt (a person, an agent, a test
+    // waiting for the file) can answer it, even if this process ends right after writing it.
     if (!found) {
       json meta = {{"format", 1},
                    {"id", id},
@@ -194,6 +188,14 @@ class ManualDriver : public LlmDriver {
         reply.error = "manual: " + s.message();
         return reply;
       }
+    }
+    fs::path prompt_path = dir / (id + ".prompt.md");
+    if (auto s = write_file_atomic(prompt_path, llm_detail::redact(render_prompt(id, request)));
+        !s) {
+      reply.status = LlmStatus::failed;
+      reply.infrastructure = true;
+      reply.error = "manual: " + s.message();
+      return reply;
     }
 
     if (wait_) {
