@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -481,7 +482,7 @@ const ReferenceInputs& Validator::timed_inputs(const KernelContext& ctx, const B
     }
     t.written.erase(a.name);
     if (it != reads->end() && write_elements(a, n, s, 0, it->second, buf)) {
-      t.written[a.name] = it->second;
+      t.written[a.name] = std::move(it->second);  // this check's reads are not needed after
       continue;
     }
     buf = generate_array(a, n, s, 0);  // whole; zeroed again in full next time
