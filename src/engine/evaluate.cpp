@@ -122,8 +122,9 @@ std::shared_ptr<DeviceLock> device_lock_for(const DeviceFacts& dev) {
 }
 
 json lock_json(const DeviceLock& lock, const DeviceLockStats& s) {
-  return {{"key", lock.key()}, {"file", lock.path().string()}, {"acquisitions", s.acquisitions},
-          {"waits", s.waits},  {"waited_s", s.waited_s},       {"waited_for", s.waited_for}};
+  return {{"key", lock.key()},  {"file", lock.path().string()}, {"acquisitions", s.acquisitions},
+          {"waits", s.waits},   {"waited_s", s.waited_s},       {"waited_for", s.waited_for},
+          {"queued", s.queued}, {"queued_s", s.queued_s}};
 }
 
 json measurement_json(const Measurement& m) {

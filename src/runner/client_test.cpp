@@ -322,9 +322,9 @@ TEST_F(ClientTest, AHeldJobStartsBeforeTheLockAndRunsOnceItIsHeld) {
   Result<std::vector<TaskResult>> r = make_error("not run");
   std::thread job([&] { r = run_job(job_, opts_); });
   // The runner has started once run_job waits for the lock (an event; bounded for a bug).
-  for (int i = 0; i < 120000 && opts_.device_lock->stats().waits == 0; ++i)
+  for (int i = 0; i < 120000 && opts_.device_lock->stats().queued == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(opts_.device_lock->stats().waits, 1);
+  EXPECT_EQ(opts_.device_lock->stats().queued, 1);
   EXPECT_EQ(starts(), std::vector<std::string>{"t1 t2 t3"});
   EXPECT_FALSE(std::filesystem::exists(dir_ / "went"));  // no task before the lock
   held.reset();

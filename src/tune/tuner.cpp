@@ -139,10 +139,10 @@ std::vector<PendingEvaluation> BackendRunner::begin_on(size_t lane,
   RunnerOptions runner = *d.runner;
   runner.start_before_lock = opts_.workers_per_device > 1;
   // A job whose runner waited for the device while another configuration hung (or the search
-  // was cancelled) runs nothing.
+  // was cancelled) runs nothing: the hung job holds the device until its verdict is in hung_.
   runner.abandon = [this] { return hung_.load() || stopped(); };
   auto results = std::make_shared<Result<std::vector<TaskResult>>>(
-      run_job_retrying_timeouts(job, runner, budget));
+      run_job_retrying_timeouts(job, runner, budget, [this](const TaskResult&) { hung_ = true; }));
   bool abandoned = false, hung_before = false;
   if (*results)
     for (const TaskResult& r : **results) abandoned = abandoned || r.message == kAbandoned;

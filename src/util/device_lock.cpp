@@ -128,6 +128,8 @@ DeviceLockStats DeviceLockStats::since(const DeviceLockStats& before) const {
   d.acquisitions = acquisitions - before.acquisitions;
   d.waits = waits - before.waits;
   d.waited_s = waited_s - before.waited_s;
+  d.queued = queued - before.queued;
+  d.queued_s = queued_s - before.queued_s;
   for (size_t i = std::min(before.waited_for.size(), waited_for.size()); i < waited_for.size(); ++i)
     d.waited_for.push_back(waited_for[i]);
   return d;
@@ -187,9 +189,9 @@ Result<DeviceLock::Guard> DeviceLock::acquire() {
   }
   if (depth_ > 0) {  // another thread of this process holds it
     auto t0 = Clock::now();
-    ++stats_.waits;
+    ++stats_.queued;
     released_.wait(lock, [&] { return depth_ == 0; });
-    stats_.waited_s += seconds_since(t0);
+    stats_.queued_s += seconds_since(t0);
   }
   if (path_.empty()) {
     auto dir = device_lock_dir();

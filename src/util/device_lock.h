@@ -39,7 +39,11 @@ Result<std::filesystem::path> device_lock_dir();
 struct DeviceLockStats {
   int acquisitions = 0;
   int waits = 0;        // acquisitions that found the device held by another process
-  double waited_s = 0;  // time spent waiting
+  double waited_s = 0;  // time spent waiting for other processes
+  // Acquisitions that waited for another thread of this process (a search's other job on the
+  // same device): its own work queueing, not contention from outside.
+  int queued = 0;
+  double queued_s = 0;
   std::vector<std::string> waited_for;  // the holders seen while waiting (their own words)
   // What happened after `before` (a copy taken earlier from the same lock).
   DeviceLockStats since(const DeviceLockStats& before) const;

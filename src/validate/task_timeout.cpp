@@ -116,8 +116,9 @@ TaskBudget task_budget(TaskKind kind, bool cpu_device,
   return b;
 }
 
-Result<std::vector<TaskResult>> run_job_retrying_timeouts(const RunnerJob& job, RunnerOptions opts,
-                                                          const TaskBudget& budget) {
+Result<std::vector<TaskResult>> run_job_retrying_timeouts(
+    const RunnerJob& job, RunnerOptions opts, const TaskBudget& budget,
+    const std::function<void(const TaskResult&)>& on_hung) {
   opts.task_timeout_s = budget.timeout_s;
   opts.stop_after_timeout = true;  // a hung kernel would hang every task left: one at a time
   std::vector<TaskResult> results(job.tasks.size());
@@ -129,7 +130,14 @@ Result<std::vector<TaskResult>> run_job_retrying_timeouts(const RunnerJob& job, 
     RunnerJob round = job;
     round.tasks.clear();
     for (size_t i : pending) round.tasks.push_back(job.tasks[i]);
-    auto got = run_job(round, opts);
+    // A miss is reported while the round's runner still holds the device: a nested hold keeps it
+    // for the retry.
+    DeviceLock::Guard kept;
+    auto keep_on_miss = [&](const TaskResult& r, size_t, size_t) {
+      if (r.disposition != Disposition::timeout || !opts.device_lock) return;
+      if (auto g = opts.device_lock->acquire()) kept = std::move(*g);
+    };
+    auto got = run_job(round, opts, keep_on_miss);
     if (!got && first_round) return got;  // nothing could run
     std::optional<size_t> late;
     std::vector<size_t> left;
@@ -158,6 +166,7 @@ Result<std::vector<TaskResult>> run_job_retrying_timeouts(const RunnerJob& job, 
     if (!retry || again.disposition == Disposition::timeout) {
       // Twice late: a hung kernel. It would hang the tasks left as well.
       results[*late] = charged(results[*late], again, budget);
+      if (on_hung) on_hung(results[*late]);  // the device still held
       for (size_t i : left)
         results[i] = not_run(job.tasks[i].id,
                              fmt::format("not run: task {} missed its deadline twice and was "

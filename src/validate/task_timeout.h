@@ -8,6 +8,7 @@
 // was busy for a moment passes the second time; a hung kernel times out again and is charged
 // `timeout`, its message giving the ratio of the time it ran to the reference's, and the tasks
 // left are not run (they would hang as well).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,11 @@ double timing_allowance(const TimingPolicy& policy, bool with_baseline);
 // the task is charged `timeout` with the measured ratio and the tasks after it are not_run (two
 // runner starts for a hung kernel, whatever the number of tasks); otherwise its second outcome
 // stands and the tasks after it run in a fresh runner, under the same rule.
-Result<std::vector<TaskResult>> run_job_retrying_timeouts(const RunnerJob& job, RunnerOptions opts,
-                                                          const TaskBudget& budget);
+// With a device lock, the device stays held from the first miss to the retry's verdict, and
+// `on_hung` (when set) is called before it is let go: no other job of the process takes the
+// device in between, and one that waited for it sees the verdict (RunnerOptions::abandon).
+Result<std::vector<TaskResult>> run_job_retrying_timeouts(
+    const RunnerJob& job, RunnerOptions opts, const TaskBudget& budget,
+    const std::function<void(const TaskResult&)>& on_hung = {});
 
 }  // namespace peak

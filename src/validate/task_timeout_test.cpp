@@ -1,6 +1,9 @@
 #include "validate/task_timeout.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "runner/hostile_testing.h"
 #include "util/fs.h"
@@ -74,10 +77,11 @@ class Retry : public testing::TempDirTest {
     budget_.reference_s = 0.05;
     budget_.basis = "20x the seed's slowest validation task here (0.05 s), at least 10 s";
   }
-  std::vector<TaskResult> run(const std::string& attack) {
+  std::vector<TaskResult> run(const std::string& attack,
+                              const std::function<void(const TaskResult&)>& on_hung = {}) {
     opts_.env = {{"PEAK_HOSTILE_ATTACK", attack},
                  {"PEAK_HOSTILE_TARGET", (dir_ / "out" / "hung").string()}};
-    auto r = run_job_retrying_timeouts(job_, opts_, budget_);
+    auto r = run_job_retrying_timeouts(job_, opts_, budget_, on_hung);
     EXPECT_TRUE(r) << r.error();
     return r ? *r : std::vector<TaskResult>{};
   }
@@ -88,9 +92,24 @@ class Retry : public testing::TempDirTest {
   TaskBudget budget_;
 };
 
+// The device stays held from the first miss to the verdict: one acquisition for both runners, and
+// the verdict is told while this process still holds the lock (its file names the holder).
 TEST_F(Retry, AHungKernelIsChargedTimeoutWithTheRatio) {
   job_.tasks.resize(1);
-  auto r = run("hang");
+  ::setenv("PEAK_LOCK_DIR", dir_.c_str(), 1);
+  opts_.device_lock = std::make_shared<DeviceLock>("retry-test", "the test device");
+  int told = 0;
+  auto r = run("hang", [&](const TaskResult& hung) {
+    ++told;
+    EXPECT_EQ(hung.disposition, Disposition::timeout);
+    auto holder = read_file(opts_.device_lock->path());
+    ASSERT_TRUE(holder) << holder.error();
+    EXPECT_NE(holder->find("pid " + std::to_string(::getpid())), std::string::npos) << *holder;
+  });
+  ::unsetenv("PEAK_LOCK_DIR");
+  EXPECT_EQ(told, 1);
+  EXPECT_EQ(opts_.device_lock->stats().acquisitions, 1);
+  EXPECT_EQ(*read_file(opts_.device_lock->path()), "");  // let go once judged
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].id, "a");
   EXPECT_EQ(r[0].disposition, Disposition::timeout);
