@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Regenerates the HTML reports of every store committed under results/ (a peak.db file or a
-# workspace's .peak folder: the report is written beside it), the stats over all of them
-# (results/stats.html, .csv and .txt), and the README's screenshots (docs/images/) taken by
-# headless Chromium. Usage: scripts/render-results.sh   (BIN=build by default)
+# Regenerates the HTML reports of every store committed under results/ (a peak.db file, a store
+# archive of scripts/pack-store.sh or a workspace's .peak folder: the report is written beside
+# it), the stats over all of them (results/stats.html, .csv and .txt), and the README's
+# screenshots (docs/images/) taken by headless Chromium. Usage: scripts/render-results.sh   (BIN=build by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build}
 stores=()
 while IFS= read -r -d '' f; do stores+=("$f"); done < <(
-  find results \( -name "*.db" -not -path "*/.peak/*" \) -print0 -o \( -type d -name .peak -prune -print0 \) | sort -z)
+  find results \( \( -name "*.db" -o -name "*.db.xz" -o -name "store.tar.xz" -o -name "*-store.tar.xz" \) \
+    -not -path "*/.peak/*" \) -print0 -o \( -type d -name .peak -prune -print0 \) | sort -z)
 if [ ${#stores[@]} -eq 0 ]; then
   echo "render-results: no store under results/" >&2
   exit 1
@@ -16,6 +17,13 @@ fi
 for s in "${stores[@]}"; do
   if [ -d "$s" ]; then
     out="$(dirname "$s")/report.html"
+  elif [ "$(basename "$s")" = store.tar.xz ]; then  # DIR/store.tar.xz (scripts/pack-store.sh)
+    out="$(dirname "$s")/report.html"
+  elif [ "${s%-store.tar.xz}" != "$s" ]; then      # NAME-store.tar.xz: NAME-report.html
+    out="${s%-store.tar.xz}-report.html"
+  elif [ "${s%.db.xz}" != "$s" ]; then             # X-peak.db.xz: X-report.html
+    base=${s%.db.xz}
+    out="${base%-peak}-report.html"
   elif [ "$(basename "$s")" = peak.db ]; then  # a store folder (peak.db + blobs)
     d=$(dirname "$s")
     case "$d" in

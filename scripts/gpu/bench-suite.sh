@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Times a checkpoint of a committed store over its context's shape suite (`peak bench`), cuBLAS
-# (or hipBLAS) in the same run. The store folder (peak.db or peak.db.xz, blobs, FORMAT) is copied
-# into a fresh workspace, the checkpoint's files are checked out, and the example context's
-# kernel.toml (which carries the suite) replaces the working one when the checkpoint's has none.
+# (or hipBLAS) in the same run. The store (a folder with peak.db or peak.db.xz, blobs and FORMAT,
+# or its archive: scripts/pack-store.sh) is copied into a fresh workspace, the checkpoint's files
+# are checked out, and the example context's kernel.toml (which carries the suite) replaces the
+# working one when the checkpoint's has none.
 # Writes $OUT/NAME-suite.json (every raw sample), NAME-suite.txt (progress) and NAME-report.md
 # (the suite's table and geometric mean with the checkpoint's steps) and NAME-ws.tar.gz (the
 # workspace, its store holding the dispatch table and every measurement).

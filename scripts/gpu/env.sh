@@ -23,20 +23,23 @@ export PEAK_DATA_DIR=${PEAK_DATA_DIR:-$ROOT}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv | tee "$OUT/nvidia-smi.csv"
 
-# A fresh workspace from a committed store folder (peak.db or peak.db.xz, blobs, FORMAT), HEAD
-# moved to checkpoint REF and its files written; prints the workspace's path.
+# A fresh workspace from a committed store: a folder (peak.db or peak.db.xz, blobs, FORMAT) or its
+# archive (DIR/store.tar.xz for DIR/store, members at the top level), HEAD moved to checkpoint REF
+# and its files written; prints the workspace's path.
 # Usage: ws=$(workspace_from_store STORE_DIR REF)
 workspace_from_store() {
   local store=$1 ref=$2 ws
   ws=$(mktemp -d)/ws
   mkdir -p "$ws/.peak"
-  cp -r "$store/FORMAT" "$store/blobs" "$ws/.peak/"
-  if [ -f "$store/peak.db" ]; then
-    cp "$store/peak.db" "$ws/.peak/peak.db"
+  if [ ! -e "$store" ] && [ -f "$store.tar.xz" ]; then
+    tar -xJf "$store.tar.xz" -C "$ws/.peak" --no-same-owner
   else
-    python3 -c 'import lzma, shutil, sys
-with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
-      "$store/peak.db.xz" "$ws/.peak/peak.db"
+    cp -r "$store/FORMAT" "$store/blobs" "$ws/.peak/"
+    if [ -f "$store/peak.db" ]; then
+      cp "$store/peak.db" "$ws/.peak/peak.db"
+    else
+      xz -dc "$store/peak.db.xz" > "$ws/.peak/peak.db"
+    fi
   fi
   # The store's HEAD moves to the checkpoint; `checkout HEAD` then writes its files (a copied
   # store comes without them).

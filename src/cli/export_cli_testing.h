@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/testing.h"
+#include "store/archive.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sandbox.h"
@@ -40,41 +41,14 @@ inline ::testing::AssertionResult runs(const std::vector<std::string>& argv, con
 class StoreCli : public Cli {
  protected:
   // A workspace of a store committed under results/ at checkpoint `ref`, made as
-  // scripts/gpu/env.sh's workspace_from_store makes it: the store copied (its database
-  // decompressed), HEAD moved to the checkpoint, its files checked out. Empty (with the test
+  // scripts/gpu/env.sh's workspace_from_store makes it: the store copied (unpacked from its
+  // archive), HEAD moved to the checkpoint, its files checked out. Empty (with the test
   // skipped or failed) when that cannot be done here.
   fs::path from_store(const fs::path& store, const std::string& ref, const std::string& name) {
-    if (!fs::exists(store / "FORMAT")) {
-      ADD_FAILURE() << "no committed store at " << store;
-      return {};
-    }
     const fs::path ws = tmp_ / name;
-    std::error_code ec;
-    fs::create_directories(ws / ".peak", ec);
-    fs::copy_file(store / "FORMAT", ws / ".peak" / "FORMAT", ec);
-    fs::copy(store / "blobs", ws / ".peak" / "blobs", fs::copy_options::recursive, ec);
-    EXPECT_FALSE(ec) << ec.message();
-    const fs::path db = ws / ".peak" / "peak.db";
-    if (fs::exists(store / "peak.db")) {
-      fs::copy_file(store / "peak.db", db, ec);
-    } else {
-      const std::string xz = (store / "peak.db.xz").string();
-      ProcessOptions o;
-      o.timeout_s = 120;
-      if (!find_program("xz").empty()) {
-        o.argv = {"xz", "-dc", xz};
-      } else if (!find_program("python3").empty()) {
-        o.argv = {"python3", "-c",
-                  "import lzma, shutil, sys\nwith lzma.open(sys.argv[1]) as i:\n"
-                  "  shutil.copyfileobj(i, sys.stdout.buffer)",
-                  xz};
-      } else {
-        return {};  // the caller skips
-      }
-      auto r = run_process(o);
-      EXPECT_TRUE(r && r->ok()) << (r ? r->err : r.error());
-      if (!r || !r->ok()) return {};
-      EXPECT_TRUE(write_file(db, r->out));
+    if (Status st = copy_store(store, ws / ".peak"); !st) {
+      ADD_FAILURE() << "the committed store " << store << ": " << st.message();
+      return {};
     }
     for (std::vector<std::string> args :
          {std::vector<std::string>{"-q", "checkout", "--force", "--detach", ref},

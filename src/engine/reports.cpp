@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "report/stats.h"
+#include "store/archive.h"
 #include "util/fs.h"
 
 namespace peak {
@@ -49,6 +50,7 @@ Result<std::string> render_report_at(const std::filesystem::path& where, const s
   auto rep = build_report(**store, ro);
   if (!rep) return rep.status();
   if ((*store)->dir().filename() == ".peak") rep->source = (*store)->dir().parent_path().string();
+  if (is_store_archive(store_or_archive(where))) rep->source = store_or_archive(where).string();
   if (!cross_reference.empty()) {
     auto other_store = open_store_for_reading(cross_reference);
     if (!other_store) return Error{other_store.error()};
@@ -71,6 +73,7 @@ Result<std::string> render_stats(const std::vector<std::string>& where, const st
       auto rep = build_report(**store);
       if (!rep)
         return Error{fmt::format("{}: {}", path.string(), rep.error()), ErrorKind::environment};
+      if (is_store_archive(path)) rep->source = path.string();
       reports.emplace_back(path.string(), std::move(*rep));
     }
   }

@@ -11,6 +11,7 @@
 #include "mcp/serve.h"
 #include "mcp/server.h"
 #include "mcp/tools.h"
+#include "store/archive.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -191,17 +192,18 @@ TEST_F(McpServerTest, TransformationsAreTheWorkspacesFamilys) {
       out.insert(t["name"].get<std::string>());
     return out;
   };
-  json list = request("tools/call", {{"name", "transformations_list"}, {"arguments", json::object()}});
+  json list =
+      request("tools/call", {{"name", "transformations_list"}, {"arguments", json::object()}});
   ASSERT_FALSE(list["result"]["isError"]) << list.dump();
   EXPECT_TRUE(names(list).count("warp-reduce")) << list.dump();
   EXPECT_FALSE(names(list).count("tb-tiling")) << list.dump();
   EXPECT_EQ(list["result"]["structuredContent"]["family"], "softmax");
   EXPECT_GT(list["result"]["structuredContent"]["others"].get<int>(), 0);
-  json all = request("tools/call",
-                     {{"name", "transformations_list"}, {"arguments", {{"all", true}}}});
+  json all =
+      request("tools/call", {{"name", "transformations_list"}, {"arguments", {{"all", true}}}});
   EXPECT_TRUE(names(all).count("tb-tiling")) << all.dump();
-  json apply = request("tools/call", {{"name", "apply"},
-                                      {"arguments", {{"transformation", "tb-tiling"}}}});
+  json apply =
+      request("tools/call", {{"name", "apply"}, {"arguments", {{"transformation", "tb-tiling"}}}});
   EXPECT_TRUE(apply["result"]["isError"]) << apply.dump();
   std::string text = apply["result"]["content"][0]["text"];
   EXPECT_NE(text.find("tb-tiling is written for the matmul family; this context is softmax"),
@@ -282,20 +284,11 @@ TEST_F(McpServerTest, ExportToolWritesUnderTheRootOnly) {
 TEST_F(McpServerTest, ExportToolExportsACudaCheckpoint) {
   const std::filesystem::path store =
       std::filesystem::path(PEAK_SOURCE_DIR) / "results/h100/cuda-fp32-small-m-loads/suite/store";
-  ASSERT_TRUE(std::filesystem::exists(store / "peak.db.xz")) << store;
   if (peak::find_tool(ToolSearch{"nvcc", "PEAK_NVCC", {"CUDA_HOME"}, {"/usr/local/cuda/bin/nvcc"}})
           .empty())
     GTEST_SKIP() << "nvcc not found";
-  ProcessOptions xz;
-  xz.argv = {"xz", "-dc", (store / "peak.db.xz").string()};
-  xz.timeout_s = 120;
-  auto db = run_process(xz);
-  if (!db || !db->ok()) GTEST_SKIP() << "xz not found";
-  std::filesystem::create_directories(root / "ws" / ".peak");
-  std::filesystem::copy(store / "FORMAT", root / "ws" / ".peak" / "FORMAT");
-  std::filesystem::copy(store / "blobs", root / "ws" / ".peak" / "blobs",
-                        std::filesystem::copy_options::recursive);
-  ASSERT_TRUE(write_file(root / "ws" / ".peak" / "peak.db", db->out));
+  Status copied = copy_store(store, root / "ws" / ".peak");
+  ASSERT_TRUE(copied) << copied.message();
   initialize();
   for (json args : {json{{"ref", "19"}, {"detach", true}, {"force", true}, {"workspace", "ws"}},
                     json{{"ref", "HEAD"}, {"force", true}, {"workspace", "ws"}}}) {

@@ -11,6 +11,7 @@
 #include "peak/version.h"
 #include "report/build_rows.h"
 #include "report/report.h"
+#include "store/archive.h"
 #include "util/diff.h"
 #include "util/fs.h"
 
@@ -627,8 +628,14 @@ Result<int64_t> resolve_checkpoint(const Store& store, const std::string& ref_in
       ErrorKind::input);
 }
 
-Result<std::unique_ptr<Store>> open_store_for_reading(const fs::path& path) {
+Result<std::unique_ptr<Store>> open_store_for_reading(const fs::path& where) {
   std::error_code ec;
+  const fs::path path = store_or_archive(where);
+  if (is_store_archive(path) && fs::is_regular_file(path, ec)) {
+    auto dir = unpack_store_archive(path);
+    if (!dir) return Error{dir.error()};
+    return Store::open_read_only(*dir);
+  }
   if (fs::is_regular_file(path, ec)) return Store::open_read_only(path);
   if (!fs::is_directory(path, ec))
     return make_error(fmt::format("no peak store or workspace at {}", path.string()));
@@ -647,7 +654,7 @@ Result<std::unique_ptr<Store>> open_store_for_reading(const fs::path& path) {
                     path.string()));
   return make_error(fmt::format(
       "{} is not a peak workspace and holds no store (expected a workspace folder, its .peak "
-      "folder, or a peak.db file)",
+      "folder, a peak.db file or a store archive: store.tar.xz, *-store.tar.xz, *.db.xz)",
       path.string()));
 }
 

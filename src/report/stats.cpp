@@ -9,14 +9,16 @@
 #include <fmt/ranges.h>
 
 #include "report/html.h"
+#include "store/archive.h"
 
 namespace peak {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
-Result<std::vector<fs::path>> find_stores(const fs::path& path) {
+Result<std::vector<fs::path>> find_stores(const fs::path& where) {
   std::error_code ec;
+  const fs::path path = store_or_archive(where);
   if (!fs::exists(path, ec))
     return make_error(fmt::format("{}: no such file or folder", path.string()));
   if (fs::is_regular_file(path, ec)) return std::vector<fs::path>{path};
@@ -39,15 +41,17 @@ Result<std::vector<fs::path>> find_stores(const fs::path& path) {
       it.disable_recursion_pending();
     } else if (it->is_directory(ec) && (name == "node_modules" || name == ".git")) {
       it.disable_recursion_pending();
-    } else if (it->is_regular_file(ec) && p.extension() == ".db" &&
-               p.parent_path().filename() != ".peak") {
+    } else if (it->is_regular_file(ec) &&
+               ((p.extension() == ".db" && p.parent_path().filename() != ".peak") ||
+                is_store_archive(p))) {
       out.push_back(p);
     }
   }
   std::sort(out.begin(), out.end());
   if (out.empty())
     return make_error(fmt::format(
-        "{} holds no peak store (no workspace, .peak folder or .db file below it)", path.string()));
+        "{} holds no peak store (no workspace, .peak folder, .db file or store archive below it)",
+        path.string()));
   return out;
 }
 

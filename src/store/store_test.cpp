@@ -839,7 +839,8 @@ TEST_F(StoreTest, Schema1IsUpgradedThroughEveryStep) {
 // A new store's schema text is the one every peak has written (the stores kept under results/
 // hold it): tables, columns, indexes and triggers, byte for byte and in the same order, made
 // from each table's column list. Compare a failure's text with
-// sqlite3 results/h100/hip-fp32-whole/store/peak.db "SELECT sql FROM sqlite_master".
+// `tar -xJOf results/h100/hip-fp32-whole/store.tar.xz peak.db > /tmp/peak.db` and
+// sqlite3 /tmp/peak.db "SELECT sql FROM sqlite_master".
 TEST_F(StoreTest, FreshSchemaIsTheRecordedOne) {
   { ASSERT_TRUE(open_store(true)); }
   std::string schema = raw_sql(
