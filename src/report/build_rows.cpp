@@ -82,13 +82,29 @@ std::string describe_resources(const json& r) {
   if (!r.is_object()) return "";
   std::vector<std::string> parts;
   auto num = [&](const char* k) { return r.contains(k) && r[k].is_number(); };
-  if (num("max_registers"))
+  // A module of several kernels: each kernel's registers (its maximum is no kernel's count).
+  std::vector<std::string> per_kernel;
+  if (r.contains("kernels") && r["kernels"].is_object() && r["kernels"].size() > 1)
+    for (const auto& [name, k] : r["kernels"].items())
+      if (k.is_object() && k.contains("registers") && k["registers"].is_number())
+        per_kernel.push_back(fmt::format("{} {}", name, k["registers"].get<int64_t>()));
+  const bool several = per_kernel.size() > 1;
+  if (several) {
+    constexpr size_t kShown = 6;
+    std::string list;
+    for (size_t i = 0; i < std::min(per_kernel.size(), kShown); ++i)
+      list += (i ? ", " : "") + per_kernel[i];
+    if (per_kernel.size() > kShown) list += fmt::format(" and {} more", per_kernel.size() - kShown);
+    parts.push_back("registers per kernel: " + list);
+  } else if (num("max_registers")) {
     parts.push_back(fmt::format("{} registers", r.value("max_registers", 0)));
+  }
   if (num("vgprs")) parts.push_back(fmt::format("{} VGPRs", r.value("vgprs", 0)));
   if (num("sgprs")) parts.push_back(fmt::format("{} SGPRs", r.value("sgprs", 0)));
   int64_t shared = r.value("max_shared_bytes", r.value("shared_bytes", int64_t{-1}));
   if (shared >= 0)
-    parts.push_back(fmt::format("{:.1f} KiB shared", static_cast<double>(shared) / 1024.0));
+    parts.push_back(fmt::format("{}{:.1f} KiB shared", several ? "up to " : "",
+                                static_cast<double>(shared) / 1024.0));
   if (num("lds_bytes"))
     parts.push_back(fmt::format("{:.1f} KiB LDS", r.value("lds_bytes", 0.0) / 1024.0));
   if (num("scratch_bytes"))

@@ -357,6 +357,16 @@ TEST(Report, ShowsTheResourceReportOfEveryCompileTarget) {
                {"max_shared_bytes", 47104},
                {"max_threads", 512}};
   EXPECT_EQ(resources_text(hlsl), "128 registers, 46.0 KiB shared, 784 B local memory per thread");
+  // A CUDA module of several kernels: each kernel's registers, not their maximum alone.
+  json two = {{"max_registers", 204},
+              {"max_shared_bytes", 101376},
+              {"spills", false},
+              {"kernels",
+               {{"attention_tc_d128", {{"registers", 204}, {"shared_bytes", 49152}}},
+                {"attention_wgmma", {{"registers", 168}, {"shared_bytes", 101376}}}}}};
+  EXPECT_EQ(resources_text(two),
+            "registers per kernel: attention_tc_d128 204, attention_wgmma 168, up to 99.0 KiB "
+            "shared, no spills");
 }
 
 // The SASS instruction mix of the best configuration (CUDA builds with cuobjdump): in words in
