@@ -55,7 +55,7 @@ class HangCli : public PeakCli {
     return c;
   }
 
-  // The hung candidate is charged `timeout` after one configuration and two runner starts (its
+  // The hung candidate is charged `timeout` after one configuration and two runners that ran (its
   // first task in the job's runner, then alone in a fresh one), its validation within
   // `bound_s` when that is given (on a GPU host, where nothing else runs; a CPU device shares the
   // machine, so there the count of runners is the check and the time is printed); the next
@@ -71,7 +71,9 @@ class HangCli : public PeakCli {
     EXPECT_EQ(configs.value("evaluated", 0), 1) << s.dump();
     EXPECT_EQ(configs.value("stop", ""), "timeout") << s.dump();
     EXPECT_EQ(configs.value("dispositions", json::object()), json({{"timeout", 1}})) << s.dump();
-    EXPECT_EQ(s.value("runner_starts", -1), 2) << s.dump();
+    // A search's other job may have started its runner ahead of the lock: let go unused once
+    // the hang was judged, it is counted apart.
+    EXPECT_EQ(s.value("runner_starts", -1) - s.value("runners_abandoned", 0), 2) << s.dump();
     const double validate_s = s.value("phases", json::object()).value("validate_s", -1.0);
     std::cout << "[ observed ] charged `timeout` after " << validate_s << " s of validation ("
               << s.value("runner_starts", -1) << " runners)\n";

@@ -507,6 +507,9 @@ void Workspace::EvalRun::record_locks() {
   const RunnerTally& tally = *devices.runner_tally;
   const RunnerOptions& ro = lane_runners.front();
   sum.extra["runner_starts"] = tally.starts.load();
+  // Of those, the runners started ahead of the device lock and let go once it was theirs, since a
+  // configuration had hung meanwhile (or the search was cancelled): they ran nothing.
+  sum.extra["runners_abandoned"] = tally.abandoned.load();
   // Where the runners' time went: starting (process, sandbox, device), running tasks, and of
   // the tasks' time, loading kernels.
   sum.extra["runner_seconds"] = {{"startup", tally.startup_seconds()},

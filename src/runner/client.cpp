@@ -193,6 +193,7 @@ Result<std::vector<TaskResult>> run_job(const RunnerJob& job, const RunnerOption
             if (Status s = take_lock(); !s) return Error{s.message()};
             if (opts.abandon && opts.abandon()) {
               p.kill_group();
+              if (opts.tally) ++opts.tally->abandoned;
               for (size_t i = 0; i < n; ++i)
                 if (!done[i]) finish(i, charged(Disposition::not_run, std::string(kAbandoned), 0));
               return results;

@@ -23,6 +23,7 @@ namespace peak {
 // counted) and the seconds spent in tasks (from a task's begin to its result).
 struct RunnerTally {
   std::atomic<int> starts{0};
+  std::atomic<int> abandoned{0};  // of starts: runners let go before their first task
   std::atomic<int64_t> startup_us{0};
   std::atomic<int64_t> task_us{0};
   std::atomic<int64_t> load_us{0};  // of task_us: loading kernels (the tasks' load_ms)

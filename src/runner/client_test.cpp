@@ -348,6 +348,7 @@ TEST_F(ClientTest, AHeldJobAbandonedAtTheLockRunsNothing) {
   opts_.device_lock = std::make_shared<DeviceLock>("abandon-test", "the test device");
   opts_.start_before_lock = true;
   opts_.abandon = [] { return true; };
+  opts_.tally = std::make_shared<RunnerTally>();
   auto r = run_job(job_, opts_);
   ::unsetenv("PEAK_LOCK_DIR");
   ASSERT_TRUE(r) << r.error();
@@ -357,6 +358,8 @@ TEST_F(ClientTest, AHeldJobAbandonedAtTheLockRunsNothing) {
     EXPECT_EQ(t.message, kAbandoned);
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "went"));
+  EXPECT_EQ(opts_.tally->starts.load(), 1);
+  EXPECT_EQ(opts_.tally->abandoned.load(), 1);
 }
 
 // Without start_before_lock the job is not held, and the runner goes straight to its tasks.

@@ -68,7 +68,12 @@ bool is_store_archive(const fs::path& path) {
 
 fs::path store_or_archive(const fs::path& path) {
   std::error_code ec;
-  if (fs::exists(path, ec)) return path;
+  // A folder is taken as it is when it holds a store (or is no store folder at all: a workspace,
+  // a folder of results); a store's folder left empty beside its archive is not.
+  const bool store_folder = fs::is_directory(path, ec) && path.filename() == "store";
+  if (fs::exists(path, ec) &&
+      !(store_folder && !fs::exists(path / "peak.db", ec) && !fs::exists(path / "peak.db.xz", ec)))
+    return path;
   for (const char* suffix : {".tar.xz", ".xz"}) {
     fs::path a = path;
     a += suffix;

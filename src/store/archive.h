@@ -13,7 +13,8 @@ namespace peak {
 // Whether `path` is named as a store archive (store.tar.xz, *-store.tar.xz, *.db.xz).
 bool is_store_archive(const std::filesystem::path& path);
 
-// `path` itself when it exists; else the archive that holds it (DIR/store and DIR/store/peak.db
+// `path` itself when it exists (a folder named `store` only when it holds peak.db or
+// peak.db.xz); else the archive that holds it (DIR/store and DIR/store/peak.db
 // -> DIR/store.tar.xz, X.db -> X.db.xz) when that exists; else `path`.
 std::filesystem::path store_or_archive(const std::filesystem::path& path);
 

@@ -60,6 +60,10 @@ TEST_F(StoreArchive, APackedStoreReadsAsItsFolder) {
   EXPECT_EQ(store_or_archive(folder), dir_ / "run" / "store.tar.xz");
   EXPECT_EQ(store_or_archive(folder / "peak.db"), dir_ / "run" / "store.tar.xz");
   EXPECT_EQ(store_or_archive(dir_ / "elsewhere"), dir_ / "elsewhere");  // nothing to find
+  fs::create_directories(folder / "blobs");  // a store's folder left behind, empty of a store
+  EXPECT_EQ(store_or_archive(folder), dir_ / "run" / "store.tar.xz");
+  EXPECT_EQ(store_or_archive(dir_ / "run"), dir_ / "run");  // a folder of results stays itself
+  fs::remove_all(folder);
   auto a = unpack_store_archive(store_or_archive(folder));
   ASSERT_TRUE(a) << a.error();
   EXPECT_EQ(a->parent_path(), dir_ / "cache" / "stores");
