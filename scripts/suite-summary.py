@@ -20,6 +20,9 @@ def main():
     with (lzma.open if path.endswith(".xz") else open)(path, "rt") as f:
         suite = json.load(f)
     base = suite.get("baseline") or "none"
+    # Without a vendor library the suite's ratio is of the copy ("ratio_of": "copy"): no vendor
+    # columns then.
+    vendor_ratio = bool(suite.get("baseline")) and suite.get("ratio_of") == suite.get("baseline")
     print(f"checkpoint {suite['checkpoint']}, `{suite['config']}`, {suite['device']}\n")
     if suite.get("dispatch"):
         ran = {}
@@ -38,7 +41,7 @@ def main():
         if r.get("disposition") != "passed":
             print(f"| {r['name']} | {r.get('disposition')} |" + " |" * (5 if flops else 3))
             continue
-        pc, ratio = r.get("pct_of_copy", 0), r.get("ratio", 0)
+        pc, ratio = r.get("pct_of_copy", 0), r.get("ratio", 0) if vendor_ratio else 0
         lead = f"| {r['name']} | "
         if flops:
             lead += f"{r['gflops'] / 1e3:.1f} | {r.get('pct_of_peak', 0):.1f} | "
@@ -58,6 +61,9 @@ def main():
             print(f"\n{label}: geometric mean {g:.1f} over {len(xs)} shapes, lowest {low[0]:.1f} "
                   f"({low[1]})", end="")
     print()
+    if suite.get("partial"):
+        print(f"\npartial: {len(suite['rows'])} of {suite.get('shapes', '?')} shapes "
+              "timed before the benchmark was cut")
     for m in sorted(reasons):
         print(f"\n- {m}")
 
