@@ -34,8 +34,8 @@ def main():
         print()
     unit = "TFLOP/s" if flops else "GB/s"
     head = "| shape | TFLOP/s | % of peak " if flops else "| shape "
-    print(f"{head}| GB/s | % of copy | {base} {unit} | % of {base} |")
-    print("|---" * (7 if flops else 5) + "|")
+    print(f"{head}| GB/s | % of copy |" + (f" {base} {unit} | % of {base} |" if vendor_ratio else ""))
+    print("|---" * ((7 if flops else 5) - (0 if vendor_ratio else 2)) + "|")
     copy, vendor, reasons = [], [], set()
     for r in suite["rows"]:
         if r.get("disposition") != "passed":
@@ -46,10 +46,10 @@ def main():
         if flops:
             lead += f"{r['gflops'] / 1e3:.1f} | {r.get('pct_of_peak', 0):.1f} | "
         rate = r.get("baseline_gflops", 0) / 1e3 if flops else r.get("baseline_gbs", 0)
-        theirs = f"{rate:.1f} | {100 * ratio:.1f}" if ratio > 0 else "- | -"
-        if ratio <= 0 and r.get("message"):
+        theirs = f" {rate:.1f} | {100 * ratio:.1f} |" if ratio > 0 else " - | - |"
+        if ratio <= 0 and r.get("message") and vendor_ratio:
             reasons.add(r["message"])
-        print(f"{lead}{r['gbs']:.1f} | {pc:.1f} | {theirs} |")
+        print(f"{lead}{r['gbs']:.1f} | {pc:.1f} |" + (theirs if vendor_ratio else ""))
         if pc > 0:
             copy.append((pc, r["name"]))
         if ratio > 0:
