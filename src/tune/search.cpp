@@ -141,7 +141,8 @@ SearchResult search(const TuningSpace& space, Strategy& strategy, TuningRunner& 
     for (size_t k = 0; k < batch.size(); ++k) {
       const ConfigOutcome& o = outcomes[k];
       if (o.disposition == Disposition::not_run &&
-          (o.message == kCancelledOutcome || o.message == kNotRunAfterTimeout))
+          (o.message == kCancelledOutcome || o.message == kNotRunAfterTimeout ||
+           o.message == kNotRunAfterTimeBudget))
         continue;
       hung = hung || o.disposition == Disposition::timeout;
       kept_batch.push_back(batch[k]);

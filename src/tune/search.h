@@ -107,13 +107,20 @@ inline constexpr std::string_view kCancelledOutcome = "cancelled before it was e
 inline constexpr std::string_view kNotRunAfterTimeout =
     "not run: another configuration of this kernel hung (timeout)";
 
+// The message of a configuration left unevaluated because the search's time budget had passed
+// while its batch went on (tune/tuner.h: once a configuration passed); dropped from the search
+// as cancelled ones are, and the search ends there (stop "time budget").
+inline constexpr std::string_view kNotRunAfterTimeBudget =
+    "not run: the search's time budget had passed";
+
 struct SearchOptions {
   Budget budget;
   uint64_t seed = 0x7;
   size_t batch = 8;  // configurations evaluated together (compiled in parallel)
   // The batch of a strategy that is not adaptive (exhaustive, random; 0 = `batch`): its proposals
   // do not wait for outcomes, and every batch's end leaves devices idle while its last
-  // configurations are judged. The time budget is checked between batches.
+  // configurations are judged. The time budget is checked between batches, and a runner may end
+  // a batch early once it has passed (kNotRunAfterTimeBudget).
   size_t steady_batch = 0;
   std::vector<Config> start;  // evaluated first (after the defaults), e.g. the parent's best
   // Polled before each batch and after it: when it returns true the search ends ("cancelled"),

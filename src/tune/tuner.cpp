@@ -140,7 +140,7 @@ std::vector<PendingEvaluation> BackendRunner::begin_on(size_t lane,
   runner.start_before_lock = opts_.workers_per_device > 1;
   // A job whose runner waited for the device while another configuration hung (or the search
   // was cancelled) runs nothing: the hung job holds the device until its verdict is in hung_.
-  runner.abandon = [this] { return hung_.load() || stopped(); };
+  runner.abandon = [this] { return hung_.load() || stopped() || past_time_budget(); };
   auto results = std::make_shared<Result<std::vector<TaskResult>>>(
       run_job_retrying_timeouts(job, runner, budget, [this](const TaskResult&) { hung_ = true; }));
   bool abandoned = false, hung_before = false;
@@ -203,11 +203,15 @@ bool BackendRunner::skipped(ConfigOutcome& o) const {
     cancel(o);
     return true;
   }
-  if (!hung_) return false;
+  if (!hung_ && !past_time_budget()) return false;
   o.disposition = Disposition::not_run;
-  o.message = std::string(kNotRunAfterTimeout);
+  o.message = std::string(hung_ ? kNotRunAfterTimeout : kNotRunAfterTimeBudget);
   o.score_ms = 0;
   return true;
+}
+
+bool BackendRunner::past_time_budget() const {
+  return opts_.budget.seconds > 0 && passed_.load() && elapsed_seconds() >= opts_.budget.seconds;
 }
 
 namespace {
@@ -429,11 +433,13 @@ void BackendRunner::conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, 
     if (observer) observer->on_phase("validate", progress.validated, progress.total);
   }
   if (o.disposition == Disposition::timeout) hung_ = true;
+  if (o.disposition == Disposition::passed && opts_.tune_shapes.empty()) passed_ = true;
   if (o.disposition != Disposition::passed || opts_.tune_shapes.empty()) return;
   o.stage = Stage::time;
   o.time_seconds = e.time_seconds;
   o.measurements = std::move(e.measurements);
   score(o);
+  if (o.disposition == Disposition::passed) passed_ = true;
   std::lock_guard<std::mutex> lock(progress.mu);
   ++progress.timed;
   if (observer) {

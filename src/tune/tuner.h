@@ -119,7 +119,9 @@ struct PendingEvaluation {
 // configurations flow from the compile pool to the devices: each device takes the next ones built
 // while the pool builds the rest (workers_per_device threads per device). Once a configuration is
 // charged `timeout` (a task hung twice), the configurations not yet evaluated are not run
-// (kNotRunAfterTimeout): they share the kernel's code, and each would hang as long.
+// (kNotRunAfterTimeout): they share the kernel's code, and each would hang as long. Once the
+// search's time budget has passed and a configuration passed, those not yet begun are not run
+// either (kNotRunAfterTimeBudget): a batch of slow evaluations does not outlast the budget.
 class BackendRunner : public TuningRunner {
  public:
   BackendRunner(Backend& backend, const DeviceFacts& device, const RunnerOptions& runner,
@@ -151,9 +153,11 @@ class BackendRunner : public TuningRunner {
   };
   bool stopped() const;  // opts.cancelled says so
   static void cancel(ConfigOutcome& o);
-  // Ends the evaluation of `o` before it runs when the search was cancelled or a configuration
-  // hung; true when it did.
+  // Ends the evaluation of `o` before it runs when the search was cancelled, a configuration
+  // hung, or the time budget (TuneOptions::budget.seconds) has passed since a configuration
+  // passed; true when it did.
   bool skipped(ConfigOutcome& o) const;
+  bool past_time_budget() const;
   // The steps of run(); `go` marks the configurations still to be evaluated further.
   void plan_uncompiled(const std::vector<Config>& batch, std::vector<ConfigOutcome>& out,
                        std::vector<uint8_t>& go) const;
@@ -197,6 +201,7 @@ class BackendRunner : public TuningRunner {
   std::map<Config, BuildResult> prebuilt_;  // built ahead, until their batch takes them
   std::map<std::string, ConfigOutcome> evaluated_;  // by binary_key, from the batches before
   std::atomic<bool> hung_{false};                   // a configuration was charged `timeout`
+  std::atomic<bool> passed_{false};                 // a configuration passed
   std::chrono::steady_clock::time_point t0_;
 };
 

@@ -389,6 +389,82 @@ TEST(Tuner, AfterAConfigurationHangsTheOthersAreNotRun) {
   }
 }
 
+// A time budget already spent: the batch goes on only until a configuration has passed, and
+// those begun after that are not run (the device runs at most one job ahead of its checks, so the
+// first three may have begun before the first passed).
+TEST(Tuner, PastTheTimeBudgetABatchEndsOnceAConfigurationPassed) {
+  KernelContext ctx;
+  ctx.name = "fake";
+  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
+  DeviceFacts dev;
+  dev.max_threads_per_group = 64;
+  FakeBackend be;
+  Validator v(be, dev, RunnerOptions{}, ReferenceSource{});
+  TuneOptions o;
+  o.jobs = 1;
+  o.workers_per_device = 1;
+  o.configs_per_job = 1;
+  o.budget.seconds = 1e-9;
+  o.tune_shapes = {Shape{{{"N", 64}}}};
+  SourceRegions src = plain_plan();
+  FakeDevicesRunner run(be, dev, RunnerOptions{}, v, ctx, src, o);
+  run.devices = 1;
+  const std::vector<Config> batch = xy_batch();
+  auto out = run.run(batch, nullptr);
+  ASSERT_EQ(out.size(), batch.size());
+  EXPECT_EQ(out[0].disposition, Disposition::passed) << out[0].message;
+  size_t ran = 0;
+  while (ran < out.size() && out[ran].message != kNotRunAfterTimeBudget) ++ran;
+  EXPECT_GE(ran, 1u);
+  EXPECT_LE(ran, 3u);
+  EXPECT_EQ(run.validated.size(), ran);
+  for (size_t i = ran; i < out.size(); ++i) {
+    EXPECT_EQ(out[i].disposition, Disposition::not_run) << config_text(batch[i]);
+    EXPECT_EQ(out[i].message, kNotRunAfterTimeBudget) << config_text(batch[i]);
+  }
+}
+
+// A runner whose clock passes the time budget during its first batch, and which ends that batch
+// after its first configuration as BackendRunner does.
+class BudgetSpentRunner : public TuningRunner {
+ public:
+  std::vector<ConfigOutcome> run(const std::vector<Config>& batch, TuneObserver*) override {
+    ++batches;
+    std::vector<ConfigOutcome> out(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      out[i].config = batch[i];
+      out[i].disposition = i == 0 ? Disposition::passed : Disposition::not_run;
+      out[i].score_ms = 1;
+      if (i > 0) out[i].message = std::string(kNotRunAfterTimeBudget);
+    }
+    return out;
+  }
+  double elapsed_seconds() const override { return batches == 0 ? 0 : 100; }
+  int batches = 0;
+};
+
+// The search keeps what ran, drops what the runner left unevaluated, and ends on its time budget.
+TEST(Tuner, ASearchDropsWhatItsTimeBudgetLeftUnevaluatedAndEnds) {
+  KernelContext ctx;
+  ctx.name = "fake";
+  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
+  DeviceFacts dev;
+  dev.max_threads_per_group = 64;
+  auto space = space_for(ctx, dev, {});
+  ASSERT_TRUE(space) << space.error();
+  auto strategy = make_strategy("exhaustive");
+  ASSERT_TRUE(strategy);
+  SearchOptions so;
+  so.budget = Budget{8, 0, 10};
+  so.batch = 4;
+  BudgetSpentRunner run;
+  SearchResult sr = search(*space, **strategy, run, so);
+  EXPECT_EQ(run.batches, 1);
+  EXPECT_EQ(sr.stop, "time budget");
+  ASSERT_EQ(sr.outcomes.size(), 1u);
+  EXPECT_EQ(sr.outcomes[0].disposition, Disposition::passed);
+}
+
 // Outcomes replayed from a cache: a hung configuration among failures of another kind is what the
 // search is charged with, and the search ends after its batch.
 TEST(Tuner, AHungConfigurationIsChargedAndEndsTheSearch) {
