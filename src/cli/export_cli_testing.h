@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/testing.h"
-#include "store/archive.h"
+#include "engine/reports.h"
 #include "util/fs.h"
 #include "util/process.h"
 #include "util/sandbox.h"
@@ -46,7 +46,7 @@ class StoreCli : public Cli {
   // skipped or failed) when that cannot be done here.
   fs::path from_store(const fs::path& store, const std::string& ref, const std::string& name) {
     const fs::path ws = tmp_ / name;
-    if (Status st = copy_store(store, ws / ".peak"); !st) {
+    if (Status st = copy_store_into(store, ws / ".peak"); !st) {
       ADD_FAILURE() << "the committed store " << store << ": " << st.message();
       return {};
     }

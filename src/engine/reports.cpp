@@ -90,4 +90,8 @@ Result<std::string> render_stats(const std::vector<std::string>& where, const st
                     ErrorKind::input);
 }
 
+Status copy_store_into(const std::filesystem::path& store, const std::filesystem::path& peak_dir) {
+  return copy_store(store, peak_dir);
+}
+
 }  // namespace peak

@@ -28,4 +28,8 @@ Result<std::string> render_report_at(const std::filesystem::path& where, const s
 // errors: a store whose report cannot be built, an HTML page that cannot be made.
 Result<std::string> render_stats(const std::vector<std::string>& where, const std::string& format);
 
+// A store (a folder, or its archive kept under results/: store/archive.h) copied into
+// `peak_dir`, a workspace's .peak folder, so that the workspace continues from it.
+Status copy_store_into(const std::filesystem::path& store, const std::filesystem::path& peak_dir);
+
 }  // namespace peak

@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/reports.h"
 #include "mcp/sampling.h"
 #include "mcp/serve.h"
 #include "mcp/server.h"
 #include "mcp/tools.h"
-#include "store/archive.h"
 #include "util/fs.h"
 #include "util/process.h"
 
@@ -287,7 +287,7 @@ TEST_F(McpServerTest, ExportToolExportsACudaCheckpoint) {
   if (peak::find_tool(ToolSearch{"nvcc", "PEAK_NVCC", {"CUDA_HOME"}, {"/usr/local/cuda/bin/nvcc"}})
           .empty())
     GTEST_SKIP() << "nvcc not found";
-  Status copied = copy_store(store, root / "ws" / ".peak");
+  Status copied = copy_store_into(store, root / "ws" / ".peak");
   ASSERT_TRUE(copied) << copied.message();
   initialize();
   for (json args : {json{{"ref", "19"}, {"detach", true}, {"force", true}, {"workspace", "ws"}},
