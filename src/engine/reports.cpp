@@ -50,7 +50,8 @@ Result<std::string> render_report_at(const std::filesystem::path& where, const s
   auto rep = build_report(**store, ro);
   if (!rep) return rep.status();
   if ((*store)->dir().filename() == ".peak") rep->source = (*store)->dir().parent_path().string();
-  if (is_store_archive(store_or_archive(where))) rep->source = store_or_archive(where).string();
+  if (const auto read = store_or_archive(where); is_store_archive(read))
+    rep->source = read.string();
   if (!cross_reference.empty()) {
     auto other_store = open_store_for_reading(cross_reference);
     if (!other_store) return Error{other_store.error()};

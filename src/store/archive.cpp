@@ -16,10 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 fs::path cache_root() {
   if (const char* d = std::getenv("PEAK_CACHE_DIR"); d && *d) return fs::path(d);
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return fs::path(d) / "peak";
@@ -43,7 +39,7 @@ Result<std::string> run_tool(const std::vector<std::string>& argv, const std::st
 // The archive's store unpacked into `part`.
 Status unpack_into(const fs::path& archive, const fs::path& part) {
   const std::string what = "unpack the store archive " + archive.string();
-  if (ends_with(archive.filename().string(), ".db.xz")) {
+  if (archive.filename().string().ends_with(".db.xz")) {
     auto db = run_tool({"xz", "-dc", "--", archive.string()}, what);
     if (!db) return db.status();
     return write_file(part / "peak.db", *db);
@@ -63,7 +59,7 @@ Status unpack_into(const fs::path& archive, const fs::path& part) {
 
 bool is_store_archive(const fs::path& path) {
   const std::string name = path.filename().string();
-  return name == "store.tar.xz" || ends_with(name, "-store.tar.xz") || ends_with(name, ".db.xz");
+  return name == "store.tar.xz" || name.ends_with("-store.tar.xz") || name.ends_with(".db.xz");
 }
 
 fs::path store_or_archive(const fs::path& path) {
