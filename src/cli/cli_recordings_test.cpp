@@ -108,14 +108,16 @@ TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
 }
 
 // The tensor-core sequence's whole fp16 recording (up to warpgroup MMA, warp specialization, the
-// persistent grid and clusters with TMA multicast) built with nvcc for sm_90a; the cluster step
-// is applied and set aside by the sequence, so ten steps run and the persistent kernel is last.
+// persistent grid, clusters with TMA multicast, split-K and padded operands) built with nvcc for
+// sm_90a; the cluster step is applied and set aside by the sequence, so twelve steps run and
+// split-K builds on the persistent kernel.
 TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("matmul-cuda-fp16", "cuda-fp16", "cuda-fp16-full",
                   {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling",
-                   "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent"},
-                  10);
+                   "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent",
+                   "tensor-split-k", "padded-operands"},
+                  12);
 }
 
 // The same sequence as CUDA's, built for AMD (hipcc: gfx90a and gfx1030, with the resource

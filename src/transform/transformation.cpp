@@ -430,7 +430,7 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
   RETURN_IF_ERROR(check_keys(
       t,
       {"format", "name", "version", "title", "backends", "families", "tuning", "tuning_valid",
-       "workspace", "valid", "requires", "retires", "translations", "devices", "helpers"},
+       "workspace", "valid", "lifts", "requires", "retires", "translations", "devices", "helpers"},
       src, "the front matter"));
   RETURN_IF_ERROR(check_format(t, src, kTransformationFormatVersion, "transformation", &tr.format));
   const int top = src.first_line - 1;  // the opening "+++" line
@@ -441,6 +441,8 @@ Status parse_front_matter(const toml::table& t, const TomlSource& src, Transform
   RETURN_IF_ERROR(read_expression(t, "tuning_valid", src, top, &tr.tuning_valid));
   tr.tuning_valid = trim(tr.tuning_valid);
   RETURN_IF_ERROR(read_expression(t, "valid", src, top, &tr.valid));
+  RETURN_IF_ERROR(read_expression(t, "lifts", src, top, &tr.lifts));
+  tr.lifts = trim(tr.lifts);
   RETURN_IF_ERROR(parse_requires(t, src, top, tr));
   RETURN_IF_ERROR(parse_retires(t, src, tr));
   RETURN_IF_ERROR(
@@ -599,6 +601,19 @@ namespace {
 std::string conjunct(const std::string& e) {
   return e.find("||") != std::string::npos || e.find('?') != std::string::npos ? "(" + e + ")" : e;
 }
+
+// `supports` without the condition `c`: the whole expression, or an operand of a top-level `&&`
+// as transformed_context joins them ("(A) && (B)").
+std::string without_condition(const std::string& supports, const std::string& c) {
+  if (supports == c) return "";
+  for (const std::string& part : {"(" + c + ") && ", " && (" + c + ")"})
+    if (auto at = supports.find(part); at != std::string::npos) {
+      std::string out = supports;
+      out.erase(at, part.size());
+      return out;
+    }
+  return supports;
+}
 }  // namespace
 
 KernelContext transformed_context(const Transformation& t, const KernelContext& ctx) {
@@ -612,6 +627,8 @@ KernelContext transformed_context(const Transformation& t, const KernelContext& 
                                           : fmt::format("max({}, {})", out.workspace, t.workspace);
   // A transformation that needs aligned shapes narrows what the kernel supports (the problem's
   // `valid` stays: the listed shapes still belong to it).
+  // One that handles those shapes again lifts the condition.
+  if (!t.lifts.empty()) out.supports = without_condition(out.supports, t.lifts);
   if (!t.valid.empty() && out.supports.find(t.valid) == std::string::npos)
     out.supports =
         out.supports.empty() ? t.valid : fmt::format("({}) && ({})", out.supports, t.valid);

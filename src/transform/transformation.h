@@ -86,6 +86,11 @@ struct Transformation {
   // the context's validity expression, e.g. "K % 8 == 0 && N % 8 == 0" for 16-byte TMA strides.
   // Validation then checks hidden shapes that satisfy it, and the report states it.
   std::string valid;
+  // A condition of `valid` an earlier transformation narrowed the kernel to, which this one lifts
+  // (`lifts`: the transformed kernel handles those shapes again, e.g. through padded copies);
+  // "" = none. It is taken out of the context's `supports`, so validation runs the hidden shapes
+  // it excluded and the prompt no longer states it.
+  std::string lifts;
   // The minimum device architecture (`requires` in the front matter; "" = any device): a CUDA
   // architecture "sm_XY" (compute capability X.Y or newer) or "sm_XYa" (the architecture-specific
   // features of exactly X.Y, such as Hopper's wgmma on sm_90a). Only the cuda backend applies it.

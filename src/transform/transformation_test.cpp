@@ -162,6 +162,23 @@ TEST(Transformation, RetiredParametersKeepTheirDefault) {
   EXPECT_EQ(narrowed.supports, "K % 8 == 0");
   EXPECT_EQ(transformed_context(tma, narrowed).supports, "K % 8 == 0");  // not repeated
 
+  // `lifts` takes such a condition out again, alone or as an operand of the `&&` it joined.
+  auto pad = parse_transformation(
+      "+++\nformat = 2\nname = \"pad\"\ntitle = \"P\"\nlifts = \" K % 8 == 0 \"\n"
+      "+++\n## Pass 1: device\nDo it.\n",
+      "pad.md");
+  ASSERT_TRUE(pad.is_ok()) << pad.error();
+  EXPECT_EQ(pad->lifts, "K % 8 == 0");
+  EXPECT_EQ(transformed_context(*pad, narrowed).supports, "");
+  EXPECT_EQ(transformed_context(*pad, narrowed).valid, "K > 0");
+  Transformation rows;
+  rows.valid = "M % 2 == 0";
+  KernelContext both = transformed_context(rows, narrowed);
+  EXPECT_EQ(both.supports, "(K % 8 == 0) && (M % 2 == 0)");
+  EXPECT_EQ(transformed_context(*pad, both).supports, "(M % 2 == 0)");
+  EXPECT_EQ(transformed_context(*pad, transformed_context(tma, both)).supports, "(M % 2 == 0)");
+  EXPECT_EQ(transformed_context(*pad, ctx).supports, "");  // nothing to lift
+
   auto bad = parse_transformation(
       "+++\nformat = 1\nname = \"x\"\ntitle = \"X\"\nretires = [\"not a name\"]\n"
       "+++\n## Pass 1: macros\nDo it.\n",
@@ -614,6 +631,8 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"warp-specialization", {m, d}},
       {"persistent", {m, d, h}},
       {"cluster", {m, d, h}},
+      {"tensor-split-k", {m, d, h}},
+      {"padded-operands", {d, h}},
       // The row families (softmax, rmsnorm, layernorm), from the one-thread-per-row seed.
       {"row-per-block", {m, d, h}},
       {"warp-reduce", {m, d}},
@@ -641,9 +660,11 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "launch-bounds", "stream-k",        "tensor-core",       "small-m",
       "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
   const std::set<std::string> cuda_only = {
-      "tensor-tiling",         "tensor-pipelining", "tma-loads",      "wgmma",
-      "warp-specialization",   "persistent",        "cluster",        "cluster-rows",
-      "tensor-core-attention", "pipelined-kv",      "wgmma-attention"};
+      "tensor-tiling",  "tensor-pipelining",     "tma-loads",
+      "wgmma",          "warp-specialization",   "persistent",
+      "cluster",        "tensor-split-k",        "padded-operands",
+      "cluster-rows",   "tensor-core-attention", "pipelined-kv",
+      "wgmma-attention"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
