@@ -427,8 +427,9 @@ void Workspace::EvalRun::plan_tuning() {
                     {"batch", to.batch},
                     {"steady_batch", to.steady_batch}};
   // A class's search (`peak tune --classes`) is no search of the checkpoint's bench shapes: it
-  // tunes on its class's shapes, ranked by their summed times; `peak export-space` without --run
-  // passes over its run (tune/record.h, latest_tuning_run) and its measurement rows are tagged.
+  // tunes on its class's shapes, ranked by the geometric mean of their times; `peak
+  // export-space` without --run passes over its run (tune/record.h, latest_tuning_run) and its
+  // measurement rows are tagged.
   per_class = !opts.shapes.empty();
   if (per_class) target.options["per_class"] = true;
 }
@@ -564,7 +565,7 @@ bool Workspace::EvalRun::plan_search() {
           : opts.small && !ctx.small_shapes.empty() ? ctx.small_shapes
                                                     : ctx.bench_shapes;
   if (bench.empty()) return fail(Disposition::not_run, "kernel.toml lists no bench shapes");
-  // The bench shapes rank by the first; a class's shapes rank by their summed times.
+  // The bench shapes rank by the first; a class's shapes by the geometric mean of their times.
   to.tune_shapes = per_class ? bench : std::vector<Shape>{bench.front()};
   // A GPU starts the next configuration's runner while it runs one (more at once only contend
   // for the driver's start-up); on a CPU device a start would take the cores the timed kernel

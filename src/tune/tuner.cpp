@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -448,7 +449,9 @@ void BackendRunner::conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, 
   }
 }
 
-// The score of a configuration from its screening measurements: the sum over the tuning shapes.
+// The score of a configuration from its screening measurements: the time on the tuning shape,
+// and over several (a class's shapes) their geometric mean, so that every shape weighs the same
+// in relative terms, as in the suite's geometric mean (a sum would let the longest decide).
 void BackendRunner::score(ConfigOutcome& o) {
   // What the driver made of the code (Vulkan: registers) joins the compiler's report.
   for (const auto& m : o.measurements)
@@ -456,7 +459,8 @@ void BackendRunner::score(ConfigOutcome& o) {
       add_driver_statistics(o.build.resources, m.kernel_statistics);
       break;
     }
-  double total = 0;
+  double log_sum = 0, only = 0;
+  size_t n = 0;
   for (const auto& m : o.measurements) {
     if (m.disposition != Disposition::passed) {
       o.disposition = m.disposition;
@@ -466,9 +470,11 @@ void BackendRunner::score(ConfigOutcome& o) {
     }
     // On a CPU device the kernel shares the cores with every other process, and contention
     // only ever adds time: the fastest sample ranks best. A GPU ranks by the median.
-    total += device_.is_cpu ? m.stats.min : m.stats.median;
+    only = device_.is_cpu ? m.stats.min : m.stats.median;
+    log_sum += std::log(std::max(only, 1e-12));
+    ++n;
   }
-  o.score_ms = total;
+  o.score_ms = n > 1 ? std::exp(log_sum / static_cast<double>(n)) : only;
 }
 
 namespace {

@@ -136,6 +136,8 @@ class FakeDevicesRunner : public BackendRunner {
   std::set<size_t> validating, timing;
   std::vector<std::pair<Config, size_t>> validated, timed;  // in call order
   std::vector<size_t> groups;  // per configuration begun: the size of its job's group
+  // With shape_times, one measurement per tuning shape: shape k takes (X + Y) * shape_times[k].
+  std::vector<double> shape_times;
 
  protected:
   void meet(std::set<size_t>& seen, size_t lane) {
@@ -197,7 +199,13 @@ class FakeDevicesRunner : public BackendRunner {
     // The driver reports registers of X = 8 (as a Vulkan driver would, at timing).
     if (o.config.at("X") == 8)
       m.kernel_statistics = {{"k", {{"Register Count", 40 + o.config.at("Y")}}}};
-    return {m};
+    if (shape_times.empty()) return {m};
+    std::vector<Measurement> per_shape;
+    for (double f : shape_times) {
+      per_shape.push_back(m);
+      per_shape.back().stats.median = per_shape.back().stats.min = m.stats.median * f;
+    }
+    return per_shape;
   }
 };
 
@@ -225,6 +233,36 @@ std::vector<Config> xy_batch() {
   for (int64_t x : {1, 2, 4, 8})
     for (int64_t y : {1, 2}) batch.push_back(Config{{"X", x}, {"Y", y}});
   return batch;
+}
+
+// A class's shapes rank a configuration by the geometric mean of their times: a shape four times
+// longer than another weighs no more than it (their sum would be 5 (X + Y), the mean 2 (X + Y)).
+TEST(Tuner, SeveralTuningShapesScoreTheGeometricMeanOfTheirTimes) {
+  KernelContext ctx;
+  ctx.name = "fake";
+  ctx.tuning = {{"X", {1, 2, 4, 8}, 1}, {"Y", {1, 2}, 1}};
+  DeviceFacts d0;
+  d0.name = "Fake GPU";
+  d0.max_threads_per_group = 64;
+  FakeBackend be;
+  RunnerOptions r0;
+  Validator v0(be, d0, r0, ReferenceSource{});
+  TuneOptions o;
+  o.tune_shapes = {Shape{{{"N", 64}}}, Shape{{{"N", 256}}}};
+  SourceRegions src = plain_plan();
+  FakeDevicesRunner run(be, {DeviceLane{&d0, &r0, &v0}}, ctx, src, o);
+  run.devices = 1;
+  run.rendezvous = false;
+  run.shape_times = {1.0, 4.0};
+  const std::vector<Config> batch = {Config{{"X", 1}, {"Y", 1}}, Config{{"X", 4}, {"Y", 1}}};
+  auto out = run.run(batch, nullptr);
+  ASSERT_EQ(out.size(), 2u);
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_EQ(out[i].disposition, Disposition::passed) << out[i].message;
+    ASSERT_EQ(out[i].measurements.size(), 2u);
+    const double xy = static_cast<double>(batch[i].at("X") + batch[i].at("Y"));
+    EXPECT_NEAR(out[i].score_ms, 2 * xy, 1e-9);
+  }
 }
 
 TEST(Tuner, SpreadsValidationAndTimingOverTheDevicesAndKeepsTheOutcomesInOrder) {
