@@ -120,6 +120,16 @@ TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
                   12);
 }
 
+// The same twelve steps spelled in BF16 (the sequence serves both input types).
+TEST_F(Recordings, TheWholeCudaBf16RecordingCompilesWithNvcc) {
+  if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
+  replay_compiled("matmul-cuda-bf16", "cuda-fp16", "cuda-bf16-full",
+                  {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling",
+                   "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent",
+                   "tensor-split-k", "padded-operands"},
+                  12);
+}
+
 // The same sequence as CUDA's, built for AMD (hipcc: gfx90a and gfx1030, with the resource
 // report) and, where nvcc is, for the H100 through the mapping header; the Stream-K hybrid and
 // the Stream-K dispatch are set aside as in CUDA's.
