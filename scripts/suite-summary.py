@@ -1,24 +1,26 @@
 #!/usr/bin/env python3
 """Summarizes a `peak --json bench -o FILE` suite (FILE or FILE.xz): per shape GB/s, % of the
-same-run copy and % of the vendor baseline (with --flops, a compute-bound family's TFLOP/s and % of
-the peak first), then the geometric means and the lowest shape of each, as Markdown; with a
-dispatch table (`peak tune --classes`), the configuration each class ran. A shape whose baseline
-did not run shows "-" and the runner's reason below the table.
+same-run copy and % of the vendor baseline (a family headlined in FLOP/s, as the suite's missing
+`"headline": "bytes"` says, also its TFLOP/s and % of the peak first, and the vendor's TFLOP/s;
+--flops or --bytes chooses), then the geometric means and the lowest shape of each, as Markdown;
+with a dispatch table (`peak tune --classes`), the configuration each class ran. A shape whose
+baseline did not run shows "-" and the runner's reason below the table.
 
-Usage: scripts/suite-summary.py [--flops] SUITE.json[.xz]
+Usage: scripts/suite-summary.py [--flops | --bytes] SUITE.json[.xz]
 """
 import json, lzma, math, sys
 
 
 def main():
     args = sys.argv[1:]
-    flops = "--flops" in args
-    args = [a for a in args if a != "--flops"]
-    if len(args) != 1:
+    chosen = [a for a in args if a in ("--flops", "--bytes")]
+    args = [a for a in args if a not in ("--flops", "--bytes")]
+    if len(args) != 1 or len(chosen) > 1:
         sys.exit(__doc__)
     path = args[0]
     with (lzma.open if path.endswith(".xz") else open)(path, "rt") as f:
         suite = json.load(f)
+    flops = chosen == ["--flops"] or (not chosen and suite.get("headline") != "bytes")
     base = suite.get("baseline") or "none"
     # Without a vendor library the suite's ratio is of the copy ("ratio_of": "copy"): no vendor
     # columns then.
