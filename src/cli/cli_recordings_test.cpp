@@ -118,6 +118,19 @@ TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
                    "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent",
                    "tensor-split-k", "padded-operands"},
                   12);
+  // padded-operands (checkpoint 13) lifts the alignment the earlier steps required: its kernel
+  // supports every shape again, tensor-split-k's (12) did not.
+  const fs::path ws = tmp_ / "cuda-fp16-full";
+  auto kernel_toml = [&](const std::string& id) {
+    Out o = peak({"--json", "show", id}, ws);
+    EXPECT_EQ(o.code, 0) << o.err;
+    json j = json::parse(o.out, nullptr, false);
+    return j.is_object() ? j.value("kernel_toml", std::string()) : std::string();
+  };
+  EXPECT_NE(kernel_toml("12").find("supports = \"K % 8 == 0 && N % 8 == 0\""), std::string::npos);
+  const std::string last = kernel_toml("13");
+  EXPECT_NE(last.find("[suite]"), std::string::npos) << last;
+  EXPECT_EQ(last.find("supports"), std::string::npos) << last;
 }
 
 // The same twelve steps spelled in BF16 (the sequence serves both input types).
