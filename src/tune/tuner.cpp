@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -14,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "plan/plan_language.h"
+#include "results/suite.h"
 #include "tune/prune.h"
 #include "tune/simulation.h"
 #include "util/fs.h"
@@ -459,8 +459,7 @@ void BackendRunner::score(ConfigOutcome& o) {
       add_driver_statistics(o.build.resources, m.kernel_statistics);
       break;
     }
-  double log_sum = 0, only = 0;
-  size_t n = 0;
+  std::vector<double> times;
   for (const auto& m : o.measurements) {
     if (m.disposition != Disposition::passed) {
       o.disposition = m.disposition;
@@ -470,11 +469,9 @@ void BackendRunner::score(ConfigOutcome& o) {
     }
     // On a CPU device the kernel shares the cores with every other process, and contention
     // only ever adds time: the fastest sample ranks best. A GPU ranks by the median.
-    only = device_.is_cpu ? m.stats.min : m.stats.median;
-    log_sum += std::log(std::max(only, 1e-12));
-    ++n;
+    times.push_back(device_.is_cpu ? m.stats.min : m.stats.median);
   }
-  o.score_ms = n > 1 ? std::exp(log_sum / static_cast<double>(n)) : only;
+  o.score_ms = times.size() == 1 ? times.front() : geometric_mean(times);
 }
 
 namespace {
