@@ -150,23 +150,23 @@ namespace {
 // One device of the table. `match` holds name substrings (case-insensitive), any of which selects
 // the row; rows are tried in order, so a more specific row comes before a general one.
 // Compute peaks: FP32 without tensor cores (AMD: FP32 matrix, the higher of vector and matrix),
-// TF32 and FP16 (FP32 accumulation) on tensor / matrix cores, dense (no sparsity), in TFLOP/s;
-// memory bandwidth in GB/s. 0 = not applicable or not documented.
+// TF32, FP16 (FP32 accumulation) and FP8 on tensor / matrix cores, dense (no sparsity), in
+// TFLOP/s; memory bandwidth in GB/s. 0 = not applicable or not documented.
 struct PeakRow {
   std::string_view device;
   std::array<std::string_view, 3> match;
-  double fp32, tf32, fp16, memory;
+  double fp32, tf32, fp16, memory, fp8 = 0;
 };
 
 constexpr PeakRow kPeaks[] = {
     // NVIDIA Hopper
-    {"NVIDIA H100 PCIe", {"H100 PCIe"}, 51.2, 378.0, 756.0, 2039.0},
-    {"NVIDIA H100 NVL", {"H100 NVL"}, 60.0, 417.5, 835.5, 3900.0},
-    {"NVIDIA GH200 144GB HBM3e", {"GH200 144G"}, 66.9, 494.7, 989.4, 4900.0},
-    {"NVIDIA GH200 (96GB HBM3)", {"GH200"}, 66.9, 494.7, 989.4, 4000.0},
-    {"NVIDIA H200 NVL", {"H200 NVL"}, 60.0, 417.5, 835.5, 4800.0},
-    {"NVIDIA H200 SXM", {"H200"}, 66.9, 494.7, 989.4, 4800.0},
-    {"NVIDIA H100 SXM5", {"H100 SXM", "H100 80GB HBM3", "H100"}, 66.9, 494.7, 989.4, 3350.0},
+    {"NVIDIA H100 PCIe", {"H100 PCIe"}, 51.2, 378.0, 756.0, 2039.0, 1513.0},
+    {"NVIDIA H100 NVL", {"H100 NVL"}, 60.0, 417.5, 835.5, 3900.0, 1670.5},
+    {"NVIDIA GH200 144GB HBM3e", {"GH200 144G"}, 66.9, 494.7, 989.4, 4900.0, 1979.0},
+    {"NVIDIA GH200 (96GB HBM3)", {"GH200"}, 66.9, 494.7, 989.4, 4000.0, 1979.0},
+    {"NVIDIA H200 NVL", {"H200 NVL"}, 60.0, 417.5, 835.5, 4800.0, 1670.5},
+    {"NVIDIA H200 SXM", {"H200"}, 66.9, 494.7, 989.4, 4800.0, 1979.0},
+    {"NVIDIA H100 SXM5", {"H100 SXM", "H100 80GB HBM3", "H100"}, 66.9, 494.7, 989.4, 3350, 1979},
     // NVIDIA Ampere
     {"NVIDIA A100 SXM4 40GB", {"A100-SXM4-40GB", "A100 SXM4 40GB"}, 19.5, 156.0, 312.0, 1555.0},
     {"NVIDIA A100 PCIe 40GB", {"A100-PCIE-40GB", "A100 PCIe 40GB"}, 19.5, 156.0, 312.0, 1555.0},
@@ -174,8 +174,8 @@ constexpr PeakRow kPeaks[] = {
     {"NVIDIA A100 SXM4 80GB", {"A100"}, 19.5, 156.0, 312.0, 2039.0},
     {"NVIDIA RTX A6000", {"RTX A6000"}, 38.7, 77.4, 154.8, 768.0},
     // NVIDIA Ada
-    {"NVIDIA L40S", {"L40S"}, 91.6, 183.0, 362.05, 864.0},
-    {"NVIDIA L40", {"L40"}, 90.5, 90.5, 181.05, 864.0},
+    {"NVIDIA L40S", {"L40S"}, 91.6, 183.0, 362.05, 864.0, 733.0},
+    {"NVIDIA L40", {"L40"}, 90.5, 90.5, 181.05, 864.0, 362.05},
     {"NVIDIA GeForce RTX 4090", {"RTX 4090"}, 82.6, 82.6, 165.2, 1008.0},
     // AMD CDNA2 (no TF32)
     {"AMD Instinct MI250X", {"MI250X", "MI200"}, 95.7, 0.0, 383.0, 3276.8},
@@ -205,6 +205,7 @@ std::optional<DevicePeaks> documented_peaks(const std::string& device_name) {
       p.fp32_tflops = row.fp32;
       p.tf32_tflops = row.tf32;
       p.fp16_tflops = row.fp16;
+      p.fp8_tflops = row.fp8;
       p.memory_gbs = row.memory;
       p.source = "vendor datasheet";
       return p;

@@ -19,7 +19,7 @@
 namespace peak {
 
 using Config = std::map<std::string, int64_t>;  // tuning values
-std::string config_text(const Config& c);         // "TILE=16 TK=8"
+std::string config_text(const Config& c);       // "TILE=16 TK=8"
 nlohmann::json config_json(const Config& c);
 // The integer values of a JSON object (config_json's form); anything else reads as empty.
 Config config_from_json(const nlohmann::json& j);
@@ -35,8 +35,8 @@ struct BuildRequest {
 struct BuildResult {
   Disposition disposition = Disposition::not_run;  // passed, compile_failed, forbidden_api
   std::filesystem::path artifact;
-  std::string log;      // compiler diagnostics
-  std::string command;  // the command line (or in-process compiler options)
+  std::string log;        // compiler diagnostics
+  std::string command;    // the command line (or in-process compiler options)
   std::string toolchain;  // "shaderc 2023.2 / glslang 12", "nvcc 13.0.88"
   nlohmann::json resources = nlohmann::json::object();  // registers, shared memory, spills
   double seconds = 0;
@@ -67,7 +67,8 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;              // "hlsl", "cuda"
   virtual std::string source_extension() const = 0;  // ".hlsl", ".cu"
-  // Phrase -> spelling for prompts ("thread index in the block" -> "threadIdx" / "SV_GroupThreadID").
+  // Phrase -> spelling for prompts ("thread index in the block" -> "threadIdx" /
+  // "SV_GroupThreadID").
   virtual std::map<std::string, std::string> translation_table() const = 0;
   virtual std::filesystem::path runner() const = 0;
   virtual std::vector<std::pair<std::string, std::string>> toolchain() const = 0;
@@ -113,12 +114,13 @@ std::vector<std::string> backend_names();
 
 // Documented peaks of known devices (datasheet numbers), matched by device-name substring.
 struct DevicePeaks {
-  std::string device;   // the table row's name
+  std::string device;  // the table row's name
   double fp32_tflops = 0;
   double tf32_tflops = 0;
   double fp16_tflops = 0;  // dense, fp32 accumulation
+  double fp8_tflops = 0;   // dense (Hopper, Ada); 0 where the device has no fp8 tensor cores
   double memory_gbs = 0;
-  std::string source;   // where the number comes from
+  std::string source;  // where the number comes from
 };
 std::optional<DevicePeaks> documented_peaks(const std::string& device_name);
 

@@ -77,6 +77,15 @@ TEST(DocumentedPeaks, H200HasH100ComputeAndMoreBandwidth) {
   EXPECT_NE(gh200->device.find("GH200"), std::string::npos);
 }
 
+// Dense FP8 on Hopper (1979 TFLOP/s on the SXM parts), none documented where the tensor cores
+// have no fp8 (Ampere).
+TEST(DocumentedPeaks, Fp8OnHopperAndNoneOnAmpere) {
+  EXPECT_DOUBLE_EQ(documented_peaks("NVIDIA H100 80GB HBM3")->fp8_tflops, 1979);
+  EXPECT_DOUBLE_EQ(documented_peaks("NVIDIA H200")->fp8_tflops, 1979);
+  EXPECT_DOUBLE_EQ(documented_peaks("NVIDIA H100 PCIe")->fp8_tflops, 1513);
+  EXPECT_DOUBLE_EQ(documented_peaks("NVIDIA A100-SXM4-80GB")->fp8_tflops, 0);
+}
+
 TEST(DocumentedPeaks, OtherDevices) {
   auto a100 = documented_peaks("NVIDIA A100-SXM4-80GB");
   ASSERT_TRUE(a100);

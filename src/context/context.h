@@ -27,7 +27,8 @@ inline constexpr int kContextFormatSuite = 3;     // the first format with [suit
 inline constexpr int kContextFormatSupports = 4;  // the first format with `supports`
 inline constexpr int kContextFormatClasses = 5;   // the first format with suite.classes
 
-enum class DType { f32, f16, bf16, i32 };
+// e4m3: 8-bit floats of the OCP FP8 E4M3 format (no infinities, one NaN per sign, largest 448).
+enum class DType { f32, f16, bf16, i32, e4m3 };
 std::string_view to_string(DType t);
 std::optional<DType> dtype_from_string(std::string_view s);
 size_t dtype_size(DType t);

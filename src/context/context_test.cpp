@@ -3,6 +3,7 @@
 #include <fstream>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "family/family.h"
@@ -369,6 +370,9 @@ TEST(Context, DTypesAndRegionsNames) {
   EXPECT_EQ(dtype_from_string("f16"), DType::f16);
   EXPECT_EQ(dtype_from_string("bf16"), DType::bf16);
   EXPECT_FALSE(dtype_from_string("fp8").has_value());
+  EXPECT_EQ(dtype_from_string("e4m3"), DType::e4m3);
+  EXPECT_EQ(to_string(DType::e4m3), "e4m3");
+  EXPECT_EQ(dtype_size(DType::e4m3), 1u);
   EXPECT_EQ(dtype_size(DType::f16), 2u);
   EXPECT_EQ(dtype_size(DType::bf16), 2u);
   EXPECT_EQ(to_string(DType::bf16), "bf16");
@@ -600,9 +604,30 @@ TEST(Context, ShapeSuiteErrors) {
       "kernel.toml"));
 }
 
+// fp8 arrays are CUDA's alone: another backend's context with one is refused where it is loaded.
+TEST(Context, E4m3ArraysNeedTheCudaBackend) {
+  auto toml = [](std::string_view backend) {
+    return fmt::format(
+        "name = \"k\"\nbackend = \"{}\"\nsource = \"k.src\"\n[[scalars]]\nname = \"N\"\n"
+        "[[arrays]]\nname = \"X\"\ndtype = \"e4m3\"\nsize = \"N\"\n"
+        "[[arrays]]\nname = \"Y\"\ndtype = \"f32\"\nsize = \"N\"\noutput = true\n",
+        backend);
+  };
+  auto cuda = parse_context(toml("cuda"), "kernel.toml");
+  ASSERT_TRUE(cuda.is_ok()) << cuda.error();
+  EXPECT_EQ(cuda->arrays[0].dtype, DType::e4m3);
+  EXPECT_EQ(*parse_context(to_toml(*cuda), "kernel.toml"), *cuda);
+  for (const char* other : {"hip", "hlsl"}) {
+    auto r = parse_context(toml(other), "kernel.toml");
+    ASSERT_FALSE(r.is_ok()) << other;
+    EXPECT_NE(r.error().find("only backend cuda runs"), std::string::npos) << r.error();
+  }
+}
+
 // The example contexts shipped with peak.
 constexpr const char* kExamples[] = {"matmul-cuda-fp32", "matmul-cuda-fp16", "matmul-cuda-bf16",
-                                     "matmul-hip-fp32",  "matmul-hip-fp16",  "matmul-hlsl-fp32"};
+                                     "matmul-cuda-fp8",  "matmul-hip-fp32",  "matmul-hip-fp16",
+                                     "matmul-hlsl-fp32"};
 
 TEST(Context, ExamplesCarryTheShapeSuite) {
   for (const char* e : kExamples) {

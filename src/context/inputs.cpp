@@ -18,6 +18,7 @@ constexpr uint32_t kPoisonF32 = 0x7FBADBADu;
 constexpr uint16_t kPoisonF16 = 0x7DADu;
 constexpr uint16_t kPoisonBF16 = 0x7FADu;
 constexpr uint32_t kPoisonI32 = 0x7BADBAD7u;
+constexpr uint8_t kPoisonE4M3 = 0x7Fu;  // the positive NaN, the only one E4M3 has
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 uint32_t float_bits(float f) {
@@ -50,6 +51,21 @@ void normal_pair(uint64_t stream, int64_t p, double z[2]) {
   z[1] = r * std::sin(kTwoPi * u2);
 }
 
+// iota is kept exactly representable: i mod 2048 for f16, 256 for bf16, 16 for e4m3, 2^24 for
+// f32 and i32.
+int64_t iota_period(DType t) {
+  switch (t) {
+    case DType::f16:
+      return 2048;
+    case DType::bf16:
+      return 256;
+    case DType::e4m3:
+      return 16;
+    default:
+      return int64_t{1} << 24;
+  }
+}
+
 // Value i as written in the initializer (before the variant's transform); not for normal.
 double draw(const Initializer& init, DType t, uint64_t stream, int64_t i) {
   switch (init.kind) {
@@ -71,9 +87,7 @@ double draw(const Initializer& init, DType t, uint64_t stream, int64_t i) {
     case Initializer::Kind::zeros:
       return 0.0;
     case Initializer::Kind::iota: {
-      // Kept exactly representable: i mod 2048 for f16, i mod 2^24 for f32 and i32.
-      int64_t period = t == DType::f16 ? 2048 : (t == DType::bf16 ? 256 : (int64_t{1} << 24));
-      return static_cast<double>(i % period);
+      return static_cast<double>(i % iota_period(t));
     }
   }
   return 0.0;
@@ -112,6 +126,9 @@ void store(DType t, uint8_t* p, double v) {
       std::memcpy(p, &h, 2);
       break;
     }
+    case DType::e4m3:
+      *p = float_to_e4m3(static_cast<float>(v));
+      break;
     case DType::i32: {
       double r = std::nearbyint(v);
       if (r > std::numeric_limits<int32_t>::max()) r = std::numeric_limits<int32_t>::max();
@@ -235,7 +252,9 @@ std::vector<uint8_t> generate_array(const ArraySpec& spec, int64_t count, uint64
 
 std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t count, uint64_t seed,
                                               int variant) {
-  if (variant != 0 || count <= 0 || spec.init.kind == Initializer::Kind::normal)
+  // e4m3: the device generator has no fp8 conversion yet; the host makes those bytes.
+  if (variant != 0 || count <= 0 || spec.init.kind == Initializer::Kind::normal ||
+      spec.dtype == DType::e4m3)
     return std::nullopt;
   InputGenerator g;
   g.dtype = spec.dtype;
@@ -261,8 +280,7 @@ std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t cou
       break;
     case Initializer::Kind::iota:
       g.kind = InputGenerator::Kind::iota;
-      g.period =
-          spec.dtype == DType::f16 ? 2048 : (spec.dtype == DType::bf16 ? 256 : int64_t{1} << 24);
+      g.period = iota_period(spec.dtype);
       break;
     case Initializer::Kind::normal:
       return std::nullopt;
@@ -338,11 +356,14 @@ uint32_t poison_u32(DType t) {
       return (uint32_t{kPoisonBF16} << 16) | kPoisonBF16;
     case DType::i32:
       return kPoisonI32;
+    case DType::e4m3:
+      return uint32_t{kPoisonE4M3} * 0x01010101u;
   }
   return kPoisonF32;
 }
 
 bool is_poison(DType t, const uint8_t* element) {
+  if (t == DType::e4m3) return *element == kPoisonE4M3;
   if (t == DType::f16 || t == DType::bf16) {
     uint16_t h;
     std::memcpy(&h, element, 2);
@@ -411,6 +432,31 @@ uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
 
+float e4m3_to_float(uint8_t x) {
+  const float sign = (x & 0x80u) ? -1.0f : 1.0f;
+  const int exp = (x >> 3) & 0xF;
+  const int mant = x & 0x7;
+  if (exp == 0xF && mant == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  if (exp == 0) return sign * std::ldexp(static_cast<float>(mant), -9);  // subnormal: m * 2^-9
+  return sign * std::ldexp(static_cast<float>(8 + mant), exp - 10);      // (1 + m/8) * 2^(e-7)
+}
+
+uint8_t float_to_e4m3(float f) {
+  if (std::isnan(f)) return kPoisonE4M3;
+  const uint8_t sign = std::signbit(f) ? 0x80u : 0x00u;
+  const double a = std::fabs(static_cast<double>(f));
+  if (a >= 448.0) return sign | 0x7Eu;  // saturated, infinity included
+  if (a < 0x1.0p-6) {
+    // Subnormals in steps of 2^-9; 8 steps carry into the smallest normal (code 0x08).
+    return sign | static_cast<uint8_t>(std::nearbyint(a * 0x1.0p9));
+  }
+  int e = 0;
+  (void)std::frexp(a, &e);  // a = f * 2^e with f in [0.5, 1): the unbiased exponent is e - 1
+  const double q = std::nearbyint(std::ldexp(a, 4 - e));    // 8..16 eighths of 2^(e-1)
+  int code = ((e - 1 + 7) << 3) + static_cast<int>(q) - 8;  // q = 16 carries into the exponent
+  return sign | static_cast<uint8_t>(std::min(code, 0x7E));
+}
+
 double element_as_double(DType t, const uint8_t* data, int64_t i) {
   switch (t) {
     case DType::f32: {
@@ -433,6 +479,8 @@ double element_as_double(DType t, const uint8_t* data, int64_t i) {
       std::memcpy(&x, data + i * 4, 4);
       return x;
     }
+    case DType::e4m3:
+      return e4m3_to_float(data[i]);
   }
   return 0.0;
 }

@@ -54,8 +54,8 @@ struct InputGenerator {
   std::vector<uint8_t> zero_fix;  // one element's bytes
 };
 // The generator of generate_array(spec, count, seed, variant), or none where a device cannot
-// give the same bytes: normal draws (their logarithm and sine differ between libraries) and
-// variants other than 0.
+// give the same bytes: normal draws (their logarithm and sine differ between libraries),
+// variants other than 0, and e4m3 arrays (the device generator has no fp8 conversion).
 std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t count, uint64_t seed,
                                               int variant);
 // generate_array's bytes at `indices` alone, every other element zero: what a reference that
@@ -75,7 +75,8 @@ bool write_elements(const ArraySpec& spec, int64_t count, uint64_t seed, int var
 std::vector<uint8_t> run_generator(const InputGenerator& g, int64_t count);
 
 // Poison: f32 NaN 0x7fc0dead-like pattern 0x7FBADBAD (a signaling NaN payload peak alone writes),
-// f16 0x7DAD, i32 0x7BADBAD7. An element still holding the poison after a run was never written.
+// f16 0x7DAD, i32 0x7BADBAD7, e4m3 0x7F (its NaN). An element still holding the poison after a run
+// was never written.
 uint32_t poison_u32(DType t);  // 32-bit fill word (two halves for f16)
 bool is_poison(DType t, const uint8_t* element);
 
@@ -84,6 +85,10 @@ uint16_t float_to_half(float f);
 // bfloat16: the top half of a float; conversion rounds to nearest even (NaN stays NaN).
 float bf16_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);
+// OCP FP8 E4M3 (e4m3fn): exact to float; from float rounded to nearest even and saturated to
+// +-448 (infinity too), NaN to 0x7F: what PTX's cvt.rn.satfinite.e4m3x2.f32 gives.
+float e4m3_to_float(uint8_t x);
+uint8_t float_to_e4m3(float f);
 // Element i of a typed byte buffer as double.
 double element_as_double(DType t, const uint8_t* data, int64_t i);
 

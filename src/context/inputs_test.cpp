@@ -381,6 +381,65 @@ TEST(Poison, WordsAndDetection) {
   EXPECT_FALSE(is_poison(DType::f16, b));
 }
 
+// ---- e4m3 ----
+
+TEST(E4m3, KnownBitPatterns) {
+  struct Case {
+    float f;
+    uint8_t x;
+  } cases[] = {
+      {0.0f, 0x00},       {-0.0f, 0x80},     {1.0f, 0x38},      {-2.0f, 0xC0},
+      {448.0f, 0x7E},     {-448.0f, 0xFE},   {449.0f, 0x7E},    {464.0f, 0x7E},
+      {1e30f, 0x7E},      {0x1.0p-6f, 0x08}, {0x1.0p-9f, 0x01}, {0x1.0p-10f, 0x00},
+      {0x1.8p-10f, 0x01}, {0x1.8p-9f, 0x02}, {1.0625f, 0x38},   {1.1875f, 0x3A},
+      {0x1.ep-7f, 0x08},  {3.7f, 0x47},      {-0.3f, 0xAA},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(float_to_e4m3(c.f), c.x) << c.f;
+  }
+  EXPECT_EQ(float_to_e4m3(std::numeric_limits<float>::infinity()), 0x7E);  // satfinite
+  EXPECT_EQ(float_to_e4m3(-std::numeric_limits<float>::infinity()), 0xFE);
+  EXPECT_EQ(float_to_e4m3(std::numeric_limits<float>::quiet_NaN()), 0x7F);
+  EXPECT_EQ(e4m3_to_float(0x7E), 448.0f);
+  EXPECT_EQ(e4m3_to_float(0x01), 0x1.0p-9f);
+  EXPECT_EQ(e4m3_to_float(0x46), 3.5f);
+  EXPECT_TRUE(std::isnan(e4m3_to_float(0x7F)));
+  EXPECT_TRUE(std::isnan(e4m3_to_float(0xFF)));
+}
+
+// Every code but the two NaNs converts to a float and back to itself; between two neighbours the
+// midpoint goes to the one with the even code.
+TEST(E4m3, EveryCodeRoundTripsAndMidpointsGoToEven) {
+  for (int x = 0; x < 256; ++x) {
+    if ((x & 0x7F) == 0x7F) continue;
+    EXPECT_EQ(float_to_e4m3(e4m3_to_float(static_cast<uint8_t>(x))), x) << x;
+    if ((x & 0x7F) == 0x7E) continue;
+    const float lo = e4m3_to_float(static_cast<uint8_t>(x));
+    const float hi = e4m3_to_float(static_cast<uint8_t>(x + 1));
+    const uint8_t even = (x % 2 == 0) ? static_cast<uint8_t>(x) : static_cast<uint8_t>(x + 1);
+    EXPECT_EQ(float_to_e4m3((lo + hi) / 2), even) << x;
+  }
+}
+
+TEST(E4m3, GeneratedArraysHoldRepresentableValuesInRange) {
+  ArraySpec a = spec("A", DType::e4m3, "uniform(-4, 4)");
+  auto bytes = generate_array(a, 4096, 7, 0);
+  ASSERT_EQ(bytes.size(), 4096u);
+  std::set<uint8_t> codes;
+  for (uint8_t b : bytes) {
+    const double v = element_as_double(DType::e4m3, &b, 0);
+    EXPECT_LE(std::fabs(v), 4.0);
+    EXPECT_FALSE(is_poison(DType::e4m3, &b));
+    codes.insert(b);
+  }
+  EXPECT_GT(codes.size(), 100u);  // most of the codes within +-4
+  EXPECT_EQ(poison_u32(DType::e4m3), 0x7F7F7F7Fu);
+  const uint8_t nan = 0x7F;
+  EXPECT_TRUE(is_poison(DType::e4m3, &nan));
+  // The device generator has no fp8 conversion: the host makes these bytes.
+  EXPECT_FALSE(input_generator(a, 4096, 7, 0).has_value());
+}
+
 TEST(Inputs, ElementAsDouble) {
   std::vector<uint8_t> buf(8);
   float f[2] = {1.5f, -0.25f};

@@ -22,6 +22,8 @@ std::string_view to_string(DType t) {
       return "bf16";
     case DType::i32:
       return "i32";
+    case DType::e4m3:
+      return "e4m3";
   }
   return "?";
 }
@@ -31,10 +33,13 @@ std::optional<DType> dtype_from_string(std::string_view s) {
   if (s == "f16") return DType::f16;
   if (s == "bf16") return DType::bf16;
   if (s == "i32") return DType::i32;
+  if (s == "e4m3") return DType::e4m3;
   return std::nullopt;
 }
 
-size_t dtype_size(DType t) { return t == DType::f16 || t == DType::bf16 ? 2 : 4; }
+size_t dtype_size(DType t) {
+  return t == DType::e4m3 ? 1 : t == DType::f16 || t == DType::bf16 ? 2 : 4;
+}
 
 std::string_view to_string(Region r) {
   switch (r) {

@@ -243,11 +243,18 @@ void Loader::load_arrays(const toml::table& root, KernelContext& ctx) {
     ArraySpec a;
     a.name = req_string(t, "name", "in [[arrays]]");
     std::string what = fmt::format("for array '{}'", a.name);
-    std::string d = req_string(t, "dtype", what + " (f32, f16 or i32)");
+    std::string d = req_string(t, "dtype", what + " (f32, f16, bf16, e4m3 or i32)");
     auto dt = dtype_from_string(d);
     if (!dt) {
       fail(*t.get("dtype"),
-           fmt::format("unknown dtype '{}' for array '{}' (expected f32, f16 or i32)", d, a.name));
+           fmt::format("unknown dtype '{}' for array '{}' (expected f32, f16, bf16, e4m3 or i32)",
+                       d, a.name));
+    }
+    if (*dt == DType::e4m3 && !ctx.backend.empty() && ctx.backend != "cuda") {
+      fail(*t.get("dtype"),
+           fmt::format("array '{}' has dtype e4m3, which only backend cuda runs (fp8 tensor cores "
+                       "of sm_89 and newer), not {}",
+                       a.name, ctx.backend));
     }
     a.dtype = *dt;
     const toml::node* size = t.get("size");

@@ -403,9 +403,12 @@ DoctorReport run_doctor(const std::string& device) {
           fmt::format("{} — {} {}", facts->name, facts->driver, facts->api_version);
       if (!facts->arch.empty()) detail += ", " + facts->arch;
       if (facts->compute_units) detail += fmt::format(", {} compute units", facts->compute_units);
-      if (auto p = documented_peaks(facts->name))
-        detail += fmt::format(", documented FP32 {:.1f} / FP16 {:.1f} TFLOP/s", p->fp32_tflops,
-                              p->fp16_tflops);
+      if (auto p = documented_peaks(facts->name)) {
+        detail +=
+            fmt::format(", documented FP32 {:.1f} / FP16 {:.1f}", p->fp32_tflops, p->fp16_tflops);
+        if (p->fp8_tflops > 0) detail += fmt::format(" / FP8 {:.1f}", p->fp8_tflops);
+        detail += " TFLOP/s";
+      }
       if (facts->is_cpu) detail += " (a CPU device: fine for tests and small demos)";
       r.checks.push_back({name + " device", true, detail, ""});
       if (name == "cuda") r.checks.push_back(cuda_baselines_check(*facts));

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/evaluate_internal.h"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -176,6 +178,24 @@ TEST(Devices, ACudaRunnerSeesItsDeviceAlone) {
   DeviceFacts vk;
   vk.extra["device_index"] = "1";
   EXPECT_EQ(cuda_visible_device(vk, nullptr), std::nullopt);
+}
+
+// The peak a kernel is judged against (% of peak, faster_than_peak) is the documented one of its
+// inputs' precision: FP8 for e4m3 inputs, FP16 for f16 or bf16, FP32 otherwise.
+TEST(PeakFor, TheInputsPrecisionChoosesTheDocumentedPeak) {
+  DeviceFacts h200 = gpu("NVIDIA H200", "0");
+  auto with_inputs = [](std::initializer_list<DType> types) {
+    KernelContext ctx;
+    for (DType t : types) ctx.arrays.push_back(ArraySpec{"in", t, "1", {}, false});
+    ctx.arrays.push_back(ArraySpec{"out", DType::e4m3, "1", {}, true});  // outputs do not count
+    return ctx;
+  };
+  detail::PeakInfo fp8 = detail::peak_for(with_inputs({DType::e4m3, DType::f32}), h200);
+  EXPECT_DOUBLE_EQ(fp8.tflops, 1979);
+  EXPECT_DOUBLE_EQ(fp8.limit, 1979);
+  EXPECT_NE(fp8.source.find("FP8"), std::string::npos) << fp8.source;
+  EXPECT_DOUBLE_EQ(detail::peak_for(with_inputs({DType::bf16}), h200).tflops, 989.4);
+  EXPECT_DOUBLE_EQ(detail::peak_for(with_inputs({DType::f32}), h200).tflops, 66.9);
 }
 
 }  // namespace

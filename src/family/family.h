@@ -71,6 +71,9 @@ class Family {
   // The baseline the runner of `backend` ("cuda", "hip", "hlsl") implements for this family
   // ("cublas"), "" for none.
   virtual std::string baseline_name(std::string_view backend) const;
+  // Whether the runner of `backend` may time `name` for this family: baseline_name, and any
+  // other the family's contexts choose (matmul's fp8 contexts: "cublaslt").
+  virtual bool has_baseline(std::string_view name, std::string_view backend) const;
   // The baseline for this context: baseline_name when the context's arrays suit it, else "".
   virtual std::string baseline(const KernelContext& ctx, std::string_view backend) const;
 
@@ -94,7 +97,8 @@ void register_family(const Family& family);
 // ---- What the callers use ----
 // The dtype rule of tolerances (docs/validation.md):
 //   |out - ref| <= tol * (|ref| + rms_abs)   with tol = c(dtype) * sqrt(reduction)
-// c = 1e-6 for fp32 inputs, 1e-5 for fp16/bf16 inputs; plus 2 ulp of the output dtype.
+// c = 1e-6 for fp32 inputs, 1e-5 for fp16/bf16 inputs, 1e-4 for e4m3 inputs; plus 2 ulp of the
+// output dtype.
 double default_tolerance(DType input, DType output, int64_t reduction);
 // The reduction length of `ctx` at `shape` (its `reduction` expression; 1 when none).
 int64_t reduction_length(const KernelContext& ctx, const Shape& shape);

@@ -131,7 +131,7 @@ Result<TuningBenchReport> bench_tuning(
       bs.exhaustive_seconds = r.seconds;
       std::vector<double> model, speed;
       const DeviceLimits limits = device_limits(cache.device);
-      const double ridge = ridge_point(cache.device, cache.work.element_bytes == 2);
+      const double ridge = ridge_point(cache.device, cache.work.element_bytes);
       for (const auto& o : r.outcomes) {
         if (o.disposition != Disposition::passed) continue;
         ++bs.passed;

@@ -82,7 +82,8 @@ struct ModelEstimate {
 };
 ModelEstimate estimate(const ResourceUsage& u, const DeviceLimits& l, const Work& w,
                        double ridge_flop_per_byte);
-// The device's ridge point (documented FP32 or FP16 FLOP rate over DRAM bandwidth); 0 = unknown.
-double ridge_point(const DeviceFacts& d, bool half);
+// The device's ridge point (the documented FLOP rate of inputs of `element_bytes`: FP8 for 1, FP16
+// for 2, else FP32, over DRAM bandwidth); 0 = unknown.
+double ridge_point(const DeviceFacts& d, double element_bytes);
 
 }  // namespace peak

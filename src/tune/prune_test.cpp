@@ -161,23 +161,23 @@ TEST(Model, WaveEfficiencyAndIntensityPerLevel) {
   u.groups = 256;
   u.groups_x = 16;
   u.groups_y = 16;
-  ModelEstimate e = estimate(u, l, w, ridge_point(h100(), false));
+  ModelEstimate e = estimate(u, l, w, ridge_point(h100(), 4));
   EXPECT_NEAR(e.wave_efficiency, 256.0 / 1056.0, 1e-12);
   EXPECT_NEAR(e.intensity_dram, 2.0 * 2048 / (4 * 3), 1e-9);
   EXPECT_NEAR(e.intensity_group, 2.0 * 128 * 128 / (256 * 4), 1e-12);  // 32 FLOP/byte
   EXPECT_NEAR(e.intensity_thread, std::sqrt(64.0) / 4, 1e-12);         // 8 x 8 outputs
   // The ridge of the H100's documented FP32 rate over its DRAM bandwidth: about 20 FLOP/byte,
   // which the group intensity exceeds, so only the waves limit the estimate.
-  EXPECT_NEAR(ridge_point(h100(), false), 66.9e12 / 3350e9, 1e-9);
+  EXPECT_NEAR(ridge_point(h100(), 4), 66.9e12 / 3350e9, 1e-9);
   EXPECT_NEAR(e.score, e.wave_efficiency, 1e-12);
   // 32 x 32 tiles: 4096 groups fill 4 waves almost evenly, but at 8 FLOP/byte a group's loads
   // limit it to 8 / 20 of the compute rate.
   u.groups = 4096;
   u.groups_x = u.groups_y = 64;
-  ModelEstimate small = estimate(u, l, w, ridge_point(h100(), false));
+  ModelEstimate small = estimate(u, l, w, ridge_point(h100(), 4));
   EXPECT_NEAR(small.intensity_group, 2.0 * 32 * 32 / (64 * 4), 1e-12);
   EXPECT_NEAR(small.wave_efficiency, 4096.0 / 4224.0, 1e-12);
-  EXPECT_NEAR(small.score, 4096.0 / 4224.0 * 8 / ridge_point(h100(), false), 1e-12);
+  EXPECT_NEAR(small.score, 4096.0 / 4224.0 * 8 / ridge_point(h100(), 4), 1e-12);
   EXPECT_EQ(small.to_json()["limiter"], "threads");
   // Nothing known: a neutral estimate.
   EXPECT_EQ(estimate(ResourceUsage{}, DeviceLimits{}, Work{}, 0).score, 1);

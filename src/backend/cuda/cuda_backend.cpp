@@ -16,10 +16,10 @@
 #include <fmt/format.h>
 
 #include "family/family.h"
-#include "util/scoped_dir.h"
 #include "util/cuda_arch.h"
 #include "util/fs.h"
 #include "util/process.h"
+#include "util/scoped_dir.h"
 #include "util/sha256.h"
 
 namespace peak {
@@ -433,7 +433,6 @@ std::optional<std::string> forbidden_device_symbol(std::string_view name) {
         "device-side runtime calls (dynamic parallelism): launches belong in the plan");
   return fmt::format("`{}` is not provided to candidate modules", name);
 }
-
 
 // Static shared memory and registers per thread are known after the build; the block size
 // and dynamic shared memory come from the plan (resolve_plan checks them per launch).

@@ -44,7 +44,6 @@ KernelContext corpus_context() {
   return c ? *c : KernelContext{};
 }
 
-
 struct Built {
   BuildResult build;
   SourceRegions regions;
@@ -242,6 +241,39 @@ TEST_F(CudaGpuTest, BaselineRatesArePhysical) {
       EXPECT_GE(base_tflops, 2 * peaks->fp32_tflops) << "FP16 baseline without tensor cores?";
       EXPECT_LE(base_tflops, 1.05 * peaks->fp16_tflops);
     }
+  }
+}
+
+// fp8 (examples/matmul-cuda-fp8): the naive seed validates against the CPU reference (e4m3 inputs
+// made on the host, K-major B, per-tensor scales, a bf16 C), and cublasLt's fp8 GEMM, timed beside
+// it, runs on the tensor cores within the documented FP8 peak. Prints the numbers.
+TEST_F(CudaGpuTest, Fp8SeedValidatesAndCublasLtIsItsBaseline) {
+  KernelContext ctx = load("matmul-cuda-fp8");
+  const std::string& arch = gpu().facts.arch;  // "sm_90a"
+  if (arch.size() < 5 || std::stoi(arch.substr(3)) < 89)
+    GTEST_SKIP() << "no fp8 tensor cores on " << arch;
+  Config config = testing::default_tuning(ctx);
+  Built b = build_file(ctx, ctx.dir / ctx.source_file, config);
+  ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+  ValidationOutcome v = validate(ctx, b, config);
+  ASSERT_EQ(v.disposition, Disposition::passed) << describe_checks(v);
+  MeasureOptions mo;
+  mo.policy.min_samples = 5;
+  mo.policy.max_samples = 10;
+  mo.policy.max_seconds = 3;
+  auto ms = time_shapes(ctx, b, config, {ctx.bench_shapes.at(0)}, mo);
+  ASSERT_EQ(ms.size(), 1u);
+  const Measurement& m = ms[0];
+  ASSERT_EQ(m.disposition, Disposition::passed) << m.message;
+  ASSERT_FALSE(m.baseline_samples_ms.empty()) << m.message;
+  const double base_tflops = m.baseline_gflops / 1000;
+  std::cout << "[ measured ] matmul-cuda-fp8 " << m.shape.text() << ": seed kernel "
+            << m.gflops / 1000 << " TFLOP/s, cublasLt fp8 " << base_tflops << " TFLOP/s (median "
+            << m.baseline_stats.median << " ms)\n";
+  EXPECT_GT(base_tflops, m.gflops / 1000);
+  if (auto peaks = documented_peaks(gpu().facts.name); peaks && peaks->fp8_tflops > 0) {
+    EXPECT_GE(base_tflops, 2 * peaks->fp32_tflops) << "fp8 baseline without tensor cores?";
+    EXPECT_LE(base_tflops, 1.05 * peaks->fp8_tflops);
   }
 }
 

@@ -28,7 +28,9 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/copy_kernel_ptx.h"
+#include "backend/cuda/cublaslt_device.h"
 #include "backend/cuda/cudnn_baseline.h"
+#include "backend/cuda/dl_library.h"
 #include "backend/cuda/fma_bench_ptx.h"
 #include "backend/cuda/generate_ptx.h"
 #include "family/family.h"
@@ -108,7 +110,6 @@ DriverApi g_cu;
 // would make every runner start map and initialize the library (tens of milliseconds), also the
 // validation and screening jobs that never call it.
 struct CublasApi {
-  void* lib = nullptr;
   decltype(&::cublasCreate_v2) Create = nullptr;
   decltype(&::cublasDestroy_v2) Destroy = nullptr;
   decltype(&::cublasSetStream_v2) SetStream = nullptr;
@@ -120,34 +121,17 @@ struct CublasApi {
                            const void*, const void*, cudaDataType, int, const void*, cudaDataType,
                            int, const void*, void*, cudaDataType, int, cublasComputeType_t,
                            cublasGemmAlgo_t) = nullptr;
-  std::string error;  // why it is not available
+  cuda::DlLibrary lib;
   Status load() {
-    if (lib) return Status::ok();
-    if (!error.empty()) return Status::error(error);
-    const std::string name = fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR);
-    lib = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* why = ::dlerror();
-      error = fmt::format("cannot load {}: {}", name, why ? why : "dlopen failed");
-      return Status::error(error);
-    }
-    std::string missing;
-    auto get = [&](auto& f, const char* symbol) {
-      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(lib, symbol));
-      if (!f) missing += std::string(missing.empty() ? "" : ", ") + symbol;
-    };
-    get(Create, "cublasCreate_v2");
-    get(Destroy, "cublasDestroy_v2");
-    get(SetStream, "cublasSetStream_v2");
-    get(SetMathMode, "cublasSetMathMode");
-    get(SetWorkspace, "cublasSetWorkspace_v2");
-    get(Sgemm, "cublasSgemm_v2");
-    get(GemmEx, "cublasGemmEx");
-    if (missing.empty()) return Status::ok();
-    error = fmt::format("{} lacks {}", name, missing);
-    ::dlclose(lib);
-    lib = nullptr;
-    return Status::error(error);
+    return lib.load(fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR), [&](auto get) {
+      get(Create, "cublasCreate_v2");
+      get(Destroy, "cublasDestroy_v2");
+      get(SetStream, "cublasSetStream_v2");
+      get(SetMathMode, "cublasSetMathMode");
+      get(SetWorkspace, "cublasSetWorkspace_v2");
+      get(Sgemm, "cublasSgemm_v2");
+      get(GemmEx, "cublasGemmEx");
+    });
   }
 };
 
@@ -159,6 +143,12 @@ bool job_needs_cublas(const RunnerJob& job) {
   if (job.mode == "probe") return true;
   for (const RunnerTask& t : job.tasks)
     if (t.baseline == "cublas") return true;
+  return false;
+}
+
+bool job_needs_cublaslt(const RunnerJob& job) {
+  for (const RunnerTask& t : job.tasks)
+    if (t.baseline == "cublaslt") return true;
   return false;
 }
 
@@ -386,6 +376,8 @@ class CudaDevice final : public Device {
   LaunchOutcome run(const std::function<CUresult()>& enqueue, bool timed, std::string_view what);
   LaunchOutcome cudnn_baseline(const RunnerTask& task, const RunnerJob& job,
                                std::vector<DeviceBuffer>& arrays, bool timed);
+  LaunchOutcome cublaslt_baseline(const RunnerTask& task, const RunnerJob& job,
+                                  std::vector<DeviceBuffer>& arrays, bool timed);
   Status load_fma_module();
   Status load_copy_module();
   bool load_generate_module();
@@ -403,6 +395,7 @@ class CudaDevice final : public Device {
   cublasHandle_t cublas_ = nullptr;
   std::string cublas_error_;
   std::unique_ptr<CudnnBaselines> cudnn_;  // on the stream; its handle only for its families
+  cuda::CublasLtFp8 cublaslt_;             // fp8 matmul; opened by the jobs that time it
   void* workspace_ = nullptr;
   void* flush_buf_ = nullptr;
   size_t flush_bytes_ = 0;
@@ -495,6 +488,7 @@ Status CudaDevice::init(const RunnerJob& job) {
     }
   }
   step("cublas");
+  if (job_needs_cublaslt(job)) (void)cublaslt_.open();  // its error() says why, where it fails
   cudnn_ = std::make_unique<CudnnBaselines>(
       process_cudnn(),
       CudnnMemory{[this](size_t n) { return alloc(n); }, [this](DeviceBuffer& b) { free(b); }});
@@ -586,6 +580,7 @@ DeviceFacts CudaDevice::facts() {
   x["max_persisting_l2_bytes"] = std::to_string(attr(cudaDevAttrMaxPersistingL2CacheSize));
   x["ecc"] = attr(cudaDevAttrEccEnabled) ? "on" : "off";
   x["cublas"] = cublas_ ? "ready" : cublas_error_;
+  if (cublaslt_.ready()) x["cublaslt"] = "ready";
   x["cudnn"] = process_cudnn().describe();  // "9.14.0", or "none: <why>"
 #ifdef PEAK_HAVE_NVML
   x["nvml"] = nvml_available() ? "yes" : "no";
@@ -925,6 +920,8 @@ CUtensorMapDataType tensor_map_type(DType t) {
       return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
     case DType::i32:
       return CU_TENSOR_MAP_DATA_TYPE_INT32;
+    case DType::e4m3:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // TMA moves bytes; the MMA reads them as e4m3
   }
   return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
 }
@@ -1169,14 +1166,15 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
                                    const RunnerJob& job, std::vector<DeviceBuffer>& arrays,
                                    bool timed) {
   if (name == "cudnn") return cudnn_baseline(task, job, arrays, timed);
+  if (name == "cublaslt") return cublaslt_baseline(task, job, arrays, timed);
   LaunchOutcome no;
   no.disposition = Disposition::not_run;
   if (name != "cublas") {
-    no.message =
-        fmt::format("unknown baseline '{}' (the CUDA runner knows 'cublas' and 'cudnn')", name);
+    no.message = fmt::format(
+        "unknown baseline '{}' (the CUDA runner knows 'cublas', 'cublaslt' and 'cudnn')", name);
     return no;
   }
-  if (find_family(job.family).baseline_name("cuda") != name) {
+  if (!find_family(job.family).has_baseline(name, "cuda")) {
     no.message = fmt::format("cuBLAS is a baseline only for family matmul, not '{}'", job.family);
     return no;
   }
@@ -1241,6 +1239,66 @@ LaunchOutcome CudaDevice::baseline(const std::string& name, const RunnerTask& ta
     o.disposition = Disposition::launch_failed;
     o.message =
         fmt::format("{} failed: {}", fp32 ? "cublasSgemm" : "cublasGemmEx", cublas_text(status));
+  }
+  return o;
+}
+
+LaunchOutcome CudaDevice::cublaslt_baseline(const RunnerTask& task, const RunnerJob& job,
+                                            std::vector<DeviceBuffer>& arrays, bool timed) {
+  LaunchOutcome no;
+  no.disposition = Disposition::not_run;
+  if (!find_family(job.family).has_baseline("cublaslt", "cuda")) {
+    no.message = fmt::format("cublasLt's fp8 GEMM is a baseline only for family matmul, not '{}'",
+                             job.family);
+    return no;
+  }
+  if (!cublaslt_.ready()) {
+    no.message = cublaslt_.error();
+    return no;
+  }
+  std::map<std::string, int> at;
+  for (size_t i = 0; i < job.arrays.size() && i < arrays.size(); ++i)
+    at[job.arrays[i].name] = static_cast<int>(i);
+  for (const char* name : {"A", "Bt", "C", "A_scale", "B_scale"})
+    if (!at.count(name) || arrays.size() != job.arrays.size()) {
+      no.message = "the cublasLt fp8 baseline needs arrays A, Bt, C, A_scale and B_scale";
+      return no;
+    }
+  auto dim = [&](const char* s) -> int64_t {
+    auto it = task.shape.values.find(s);
+    return it == task.shape.values.end() ? -1 : it->second;
+  };
+  cuda::Fp8Gemm g;
+  g.m = dim("M");
+  g.n = dim("N");
+  g.k = dim("K");
+  g.c_type = job.arrays[at["C"]].dtype;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || job.arrays[at["A"]].dtype != DType::e4m3 ||
+      job.arrays[at["Bt"]].dtype != DType::e4m3 ||
+      (g.c_type != DType::bf16 && g.c_type != DType::f32)) {
+    no.message =
+        "the cublasLt fp8 baseline covers e4m3 A (M x K) and Bt (N x K) into a bf16 or f32 C, "
+        "with positive M, N and K";
+    return no;
+  }
+  g.a = arrays[at["A"]].handle;
+  g.bt = arrays[at["Bt"]].handle;
+  g.a_scale = static_cast<const float*>(arrays[at["A_scale"]].handle);
+  g.b_scale = static_cast<const float*>(arrays[at["B_scale"]].handle);
+  g.c = arrays[at["C"]].handle;
+  if (Status st = cublaslt_.prepare(g); !st) {
+    no.message = st.message();
+    return no;
+  }
+  Status status = Status::ok();
+  auto call = [&]() -> CUresult {
+    status = cublaslt_.enqueue(g, stream_);
+    return CUDA_SUCCESS;
+  };
+  LaunchOutcome o = run(call, timed, "cublasLtMatmul");
+  if (o.disposition == Disposition::passed && !status) {
+    o.disposition = Disposition::launch_failed;
+    o.message = status.message();
   }
   return o;
 }

@@ -17,7 +17,7 @@ Result<std::map<std::string, ReferenceValues>> MatmulFamily::cpu_reference(
 }
 
 std::optional<ReferenceIndices> MatmulFamily::reference_reads(
-    const KernelContext&, const Shape& shape, const ReferenceIndices& indices) const {
+    const KernelContext& ctx, const Shape& shape, const ReferenceIndices& indices) const {
   auto m = shape.values.find("M"), n = shape.values.find("N"), k = shape.values.find("K");
   auto c = indices.find("C");
   if (m == shape.values.end() || n == shape.values.end() || k == shape.values.end() ||
@@ -31,12 +31,18 @@ std::optional<ReferenceIndices> MatmulFamily::reference_reads(
   }
   ReferenceIndices reads;
   auto& a = reads["A"];
-  auto& b = reads["B"];
   for (int64_t r : rows)
     for (int64_t kk = 0; kk < K; ++kk) a.push_back(r * K + kk);
-  for (int64_t kk = 0; kk < K; ++kk)
-    for (int64_t j : cols) b.push_back(kk * N + j);
-  return reads;
+  if (find_array(ctx, "Bt")) {  // K-major: column j of B is row j of Bt
+    auto& b = reads["Bt"];
+    for (int64_t j : cols)
+      for (int64_t kk = 0; kk < K; ++kk) b.push_back(j * K + kk);
+  } else {
+    auto& b = reads["B"];
+    for (int64_t kk = 0; kk < K; ++kk)
+      for (int64_t j : cols) b.push_back(kk * N + j);
+  }
+  return reads;  // the scales, left out, are read whole
 }
 
 std::vector<int64_t> MatmulFamily::output_dims(const KernelContext&, const Shape& shape) const {
@@ -49,10 +55,19 @@ std::string MatmulFamily::baseline_name(std::string_view backend) const {
   return backend == "cuda" || backend == "hip" ? "cublas" : "";
 }
 
+bool MatmulFamily::has_baseline(std::string_view name, std::string_view backend) const {
+  return name == baseline_name(backend) || (backend == "cuda" && name == "cublaslt");
+}
+
 std::string MatmulFamily::baseline(const KernelContext& ctx, std::string_view backend) const {
   const ArraySpec* a = find_array(ctx, "A");
-  const ArraySpec* b = find_array(ctx, "B");
+  const ArraySpec* bt = find_array(ctx, "Bt");
   const ArraySpec* c = find_array(ctx, "C");
+  // fp8: e4m3 A and K-major B, per-tensor scales, a bf16 or f32 output: cublasLt's fp8 GEMM.
+  if (a && bt && c && c->output && a->dtype == DType::e4m3 && bt->dtype == DType::e4m3 &&
+      find_array(ctx, "A_scale") && (c->dtype == DType::bf16 || c->dtype == DType::f32))
+    return backend == "cuda" ? "cublaslt" : "";
+  const ArraySpec* b = find_array(ctx, "B");
   if (!a || !b || !c || !c->output || a->dtype != b->dtype) return "";
   if (a->dtype != DType::f32 && a->dtype != DType::f16 && a->dtype != DType::bf16) return "";
   if (c->dtype == DType::i32) return "";

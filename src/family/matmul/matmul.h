@@ -1,5 +1,6 @@
 #pragma once
-// Family "matmul": C = A * B with A (M x K), B (K x N) and C (M x N) row-major, scalars M, N, K.
+// Family "matmul": C = A * B with A (M x K), B (K x N) and C (M x N) row-major, scalars M, N, K;
+// B may be stored K-major instead (Bt, N x K), with per-tensor scales (fp8: reference.h).
 // The first member of the family interface (docs/families.md).
 #include "family/family.h"
 
@@ -20,7 +21,10 @@ class MatmulFamily final : public Family {
   std::vector<int64_t> output_dims(const KernelContext& ctx, const Shape& shape) const override;
   // cuBLAS (SGEMM, GemmEx) on the CUDA runner, which HIP contexts run on NVIDIA too.
   std::string baseline_name(std::string_view backend) const override;
-  // Only when A and B share a floating dtype and C is floating: what cuBLAS computes.
+  // cuBLAS, and on CUDA "cublaslt" too (cublasLt's fp8 GEMM).
+  bool has_baseline(std::string_view name, std::string_view backend) const override;
+  // Only when A and B share a floating dtype and C is floating: what cuBLAS computes; e4m3 A and
+  // Bt with scales and a bf16 or f32 C: "cublaslt" (CUDA only).
   std::string baseline(const KernelContext& ctx, std::string_view backend) const override;
   Headline headline(const KernelContext&) const override { return Headline::flops; }
   // large-k, small-m, small-k, wide, square, irregular (over scalars M, N and K).

@@ -14,15 +14,26 @@ namespace peak::matmul {
 namespace {
 
 constexpr std::string_view kMatmulConvention =
-    "family \"matmul\" needs arrays A (size M * K), B (size K * N) and output C (size M * N), "
-    "row-major, and scalars M, N, K";
+    "family \"matmul\" needs arrays A (size M * K), B (size K * N) or Bt (size N * K: B stored "
+    "K-major) and output C (size M * N), row-major, optionally the per-tensor scales A_scale and "
+    "B_scale (size 1 each), and scalars M, N, K";
 
-// Checks the sizes of A, B, C for one shape; `what` names the shape in messages.
+// The B operand's array: "Bt" (K-major) when the context has it, else "B".
+std::string_view b_name(const KernelContext& ctx) { return find_array(ctx, "Bt") ? "Bt" : "B"; }
+
+bool has_scales(const KernelContext& ctx) { return find_array(ctx, "A_scale") != nullptr; }
+
+// Checks the sizes of A, B (or Bt), C and the scales for one shape.
 Status check_matmul_sizes(const KernelContext& ctx, const Shape& shape, int64_t M, int64_t N,
                           int64_t K) {
   auto sizes = array_sizes(ctx, shape);
   if (!sizes) return Status::error(sizes.error());
-  const std::pair<std::string_view, int64_t> want[] = {{"A", M * K}, {"B", K * N}, {"C", M * N}};
+  std::vector<std::pair<std::string_view, int64_t>> want = {
+      {"A", M * K}, {b_name(ctx), K * N}, {"C", M * N}};
+  if (has_scales(ctx)) {
+    want.emplace_back("A_scale", 1);
+    want.emplace_back("B_scale", 1);
+  }
   for (const auto& [name, n] : want) {
     int64_t got = sizes->at(std::string(name));
     if (got != n) {
@@ -49,6 +60,8 @@ double load(const uint8_t* p, int64_t i) {
     uint16_t h;
     std::memcpy(&h, p + i * 2, 2);
     return bf16_to_float(h);
+  } else if constexpr (T == DType::e4m3) {
+    return e4m3_to_float(p[i]);
   } else {
     int32_t x;
     std::memcpy(&x, p + i * 4, 4);
@@ -61,6 +74,8 @@ struct Matmul {
   const uint8_t* a = nullptr;
   const uint8_t* b = nullptr;
   DType ta = DType::f32, tb = DType::f32;
+  bool b_k_major = false;  // b is Bt: element (k, j) at j * K + k
+  double scale = 1;        // A_scale * B_scale
 };
 
 // One output row with the requested columns (positions into the result vectors).
@@ -78,8 +93,9 @@ void compute_rows(const Matmul& mm, const std::vector<RowWork>& rows, size_t fir
     const RowWork& w = rows[r];
     for (int64_t k = 0; k < mm.K; ++k) arow[k] = load<TA>(mm.a, w.row * mm.K + k);
     // Many columns of this row: accumulate the whole row with contiguous reads of B.
-    // Few columns: one strided dot product each. Both sum over k in ascending order.
-    if (static_cast<int64_t>(w.cols.size()) * 8 >= mm.N) {
+    // Few columns, or B K-major: one dot product each. Both sum over k in ascending order.
+    const int64_t b_k = mm.b_k_major ? 1 : mm.N, b_j = mm.b_k_major ? mm.K : 1;
+    if (!mm.b_k_major && static_cast<int64_t>(w.cols.size()) * 8 >= mm.N) {
       acc.assign(static_cast<size_t>(mm.N), 0.0);
       acc_abs.assign(static_cast<size_t>(mm.N), 0.0);
       for (int64_t k = 0; k < mm.K; ++k) {
@@ -99,7 +115,7 @@ void compute_rows(const Matmul& mm, const std::vector<RowWork>& rows, size_t fir
       for (const auto& [j, pos] : w.cols) {
         double s = 0, s_abs = 0;
         for (int64_t k = 0; k < mm.K; ++k) {
-          const double p = arow[k] * load<TB>(mm.b, k * mm.N + j);
+          const double p = arow[k] * load<TB>(mm.b, k * b_k + j * b_j);
           s += p;
           s_abs += std::fabs(p);
         }
@@ -124,6 +140,8 @@ RowsFn rows_fn_b(DType tb) {
       return &compute_rows<TA, DType::bf16>;
     case DType::i32:
       return &compute_rows<TA, DType::i32>;
+    case DType::e4m3:
+      return &compute_rows<TA, DType::e4m3>;
   }
   return &compute_rows<TA, DType::f32>;
 }
@@ -138,6 +156,8 @@ RowsFn rows_fn(DType ta, DType tb) {
       return rows_fn_b<DType::bf16>(tb);
     case DType::i32:
       return rows_fn_b<DType::i32>(tb);
+    case DType::e4m3:
+      return rows_fn_b<DType::e4m3>(tb);
   }
   return rows_fn_b<DType::f32>(tb);
 }
@@ -179,14 +199,18 @@ Result<ReferenceValues> matmul_values(const Matmul& mm, const std::vector<int64_
   size_t nthreads = std::min<size_t>({hw, 32, rows.size(), static_cast<size_t>(work / 4e6) + 1});
   if (nthreads <= 1) {
     fn(mm, rows, 0, rows.size(), out);
-    return out;
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < nthreads; ++t) {
+      size_t first = rows.size() * t / nthreads, last = rows.size() * (t + 1) / nthreads;
+      threads.emplace_back([&, first, last] { fn(mm, rows, first, last, out); });
+    }
+    for (auto& th : threads) th.join();
   }
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < nthreads; ++t) {
-    size_t first = rows.size() * t / nthreads, last = rows.size() * (t + 1) / nthreads;
-    threads.emplace_back([&, first, last] { fn(mm, rows, first, last, out); });
+  if (mm.scale != 1) {
+    for (double& v : out.value) v *= mm.scale;
+    for (double& v : out.abs) v *= std::fabs(mm.scale);
   }
-  for (auto& th : threads) th.join();
   return out;
 }
 
@@ -198,7 +222,15 @@ Status check_convention(const KernelContext& ctx) {
       return Status::error(fmt::format("no scalar {}; {}", s, kMatmulConvention));
     }
   }
-  for (std::string_view name : {"A", "B", "C"}) {
+  if (find_array(ctx, "B") && find_array(ctx, "Bt"))
+    return Status::error(
+        fmt::format("arrays B and Bt are both given: one holds B; {}", kMatmulConvention));
+  if (has_scales(ctx) != (find_array(ctx, "B_scale") != nullptr))
+    return Status::error(
+        fmt::format("A_scale and B_scale come together or not at all; {}", kMatmulConvention));
+  std::vector<std::string_view> named = {"A", b_name(ctx), "C"};
+  if (has_scales(ctx)) named.insert(named.end(), {"A_scale", "B_scale"});
+  for (std::string_view name : named) {
     const ArraySpec* a = find_array(ctx, name);
     if (!a) return Status::error(fmt::format("no array {}; {}", name, kMatmulConvention));
     if ((name == "C") != a->output) {
@@ -249,7 +281,9 @@ Result<std::map<std::string, ReferenceValues>> reference_values(const KernelCont
   if (Status s = check_matmul_sizes(ctx, shape, mm.M, mm.N, mm.K); !s) {
     return make_error("reference: " + s.message());
   }
-  const std::pair<const char*, int64_t> in[] = {{"A", mm.M * mm.K}, {"B", mm.K * mm.N}};
+  const std::string bn(b_name(ctx));
+  std::vector<std::pair<std::string, int64_t>> in = {{"A", mm.M * mm.K}, {bn, mm.K * mm.N}};
+  if (has_scales(ctx)) in.insert(in.end(), {{"A_scale", 1}, {"B_scale", 1}});
   for (const auto& [name, count] : in) {
     const ArraySpec* spec = find_array(ctx, name);
     auto it = inputs.find(name);
@@ -261,9 +295,15 @@ Result<std::map<std::string, ReferenceValues>> reference_values(const KernelCont
     }
   }
   mm.a = inputs.at("A").data();
-  mm.b = inputs.at("B").data();
+  mm.b = inputs.at(bn).data();
   mm.ta = find_array(ctx, "A")->dtype;
-  mm.tb = find_array(ctx, "B")->dtype;
+  mm.tb = find_array(ctx, bn)->dtype;
+  mm.b_k_major = bn == "Bt";
+  if (has_scales(ctx)) {
+    mm.scale =
+        element_as_double(find_array(ctx, "A_scale")->dtype, inputs.at("A_scale").data(), 0) *
+        element_as_double(find_array(ctx, "B_scale")->dtype, inputs.at("B_scale").data(), 0);
+  }
 
   std::map<std::string, ReferenceValues> out;
   for (const auto& [name, idx] : indices) {

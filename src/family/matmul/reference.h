@@ -10,13 +10,15 @@
 
 namespace peak::matmul {
 
-// Arrays A (M*K, row-major), B (K*N, row-major), output C (M*N, row-major); scalars M, N, K.
-// Computes output elements at `indices` (flat indices into C) in float64 from the typed input
-// bytes, with per element the "absolute reference" sum_k |a_ik * b_kj|, the scale of the
-// rounding error a float accumulation can make (used to scale the tolerance). Each element is
-// summed over k in ascending order, so results do not depend on which indices are requested.
-// Fails with a message when the context does not follow the convention, an input is missing or
-// has the wrong byte count, or an index is out of range.
+// Arrays A (M*K, row-major), B (K*N, row-major) or Bt (N*K, row-major: B stored K-major, as
+// WGMMA's fp8 wants it), output C (M*N, row-major); scalars M, N, K; optionally the per-tensor
+// scales A_scale and B_scale (one element each), which multiply every output: C = A_scale *
+// B_scale * A B (an fp8 GEMM's dequantization). Computes output elements at `indices` (flat indices
+// into C) in float64 from the typed input bytes, with per element the "absolute reference" sum_k
+// |a_ik * b_kj|, the scale of the rounding error a float accumulation can make (used to scale the
+// tolerance). Each element is summed over k in ascending order, so results do not depend on which
+// indices are requested. Fails with a message when the context does not follow the convention, an
+// input is missing or has the wrong byte count, or an index is out of range.
 Result<std::map<std::string, ReferenceValues>> reference_values(const KernelContext& ctx,
                                                                 const Shape& shape,
                                                                 const ReferenceInputs& inputs,

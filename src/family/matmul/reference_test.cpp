@@ -215,6 +215,76 @@ TEST(Reference, Errors) {
   EXPECT_NE(e.find("family \"matmul\" needs arrays A (size M * K)"), std::string::npos) << e;
 }
 
+// fp8 (examples/matmul-cuda-fp8): e4m3 A and Bt (B stored K-major, N x K), per-tensor scales and
+// a bf16 C. Each element is A_scale * B_scale * sum_k A[i][k] * Bt[j][k], summed in ascending k.
+TEST(Reference, KMajorBAndPerTensorScales) {
+  auto ctx = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / "matmul-cuda-fp8");
+  ASSERT_TRUE(ctx.is_ok()) << ctx.error();
+  ASSERT_TRUE(check_cpu_reference(*ctx).is_ok()) << check_cpu_reference(*ctx).message();
+  const int64_t M = 37, N = 53, K = 48;
+  std::map<std::string, std::vector<uint8_t>> in;
+  for (const ArraySpec& a : ctx->arrays) {
+    if (a.output) continue;
+    const int64_t count = a.name == "A" ? M * K : a.name == "Bt" ? N * K : 1;
+    in[a.name] = generate_array(a, count, 5, 0);
+  }
+  const double scale = element_as_double(DType::f32, in["A_scale"].data(), 0) *
+                       element_as_double(DType::f32, in["B_scale"].data(), 0);
+  EXPECT_NE(scale, 1.0);
+  std::vector<int64_t> all(M * N);
+  for (int64_t i = 0; i < M * N; ++i) all[i] = i;
+  auto r = cpu_reference_values(*ctx, shape(M, N, K), in, {{"C", all}});
+  ASSERT_TRUE(r.is_ok()) << r.error();
+  for (int64_t idx : {int64_t{0}, 5 * N + 7, M * N - 1, 20 * N + 52}) {
+    const int64_t i = idx / N, j = idx % N;
+    double sum = 0, sum_abs = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      const double p = element_as_double(DType::e4m3, in["A"].data(), i * K + k) *
+                       element_as_double(DType::e4m3, in["Bt"].data(), j * K + k);
+      sum += p;
+      sum_abs += std::fabs(p);
+    }
+    EXPECT_EQ(r->at("C").value[idx], sum * scale) << idx;
+    EXPECT_EQ(r->at("C").abs[idx], sum_abs * std::fabs(scale)) << idx;
+  }
+  // The timed checks generate what it reads: row i of A and row j of Bt, the scales whole.
+  auto reads = family_of(*ctx).reference_reads(*ctx, shape(M, N, K), {{"C", {5 * N + 7}}});
+  ASSERT_TRUE(reads.has_value());
+  EXPECT_EQ(reads->at("Bt").front(), 7 * K);
+  EXPECT_EQ(reads->at("Bt").size(), static_cast<size_t>(K));
+  EXPECT_EQ(reads->count("A_scale"), 0u);
+  // Its baseline is cublasLt's fp8 GEMM, on CUDA alone.
+  EXPECT_EQ(family_of(*ctx).baseline(*ctx, "cuda"), "cublaslt");
+  EXPECT_TRUE(family_of(*ctx).has_baseline("cublaslt", "cuda"));
+  EXPECT_FALSE(family_of(*ctx).has_baseline("cublaslt", "hip"));
+  EXPECT_EQ(
+      family_of(matmul_context("bf16", "bf16")).baseline(matmul_context("bf16", "bf16"), "cuda"),
+      "cublas");
+}
+
+TEST(Reference, ConventionCheckOfKMajorBAndScales) {
+  auto base = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / "matmul-cuda-fp8");
+  ASSERT_TRUE(base.is_ok()) << base.error();
+  KernelContext both = *base;
+  ArraySpec b = both.arrays[1];
+  b.name = "B";
+  b.size = "K * N";
+  both.arrays.push_back(b);
+  EXPECT_NE(check_cpu_reference(both).message().find("B and Bt are both given"), std::string::npos);
+  KernelContext one_scale = *base;
+  one_scale.arrays.erase(one_scale.arrays.begin() + 3);  // B_scale
+  EXPECT_NE(check_cpu_reference(one_scale).message().find("A_scale and B_scale come together"),
+            std::string::npos);
+  KernelContext wide_scale = *base;
+  wide_scale.arrays[2].size = "M";
+  EXPECT_NE(check_cpu_reference(wide_scale).message().find("array A_scale has size"),
+            std::string::npos);
+  KernelContext row_major_size = *base;
+  row_major_size.arrays[1].size = "N * K + 1";
+  EXPECT_NE(check_cpu_reference(row_major_size).message().find("array Bt has size"),
+            std::string::npos);
+}
+
 TEST(Reference, ConventionCheck) {
   EXPECT_TRUE(check_cpu_reference(matmul_context()).is_ok());
   // Commuted size expressions are the same sizes.
