@@ -54,8 +54,8 @@ struct InputGenerator {
   std::vector<uint8_t> zero_fix;  // one element's bytes
 };
 // The generator of generate_array(spec, count, seed, variant), or none where a device cannot
-// give the same bytes: normal draws (their logarithm and sine differ between libraries),
-// variants other than 0, and e4m3 arrays (the device generator has no fp8 conversion).
+// give the same bytes: normal draws (their logarithm and sine differ between libraries) and
+// variants other than 0.
 std::optional<InputGenerator> input_generator(const ArraySpec& spec, int64_t count, uint64_t seed,
                                               int variant);
 // generate_array's bytes at `indices` alone, every other element zero: what a reference that

@@ -10,6 +10,7 @@
 #include "backend/cuda/copy_kernel_ptx.h"
 #include "backend/cuda/corpus_testing.h"
 #include "backend/cuda/fma_bench_ptx.h"
+#include "backend/cuda/generate_ptx.h"
 #include "runner/device_testing.h"
 #include "util/fs.h"
 #include "util/host_files_testing.h"
@@ -584,6 +585,14 @@ TEST(CudaFmaBench, PtxAssembles) { expect_ptx_assembles("fma", fma_bench_ptx(), 
 
 TEST(CudaCopyKernel, PtxAssembles) {
   expect_ptx_assembles("copy", copy_kernel_ptx(), kCopyKernelName);
+}
+
+// Both input generators: the one of every GPU, and the one that also writes e4m3 (sm_89 and newer).
+TEST(CudaInputGenerator, BothModulesAssemble) {
+  expect_ptx_assembles("generate", generate_ptx(false), kGenerateName);
+  expect_ptx_assembles("generate-fp8", generate_ptx(true), kGenerateName);
+  EXPECT_EQ(generate_ptx(false).find("e4m3"), std::string::npos);
+  EXPECT_NE(generate_ptx(true).find("cvt.rn.satfinite.e4m3x2.f32"), std::string::npos);
 }
 
 // ---- Builds with nvcc (each one costs seconds: keep them few) ----

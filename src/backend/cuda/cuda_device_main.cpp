@@ -315,7 +315,11 @@ class CudaDevice final : public Device {
   Status fill_u32(DeviceBuffer& b, uint32_t word) override;
   // Fresh inputs by peak's generator kernel (generate_ptx.h); timed checks read their elements
   // alone.
-  bool generates() override { return !lost_ && load_generate_module(); }
+  bool generates() override { return !lost_ && load_generate_module(false); }
+  // e4m3 needs the fp8 module (sm_89 and newer); elsewhere the runner makes those bytes itself.
+  bool can_generate(const InputGenerator& g, size_t) override {
+    return g.dtype != DType::e4m3 || load_generate_module(true);
+  }
   Status generate(DeviceBuffer& b, const InputGenerator& g, int64_t count,
                   const std::vector<uint8_t>& tail) override;
   Status read_elements(const DeviceBuffer& b, size_t element_bytes,
@@ -380,7 +384,8 @@ class CudaDevice final : public Device {
                                   std::vector<DeviceBuffer>& arrays, bool timed);
   Status load_fma_module();
   Status load_copy_module();
-  bool load_generate_module();
+  // The input generator's module: [0] every dtype but e4m3, [1] e4m3 too (sm_89 and newer).
+  bool load_generate_module(bool fp8);
   // Puts one launch of the vector copy kernel on the stream.
   CUresult enqueue_vector_copy(void* dst, const void* src, size_t bytes);
   // The gate kernel (fma_bench_ptx.h) and its host-mapped flag; false when unavailable (the
@@ -405,9 +410,12 @@ class CudaDevice final : public Device {
   CUmodule gate_module_ = nullptr;
   CUfunction gate_fn_ = nullptr;
   CUmodule copy_module_ = nullptr;
-  CUmodule generate_module_ = nullptr;
-  CUfunction generate_fn_ = nullptr;
-  bool generate_failed_ = false;
+  struct GenerateModule {
+    CUmodule module = nullptr;
+    CUfunction fn = nullptr;
+    bool failed = false;
+  };
+  GenerateModule generate_[2];
   unsigned* nonzero_ = nullptr;  // the generator's flag: a nonzero element was written
   CUfunction copy_fn_ = nullptr;
   volatile unsigned* gate_flag_ = nullptr;  // [0] release, [1] the gate timed out
@@ -517,7 +525,8 @@ CudaDevice::~CudaDevice() {
   if (fma_module_) g_cu.ModuleUnload(fma_module_);
   if (gate_module_) g_cu.ModuleUnload(gate_module_);
   if (copy_module_) g_cu.ModuleUnload(copy_module_);
-  if (generate_module_) g_cu.ModuleUnload(generate_module_);
+  for (GenerateModule& g : generate_)
+    if (g.module) g_cu.ModuleUnload(g.module);
   if (nonzero_) cudaFree(nonzero_);
   if (gate_flag_) cudaFreeHost(const_cast<unsigned*>(gate_flag_));
   if (cublas_) g_cublas.Destroy(cublas_);
@@ -642,27 +651,34 @@ Status CudaDevice::download(const DeviceBuffer& b, void* data, size_t bytes) {
   return Status::ok();
 }
 
-bool CudaDevice::load_generate_module() {
-  if (generate_fn_) return true;
-  if (generate_failed_) return false;
-  generate_failed_ = true;  // until everything below succeeds
-  void* flag = nullptr;
-  if (cudaMalloc(&flag, sizeof(unsigned)) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
+bool CudaDevice::load_generate_module(bool fp8) {
+  GenerateModule& g = generate_[fp8 ? 1 : 0];
+  if (g.fn) return true;
+  if (g.failed) return false;
+  g.failed = true;  // until everything below succeeds
+  if (!nonzero_) {
+    void* flag = nullptr;
+    if (cudaMalloc(&flag, sizeof(unsigned)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    nonzero_ = static_cast<unsigned*>(flag);
   }
-  nonzero_ = static_cast<unsigned*>(flag);
-  if (!load_ptx(cuda::generate_ptx(), cuda::kGenerateName, "the input generator", generate_module_,
-                generate_fn_))
+  if (!load_ptx(cuda::generate_ptx(fp8), cuda::kGenerateName,
+                fp8 ? "the e4m3 input generator" : "the input generator", g.module, g.fn))
     return false;
-  generate_failed_ = false;
+  g.failed = false;
   return true;
 }
 
 Status CudaDevice::generate(DeviceBuffer& b, const InputGenerator& g, int64_t count,
                             const std::vector<uint8_t>& tail) {
   if (lost_) return Status::error("the CUDA device was lost (sticky error)");
-  if (!load_generate_module()) return Status::error("the input generator could not be loaded");
+  const bool fp8 = g.dtype == DType::e4m3;
+  if (!load_generate_module(fp8))
+    return Status::error(fp8 ? "the e4m3 input generator could not be loaded (it needs sm_89 or "
+                               "newer and a driver of CUDA 12.1 or newer)"
+                             : "the input generator could not be loaded");
   const size_t es = dtype_size(g.dtype);
   const size_t bytes = static_cast<size_t>(count) * es;
   if (count < 0 || bytes + tail.size() > b.bytes)
@@ -680,13 +696,15 @@ Status CudaDevice::generate(DeviceBuffer& b, const InputGenerator& g, int64_t co
   unsigned dtype = g.dtype == DType::f32    ? 0
                    : g.dtype == DType::f16  ? 1
                    : g.dtype == DType::bf16 ? 2
+                   : g.dtype == DType::e4m3 ? 4
                                             : 3;
   double a = g.a, d = g.d;
   void* args[] = {&out, &n, &stream, &period, &flag, &kind, &dtype, &a, &d};
   cudaError_t e = cudaMemsetAsync(nonzero_, 0, sizeof(unsigned), stream_);
   if (e != cudaSuccess) return fail_status(e, "cudaMemsetAsync (the generator's flag)");
-  if (CUresult r = g_cu.LaunchKernel(generate_fn_, blocks, 1, 1, cuda::kGenerateThreads, 1, 1, 0,
-                                     reinterpret_cast<CUstream>(stream_), args, nullptr);
+  if (CUresult r =
+          g_cu.LaunchKernel(generate_[fp8 ? 1 : 0].fn, blocks, 1, 1, cuda::kGenerateThreads, 1, 1,
+                            0, reinterpret_cast<CUstream>(stream_), args, nullptr);
       r != CUDA_SUCCESS) {
     (void)cudaGetLastError();
     return Status::error(fmt::format("the input generator could not be launched: {}", cu_text(r)));

@@ -8,9 +8,10 @@
 //                 u32 dtype, f64 a, f64 d): a grid-stride loop writes element i of `count`;
 //   kind 0 a + d*u(i), 1 a + floor(u(i)*d), 2 a, 3 i mod period, where u(i) is splitmix64's
 //   output i of `stream` (context/prng.h) shifted right by 11 and scaled by 2^-53; dtype 0 f32,
-//   1 f16, 2 bf16, 3 i32. Every add and multiply is rounded on its own (add.rn / mul.rn: never
-//   fused), the double goes to float rounded to nearest even and on to half (cvt.rn) or bfloat16
-//   (the host's integer rounding); i32 is rounded to nearest even and saturated (cvt.rni). A thread
+//   1 f16, 2 bf16, 3 i32, 4 e4m3 (the fp8 module alone). Every add and multiply is rounded on its
+//   own (add.rn / mul.rn: never fused), the double goes to float rounded to nearest even and on to
+//   half (cvt.rn), bfloat16 (the host's integer rounding) or e4m3 (cvt.rn.satfinite, as
+//   float_to_e4m3 on the host); i32 is rounded to nearest even and saturated (cvt.rni). A thread
 //   that wrote a nonzero element (sign bit aside) sets *nonzero to 1: the host's zero fix needs
 //   to know.
 #include <cstdint>
@@ -21,10 +22,26 @@ namespace peak::cuda {
 inline constexpr const char* kGenerateName = "peak_generate";
 inline constexpr int kGenerateThreads = 256;  // threads per block of peak_generate
 
-inline std::string generate_ptx() {
-  return R"(.version 7.0
-.target sm_70
-.address_size 64
+// `fp8`: the module that also writes e4m3 (PTX 8.1 for sm_89 and newer, whose cvt converts to
+// fp8); the other runs on every GPU peak supports.
+inline std::string generate_ptx(bool fp8 = false) {
+  const std::string head = fp8 ? ".version 8.1\n.target sm_89\n" : ".version 7.0\n.target sm_70\n";
+  const std::string to_e4m3 = fp8 ? R"(  setp.eq.u32 %p2, %r1, 4;
+  @%p2 bra ST_E4M3;
+)"
+                                  : "";
+  const std::string st_e4m3 = fp8 ? R"(ST_E4M3:
+  mov.f32 %f1, 0f00000000;
+  cvt.rn.satfinite.e4m3x2.f32 %h0, %f1, %f0;
+  and.b16 %h1, %h0, 255;
+  cvt.u32.u16 %r6, %h1;
+  and.b32 %r8, %r6, 127;
+  add.u64 %rd10, %rd0, %rd4;
+  st.global.b8 [%rd10], %h1;
+  bra.uni NEXT;
+)"
+                                  : "";
+  return head + R"(.address_size 64
 
 .visible .entry peak_generate(
   .param .u64 p_out,
@@ -104,7 +121,8 @@ STORE:
   @%p2 bra ST_I32;
   cvt.rn.f32.f64 %f0, %fd2;
   mov.b32 %r6, %f0;
-  setp.eq.u32 %p2, %r1, 0;
+)" + to_e4m3 +
+         R"(  setp.eq.u32 %p2, %r1, 0;
   @%p2 bra ST_F32;
   setp.eq.u32 %p2, %r1, 1;
   @%p2 bra ST_F16;
@@ -130,7 +148,8 @@ ST_F32:
   add.u64 %rd10, %rd0, %rd10;
   st.global.b32 [%rd10], %r6;
   bra.uni NEXT;
-ST_I32:
+)" + st_e4m3 +
+         R"(ST_I32:
   cvt.rni.s32.f64 %r8, %fd2;
   shl.b64 %rd10, %rd4, 2;
   add.u64 %rd10, %rd0, %rd10;

@@ -22,7 +22,7 @@ const fs::path kSource = PEAK_SOURCE_DIR;
 
 // Y = X, element by element, for elements of `bytes` bytes.
 std::string copy_source(int bytes) {
-  const char* t = bytes == 2 ? "unsigned short" : "unsigned int";
+  const char* t = bytes == 1 ? "unsigned char" : bytes == 2 ? "unsigned short" : "unsigned int";
   return fmt::format(R"(// peak:begin macros
 // peak:end macros
 
@@ -55,6 +55,9 @@ TEST_P(CudaGpuInputs, FreshInputsMadeOnTheDeviceAreTheHostsBytes) {
   auto& gpu = testing::cuda_gpu();
   ASSERT_TRUE(gpu.error.empty()) << gpu.error;
   const Case& c = GetParam();
+  const std::string& arch = gpu.facts.arch;  // "sm_90a"
+  if (c.dtype == DType::e4m3 && (arch.size() < 5 || std::stoi(arch.substr(3)) < 89))
+    GTEST_SKIP() << "the e4m3 generator needs sm_89 or newer, not " << arch;
   auto loaded = load_context(kSource / "examples" / "softmax-cuda-fp32");
   ASSERT_TRUE(loaded) << loaded.error();
   KernelContext ctx = *loaded;
@@ -149,7 +152,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{DType::f32, "iota", 4096, 4097}, Case{DType::f16, "iota", 5, 4099},
                       Case{DType::bf16, "ones", 9, 9}, Case{DType::f32, "zeros", 17, 31},
                       Case{DType::f16, "uniform(0, 1e-9)", 3, 5},  // all zero: the zero fix
-                      Case{DType::i32, "uniform(0.2, 0.8)", 2, 3}),
+                      Case{DType::i32, "uniform(0.2, 0.8)", 2, 3},
+                      Case{DType::e4m3, "uniform(-4, 4)", 1000, 4097},
+                      Case{DType::e4m3, "uniform(-600, 600)", 33, 65},  // saturated at 448
+                      Case{DType::e4m3, "uniform(0, 0.004)", 64, 63},   // subnormals
+                      Case{DType::e4m3, "iota", 3, 40}),
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string s = fmt::format("{}_{}", to_string(info.param.dtype), info.index);
       return s;
