@@ -143,6 +143,14 @@ TEST_F(Recordings, TheWholeCudaBf16RecordingCompilesWithNvcc) {
                   12);
 }
 
+// fp8 (e4m3 inputs, B stored K-major, per-tensor scales): refactor, tb-tiling and the fp8 tensor
+// cores (mma.sync m16n8k32), every step kept.
+TEST_F(Recordings, TheCudaFp8RecordingCompilesWithNvcc) {
+  if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
+  replay_compiled("matmul-cuda-fp8", "cuda-fp8", "cuda-fp8",
+                  {"seed", "refactor", "tb-tiling", "fp8-tensor-core"}, 3);
+}
+
 // The same sequence as CUDA's, built for AMD (hipcc: gfx90a and gfx1030, with the resource
 // report) and, where nvcc is, for the H100 through the mapping header; the Stream-K hybrid and
 // the Stream-K dispatch are set aside as in CUDA's.

@@ -172,12 +172,17 @@ Result<std::shared_ptr<Validator::RefData>> Validator::reference(const KernelCon
     job.tasks.push_back(t);
     auto res = run_job(job, runner_);
     std::error_code ec;
-    if (!res || res->at(0).disposition != Disposition::passed) {
+    // A shape the library does not cover (cublasLt's fp8 GEMM: N and K multiples of 16) is
+    // checked as a context without a vendor library is: sampled elements against the CPU
+    // reference. A library that ran and failed stops the check.
+    const bool not_covered = res && res->at(0).disposition == Disposition::not_run;
+    if (!not_covered && (!res || res->at(0).disposition != Disposition::passed)) {
       fs::remove_all(*dir, ec);
       return make_error(fmt::format("the {} reference failed on shape {}: {}", vendor, shape.text(),
                                     res ? res->at(0).message : res.error()));
     }
     for (const auto& a : ctx.arrays) {
+      if (not_covered) break;
       if (!a.output || sizes.at(a.name) <= opts.full_check_limit) continue;
       auto bytes = read_file(res->at(0).outputs.at(a.name));
       if (!bytes) {

@@ -27,6 +27,9 @@ TEST(Tolerance, ScalesWithReductionAndCatchesTf32) {
   EXPECT_GT(default_tolerance(DType::f16, DType::f16, 4096),
             default_tolerance(DType::f16, DType::f32, 4096));
   EXPECT_EQ(default_tolerance(DType::i32, DType::i32, 100), 0);
+  // e4m3 inputs: the fp8 tensor cores' shorter accumulation gets a looser bound still.
+  EXPECT_GT(default_tolerance(DType::e4m3, DType::f32, 4096),
+            default_tolerance(DType::f16, DType::f32, 4096));
 }
 
 // Nondeterminism judged against the tolerance: a stub backend (no vendor library), the float64
