@@ -143,12 +143,12 @@ TEST_F(Recordings, TheWholeCudaBf16RecordingCompilesWithNvcc) {
                   12);
 }
 
-// fp8 (e4m3 inputs, B stored K-major, per-tensor scales): refactor, tb-tiling and the fp8 tensor
-// cores (mma.sync m16n8k32), every step kept.
+// fp8 (e4m3 inputs, B stored K-major, per-tensor scales): refactor, tb-tiling, the fp8 tensor
+// cores (mma.sync m16n8k32) and their cp.async pipeline, every step kept.
 TEST_F(Recordings, TheCudaFp8RecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("matmul-cuda-fp8", "cuda-fp8", "cuda-fp8",
-                  {"seed", "refactor", "tb-tiling", "fp8-tensor-core"}, 3);
+                  {"seed", "refactor", "tb-tiling", "fp8-tensor-core", "fp8-pipelining"}, 4);
 }
 
 // The same sequence as CUDA's, built for AMD (hipcc: gfx90a and gfx1030, with the resource

@@ -635,6 +635,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"padded-operands", {d, h}},
       // fp8 (sm_89 and newer): mma.sync m16n8k32 e4m3 from K-major shared tiles.
       {"fp8-tensor-core", {m, d, h}},
+      {"fp8-pipelining", {m, d}},
       // The row families (softmax, rmsnorm, layernorm), from the one-thread-per-row seed.
       {"row-per-block", {m, d, h}},
       {"warp-reduce", {m, d}},
@@ -662,10 +663,10 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "launch-bounds", "stream-k",        "tensor-core",       "small-m",
       "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
   const std::set<std::string> cuda_only = {
-      "tensor-tiling",       "tensor-pipelining", "tma-loads",    "wgmma",
-      "warp-specialization", "persistent",        "cluster",      "tensor-split-k",
-      "padded-operands",     "fp8-tensor-core",   "cluster-rows", "tensor-core-attention",
-      "pipelined-kv",        "wgmma-attention"};
+      "tensor-tiling",         "tensor-pipelining", "tma-loads",      "wgmma",
+      "warp-specialization",   "persistent",        "cluster",        "tensor-split-k",
+      "padded-operands",       "fp8-tensor-core",   "fp8-pipelining", "cluster-rows",
+      "tensor-core-attention", "pipelined-kv",      "wgmma-attention"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
