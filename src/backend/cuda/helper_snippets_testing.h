@@ -196,7 +196,8 @@ __global__ void matmul(const IN_T* A, const IN_T* B, float* C, int M, int N, int
   return c;
 }
 
-// cp-async-16 (tensor-pipelining.md): three stages of 64 x 32 tiles of A and 32 x 64 tiles of B
+// cp-async-16 (tensor-pipelining.md, and fp8-pipelining.md, which ships the same snippet under
+// the same name): three stages of 64 x 32 tiles of A and 32 x 64 tiles of B
 // in 128-byte aligned shared memory, each thread copying one 16-byte chunk (8 elements) of each
 // per stage with cp_async_16 (16 zero bytes outside the matrices), two tiles in flight; each of
 // the 256 threads computes 4 x 4 elements of the 64 x 64 block tile from shared memory.
@@ -204,7 +205,7 @@ inline HelperCase cp_async_16_case(const InputType& in) {
   HelperCase c;
   c.name = "CpAsync16" + in.suffix;
   c.context = in.context;
-  c.helpers = {{"tensor-pipelining", "cp-async-16"}};
+  c.helpers = {{"tensor-pipelining", "cp-async-16"}, {"fp8-pipelining", "cp-async-16"}};
   c.required_arch = "sm_80";
   c.macros = in.macros +
              "#define BM 64\n#define BN 64\n#define BK 32\n#define STAGES 3\n"
