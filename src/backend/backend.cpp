@@ -194,6 +194,12 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
+PrecisionPeak precision_peak(const DevicePeaks& peaks, size_t element_bytes) {
+  if (element_bytes == 1) return {peaks.fp8_tflops, "FP8"};
+  if (element_bytes == 2) return {peaks.fp16_tflops, "FP16"};
+  return {peaks.fp32_tflops, "FP32"};
+}
+
 std::optional<DevicePeaks> documented_peaks(const std::string& device_name) {
   const std::string name = lower(device_name);
   if (name.empty()) return std::nullopt;

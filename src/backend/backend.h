@@ -122,6 +122,14 @@ struct DevicePeaks {
   double memory_gbs = 0;
   std::string source;  // where the number comes from
 };
+// The documented dense rate of inputs of `element_bytes` bytes (1: FP8, 2: FP16 or BF16, else
+// FP32) and its name ("FP8", "FP16", "FP32"): what "% of peak", the faster-than-peak gate and the
+// tuning model's ridge point use.
+struct PrecisionPeak {
+  double tflops = 0;
+  std::string_view name;
+};
+PrecisionPeak precision_peak(const DevicePeaks& peaks, size_t element_bytes);
 std::optional<DevicePeaks> documented_peaks(const std::string& device_name);
 
 }  // namespace peak

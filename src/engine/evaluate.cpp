@@ -30,22 +30,16 @@ namespace detail {
 
 PeakInfo peak_for(const KernelContext& ctx, const DeviceFacts& dev) {
   PeakInfo p;
-  // The documented peak of the inputs' precision: the fastest tensor-core rate any input feeds.
-  auto input = [&](std::initializer_list<DType> types) {
-    return std::any_of(ctx.arrays.begin(), ctx.arrays.end(), [&](const ArraySpec& a) {
-      return !a.output && std::find(types.begin(), types.end(), a.dtype) != types.end();
-    });
-  };
-  const bool fp8 = input({DType::e4m3});
-  const bool half = !fp8 && input({DType::f16, DType::bf16});
+  // The documented peak of the inputs' precision: the narrowest input element (e4m3 1 byte,
+  // f16 and bf16 2, f32 and i32 4) names the fastest rate the kernel may feed.
+  size_t element_bytes = 4;
+  for (const ArraySpec& a : ctx.arrays)
+    if (!a.output) element_bytes = std::min(element_bytes, dtype_size(a.dtype));
   if (auto doc = documented_peaks(dev.name)) {
     p.memory_gbs = doc->memory_gbs;
-    p.tflops = fp8 ? doc->fp8_tflops : half ? doc->fp16_tflops : doc->fp32_tflops;
-    p.source = fmt::format("documented {} peak of {} ({})",
-                           fp8    ? "FP8"
-                           : half ? "FP16"
-                                  : "FP32",
-                           doc->device, doc->source);
+    const PrecisionPeak rate = precision_peak(*doc, element_bytes);
+    p.tflops = rate.tflops;
+    p.source = fmt::format("documented {} peak of {} ({})", rate.name, doc->device, doc->source);
     // An fp32 kernel may legitimately not exceed the FP32 rate; the limit is the documented peak.
     p.limit = p.tflops;
     if (p.tflops > 0) return p;

@@ -240,9 +240,7 @@ ModelEstimate estimate(const ResourceUsage& u, const DeviceLimits& l, const Work
 double ridge_point(const DeviceFacts& d, double element_bytes) {
   auto p = documented_peaks(d.name);
   if (!p || p->memory_gbs <= 0) return 0;
-  double tflops = element_bytes == 1   ? p->fp8_tflops
-                  : element_bytes == 2 ? p->fp16_tflops
-                                       : p->fp32_tflops;
+  double tflops = precision_peak(*p, static_cast<size_t>(element_bytes)).tflops;
   return tflops * 1e12 / (p->memory_gbs * 1e9);
 }
 

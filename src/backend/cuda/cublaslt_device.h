@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 
@@ -27,7 +28,7 @@ struct Fp8Gemm {
 
 class CublasLtFp8 {
  public:
-  CublasLtFp8() = default;
+  CublasLtFp8();
   CublasLtFp8(const CublasLtFp8&) = delete;
   CublasLtFp8& operator=(const CublasLtFp8&) = delete;
   ~CublasLtFp8();
@@ -47,11 +48,11 @@ class CublasLtFp8 {
  private:
   struct Plan;  // descriptors and the chosen algorithm of one shape
   using Key = std::tuple<int64_t, int64_t, int64_t, int>;
-  Result<const Plan*> plan(const Fp8Gemm& g);
+  Result<Plan*> plan(const Fp8Gemm& g);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
-  std::map<Key, Plan*> plans_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
   std::string error_ = "cublasLt is not loaded for this job (no task has its baseline)";
 };
 

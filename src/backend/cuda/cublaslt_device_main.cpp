@@ -1,5 +1,7 @@
 #include "backend/cuda/cublaslt_device.h"
 
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "backend/cuda/dl_library.h"
@@ -59,18 +61,33 @@ struct CublasLtFp8::Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  void release() {
+  const float* a_scale = nullptr;  // the scale pointers the descriptor holds
+  const float* b_scale = nullptr;
+  ~Plan() {
     if (desc) g_lt.DescDestroy(desc);
     for (auto* l : {a, b, c})
       if (l) g_lt.LayoutDestroy(l);
   }
+  // Points the descriptor at g's scales, where it does not already. cublasLt's A is Bt and its B
+  // is A (plan()), so its A scale is B_scale and its B scale A_scale.
+  Status set_scales(const Fp8Gemm& g) {
+    for (auto [attr, want, have] :
+         {std::tuple{CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, g.b_scale, &b_scale},
+          std::tuple{CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, g.a_scale, &a_scale}}) {
+      if (*have == want) continue;
+      if (cublasStatus_t s = g_lt.DescSet(desc, attr, &want, sizeof want);
+          s != CUBLAS_STATUS_SUCCESS)
+        return Status::error(fmt::format("setting a scale pointer failed: {}", g_lt.text(s)));
+      *have = want;
+    }
+    return Status::ok();
+  }
 };
 
+CublasLtFp8::CublasLtFp8() = default;
+
 CublasLtFp8::~CublasLtFp8() {
-  for (auto& [key, p] : plans_) {
-    p->release();
-    delete p;
-  }
+  plans_.clear();  // before the handle
   if (workspace_) cudaFree(workspace_);
   if (handle_) g_lt.Destroy(handle_);
 }
@@ -94,9 +111,9 @@ Status CublasLtFp8::open() {
   return Status::ok();
 }
 
-Result<const CublasLtFp8::Plan*> CublasLtFp8::plan(const Fp8Gemm& g) {
+Result<CublasLtFp8::Plan*> CublasLtFp8::plan(const Fp8Gemm& g) {
   const Key key{g.m, g.n, g.k, static_cast<int>(g.c_type)};
-  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
   auto p = std::make_unique<Plan>();
   std::string failed;
   auto check = [&](cublasStatus_t s, const char* what) {
@@ -114,12 +131,10 @@ Result<const CublasLtFp8::Plan*> CublasLtFp8::plan(const Fp8Gemm& g) {
     check(g_lt.DescSet(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "TRANSA");
     check(g_lt.DescSet(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n), "TRANSB");
     check(g_lt.DescSet(p->desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), "FAST_ACCUM");
-    // The heuristic sees scaled operands, as the calls have them (enqueue sets them again).
-    check(g_lt.DescSet(p->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.b_scale, sizeof g.b_scale),
-          "A_SCALE_POINTER");
-    check(g_lt.DescSet(p->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.a_scale, sizeof g.a_scale),
-          "B_SCALE_POINTER");
   }
+  // The heuristic sees scaled operands, as the calls have them.
+  if (failed.empty())
+    if (Status st = p->set_scales(g); !st) failed = st.message();
   const uint64_t M = static_cast<uint64_t>(g.m), N = static_cast<uint64_t>(g.n),
                  K = static_cast<uint64_t>(g.k);
   check(g_lt.LayoutCreate(&p->a, CUDA_R_8F_E4M3, K, N, static_cast<int64_t>(K)), "layout of Bt");
@@ -142,11 +157,8 @@ Result<const CublasLtFp8::Plan*> CublasLtFp8::plan(const Fp8Gemm& g) {
       failed = fmt::format("cublasLt has no fp8 algorithm for M={} N={} K={}", g.m, g.n, g.k);
     p->algo = result.algo;
   }
-  if (!failed.empty()) {
-    p->release();
-    return make_error(failed);
-  }
-  return plans_[key] = p.release();
+  if (!failed.empty()) return make_error(failed);
+  return (plans_[key] = std::move(p)).get();
 }
 
 Status CublasLtFp8::prepare(const Fp8Gemm& g) {
@@ -159,15 +171,8 @@ Status CublasLtFp8::enqueue(const Fp8Gemm& g, cudaStream_t stream) {
   if (!handle_) return Status::error(error_);
   auto p = plan(g);
   if (!p) return Status::error(p.error());
-  const Plan& pl = **p;
-  if (cublasStatus_t s =
-          g_lt.DescSet(pl.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &g.b_scale, sizeof g.b_scale);
-      s != CUBLAS_STATUS_SUCCESS)
-    return Status::error(fmt::format("A_SCALE_POINTER failed: {}", g_lt.text(s)));
-  if (cublasStatus_t s =
-          g_lt.DescSet(pl.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &g.a_scale, sizeof g.a_scale);
-      s != CUBLAS_STATUS_SUCCESS)
-    return Status::error(fmt::format("B_SCALE_POINTER failed: {}", g_lt.text(s)));
+  Plan& pl = **p;
+  if (Status st = pl.set_scales(g); !st) return st;  // new buffers only: a timed loop keeps them
   const float alpha = 1.0f, beta = 0.0f;
   cublasStatus_t s =
       g_lt.Matmul(handle_, pl.desc, &alpha, g.bt, pl.a, g.a, pl.b, &beta, g.c, pl.c, g.c, pl.c,

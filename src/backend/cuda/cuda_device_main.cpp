@@ -137,19 +137,14 @@ struct CublasApi {
 
 CublasApi g_cublas;
 
-// Whether a job needs cuBLAS: a task with the cuBLAS baseline (timed beside the candidate, or run
-// for reference outputs), or the probe that says whether it is ready.
-bool job_needs_cublas(const RunnerJob& job) {
-  if (job.mode == "probe") return true;
-  for (const RunnerTask& t : job.tasks)
-    if (t.baseline == "cublas") return true;
-  return false;
+// Whether a task of the job has the baseline `name` (timed beside the candidate, or run for
+// reference outputs). cuBLAS is loaded for the probe too, which says whether it is ready.
+bool job_times_baseline(const RunnerJob& job, std::string_view name) {
+  return std::any_of(job.tasks.begin(), job.tasks.end(),
+                     [&](const RunnerTask& t) { return t.baseline == name; });
 }
-
-bool job_needs_cublaslt(const RunnerJob& job) {
-  for (const RunnerTask& t : job.tasks)
-    if (t.baseline == "cublaslt") return true;
-  return false;
+bool job_needs_cublas(const RunnerJob& job) {
+  return job.mode == "probe" || job_times_baseline(job, "cublas");
 }
 
 std::string err_text(cudaError_t e) {
@@ -496,7 +491,8 @@ Status CudaDevice::init(const RunnerJob& job) {
     }
   }
   step("cublas");
-  if (job_needs_cublaslt(job)) (void)cublaslt_.open();  // its error() says why, where it fails
+  if (job_times_baseline(job, "cublaslt"))
+    (void)cublaslt_.open();  // its error() says why, where it fails
   cudnn_ = std::make_unique<CudnnBaselines>(
       process_cudnn(),
       CudnnMemory{[this](size_t n) { return alloc(n); }, [this](DeviceBuffer& b) { free(b); }});

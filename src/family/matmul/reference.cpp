@@ -23,19 +23,24 @@ std::string_view b_name(const KernelContext& ctx) { return find_array(ctx, "Bt")
 
 bool has_scales(const KernelContext& ctx) { return find_array(ctx, "A_scale") != nullptr; }
 
+// The arrays of the convention with their element counts at M, N, K: the inputs (A, B or Bt,
+// the scales when the context has them), then the output C when `with_output`.
+std::vector<std::pair<std::string, int64_t>> operands(const KernelContext& ctx, int64_t M,
+                                                      int64_t N, int64_t K, bool with_output) {
+  std::vector<std::pair<std::string, int64_t>> out = {{"A", M * K},
+                                                      {std::string(b_name(ctx)), K * N}};
+  if (has_scales(ctx)) out.insert(out.end(), {{"A_scale", 1}, {"B_scale", 1}});
+  if (with_output) out.emplace_back("C", M * N);
+  return out;
+}
+
 // Checks the sizes of A, B (or Bt), C and the scales for one shape.
 Status check_matmul_sizes(const KernelContext& ctx, const Shape& shape, int64_t M, int64_t N,
                           int64_t K) {
   auto sizes = array_sizes(ctx, shape);
   if (!sizes) return Status::error(sizes.error());
-  std::vector<std::pair<std::string_view, int64_t>> want = {
-      {"A", M * K}, {b_name(ctx), K * N}, {"C", M * N}};
-  if (has_scales(ctx)) {
-    want.emplace_back("A_scale", 1);
-    want.emplace_back("B_scale", 1);
-  }
-  for (const auto& [name, n] : want) {
-    int64_t got = sizes->at(std::string(name));
+  for (const auto& [name, n] : operands(ctx, M, N, K, true)) {
+    int64_t got = sizes->at(name);
     if (got != n) {
       const ArraySpec* a = find_array(ctx, name);
       return Status::error(
@@ -228,9 +233,7 @@ Status check_convention(const KernelContext& ctx) {
   if (has_scales(ctx) != (find_array(ctx, "B_scale") != nullptr))
     return Status::error(
         fmt::format("A_scale and B_scale come together or not at all; {}", kMatmulConvention));
-  std::vector<std::string_view> named = {"A", b_name(ctx), "C"};
-  if (has_scales(ctx)) named.insert(named.end(), {"A_scale", "B_scale"});
-  for (std::string_view name : named) {
+  for (const auto& [name, n] : operands(ctx, 1, 1, 1, true)) {
     const ArraySpec* a = find_array(ctx, name);
     if (!a) return Status::error(fmt::format("no array {}; {}", name, kMatmulConvention));
     if ((name == "C") != a->output) {
@@ -282,9 +285,7 @@ Result<std::map<std::string, ReferenceValues>> reference_values(const KernelCont
     return make_error("reference: " + s.message());
   }
   const std::string bn(b_name(ctx));
-  std::vector<std::pair<std::string, int64_t>> in = {{"A", mm.M * mm.K}, {bn, mm.K * mm.N}};
-  if (has_scales(ctx)) in.insert(in.end(), {{"A_scale", 1}, {"B_scale", 1}});
-  for (const auto& [name, count] : in) {
+  for (const auto& [name, count] : operands(ctx, mm.M, mm.N, mm.K, false)) {
     const ArraySpec* spec = find_array(ctx, name);
     auto it = inputs.find(name);
     if (it == inputs.end()) return make_error(fmt::format("reference: input {} is missing", name));
