@@ -64,7 +64,7 @@ Result<std::vector<Transformation>> load_library_for(const fs::path& workspace,
   std::error_code ec;
   fs::path own = workspace.empty() ? fs::path() : workspace_library_dir(workspace);
   if (own.empty() || !fs::is_directory(own, ec)) return lib;
-  auto extra = load_library(own, problems);
+  auto extra = load_library(own, problems, &*lib);
   if (!extra) return Error{extra.error(), extra.error_kind()};
   for (auto& t : *extra) {
     for (const auto& s : *lib)
@@ -136,6 +136,13 @@ Result<Transformation> write_transformation(const fs::path& workspace, const std
             "the shared library already has a transformation named '{}' ({}); choose another "
             "name in the front matter",
             t->name, s.path.string()));
+  // A helper borrowed from another transformation must name one that holds it (shared or the
+  // workspace's own).
+  std::vector<std::string> unreadable;
+  auto known = load_library_for(workspace, &unreadable);
+  const std::vector<Transformation> none;
+  if (Status s = resolve_helper_sources(*t, known ? *known : none); !s)
+    return Error{s.message(), ErrorKind::input};
   fs::path dest = workspace_library_dir(workspace) / (t->name + ".md");
   if (auto s = write_file_atomic(dest, text); !s) return Error{s.message()};
   t->path = dest;

@@ -468,7 +468,7 @@ std::string plan_types(const KernelContext& ctx, const PlanCapacity& cap) {
 enum {{ PK_ST_OK = 0, PK_ST_SHAPE = {}, PK_ST_WORKSPACE = {}, PK_ST_DEVICE = {}, PK_ST_LIMITS = {},
        PK_ST_LAUNCH = {}, PK_ST_ARGUMENT = {} }};
 enum {{ PK_OP_MEMSET = 0, PK_OP_LAUNCH = 1 }};
-enum {{ PK_F32 = 0, PK_F16 = 1, PK_BF16 = 2, PK_I32 = 3 }};
+enum {{ PK_F32 = 0, PK_F16 = 1, PK_BF16 = 2, PK_I32 = 3, PK_E4M3 = 4 }};
 #define PK_MAX_SCRATCH_BYTES ((int64_t)1 << 40)
 /* A macro's value where it is read: its own failure becomes the reader's. */
 static inline int64_t pk_x_use(int* e, int failed, int64_t v) {{ if (failed) *e = 1; return v; }}

@@ -222,10 +222,11 @@ namespace {
 
 TEST(InsertHelpers, AddsMatchingSnippetsOnceAfterAMarker) {
   Transformation t;
-  t.helpers.push_back({"copy_tile", Region::device, "cuda", "__device__ void copy_tile() {}\n"});
-  t.helpers.push_back({"hlsl_only", Region::device, "hlsl", "void hlsl_only() {}\n"});
-  t.helpers.push_back({"any_backend", Region::macros, "", "#define PEAK_HELPER 1"});
-  t.helpers.push_back({"wait", Region::device, "", "__device__ void wait() {}"});
+  t.helpers.push_back(
+      {"copy_tile", Region::device, "cuda", "__device__ void copy_tile() {}\n", ""});
+  t.helpers.push_back({"hlsl_only", Region::device, "hlsl", "void hlsl_only() {}\n", ""});
+  t.helpers.push_back({"any_backend", Region::macros, "", "#define PEAK_HELPER 1", ""});
+  t.helpers.push_back({"wait", Region::device, "", "__device__ void wait() {}", ""});
   SourceRegions src;
   src.device = "__global__ void k() {}\n";
   src.macros = "#define A 1";

@@ -402,14 +402,26 @@ Status parse_device_notes(const toml::table& t, const TomlSource& src, Transform
   return Status::ok();
 }
 
-// One [[helpers]] entry: code inserted into a region (of one backend, or of all).
+// One [[helpers]] entry: code inserted into a region (of one backend, or of all), or the helper
+// of the same name of another transformation (`from`), resolved when the library is loaded.
 Status parse_helper(const toml::node& e, const TomlSource& src, Transformation& tr) {
   const toml::table& ht = *e.as_table();
   int line = src.line_of(e);
   RETURN_IF_ERROR(
-      check_keys(ht, {"name", "region", "backend", "code"}, src, "a [[helpers]] entry"));
+      check_keys(ht, {"name", "region", "backend", "code", "from"}, src, "a [[helpers]] entry"));
   HelperSnippet h;
   RETURN_IF_ERROR(read_string(ht, "name", src, line, true, "a [[helpers]] entry", &h.name));
+  RETURN_IF_ERROR(read_string(ht, "from", src, line, false, "a [[helpers]] entry", &h.from));
+  if (!h.from.empty()) {
+    for (const char* key : {"region", "backend", "code"})
+      if (ht.contains(key))
+        return Status::error(fmt::format(
+            "{}: helper '{}' comes from transformation '{}', which gives its {}; remove '{}' "
+            "(or remove 'from' and give the whole helper)",
+            src.at(*ht.get(key)), h.name, h.from, key, key));
+    tr.helpers.push_back(std::move(h));
+    return Status::ok();
+  }
   auto region = get_string(ht, "region", src, line, true, "a [[helpers]] entry");
   if (!region) return region.status();
   auto r = region_from_string(*region);
@@ -769,8 +781,47 @@ Result<Transformation> load_transformation(const std::filesystem::path& path) {
   return tr;
 }
 
+namespace {
+
+const Transformation* find_by_name(const std::vector<Transformation>& lib, std::string_view name) {
+  for (const auto& t : lib)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+}  // namespace
+
+Status resolve_helper_sources(Transformation& t, const std::vector<Transformation>& lib,
+                              const std::vector<Transformation>* outer) {
+  const std::string where = t.path.empty() ? t.name : t.path.string();
+  for (auto& h : t.helpers) {
+    if (h.from.empty()) continue;
+    const Transformation* src = find_by_name(lib, h.from);
+    if (!src && outer) src = find_by_name(*outer, h.from);
+    if (!src)
+      return Status::error(fmt::format(
+          "{}: helper '{}' comes from transformation '{}', which is not in the library; name a "
+          "transformation that defines the helper",
+          where, h.name, h.from));
+    const HelperSnippet* own = nullptr;
+    for (const auto& sh : src->helpers)
+      if (sh.name == h.name) own = &sh;
+    if (!own || !own->from.empty())
+      return Status::error(fmt::format(
+          "{}: transformation '{}' does not define a helper '{}' of its own{}; name the "
+          "transformation whose [[helpers]] entry holds its code",
+          where, h.from, h.name,
+          own ? fmt::format(" (it borrows it from '{}')", own->from) : std::string()));
+    h.region = own->region;
+    h.backend = own->backend;
+    h.code = own->code;
+  }
+  return Status::ok();
+}
+
 Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir,
-                                                 std::vector<std::string>* problems) {
+                                                 std::vector<std::string>* problems,
+                                                 const std::vector<Transformation>* outer) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return make_error(fmt::format(
@@ -790,7 +841,7 @@ Result<std::vector<Transformation>> load_library(const std::filesystem::path& di
   if (ec) return make_error(fmt::format("cannot list {}: {}", dir.string(), ec.message()));
   std::sort(files.begin(), files.end());
 
-  std::vector<Transformation> out;
+  std::vector<Transformation> loaded;
   std::vector<std::string> errors;
   std::map<std::string, std::filesystem::path> seen;
   for (const auto& f : files) {
@@ -807,7 +858,17 @@ Result<std::vector<Transformation>> load_library(const std::filesystem::path& di
           f.string(), tr->name, it->second.string()));
       continue;
     }
-    out.push_back(std::move(*tr));
+    loaded.push_back(std::move(*tr));
+  }
+  // Borrowed helpers read the sources as loaded (a source's own helpers never change here).
+  const std::vector<Transformation> sources = loaded;
+  std::vector<Transformation> out;
+  for (auto& t : loaded) {
+    if (Status s = resolve_helper_sources(t, sources, outer); !s) {
+      errors.push_back(s.message());
+      continue;
+    }
+    out.push_back(std::move(t));
   }
   if (problems)
     problems->insert(problems->end(), errors.begin(), errors.end());

@@ -26,6 +26,9 @@
 //   region = "device"
 //   backend = "cuda"
 //   code = "..."
+//   [[helpers]]            # or the same helper of another transformation, by name
+//   name = "tma"
+//   from = "tma-loads"
 //   +++
 //   Description paragraph(s).
 //
@@ -61,6 +64,10 @@ struct HelperSnippet {
   Region region = Region::device;
   std::string backend;  // "" = every backend
   std::string code;
+  // The transformation whose helper of the same name this one is (`from`): its region, backend
+  // and code are filled in when the library is loaded (resolve_helper_sources), so that one
+  // snippet serves every transformation that inserts it.
+  std::string from;
 };
 
 struct Transformation {
@@ -136,11 +143,19 @@ std::string requirement_problem(const Transformation& t, std::string_view backen
 
 Result<Transformation> parse_transformation(std::string_view text, std::string_view filename);
 Result<Transformation> load_transformation(const std::filesystem::path& path);
-// Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error. With
-// `problems`, a file that cannot be loaded (or a duplicate) is skipped and described there
+// Every *.md under `dir` (recursively), sorted by name; a duplicate name is an error. Helpers
+// borrowed from another transformation (`from`) are resolved against this library and then
+// `outer` (the shared library, for a workspace's own). With `problems`, a file that cannot be
+// loaded (or a duplicate, or a helper that cannot be resolved) is skipped and described there
 // instead, so that one broken file does not disable the library.
-Result<std::vector<Transformation>> load_library(const std::filesystem::path& dir,
-                                                 std::vector<std::string>* problems = nullptr);
+Result<std::vector<Transformation>> load_library(
+    const std::filesystem::path& dir, std::vector<std::string>* problems = nullptr,
+    const std::vector<Transformation>* outer = nullptr);
+// Fills in every helper of `t` that names its source (`from`) with the region, backend and code
+// of the helper of the same name in that transformation, looked up in `lib` and then `outer`.
+// The source's helper must hold its own code (borrowing is one level deep).
+Status resolve_helper_sources(Transformation& t, const std::vector<Transformation>& lib,
+                              const std::vector<Transformation>* outer = nullptr);
 // Finds by name; the error lists the closest names ("did you mean tb-tiling?").
 Result<Transformation> find_transformation(const std::vector<Transformation>& library,
                                            std::string_view name);

@@ -352,6 +352,9 @@ TEST(Transformation, ErrorsNameFileLineAndWhatWasExpected) {
        "x.md:6: unknown key 'text' in devices.\"H100\""},
       {front("[[helpers]]\nname = \"h\"\nregion = \"kernel\"\ncode = \"\"\n"),
        "x.md:7: unknown region 'kernel'; expected macros, device or host"},
+      {front("[[helpers]]\nname = \"h\"\nfrom = \"tma-loads\"\ncode = \"x\"\n"),
+       "x.md:8: helper 'h' comes from transformation 'tma-loads', which gives its code; remove "
+       "'code'"},
       {front("", "Only a description.\n"), "x.md:6: no pass found"},
       {front("", "## Pass 2: device\nDo.\n"), "x.md:6: pass 2 out of order"},
       {front("", "## Pass 1: device\nDo.\n## Pass 3: host\nDo.\n"),
@@ -432,6 +435,69 @@ TEST_F(Library, WithProblemsABadFileIsSkippedAndNamed) {
   EXPECT_EQ((*lib)[0].name, "ok");
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find((dir_ / "bad.md").string() + ":6:"), std::string::npos) << problems[0];
+}
+
+std::string with_helper(const std::string& name, const std::string& helper) {
+  return "+++\nformat = 2\nname = \"" + name + "\"\ntitle = \"T\"\n" + helper +
+         "+++\n## Pass 1: device\nDo.\n";
+}
+
+TEST_F(Library, ABorrowedHelperIsTheSourcesOwn) {
+  put("a/copy.md", with_helper("copy",
+                               "[[helpers]]\nname = \"tile\"\nregion = \"device\"\n"
+                               "backend = \"cuda\"\ncode = \"void copy_tile() {}\"\n"));
+  put("b/use.md", with_helper("use", "[[helpers]]\nname = \"tile\"\nfrom = \"copy\"\n"));
+  auto lib = load_library(dir_);
+  ASSERT_TRUE(lib.is_ok()) << lib.error();
+  auto use = find_transformation(*lib, "use");
+  ASSERT_TRUE(use.is_ok());
+  ASSERT_EQ(use->helpers.size(), 1u);
+  EXPECT_EQ(use->helpers[0].from, "copy");
+  EXPECT_EQ(use->helpers[0].region, Region::device);
+  EXPECT_EQ(use->helpers[0].backend, "cuda");
+  EXPECT_EQ(use->helpers[0].code, "void copy_tile() {}");
+}
+
+TEST_F(Library, AHelperBorrowedFromTheOuterLibraryResolves) {
+  put("own/use.md", with_helper("use", "[[helpers]]\nname = \"tile\"\nfrom = \"copy\"\n"));
+  auto shared = parse_transformation(
+      with_helper("copy", "[[helpers]]\nname = \"tile\"\nregion = \"macros\"\ncode = \"X\"\n"),
+      "copy.md");
+  ASSERT_TRUE(shared.is_ok()) << shared.error();
+  const std::vector<Transformation> outer = {*shared};
+  auto lib = load_library(dir_ / "own", nullptr, &outer);
+  ASSERT_TRUE(lib.is_ok()) << lib.error();
+  EXPECT_EQ((*lib)[0].helpers[0].region, Region::macros);
+  EXPECT_EQ((*lib)[0].helpers[0].code, "X");
+  // Alone, the same folder cannot resolve it.
+  auto alone = load_library(dir_ / "own");
+  ASSERT_FALSE(alone.is_ok());
+  EXPECT_NE(alone.error().find("helper 'tile' comes from transformation 'copy', which is not in "
+                               "the library"),
+            std::string::npos)
+      << alone.error();
+}
+
+TEST_F(Library, UnresolvableBorrowedHelpersAreNamedAndSkipped) {
+  put("copy.md", with_helper("copy",
+                             "[[helpers]]\nname = \"tile\"\nregion = \"device\"\n"
+                             "code = \"T\"\n"));
+  put("chain.md", with_helper("chain", "[[helpers]]\nname = \"tile\"\nfrom = \"copy\"\n"));
+  put("other.md", with_helper("other", "[[helpers]]\nname = \"load\"\nfrom = \"copy\"\n"));
+  put("deep.md", with_helper("deep", "[[helpers]]\nname = \"tile\"\nfrom = \"chain\"\n"));
+  std::vector<std::string> problems;
+  auto lib = load_library(dir_, &problems);
+  ASSERT_TRUE(lib.is_ok()) << lib.error();
+  ASSERT_EQ(lib->size(), 2u);  // copy and chain
+  ASSERT_EQ(problems.size(), 2u);
+  const std::string all = problems[0] + "\n" + problems[1];
+  EXPECT_NE(all.find("transformation 'copy' does not define a helper 'load' of its own"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("'chain' does not define a helper 'tile' of its own (it borrows it from "
+                     "'copy')"),
+            std::string::npos)
+      << all;
 }
 
 TEST_F(Library, MissingDirectoryIsAnError) {
@@ -636,6 +702,10 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       // fp8 (sm_89 and newer): mma.sync m16n8k32 e4m3 from K-major shared tiles.
       {"fp8-tensor-core", {m, d, h}},
       {"fp8-pipelining", {m, d}},
+      // fp8 on Hopper: TMA and wgmma m64nNk32 e4m3; then, for both precisions, MMAs in flight.
+      {"fp8-wgmma", {m, d, h}},
+      {"wgmma-overlap", {d}},
+      {"tma-store-epilogue", {m, d, h}},
       // The row families (softmax, rmsnorm, layernorm), from the one-thread-per-row seed.
       {"row-per-block", {m, d, h}},
       {"warp-reduce", {m, d}},
@@ -663,10 +733,11 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "launch-bounds", "stream-k",        "tensor-core",       "small-m",
       "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
   const std::set<std::string> cuda_only = {
-      "tensor-tiling",         "tensor-pipelining", "tma-loads",      "wgmma",
-      "warp-specialization",   "persistent",        "cluster",        "tensor-split-k",
-      "padded-operands",       "fp8-tensor-core",   "fp8-pipelining", "cluster-rows",
-      "tensor-core-attention", "pipelined-kv",      "wgmma-attention"};
+      "tensor-tiling",       "tensor-pipelining",  "tma-loads",      "wgmma",
+      "warp-specialization", "persistent",         "cluster",        "tensor-split-k",
+      "padded-operands",     "fp8-tensor-core",    "fp8-pipelining", "fp8-wgmma",
+      "wgmma-overlap",       "tma-store-epilogue", "cluster-rows",   "tensor-core-attention",
+      "pipelined-kv",        "wgmma-attention"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
