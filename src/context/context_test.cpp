@@ -633,7 +633,9 @@ TEST(Context, ExamplesCarryTheShapeSuite) {
   for (const char* e : kExamples) {
     auto c = load_context(std::filesystem::path(PEAK_SOURCE_DIR) / "examples" / e);
     ASSERT_TRUE(c.is_ok()) << c.error();
-    EXPECT_EQ(c->suite.size(), 8u) << e;
+    // Eight shapes, one or two more squares where the goals name them (8192 for fp16 and bf16).
+    EXPECT_GE(c->suite.size(), 8u) << e;
+    EXPECT_LE(c->suite.size(), 9u) << e;
     EXPECT_EQ(c->suite_small.size(), c->suite.size()) << e;
     std::set<SuiteClass> classes, small_classes;
     for (const auto& s : c->suite) classes.insert(s.cls);

@@ -129,6 +129,16 @@ TEST_F(HelperSnippetGpuTest, Cluster2Bf16) { expect_case_passes("Cluster2Bf16");
 TEST_F(HelperSnippetGpuTest, ClusterOfOneFp16) { expect_case_passes("ClusterOfOneFp16"); }
 TEST_F(HelperSnippetGpuTest, ClusterOfOneBf16) { expect_case_passes("ClusterOfOneBf16"); }
 
+// wgmma-e4m3 (fp8-wgmma.md) with tma and wgmma: one warpgroup per 64 x N tile, both operands
+// K-major, e4m3 inputs, a scaled BF16 output (sm_90a).
+TEST_F(HelperSnippetGpuTest, WgmmaE4m3N64) { expect_case_passes("WgmmaE4m3N64"); }
+TEST_F(HelperSnippetGpuTest, WgmmaE4m3N128) { expect_case_passes("WgmmaE4m3N128"); }
+TEST_F(HelperSnippetGpuTest, WgmmaE4m3N256) { expect_case_passes("WgmmaE4m3N256"); }
+
+// tma-store (tma-store-epilogue.md) on the e4m3 case: the results staged in swizzled buffers and
+// written by TMA stores, nothing outside C (sm_90a).
+TEST_F(HelperSnippetGpuTest, TmaStoreE4m3) { expect_case_passes("TmaStoreE4m3"); }
+
 // Every case of helper_snippets_testing.h has a test above.
 TEST(HelperSnippetGpuCases, EveryCaseHasAGpuTest) {
   std::set<std::string> tests;

@@ -196,16 +196,16 @@ __global__ void matmul(const IN_T* A, const IN_T* B, float* C, int M, int N, int
   return c;
 }
 
-// cp-async-16 (tensor-pipelining.md, and fp8-pipelining.md, which ships the same snippet under
-// the same name): three stages of 64 x 32 tiles of A and 32 x 64 tiles of B
-// in 128-byte aligned shared memory, each thread copying one 16-byte chunk (8 elements) of each
-// per stage with cp_async_16 (16 zero bytes outside the matrices), two tiles in flight; each of
-// the 256 threads computes 4 x 4 elements of the 64 x 64 block tile from shared memory.
+// cp-async-16 (tensor-pipelining.md; fp8-pipelining.md borrows it): three stages of 64 x 32 tiles
+// of A and 32 x 64 tiles of B in 128-byte aligned shared memory, each thread copying one 16-byte
+// chunk (8 elements) of each per stage with cp_async_16 (16 zero bytes outside the matrices), two
+// tiles in flight; each of the 256 threads computes 4 x 4 elements of the 64 x 64 block tile from
+// shared memory.
 inline HelperCase cp_async_16_case(const InputType& in) {
   HelperCase c;
   c.name = "CpAsync16" + in.suffix;
   c.context = in.context;
-  c.helpers = {{"tensor-pipelining", "cp-async-16"}, {"fp8-pipelining", "cp-async-16"}};
+  c.helpers = {{"tensor-pipelining", "cp-async-16"}};
   c.required_arch = "sm_80";
   c.macros = in.macros +
              "#define BM 64\n#define BN 64\n#define BK 32\n#define STAGES 3\n"
@@ -458,6 +458,164 @@ launch matmul
   return c;
 }
 
+// wgmma-e4m3 (fp8-wgmma.md, with the tma and wgmma helpers it borrows) with the fp8 context: one
+// warpgroup per 64 x N tile, both operands K-major (A and Bt) in 128-byte swizzled tiles of 128
+// one-byte elements that TMA fills, four m64nNk32 MMAs per K tile, the scaled result stored as
+// BF16.
+inline HelperCase wgmma_e4m3_case(int n) {
+  HelperCase c;
+  c.name = fmt::format("WgmmaE4m3N{}", n);
+  c.context = "matmul-cuda-fp8";
+  c.helpers = {{"tma-loads", "tma"}, {"wgmma", "wgmma"}, {"fp8-wgmma", "wgmma-e4m3"}};
+  c.required_arch = "sm_90a";
+  // The fp8 type comes from cuda_fp8.h, which the context's kernel includes above its regions.
+  c.macros = fmt::format("#include <cuda_fp8.h>\n#define WG_N {}\n", n) + R"(#define TILE_K 128
+// Bytes of the A tile (64 rows of 128 bytes) and of the B tile (WG_N rows of Bt, 128 bytes each);
+// the dynamic shared memory: both, 1024 to align them, the barrier.
+#define A_TILE_BYTES (64 * TILE_K)
+#define B_TILE_BYTES (WG_N * TILE_K)
+#define SMEM_BYTES (A_TILE_BYTES + B_TILE_BYTES + 1024 + 8)
+)";
+  c.device =
+      R"cu(// One warpgroup computes the 64 x WG_N block tile with fp8 warpgroup MMAs from
+// 128-byte swizzled K-major shared tiles that TMA fills.
+__global__ void __launch_bounds__(128)
+    matmul(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+           const float* A_scale, const float* B_scale, __nv_bfloat16* C, int M, int N, int K) {
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = smem_align_1024(smem_raw);
+  unsigned char* a_tile = smem;
+  unsigned char* b_tile = smem + A_TILE_BYTES;
+  unsigned long long* bar =
+      reinterpret_cast<unsigned long long*>(smem + A_TILE_BYTES + B_TILE_BYTES);
+  const int tid = threadIdx.x;
+  const int row0 = blockIdx.y * 64, col0 = blockIdx.x * WG_N;
+  if (tid == 0) {
+    mbar_init(bar, 1);
+    mbar_fence_init();
+  }
+  __syncthreads();
+  float acc[WG_N / 2];
+#pragma unroll
+  for (int i = 0; i < WG_N / 2; ++i) acc[i] = 0.0f;
+  const int k_tiles = (K + TILE_K - 1) / TILE_K;
+  for (int t = 0; t < k_tiles; ++t) {
+    if (tid == 0) {
+      mbar_expect_tx(bar, A_TILE_BYTES + B_TILE_BYTES);
+      tma_load_2d(a_tile, &a_map, bar, t * TILE_K, row0);
+      tma_load_2d(b_tile, &b_map, bar, t * TILE_K, col0);
+    }
+    mbar_wait(bar, t & 1);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < TILE_K / 32; ++kk)
+      wgmma_m64k32<WG_N>(acc, wgmma_desc(a_tile + kk * 32, 16, 1024),
+                         wgmma_desc(b_tile + kk * 32, 16, 1024));
+    wgmma_commit();
+    wgmma_wait<0>(acc);
+    __syncthreads();  // the warpgroup is done with the tiles before the next copies
+  }
+  // Thread t holds rows 16 (t / 32) + (t % 32) / 4 (+ 8) and columns 8 j + 2 (t % 4) (+ 1).
+  const float scale = A_scale[0] * B_scale[0];
+  const int warp = tid / 32, lane = tid % 32;
+  const int r = row0 + 16 * warp + lane / 4;
+#pragma unroll
+  for (int j = 0; j < WG_N / 8; ++j) {
+    const int c = col0 + 8 * j + 2 * (lane % 4);
+    if (r < M && c < N) C[r * N + c] = __float2bfloat16(acc[4 * j] * scale);
+    if (r < M && c + 1 < N) C[r * N + c + 1] = __float2bfloat16(acc[4 * j + 1] * scale);
+    if (r + 8 < M && c < N) C[(r + 8) * N + c] = __float2bfloat16(acc[4 * j + 2] * scale);
+    if (r + 8 < M && c + 1 < N) C[(r + 8) * N + c + 1] = __float2bfloat16(acc[4 * j + 3] * scale);
+  }
+}
+)cu";
+  c.host = R"(require K % 16 == 0
+tensor_map a_map
+  array = A
+  dims = (K, M)
+  box = (TILE_K, 64)
+  swizzle = 128
+tensor_map b_map
+  array = Bt
+  dims = (K, N)
+  box = (TILE_K, WG_N)
+  swizzle = 128
+launch matmul
+  grid = (ceil_div(N, WG_N), ceil_div(M, 64))
+  block = (128)
+  shared = SMEM_BYTES
+  args = (a_map, b_map, A_scale, B_scale, C, M, N, K)
+)";
+  c.shapes = {snippet_shape(128, 256, 192), snippet_shape(256, 512, 256),
+              snippet_shape(200, 136, 80)};
+  c.shapes_note =
+      "K % 16 == 0 (TMA strides of one-byte rows), M x N x K: 128 x 256 x 192, 256 x 512 x 256 "
+      "and the ragged 200 x 136 x 80";
+  return c;
+}
+
+// tma-store (tma-store-epilogue.md) on the e4m3 case with N = 128: the BF16 results go through
+// two 64 x 64 staging buffers in the 128-byte swizzled layout, each written to C by a TMA store
+// (nothing outside C), the next buffer written while the previous store may still read its own.
+inline HelperCase tma_store_case() {
+  HelperCase c = wgmma_e4m3_case(128);
+  c.name = "TmaStoreE4m3";
+  c.helpers.push_back({"tma-store-epilogue", "tma-store"});
+  const std::string old_smem = "#define SMEM_BYTES (A_TILE_BYTES + B_TILE_BYTES + 1024 + 8)\n";
+  c.macros.replace(
+      c.macros.find(old_smem), old_smem.size(),
+      "#define EPI_BUF_BYTES 8192\n"
+      "#define SMEM_BYTES (A_TILE_BYTES + B_TILE_BYTES + 2 * EPI_BUF_BYTES + 1024 + 8)\n");
+  const std::string sig = "const float* A_scale";
+  c.device.replace(c.device.find(sig), sig.size(),
+                   "const __grid_constant__ CUtensorMap c_map, const float* A_scale");
+  const std::string bar = "smem + A_TILE_BYTES + B_TILE_BYTES);";
+  c.device.replace(c.device.find(bar), bar.size(),
+                   "smem + A_TILE_BYTES + B_TILE_BYTES + 2 * EPI_BUF_BYTES);");
+  const size_t store = c.device.find("  // Thread t holds rows");
+  c.device =
+      c.device.substr(0, store) +
+      R"cu(  // Thread t holds rows 16 (t / 32) + (t % 32) / 4 (+ 8) and columns 8 j + 2 (t % 4) (+ 1):
+  // chunk c (64 columns) goes into buffer c % 2, swizzled, and a TMA store writes it to C.
+  const float scale = A_scale[0] * B_scale[0];
+  const int warp = tid / 32, lane = tid % 32;
+  for (int c = 0; c < WG_N / 64; ++c) {
+    unsigned char* buf = b_tile + WG_N * TILE_K + (c % 2) * EPI_BUF_BYTES;
+    if (tid == 0) tma_store_wait_read<1>();
+    warpgroup_barrier(1);
+    for (int jj = 0; jj < 8; ++jj) {
+      const int j = c * 8 + jj;
+      for (int h = 0; h < 2; ++h) {
+        const int r = 16 * warp + lane / 4 + 8 * h, b = 16 * jj + 4 * (lane % 4);
+        *reinterpret_cast<__nv_bfloat162*>(buf + r * 128 + (((b / 16) ^ (r % 8)) * 16) + b % 16) =
+            __floats2bfloat162_rn(acc[4 * j + 2 * h] * scale, acc[4 * j + 2 * h + 1] * scale);
+      }
+    }
+    tma_store_fence();
+    warpgroup_barrier(1);
+    if (tid == 0) {
+      tma_store_2d(&c_map, buf, col0 + 64 * c, row0);
+      tma_store_commit();
+    }
+  }
+  if (tid == 0) tma_store_wait<0>();
+}
+)cu";
+  const std::string tiles = "launch matmul";
+  c.host.replace(c.host.find(tiles), tiles.size(),
+                 "tensor_map c_map\n  array = C\n  dims = (N, M)\n  box = (64, 64)\n"
+                 "  swizzle = 128\nlaunch matmul");
+  const std::string args = "args = (a_map, b_map, A_scale";
+  c.host.replace(c.host.find(args), args.size(), "args = (a_map, b_map, c_map, A_scale");
+  c.host = "require N % 8 == 0\n" + c.host;
+  c.shapes = {snippet_shape(128, 256, 192), snippet_shape(256, 512, 256),
+              snippet_shape(200, 136, 80)};
+  c.shapes_note =
+      "K % 16 == 0 and N % 8 == 0 (TMA strides), M x N x K: 128 x 256 x 192, 256 x 512 x 256 and "
+      "the ragged 200 x 136 x 80";
+  return c;
+}
+
 // setmaxnreg (warp-specialization.md): a block of 1 + `consumers` warpgroups declared with
 // __launch_bounds__(THREADS, 1); warpgroup 0 calls regs_release<40>() and does nothing else, the
 // others call regs_claim<232>() and each computes a naive 32 x 64 tile (16 accumulators per
@@ -639,6 +797,8 @@ inline std::vector<HelperCase> helper_cases() {
   for (int cluster : {2, 1})
     for (const InputType& in : {fp16_input(), bf16_input()})
       cases.push_back(cluster_case(in, cluster));
+  for (int n : {64, 128, 256}) cases.push_back(wgmma_e4m3_case(n));
+  cases.push_back(tma_store_case());
   return cases;
 }
 
@@ -649,14 +809,15 @@ inline Result<HelperCase> find_helper_case(const std::string& name) {
 }
 
 // The helper as shipped: [[helpers]] `name` of transformations/matmul/<file>.md, loaded with the
-// library's parser.
+// library's loader (a borrowed helper holds its source's code).
 inline Result<HelperSnippet> shipped_helper(const SnippetUse& use) {
-  const fs::path path = kMatmulTransformationsDir / (use.file + ".md");
-  auto t = load_transformation(path);
+  auto lib = load_library(kMatmulTransformationsDir);
+  if (!lib) return make_error(lib.error());
+  auto t = find_transformation(*lib, use.file);
   if (!t) return make_error(t.error());
   for (const HelperSnippet& h : t->helpers)
     if (h.name == use.helper && (h.backend.empty() || h.backend == "cuda")) return h;
-  return make_error(fmt::format("{} has no CUDA helper named {}", path.string(), use.helper));
+  return make_error(fmt::format("{} has no CUDA helper named {}", t->path.string(), use.helper));
 }
 
 // The whole kernel source of a case: its regions, then each helper inserted as peak inserts it
