@@ -108,16 +108,16 @@ TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
 }
 
 // The tensor-core sequence's whole fp16 recording (up to warpgroup MMA, warp specialization, the
-// persistent grid, clusters with TMA multicast, split-K, padded operands and MMAs kept in flight)
-// built with nvcc for sm_90a; the cluster step is applied and set aside by the sequence, so
-// thirteen steps run and split-K builds on the persistent kernel.
+// persistent grid, clusters with TMA multicast, split-K, padded operands, MMAs kept in flight and
+// the TMA-store epilogue) built with nvcc for sm_90a; the cluster step is applied and set aside by
+// the sequence, so fourteen steps run and split-K builds on the persistent kernel.
 TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("matmul-cuda-fp16", "cuda-fp16", "cuda-fp16-full",
                   {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling",
                    "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent",
-                   "tensor-split-k", "padded-operands", "wgmma-overlap"},
-                  13);
+                   "tensor-split-k", "padded-operands", "wgmma-overlap", "tma-store-epilogue"},
+                  14);
   // padded-operands (checkpoint 13) lifts the alignment the earlier steps required: its kernel
   // supports every shape again, tensor-split-k's (12) did not.
   const fs::path ws = tmp_ / "cuda-fp16-full";
@@ -133,14 +133,14 @@ TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
   EXPECT_EQ(last.find("supports"), std::string::npos) << last;
 }
 
-// The same thirteen steps spelled in BF16 (the sequence serves both input types).
+// The same fourteen steps spelled in BF16 (the sequence serves both input types).
 TEST_F(Recordings, TheWholeCudaBf16RecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
   replay_compiled("matmul-cuda-bf16", "cuda-fp16", "cuda-bf16-full",
                   {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling",
                    "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent",
-                   "tensor-split-k", "padded-operands", "wgmma-overlap"},
-                  13);
+                   "tensor-split-k", "padded-operands", "wgmma-overlap", "tma-store-epilogue"},
+                  14);
 }
 
 // fp8 (e4m3 inputs, B stored K-major, per-tensor scales): refactor, tb-tiling, the fp8 tensor
