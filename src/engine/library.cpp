@@ -136,12 +136,15 @@ Result<Transformation> write_transformation(const fs::path& workspace, const std
             "the shared library already has a transformation named '{}' ({}); choose another "
             "name in the front matter",
             t->name, s.path.string()));
-  // A helper borrowed from another transformation must name one that holds it (shared or the
-  // workspace's own).
+  // A helper borrowed from another transformation must name one that holds it: the workspace's
+  // own, or a shared one.
+  const std::vector<Transformation>* outer = shared ? &*shared : nullptr;
+  std::vector<Transformation> own;
   std::vector<std::string> unreadable;
-  auto known = load_library_for(workspace, &unreadable);
-  const std::vector<Transformation> none;
-  if (Status s = resolve_helper_sources(*t, known ? *known : none); !s)
+  std::error_code ec;
+  if (fs::is_directory(workspace_library_dir(workspace), ec))
+    if (auto o = load_library(workspace_library_dir(workspace), &unreadable, outer)) own = *o;
+  if (Status s = resolve_helper_sources(*t, own, outer); !s)
     return Error{s.message(), ErrorKind::input};
   fs::path dest = workspace_library_dir(workspace) / (t->name + ".md");
   if (auto s = write_file_atomic(dest, text); !s) return Error{s.message()};

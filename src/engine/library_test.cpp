@@ -45,6 +45,23 @@ TEST(Api, WritesAValidatedTransformationIntoTheWorkspaceLibrary) {
   std::filesystem::remove_all(*d);
 }
 
+// A written transformation may borrow a shared helper by name; one it cannot find is refused.
+TEST(Api, AWrittenTransformationBorrowsASharedHelper) {
+  auto d = make_temp_dir("peak-api-test");
+  ASSERT_TRUE(d);
+  const std::string head = "+++\nformat = 2\nname = \"my-tma\"\ntitle = \"T\"\n[[helpers]]\n";
+  const std::string body = "+++\n## Pass 1: device\nDo.\n";
+  auto t = write_transformation(*d, head + "name = \"tma\"\nfrom = \"tma-loads\"\n" + body);
+  ASSERT_TRUE(t) << t.error();
+  ASSERT_EQ(t->helpers.size(), 1u);
+  EXPECT_NE(t->helpers[0].code.find("tma_load_2d"), std::string::npos);
+  auto missing = write_transformation(*d, head + "name = \"tma\"\nfrom = \"no-such\"\n" + body);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().find("'no-such', which is not in the library"), std::string::npos)
+      << missing.error();
+  std::filesystem::remove_all(*d);
+}
+
 TEST(Api, ListsTheTransformationsOfAFamily) {
   auto lib = load_library_for("");
   ASSERT_TRUE(lib) << lib.error();

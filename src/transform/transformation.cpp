@@ -860,16 +860,17 @@ Result<std::vector<Transformation>> load_library(const std::filesystem::path& di
     }
     loaded.push_back(std::move(*tr));
   }
-  // Borrowed helpers read the sources as loaded (a source's own helpers never change here).
-  const std::vector<Transformation> sources = loaded;
+  // Borrowed helpers are resolved in place: only entries with `from` are written, and sources are
+  // read through their own entries, which never have one.
   std::vector<Transformation> out;
-  for (auto& t : loaded) {
-    if (Status s = resolve_helper_sources(t, sources, outer); !s) {
-      errors.push_back(s.message());
-      continue;
-    }
-    out.push_back(std::move(t));
+  std::vector<bool> resolved(loaded.size());
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    Status s = resolve_helper_sources(loaded[i], loaded, outer);
+    resolved[i] = s.is_ok();
+    if (!s) errors.push_back(s.message());
   }
+  for (size_t i = 0; i < loaded.size(); ++i)
+    if (resolved[i]) out.push_back(std::move(loaded[i]));
   if (problems)
     problems->insert(problems->end(), errors.begin(), errors.end());
   else if (!errors.empty())
@@ -881,8 +882,7 @@ Result<std::vector<Transformation>> load_library(const std::filesystem::path& di
 
 Result<Transformation> find_transformation(const std::vector<Transformation>& library,
                                            std::string_view name) {
-  for (const auto& t : library)
-    if (t.name == name) return t;
+  if (const Transformation* t = find_by_name(library, name)) return *t;
   // Closest names: the smallest edit distance within a tolerance, plus names containing the
   // query, in library order.
   size_t best = std::string_view::npos;

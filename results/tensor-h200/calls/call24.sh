@@ -2,16 +2,18 @@
 # fp16, call 22's workspace (checkpoint 15, tma-store-epilogue): a configuration per shape class
 # for the classes whose shapes one configuration serves worst (square: 2048, 4096 and 8192;
 # irregular; small-m), each `peak tune --classes --class C --budget 12,40s`, then the suite with
-# the dispatch table against cublasGemmEx.
+# the dispatch table against cublasGemmEx. Call 25 is the same for bf16 in call 23's workspace:
+# `CALL=call25 WS=call23-bf16 bash calls/call24.sh`.
 cd "$(dirname "$0")/../../.."  # the repository root
 R=$PWD
 tar xJf .dev/gpubin.tar.xz
 export PEAK_DATA_DIR=$R BIN=$R/build
 source scripts/gpu/env.sh
 stamp() { python3 "$R/scripts/stamp-lines.py"; }
-O=$OUT/call24; mkdir -p $O
+CALL=${CALL:-call24}
+O=$OUT/$CALL; mkdir -p $O
 lap() { echo "$1 exit $2 after $(( $(date +%s) - start )) s" | tee -a $O/times.txt; }
-ws=$(mktemp -d)/ws; mkdir -p $ws; tar xzf $R/results/tensor-h200/call22-fp16/ws.tar.gz -C $ws; cd $ws
+ws=$(mktemp -d)/ws; mkdir -p $ws; tar xzf $R/results/tensor-h200/${WS:-call22-fp16}/ws.tar.gz -C $ws; cd $ws
 for c in square irregular small-m; do
   start=$(date +%s)
   timeout 75 "$BIN/peak" --json tune --classes --full --class $c --budget 12,40s \
@@ -23,4 +25,4 @@ timeout 110 "$BIN/peak" --json bench --full -o $O/suite.json > $O/bench.json 2> 
 lap bench $?
 python3 "$R/scripts/suite-summary.py" $O/suite.json > $O/suite.md 2>&1
 tar -czf $O/ws.tar.gz --exclude=./.peak/cache -C $ws .
-cd $OUT && tar czf call24.tar.gz call24 && cat call24/times.txt && cat call24/suite.md
+cd $OUT && tar czf $CALL.tar.gz $CALL && cat $CALL/times.txt && cat $CALL/suite.md

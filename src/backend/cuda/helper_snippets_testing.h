@@ -811,7 +811,8 @@ inline Result<HelperCase> find_helper_case(const std::string& name) {
 // The helper as shipped: [[helpers]] `name` of transformations/matmul/<file>.md, loaded with the
 // library's loader (a borrowed helper holds its source's code).
 inline Result<HelperSnippet> shipped_helper(const SnippetUse& use) {
-  auto lib = load_library(kMatmulTransformationsDir);
+  // Loaded once per test process: every case asks for several helpers.
+  static const Result<std::vector<Transformation>> lib = load_library(kMatmulTransformationsDir);
   if (!lib) return make_error(lib.error());
   auto t = find_transformation(*lib, use.file);
   if (!t) return make_error(t.error());
