@@ -108,16 +108,18 @@ TEST_F(Recordings, TheWholeCudaRecordingCompilesWithNvcc) {
 }
 
 // The tensor-core sequence's whole fp16 recording (up to warpgroup MMA, warp specialization, the
-// persistent grid, clusters with TMA multicast, split-K, padded operands, MMAs kept in flight and
-// the TMA-store epilogue) built with nvcc for sm_90a; the cluster step is applied and set aside by
-// the sequence, so fourteen steps run and split-K builds on the persistent kernel.
+// persistent grid, clusters with TMA multicast, split-K, padded operands, MMAs kept in flight, the
+// TMA-store epilogue and the Stream-K tail) built with nvcc for sm_90a; the cluster step is
+// applied and set aside by the sequence, so fifteen steps run and split-K builds on the persistent
+// kernel.
 TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("matmul-cuda-fp16", "cuda-fp16", "cuda-fp16-full",
-                  {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling",
-                   "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent",
-                   "tensor-split-k", "padded-operands", "wgmma-overlap", "tma-store-epilogue"},
-                  14);
+  replay_compiled(
+      "matmul-cuda-fp16", "cuda-fp16", "cuda-fp16-full",
+      {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling", "tensor-pipelining",
+       "tma-loads", "wgmma", "warp-specialization", "persistent", "tensor-split-k",
+       "padded-operands", "wgmma-overlap", "tma-store-epilogue", "tensor-stream-k"},
+      15);
   // padded-operands (checkpoint 13) lifts the alignment the earlier steps required: its kernel
   // supports every shape again, tensor-split-k's (12) did not.
   const fs::path ws = tmp_ / "cuda-fp16-full";
@@ -131,16 +133,22 @@ TEST_F(Recordings, TheWholeCudaFp16RecordingCompilesWithNvcc) {
   const std::string last = kernel_toml("13");
   EXPECT_NE(last.find("[suite]"), std::string::npos) << last;
   EXPECT_EQ(last.find("supports"), std::string::npos) << last;
+  // The steps after it (MMAs in flight, the TMA-store epilogue, the Stream-K tail) keep every
+  // shape: none narrows the supported shapes again.
+  const std::string stream_k = kernel_toml("16");
+  EXPECT_NE(stream_k.find("[suite]"), std::string::npos) << stream_k;
+  EXPECT_EQ(stream_k.find("supports"), std::string::npos) << stream_k;
 }
 
-// The same fourteen steps spelled in BF16 (the sequence serves both input types).
+// The same fifteen steps spelled in BF16 (the sequence serves both input types).
 TEST_F(Recordings, TheWholeCudaBf16RecordingCompilesWithNvcc) {
   if (!has_toolchain("cuda")) GTEST_SKIP() << "no CUDA toolkit on this machine";
-  replay_compiled("matmul-cuda-bf16", "cuda-fp16", "cuda-bf16-full",
-                  {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling",
-                   "tensor-pipelining", "tma-loads", "wgmma", "warp-specialization", "persistent",
-                   "tensor-split-k", "padded-operands", "wgmma-overlap", "tma-store-epilogue"},
-                  14);
+  replay_compiled(
+      "matmul-cuda-bf16", "cuda-fp16", "cuda-bf16-full",
+      {"seed", "refactor", "tb-tiling", "tensor-core", "tensor-tiling", "tensor-pipelining",
+       "tma-loads", "wgmma", "warp-specialization", "persistent", "tensor-split-k",
+       "padded-operands", "wgmma-overlap", "tma-store-epilogue", "tensor-stream-k"},
+      15);
 }
 
 // fp8 (e4m3 inputs, B stored K-major, per-tensor scales): refactor, tb-tiling, the fp8 tensor

@@ -706,6 +706,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"fp8-wgmma", {m, d, h}},
       {"wgmma-overlap", {d}},
       {"tma-store-epilogue", {m, d, h}},
+      {"tensor-stream-k", {m, d, h}},
       // The row families (softmax, rmsnorm, layernorm), from the one-thread-per-row seed.
       {"row-per-block", {m, d, h}},
       {"warp-reduce", {m, d}},
@@ -737,7 +738,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "warp-specialization", "persistent",         "cluster",        "tensor-split-k",
       "padded-operands",     "fp8-tensor-core",    "fp8-pipelining", "fp8-wgmma",
       "wgmma-overlap",       "tma-store-epilogue", "cluster-rows",   "tensor-core-attention",
-      "pipelined-kv",        "wgmma-attention"};
+      "pipelined-kv",        "wgmma-attention",    "tensor-stream-k"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
