@@ -5,14 +5,9 @@
 # the dispatch table against cublasGemmEx. Call 25 is the same for bf16 in call 23's workspace:
 # `CALL=call25 WS=call23-bf16 bash calls/call24.sh`.
 cd "$(dirname "$0")/../../.."  # the repository root
-R=$PWD
-tar xJf .dev/gpubin.tar.xz
-export PEAK_DATA_DIR=$R BIN=$R/build
-source scripts/gpu/env.sh
-stamp() { python3 "$R/scripts/stamp-lines.py"; }
+source scripts/gpu/call-env.sh
 CALL=${CALL:-call24}
 O=$OUT/$CALL; mkdir -p $O
-lap() { echo "$1 exit $2 after $(( $(date +%s) - start )) s" | tee -a $O/times.txt; }
 ws=$(mktemp -d)/ws; mkdir -p $ws; tar xzf $R/results/tensor-h200/${WS:-call22-fp16}/ws.tar.gz -C $ws; cd $ws
 for c in square irregular small-m; do
   start=$(date +%s)

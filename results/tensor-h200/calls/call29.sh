@@ -5,13 +5,8 @@
 # (WG_N=128, GROUP_M 8 or 16) in bf16, each `peak tune --classes --class C --budget 4,20s`; then
 # the suite with the dispatch table against cublasGemmEx.
 cd "$(dirname "$0")/../../.."  # the repository root
-R=$PWD
-tar xJf .dev/gpubin.tar.xz
-export PEAK_DATA_DIR=$R BIN=$R/build
-source scripts/gpu/env.sh
-stamp() { python3 "$R/scripts/stamp-lines.py"; }
+source scripts/gpu/call-env.sh
 O=$OUT/call29; mkdir -p $O
-lap() { echo "$1 exit $2 after $(( $(date +%s) - start )) s" | tee -a $O/times.txt; }
 fixed="--tune NUM_STAGES=4 --tune DP_TAIL_IDLE=2"
 for run in "bf16 call28-bf16 irregular small-m" "fp16 call27-fp16 small-m"; do
   set -- $run; v=$1; from=$2; shift 2
