@@ -160,22 +160,16 @@ Result<Evaluation> Workspace::evaluate_checkpoint(int64_t id, const EvalOptions&
   } else {
     std::erase_if(opts.tuning_overrides, [&](const auto& o) { return !params.count(o.first); });
   }
-  if (!force) {
-    EvalSummary s = result_summary(*c);
-    if (s.bench || (opts.compile_only && s.compile_only.value_or(false))) {
-      Evaluation ev;
-      ev.disposition =
-          disposition_from_string(s.disposition.value_or("passed")).value_or(Disposition::passed);
-      ev.message = s.message.value_or("");
-      ev.summary = to_json(s);
-      return ev;
-    }
-  }
+  if (!force)
+    if (auto recorded = recorded_result(*c, opts)) return *recorded;
   if (auto s = lock(); !s) return s;
   if (!files) return files.status();
   Evaluation ev = evaluate(files->first, files->second, opts, std::nullopt, id);
   if (c->parent) {
-    auto ps = evaluate_checkpoint(*c->parent, opts, false, "parent");
+    // Compared with the parent as it was measured: a parent never timed (a compile-only replay)
+    // is not evaluated only for a speedup, which would run a tuning search per ancestor.
+    auto parent = store_->checkpoint(*c->parent);
+    auto ps = parent ? recorded_result(*parent, opts) : std::nullopt;
     if (ps) add_speedups(ev.summary, ps->summary, seed_summary(opts));
   } else {
     add_speedups(ev.summary, ev.summary, ev.summary);
@@ -201,8 +195,21 @@ Result<DeviceFacts> read_device_facts(const fs::path& path) {
 json Workspace::seed_summary(const EvalOptions& opts) {
   auto seed = store_->find_tag("seed");
   if (!seed || !*seed) return json::object();
-  auto ss = evaluate_checkpoint(**seed, opts, false, "parent");
+  auto c = store_->checkpoint(**seed);
+  auto ss = c ? recorded_result(*c, opts) : std::nullopt;
   return ss ? ss->summary : json::object();
+}
+
+std::optional<Evaluation> Workspace::recorded_result(const CheckpointRecord& c,
+                                                     const EvalOptions& opts) const {
+  EvalSummary s = result_summary(c);
+  if (!s.bench && !(opts.compile_only && s.compile_only.value_or(false))) return std::nullopt;
+  Evaluation ev;
+  ev.disposition =
+      disposition_from_string(s.disposition.value_or("passed")).value_or(Disposition::passed);
+  ev.message = s.message.value_or("");
+  ev.summary = to_json(s);
+  return ev;
 }
 
 std::vector<std::pair<CheckpointRecord, json>> Workspace::history(int64_t tip) const {

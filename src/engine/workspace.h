@@ -371,8 +371,12 @@ class Workspace {
   std::map<std::string, std::vector<int64_t>> step_tuning(const Sequence& seq,
                                                           const SequenceStep& st,
                                                           const Transformation& t);
-  // The seed's evaluation summary (evaluated on first use), for speedups over the seed.
+  // The seed's result summary as measured (empty when it never was), for speedups over the seed.
   json seed_summary(const EvalOptions& opts);
+  // A checkpoint's result as an evaluation when it has one that `opts` can use (timed, or
+  // compiled only when `opts` compiles only); nothing else is evaluated.
+  std::optional<Evaluation> recorded_result(const CheckpointRecord& c,
+                                            const EvalOptions& opts) const;
   // `context_text`: the kernel.toml text to keep (a manual edit's, comments and all); by
   // default the context's canonical text.
   Result<int64_t> make_checkpoint(std::optional<int64_t> parent, const std::string& transformation,

@@ -531,6 +531,36 @@ TEST_F(WorkspaceTest, EvaluationsAccumulateAndTheResultFollowsOneRule) {
   EXPECT_EQ(ws->evaluations(1).size(), 3u);
 }
 
+// A checkpoint tuned where its parent was never timed (a campaign replayed compile-only): only
+// the checkpoint is evaluated, compared with nothing; its parent is not tuned for a speedup.
+// Once the parent has a timed result, the next evaluation is compared with it.
+TEST_F(WorkspaceTest, TuningACheckpointDoesNotEvaluateAnUntimedParent) {
+  auto ws = init();
+  ASSERT_TRUE(ws);
+  set_working_source(replace_region(kSource, "device", kAddedDevice));
+  EvalChoices compile;
+  compile.budget = 1;
+  compile.compile_only = true;
+  ApplyResult r = ws->commit("add by hand", compile);
+  ASSERT_EQ(r.disposition, Disposition::passed) << r.message;
+  const int64_t id = r.checkpoint.value_or(0);
+  const size_t parent_evaluations = ws->evaluations(1).size();
+  EvalChoices timed;
+  timed.budget = 1;
+  auto eo = ws->eval_options(timed);
+  ASSERT_TRUE(eo) << eo.error();
+  auto ev = ws->evaluate_checkpoint(id, *eo, true, "tune");
+  ASSERT_TRUE(ev) << ev.error();
+  ASSERT_EQ(ev->disposition, Disposition::passed) << ev->message;
+  EXPECT_EQ(ws->evaluations(1).size(), parent_evaluations);
+  ASSERT_FALSE(ev->summary["bench"].empty()) << ev->summary.dump(2);
+  EXPECT_FALSE(ev->summary["bench"][0].contains("speedup_vs_parent")) << ev->summary.dump(2);
+  ASSERT_TRUE(ws->evaluate_checkpoint(1, *eo, true, "validate"));
+  auto again = ws->evaluate_checkpoint(id, *eo, true, "tune");
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_TRUE(again->summary["bench"][0].contains("speedup_vs_parent")) << again->summary.dump(2);
+}
+
 // A store copied into an empty folder (a committed result, say) has no working files: checking
 // out HEAD or another checkpoint writes them, with or without --force, and stashes nothing.
 TEST_F(WorkspaceTest, CheckoutWritesTheFilesOfAStoreCopiedWithoutThem) {

@@ -4,7 +4,7 @@
 # (results/h100/cluster/check/): the cluster helper's GPU tests, then per precision the kernel of
 # the cluster step from the recorded campaign (replayed compile-only), validated, tuned with
 # clusters of two and of one, and timed against cublasGemmEx at 2048^3 and 4096^3 by peak itself.
-# Binaries: bash .dev/pack.sh with EXTRA=backend_cuda_gpu_tests; carry .dev/gpubin.tar.xz.
+# Binaries: bash results/attention-h200/calls/pack.sh; carry .dev/gpubin.tar.xz and .gl.
 cd "$(dirname "$0")/../../.."  # the repository root
 source scripts/gpu/call-env.sh
 O=$OUT/call39; mkdir -p $O
