@@ -7,7 +7,7 @@
 # Binaries: bash results/attention-h200/calls/pack.sh; carry .dev/gpubin.tar.xz and .gl.
 cd "$(dirname "$0")/../../.."  # the repository root
 source scripts/gpu/call-env.sh
-O=$OUT/call39; mkdir -p $O
+O=$OUT/${CALL:-call39}; mkdir -p $O
 start=$(date +%s)
 OUT=$O LIMIT=${LIMIT:-150} bash scripts/gpu/cluster-check.sh
 lap cluster-check $?
