@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Where the ping-pong prototype waits (call 33's profile left it open): one launch each of `whole`
+# and `pingpong` at 4096^3 under Nsight Compute, (1) the stall reasons in cycles per issued
+# instruction, (2) the SASS with its warp-stall samples per instruction. Built here first:
+#   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto10 whole pingpong
+#   strip -o .dev/proto/bench /tmp/proto10/bench
+# (WS: call29-fp16/ws.tar.gz unpacked), then this script, carrying .dev/proto.
+cd "$(dirname "$0")/../../.."  # the repository root
+O=$OUT/${CALL:-call42}; mkdir -p $O
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+  --format=csv | tee $O/nvidia-smi.csv
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d $d ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
+done
+if ! ldd .dev/proto/bench | grep -q "libcublas.so.13 => /"; then
+  lib=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
+  export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
+fi
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+timeout 100 .dev/proto/bench --rounds 20 4096,4096,4096 > $O/bench.txt 2>&1
+echo "bench exit $?" | tee -a $O/times.txt
+timeout 200 $ncu --clock-control none --kernel-name regex:'matmul' --page raw --csv \
+  --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__inst_executed.sum,sm__cycles_elapsed.avg,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active' \
+  .dev/proto/bench --profile 4096,4096,4096 > $O/stalls.csv 2>&1
+echo "ncu stalls exit $?" | tee -a $O/times.txt
+timeout 200 $ncu --clock-control none --kernel-name regex:'matmul' --section WarpStateStats \
+  --section SourceCounters --page source --print-source sass --csv \
+  .dev/proto/bench --profile 4096,4096,4096 > $O/source.csv 2>&1
+echo "ncu source exit $?" | tee -a $O/times.txt
+xz -9 $O/source.csv
+ls -la $O
