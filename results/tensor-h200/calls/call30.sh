@@ -38,6 +38,10 @@
 #   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto9 whole clctag8 \
 #     ppcl ppcls5e1 pingpong noepi
 #   strip -o .dev/proto/bench /tmp/proto9/bench; CALL=call38 bash results/tensor-h200/calls/call30.sh
+# Call 43: ping-pong consumers with other pipeline depths (S stages, E staging buffers each):
+#   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto11 whole pingpong \
+#     pps3e2 pps4e1 pps5e1
+#   strip -o .dev/proto/bench /tmp/proto11/bench; CALL=call43 NCU=0 bash results/tensor-h200/calls/call30.sh
 cd "$(dirname "$0")/../../.."  # the repository root
 O=$OUT/${CALL:-call30}; mkdir -p $O
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \

@@ -5,6 +5,8 @@
 #   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto10 whole pingpong
 #   strip -o .dev/proto/bench /tmp/proto10/bench
 # (WS: call29-fp16/ws.tar.gz unpacked), then this script, carrying .dev/proto.
+# Call 44: the same with call 43's build (whole pingpong pps3e2 pps4e1 pps5e1, /tmp/proto11):
+#   CALL=call44 bash results/tensor-h200/calls/call42.sh
 cd "$(dirname "$0")/../../.."  # the repository root
 O=$OUT/${CALL:-call42}; mkdir -p $O
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \

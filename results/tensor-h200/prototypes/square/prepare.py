@@ -36,6 +36,7 @@ The variants (configuration 2 of the export: the square and wide classes, WG_M=2
   ppcl     pingpong in clusters of two (clcta): 64 x 256 tiles, B shared by multicast, so that a
            block copies 24 KB per K tile as whole copies 48 KB for twice the work
   ppclsSeE ppcl with S stages and E staging buffers per consumer, e.g. ppcls5e1
+  ppsSeE   pingpong with S stages and E staging buffers per consumer, e.g. pps5e1
   prepare.py PEAK WS CKPT OUTDIR [VARIANT ...]   (default: whole sk skonce sknofix noepi)
 """
 import subprocess, sys, pathlib, re
@@ -270,6 +271,10 @@ for a in sys.argv[5:]:
     if m:
         cpp, cu = stages_bufs(int(m[1]), int(m[2]))
         variants[a] = ([cpp], [cu], True)
+    m = re.fullmatch(r"pps(\d)e(\d)", a)
+    if m:
+        cpp, cu = stages_bufs(int(m[1]), int(m[2]), 40960)
+        variants[a] = ([ping_pong_cpp, cpp], [ping_pong_cu, cu], True)
     m = re.fullmatch(r"ppcls(\d)e(\d)", a)
     if m:
         cpp, cu = stages_bufs(int(m[1]), int(m[2]), 40960)
