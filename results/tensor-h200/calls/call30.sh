@@ -42,6 +42,11 @@
 #   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto11 whole pingpong \
 #     pps3e2 pps4e1 pps5e1
 #   strip -o .dev/proto/bench /tmp/proto11/bench; CALL=call43 NCU=0 bash results/tensor-h200/calls/call30.sh
+# Call 45: ping-pong consumers with 128 x 128 units (then call 46, their profile, in the same run:
+# CALL=call46 bash results/tensor-h200/calls/call42.sh):
+#   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto12 whole pingpong \
+#     pp128 pp128s5e2 pp128s6e2
+#   strip -o .dev/proto/bench /tmp/proto12/bench; CALL=call45 NCU=0 bash results/tensor-h200/calls/call30.sh
 cd "$(dirname "$0")/../../.."  # the repository root
 O=$OUT/${CALL:-call30}; mkdir -p $O
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \

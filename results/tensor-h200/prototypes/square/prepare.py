@@ -37,6 +37,9 @@ The variants (configuration 2 of the export: the square and wide classes, WG_M=2
            block copies 24 KB per K tile as whole copies 48 KB for twice the work
   ppclsSeE ppcl with S stages and E staging buffers per consumer, e.g. ppcls5e1
   ppsSeE   pingpong with S stages and E staging buffers per consumer, e.g. pps5e1
+  pp128    pingpong with 128 x 128 units (WG_N = 128): one consumer computes a whole tile with
+           two 64-row MMAs per K step, its epilogue a half at a time (32 KiB stages)
+  pp128sSeE  pp128 with S stages and E staging buffers per consumer, e.g. pp128s6e2
   prepare.py PEAK WS CKPT OUTDIR [VARIANT ...]   (default: whole sk skonce sknofix noepi)
 """
 import subprocess, sys, pathlib, re
@@ -143,6 +146,73 @@ __device__ __forceinline__ void consumers_arrive(int id) {
     cu = sub(cu, "row0 + 64 * cw);", "row0);")
     return sub(cu, "const int row = row0 + cw * 64 + warp * 16 + lane / 4;",
                "const int row = row0 + warp * 16 + lane / 4;")
+
+def ping_pong128_cu(cu):
+    """pingpong with 128 x 128 units: each consumer computes a whole 128 x 128 tile, two 64-row
+    MMAs per K step into two accumulator arrays (acc, acc1), its epilogue one half after the
+    other. Stream-K and the direct-store path are not rewritten: they trap."""
+    cu = sub(cu, "#define WG_N 256\n", "#define WG_N 128\n")
+    cu = sub(cu, "// end of helper tma-store\n", """__device__ __forceinline__ void consumers_sync(int id) {
+  asm volatile("bar.sync %0, 256;\\n" ::"r"(id) : "memory");
+}
+__device__ __forceinline__ void consumers_arrive(int id) {
+  asm volatile("bar.arrive %0, 256;\\n" ::"r"(id) : "memory");
+}
+// end of helper tma-store
+""")
+    cu = sub(cu, "mbar_init(&empty[s], WG_M);", "mbar_init(&empty[s], 1);")
+    cu = sub(cu, """    while (next_segment(w, M, N, K, splits, dp_tiles, tile, split, t0, t1)) {
+      int row0, col0;
+""", """    int u = -1;  // the block's units alternate between the consumers: unit u is consumer u % 2's
+    while (next_segment(w, M, N, K, splits, dp_tiles, tile, split, t0, t1)) {
+      if (++u % 2 != cw) {
+        it += t1 - t0;
+        continue;
+      }
+      Work wn = w;
+      int tn, sn, un0, un1;
+      const bool has_next = next_segment(wn, M, N, K, splits, dp_tiles, tn, sn, un0, un1);
+      if (u > 0) consumers_sync(3 + u % 2);
+      int row0, col0;
+""")
+    cu = sub(cu, """      float acc[BLOCK_TILE_N / 2];
+#pragma unroll
+      for (int i = 0; i < BLOCK_TILE_N / 2; ++i) acc[i] = 0.0f;
+""", """      float acc[BLOCK_TILE_N / 2], acc1[BLOCK_TILE_N / 2];
+#pragma unroll
+      for (int i = 0; i < BLOCK_TILE_N / 2; ++i) acc[i] = acc1[i] = 0.0f;
+""")
+    cu = sub(cu, "smem + s * STAGE_BYTES + cw * 64 * 128;", "smem + s * STAGE_BYTES;")
+    mma = """          wgmma_m64k16<BLOCK_TILE_N, __half>(acc, wgmma_desc(a_tile + kk * 32, 16, 1024),
+                                             wgmma_desc(b_tile + kk * 2048, B_CHUNK_BYTES, 1024));
+"""
+    cu = sub(cu, "#pragma unroll\n        for (int kk = 0; kk < WG_TILE_K / 16; ++kk)\n" + mma,
+             "#pragma unroll\n        for (int kk = 0; kk < WG_TILE_K / 16; ++kk) {\n" + mma
+             + mma.replace("(acc,", "(acc1,").replace("a_tile + kk * 32", "a_tile + 64 * 128 + kk * 32")
+             + "        }\n")
+    both = lambda n: (f"wgmma_fence_operands(acc1);\n        wgmma_wait<{n}>(acc);\n"
+                      "        wgmma_fence_operands(acc1);")
+    cu = sub(cu, "wgmma_wait<1>(acc);", both(1))
+    cu = sub(cu, "wgmma_wait<0>(acc);", both(0))
+    cu = sub(cu, "      // No batch pending: the accumulators are final; the last K tile's stage is released.\n",
+             "      if (has_next) consumers_arrive(3 + (u + 1) % 2);\n"
+             "      // No batch pending: the accumulators are final; the last K tile's stage is released.\n")
+    cu = sub(cu, "      if (splits == 1 && tile >= dp_tiles) {\n",
+             "      if (splits == 1 && tile >= dp_tiles) {\n        __trap();\n")
+    start = cu.index("      if (splits == 1 && N % 4 == 0) {\n")
+    end = cu.index("        continue;\n      }\n", start) + len("        continue;\n      }\n")
+    epi = cu[start:end]
+    body = epi[len("      if (splits == 1 && N % 4 == 0) {\n"):-len("        continue;\n      }\n")]
+    half0 = sub(body, "row0 + 64 * cw);", "row0);")
+    half1 = half0.replace("acc[", "acc1[").replace("row0);", "row0 + 64);")
+    cu = cu[:start] + "      if (splits == 1 && N % 4 == 0) {\n" + half0 + half1 + \
+        "        continue;\n      }\n" + cu[end:]
+    return sub(cu, "      const int row = row0 + cw * 64 + warp * 16 + lane / 4;\n",
+               "      __trap();\n      const int row = row0 + cw * 64 + warp * 16 + lane / 4;\n")
+
+def ping_pong128_cpp(cpp):
+    cpp = plan2(cpp, lambda t: sub(t, "m_BLOCK_TILE_N = ((int64_t)256LL);", "m_BLOCK_TILE_N = ((int64_t)128LL);"))
+    return plan2(cpp, lambda s: sub(s, "((int64_t)8LL), d->compute_units", "((int64_t)64LL), d->compute_units"))
 
 def ping_pong_cpp(cpp):
     cpp = plan2(cpp, lambda t: sub(t, "pk_x_mul(&em_BLOCK_TILE_M, ((int64_t)64LL), ((int64_t)2LL))",
@@ -256,6 +326,7 @@ variants = {
     "wstore": ([warp_stores_cpp], [warp_stores_cu], True),
     "wstoresk": ([warp_stores_cpp, tail_idle0], [warp_stores_cu], True),
     "pingpong": ([ping_pong_cpp], [ping_pong_cu], True),
+    "pp128": ([ping_pong128_cpp], [ping_pong128_cu], True),
     "cluster2": ([cluster_cpp], [cluster_cu], True),
     "clownb": ([cluster_cpp], [cluster_cu, cluster_own_b], True),
     "clcta": ([cluster_cpp], [cluster_cu, cta_scope_release], True),
@@ -271,6 +342,10 @@ for a in sys.argv[5:]:
     if m:
         cpp, cu = stages_bufs(int(m[1]), int(m[2]))
         variants[a] = ([cpp], [cu], True)
+    m = re.fullmatch(r"pp128s(\d)e(\d)", a)
+    if m:
+        cpp, cu = stages_bufs(int(m[1]), int(m[2]), 32768)
+        variants[a] = ([ping_pong128_cpp, cpp], [ping_pong128_cu, cu], True)
     m = re.fullmatch(r"pps(\d)e(\d)", a)
     if m:
         cpp, cu = stages_bufs(int(m[1]), int(m[2]), 40960)

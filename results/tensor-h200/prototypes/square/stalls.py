@@ -3,7 +3,8 @@
   stalls.py STALLS_CSV[.xz] SOURCE_CSV[.xz] NAME ...
 (1) each stall reason in cycles per issued instruction (`--page raw --csv`); (2) per kernel, the
 SASS instructions with the most warp-stall samples (`--page source --print-source sass --csv`),
-each with its share of the kernel's samples and its two largest reasons. NAME: the kernels in
+each with its share of the kernel's samples and its two largest reasons ("other": the samples of
+reasons the source page has no column for, such as `gmma`). NAME: the kernels in
 launch order (bench.cu --profile launches the variants in the order they were built)."""
 import csv, io, lzma, sys
 
@@ -44,7 +45,10 @@ def sources(path, names, top=8):
         print(f'\n{name}: {len(rows)} SASS instructions, {total} warp-stall samples')
         stall = [h for h in hdr if h.startswith('stall_') and 'Not Issued' not in h]
         for n, r in sorted(enumerate(rows), key=lambda x: -samples(x[1]))[:top]:
-            why = sorted(((int(r[ix[h]]), h[6:]) for h in stall), reverse=True)[:2]
+            counts = [(int(r[ix[h]]), h[6:]) for h in stall]
+            # Reasons the source page has no column for (the warpgroup MMA's, `gmma`) remain.
+            counts.append((samples(r) - sum(c for c, _ in counts), 'other'))
+            why = sorted(counts, reverse=True)[:2]
             print(f'  {100 * samples(r) / total:5.1f} %  #{n:<5d} {r[ix["Source"]].strip()[:56]:56s} '
                   + ', '.join(f'{w} {c}' for c, w in why))
 
