@@ -49,21 +49,12 @@
 #   strip -o .dev/proto/bench /tmp/proto12/bench; CALL=call45 NCU=0 bash results/tensor-h200/calls/call30.sh
 cd "$(dirname "$0")/../../.."  # the repository root
 O=$OUT/${CALL:-call30}; mkdir -p $O
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-  --format=csv | tee $O/nvidia-smi.csv
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d $d ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
-done
-if ! ldd .dev/proto/bench | grep -q "libcublas.so.13 => /"; then
-  lib=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
-  export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
-fi
+source results/tensor-h200/prototypes/square/gpu-env.sh
 start=$(date +%s)
 timeout 240 .dev/proto/bench --rounds 40 4096,4096,4096 8192,8192,8192 2048,2048,2048 \
   4096,11008,4096 > $O/bench.txt 2>&1
 echo "bench exit $? after $(( $(date +%s) - start )) s" | tee -a $O/times.txt
 [ "${NCU:-1}" = 1 ] || { grep -v samples $O/bench.txt; exit 0; }
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 start=$(date +%s)
 timeout 200 $ncu --clock-control none --kernel-name-base demangled \
   --kernel-name regex:'matmul|gemm|sm90' --section SpeedOfLight --section LaunchStats \

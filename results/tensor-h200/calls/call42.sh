@@ -9,16 +9,7 @@
 #   CALL=call44 bash results/tensor-h200/calls/call42.sh
 cd "$(dirname "$0")/../../.."  # the repository root
 O=$OUT/${CALL:-call42}; mkdir -p $O
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-  --format=csv | tee $O/nvidia-smi.csv
-for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-  [ -d $d ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
-done
-if ! ldd .dev/proto/bench | grep -q "libcublas.so.13 => /"; then
-  lib=$(find / -name libcublas.so.13 -not -path '/proc/*' 2>/dev/null | head -1)
-  export LD_LIBRARY_PATH=$(dirname "$lib"):${LD_LIBRARY_PATH:-}
-fi
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+source results/tensor-h200/prototypes/square/gpu-env.sh
 timeout 100 .dev/proto/bench --rounds 20 4096,4096,4096 > $O/bench.txt 2>&1
 echo "bench exit $?" | tee -a $O/times.txt
 timeout 200 $ncu --clock-control none --kernel-name regex:'matmul' --page raw --csv \

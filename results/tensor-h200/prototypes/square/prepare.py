@@ -109,8 +109,10 @@ def warp_stores_cpp(cpp):
     return plan2(cpp, lambda t: sub(t, "m_->box[0] = pk_x_use(&e_, em_C_BOX_COLS, m_C_BOX_COLS);\n  m_->box[1] = ((int64_t)64LL);",
                                     "m_->box[0] = pk_x_use(&e_, em_C_BOX_COLS, m_C_BOX_COLS);\n  m_->box[1] = ((int64_t)16LL);"))
 
-def ping_pong_cu(cu):
-    cu = sub(cu, "#define BLOCK_TILE_M (64 * (WG_M))\n", "#define BLOCK_TILE_M 64\n")
+def ping_pong_schedule(cu):
+    """The ping-pong schedule shared by pingpong and pp128: the block's units alternate between
+    the consumers, one consumer's main loop at a time (named barriers hand it over), a stage
+    released by the one consumer that used it."""
     cu = sub(cu, "// end of helper tma-store\n", """__device__ __forceinline__ void consumers_sync(int id) {
   asm volatile("bar.sync %0, 256;\\n" ::"r"(id) : "memory");
 }
@@ -142,6 +144,11 @@ __device__ __forceinline__ void consumers_arrive(int id) {
     cu = sub(cu, "      // No batch pending: the accumulators are final; the last K tile's stage is released.\n",
              "      if (has_next) consumers_arrive(3 + (u + 1) % 2);\n"
              "      // No batch pending: the accumulators are final; the last K tile's stage is released.\n")
+    return cu
+
+def ping_pong_cu(cu):
+    cu = sub(cu, "#define BLOCK_TILE_M (64 * (WG_M))\n", "#define BLOCK_TILE_M 64\n")
+    cu = ping_pong_schedule(cu)
     cu = sub(cu, "smem + s * STAGE_BYTES + cw * 64 * 128;", "smem + s * STAGE_BYTES;")
     cu = sub(cu, "row0 + 64 * cw);", "row0);")
     return sub(cu, "const int row = row0 + cw * 64 + warp * 16 + lane / 4;",
@@ -151,30 +158,7 @@ def ping_pong128_cu(cu):
     """pingpong with 128 x 128 units: each consumer computes a whole 128 x 128 tile, two 64-row
     MMAs per K step into two accumulator arrays (acc, acc1), its epilogue one half after the
     other. Stream-K and the direct-store path are not rewritten: they trap."""
-    cu = sub(cu, "#define WG_N 256\n", "#define WG_N 128\n")
-    cu = sub(cu, "// end of helper tma-store\n", """__device__ __forceinline__ void consumers_sync(int id) {
-  asm volatile("bar.sync %0, 256;\\n" ::"r"(id) : "memory");
-}
-__device__ __forceinline__ void consumers_arrive(int id) {
-  asm volatile("bar.arrive %0, 256;\\n" ::"r"(id) : "memory");
-}
-// end of helper tma-store
-""")
-    cu = sub(cu, "mbar_init(&empty[s], WG_M);", "mbar_init(&empty[s], 1);")
-    cu = sub(cu, """    while (next_segment(w, M, N, K, splits, dp_tiles, tile, split, t0, t1)) {
-      int row0, col0;
-""", """    int u = -1;  // the block's units alternate between the consumers: unit u is consumer u % 2's
-    while (next_segment(w, M, N, K, splits, dp_tiles, tile, split, t0, t1)) {
-      if (++u % 2 != cw) {
-        it += t1 - t0;
-        continue;
-      }
-      Work wn = w;
-      int tn, sn, un0, un1;
-      const bool has_next = next_segment(wn, M, N, K, splits, dp_tiles, tn, sn, un0, un1);
-      if (u > 0) consumers_sync(3 + u % 2);
-      int row0, col0;
-""")
+    cu = ping_pong_schedule(sub(cu, "#define WG_N 256\n", "#define WG_N 128\n"))
     cu = sub(cu, """      float acc[BLOCK_TILE_N / 2];
 #pragma unroll
       for (int i = 0; i < BLOCK_TILE_N / 2; ++i) acc[i] = 0.0f;
@@ -194,9 +178,6 @@ __device__ __forceinline__ void consumers_arrive(int id) {
                       "        wgmma_fence_operands(acc1);")
     cu = sub(cu, "wgmma_wait<1>(acc);", both(1))
     cu = sub(cu, "wgmma_wait<0>(acc);", both(0))
-    cu = sub(cu, "      // No batch pending: the accumulators are final; the last K tile's stage is released.\n",
-             "      if (has_next) consumers_arrive(3 + (u + 1) % 2);\n"
-             "      // No batch pending: the accumulators are final; the last K tile's stage is released.\n")
     cu = sub(cu, "      if (splits == 1 && tile >= dp_tiles) {\n",
              "      if (splits == 1 && tile >= dp_tiles) {\n        __trap();\n")
     start = cu.index("      if (splits == 1 && N % 4 == 0) {\n")
@@ -211,17 +192,24 @@ __device__ __forceinline__ void consumers_arrive(int id) {
                "      __trap();\n      const int row = row0 + cw * 64 + warp * 16 + lane / 4;\n")
 
 def ping_pong128_cpp(cpp):
-    cpp = plan2(cpp, lambda t: sub(t, "m_BLOCK_TILE_N = ((int64_t)256LL);", "m_BLOCK_TILE_N = ((int64_t)128LL);"))
+    return no_stream_k(plan2(cpp, lambda t: sub(t, "m_BLOCK_TILE_N = ((int64_t)256LL);",
+                                                "m_BLOCK_TILE_N = ((int64_t)128LL);")))
+
+def no_stream_k(cpp):
     return plan2(cpp, lambda s: sub(s, "((int64_t)8LL), d->compute_units", "((int64_t)64LL), d->compute_units"))
 
 def ping_pong_cpp(cpp):
-    cpp = plan2(cpp, lambda t: sub(t, "pk_x_mul(&em_BLOCK_TILE_M, ((int64_t)64LL), ((int64_t)2LL))",
-                                   "((int64_t)64LL)"))
-    return plan2(cpp, lambda s: sub(s, "((int64_t)8LL), d->compute_units", "((int64_t)64LL), d->compute_units"))
+    return no_stream_k(plan2(cpp, lambda t: sub(t, "pk_x_mul(&em_BLOCK_TILE_M, ((int64_t)64LL), ((int64_t)2LL))",
+                                                "((int64_t)64LL)")))
 
 def cluster_helper():
+    """The cluster helper of transformations/matmul/cluster.md with its version 1 remote arrival
+    (release at cluster scope), as calls 34 and 35 ran it: version 2 arrives at CTA scope, which
+    is what cta_scope_release makes of version 1."""
     md = (pathlib.Path(__file__).resolve().parents[4] / "transformations/matmul/cluster.md").read_text()
-    return md.split("code = '''\n", 1)[1].split("'''", 1)[0]
+    code = md.split("code = '''\n", 1)[1].split("'''", 1)[0]
+    return code.replace(" mbarrier.arrive.shared::cluster.b64 _, [remote];",
+                        " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];")
 
 def cluster_cu(cu):
     cu = sub(cu, "#define TILES_M (((M) + (BLOCK_TILE_M) - 1) / (BLOCK_TILE_M))\n",
@@ -267,15 +255,24 @@ def cta_scope_release(cu):
     instead of release at cluster scope."""
     return sub(cu, "mbarrier.arrive.release.cluster.shared::cluster.b64", "mbarrier.arrive.shared::cluster.b64")
 
+def half_b_box(t):
+    """B's tensor-map box of 64 columns by half the K tile's rows (each block of a cluster of
+    two copies half of every chunk)."""
+    return t.replace("m_->box[0] = ((int64_t)64LL);\n  m_->box[1] = pk_x_use(&e_, em_WG_TILE_K, m_WG_TILE_K);",
+                     "m_->box[0] = ((int64_t)64LL);\n  m_->box[1] = ((int64_t)32LL);")
+
+def cluster_of_two(t):
+    """The main kernel's launch in clusters of two blocks."""
+    i = t.index("  t_->kernel = 1;\n")
+    j = t.index("t_->cluster[0] = t_->cluster[1] = t_->cluster[2] = 1;", i)
+    k = j + len("t_->cluster[0] = t_->cluster[1] = t_->cluster[2] = 1;")
+    return t[:k] + " t_->cluster[0] = 2;" + t[k:]
+
 def cluster_cpp(cpp):
     def f(t):
-        t = t.replace("m_->box[0] = ((int64_t)64LL);\n  m_->box[1] = pk_x_use(&e_, em_WG_TILE_K, m_WG_TILE_K);",
-                      "m_->box[0] = ((int64_t)64LL);\n  m_->box[1] = ((int64_t)32LL);")
+        t = half_b_box(t)
         t = sub(t, "((int64_t)8LL), d->compute_units", "((int64_t)64LL), d->compute_units")
-        i = t.index("  t_->kernel = 1;\n")
-        j = t.index("t_->cluster[0] = t_->cluster[1] = t_->cluster[2] = 1;", i)
-        k = j + len("t_->cluster[0] = t_->cluster[1] = t_->cluster[2] = 1;")
-        return t[:k] + " t_->cluster[0] = 2;" + t[k:]
+        return cluster_of_two(t)
     return plan2(cpp, f)
 
 def cluster_sk_cu(cu):
@@ -292,8 +289,7 @@ def cluster_sk_cu(cu):
 
 def cluster_sk_cpp(cpp):
     def f(t):
-        t = t.replace("m_->box[0] = ((int64_t)64LL);\n  m_->box[1] = pk_x_use(&e_, em_WG_TILE_K, m_WG_TILE_K);",
-                      "m_->box[0] = ((int64_t)64LL);\n  m_->box[1] = ((int64_t)32LL);")
+        t = half_b_box(t)
         t = sub(t, "int64_t p_tiles = pk_x_mul(&e_, pk_x_ceil_div(&e_, s->M, pk_x_use(&e_, em_BLOCK_TILE_M, m_BLOCK_TILE_M)),",
                 "int64_t p_tiles = pk_x_mul(&e_, pk_x_ceil_div(&e_, s->M, 2 * m_BLOCK_TILE_M),")
         a = t.index("  int64_t p_splits =")
@@ -301,10 +297,7 @@ def cluster_sk_cpp(cpp):
         t = t[:a] + t[a:b].replace("d->compute_units", "(d->compute_units / 2)") + t[b:]
         t = sub(t, "t_->grid[0] = ((p_sk) != 0 ? (d->compute_units) : (pk_x_min(pk_x_mul(&e_, p_tiles, p_splits), d->compute_units)));",
                 "t_->grid[0] = 2 * ((p_sk) != 0 ? (d->compute_units / 2) : (pk_x_min(pk_x_mul(&e_, p_tiles, p_splits), d->compute_units / 2)));")
-        i = t.index("  t_->kernel = 1;\n")
-        j = t.index("t_->cluster[0] = t_->cluster[1] = t_->cluster[2] = 1;", i)
-        k = j + len("t_->cluster[0] = t_->cluster[1] = t_->cluster[2] = 1;")
-        return t[:k] + " t_->cluster[0] = 2;" + t[k:]
+        return cluster_of_two(t)
     return plan2(cpp, f)
 
 def ping_pong_cluster_cpp(cpp):
