@@ -6,8 +6,8 @@
 # in FP16 and BF16, once with CLUSTER_M = 2 (WG_N = 128, 256) and once with CLUSTER_M = 1
 # (WG_N = 256), each over GROUP_M = 1, 8 (WG_M = 2, NUM_STAGES = 4). Before that, the cluster helper's
 # GPU tests (Cluster2Fp16, ClusterOfOneFp16, ... of backend_cuda_gpu_tests) run when $BIN has
-# them. Then the SASS of every configuration built (HGMMA, UTMALDG with MULTICAST, the cluster
-# barrier) where cuobjdump is found.
+# them. Then the SASS of every configuration of the cluster step built (HGMMA, UTMALDG with
+# MULTICAST, the cluster barrier) where cuobjdump is found.
 # Writes $OUT/cluster-check.txt (the summary, also printed), CTX-clusterN.json (peak tune --json),
 # CTX-clusterN.log (its progress), CTX-report.md, CTX-sass.txt and cluster-snippets.log.
 # Usage: BIN=<dir with peak binaries> bash scripts/gpu/cluster-check.sh
@@ -108,6 +108,8 @@ EOF
   if [ -n "$cuobjdump" ]; then
     for cubin in "$ws"/.peak/cache/*.cubin; do
       [ -f "$cubin" ] || continue
+      # The cluster checkpoint's configurations only (the cache holds every ancestor's too).
+      grep -q -- '-DCLUSTER_M=' "${cubin%.cubin}.json" || continue
       defs=$(grep -oE -- '-D(WG_N|GROUP_M|CLUSTER_M)=[0-9]+' "${cubin%.cubin}.json" | sed 's/^-D//' | tr '\n' ' ')
       mix=$("$cuobjdump" -sass "$cubin" | grep -oE '(HGMMA|UTMALDG|UCGABAR|SYNCS)[.A-Z0-9_]*' | sort | uniq -c | tr -s ' ' | tr '\n' ';')
       echo "$defs: $mix" >>"$OUT/$ctx-sass.txt"
