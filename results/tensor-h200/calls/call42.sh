@@ -7,6 +7,8 @@
 # (WS: call29-fp16/ws.tar.gz unpacked), then this script, carrying .dev/proto.
 # Call 44: the same with call 43's build (whole pingpong pps3e2 pps4e1 pps5e1, /tmp/proto11):
 #   CALL=call44 bash results/tensor-h200/calls/call42.sh
+# Call 46: the same with call 45's build (whole pingpong pp128 pp128s5e2 pp128s6e2, /tmp/proto12):
+#   CALL=call46 bash results/tensor-h200/calls/call42.sh
 cd "$(dirname "$0")/../../.."  # the repository root
 O=$OUT/${CALL:-call42}; mkdir -p $O
 source results/tensor-h200/prototypes/square/gpu-env.sh
