@@ -3,6 +3,8 @@
 # again from aligned-rows (checkpoint 9) on a branch of the committed workspace
 # (.dev/rows/C-ws.tar.gz = cluster/C-ws.tar.gz), one search per shape class of the new
 # checkpoint over call 10's narrowed spaces, then its suite.
+# SEARCH_LIMIT (default 330) and LIMIT (470): the seconds after which no class search, and no
+# suite, runs on.
 cd "$(dirname "$0")/../../.."  # the repository root
 R=$PWD; T0=$(date +%s); c0=$1
 tar xJf .dev/gpubin.tar.xz
@@ -26,10 +28,10 @@ TS[decode]="BLOCK=256,512 ITEMS=4,8 CLUSTER=4,8 BLOCKS_PER_CU=8 SHORT_THREADS=12
 TS[regular]="BLOCK=256,512 ITEMS=4,8 CLUSTER=8 BLOCKS_PER_CU=8,16 SHORT_THREADS=128 SHORT_VECS=4 $F"
 TS[short-rows]="BLOCK=256 ITEMS=4 CLUSTER=8 BLOCKS_PER_CU=8,16 SHORT_THREADS=128,256 SHORT_VECS=4,8 $F"
 for c in long-rows decode regular short-rows; do
-  [ $(left 330) -gt 25 ] || break
+  [ $(left ${SEARCH_LIMIT:-330}) -gt 25 ] || break
   args=(); for t in ${TS[$c]}; do args+=(--tune $t); done
   s=$(date +%s)
-  timeout $(left 330) $BIN/peak --json tune --classes $ck --full --budget 12,50s --class $c "${args[@]}" \
+  timeout $(left ${SEARCH_LIMIT:-330}) $BIN/peak --json tune --classes $ck --full --budget 12,50s --class $c "${args[@]}" \
     > $d/classes-$c.json 2> >(python3 $R/scripts/stamp-lines.py > $d/classes-$c.txt)
   echo "tune --classes --class $c exit $? after $(( $(date +%s) - s )) s" | tee -a $d/times.txt
 done
