@@ -62,7 +62,9 @@ void reference(const elem* X, const elem* W, const elem* B, int r, int N,
 }
 
 // The launch plan of the row campaigns: split rows for R < compute units, else the persistent
-// row kernel, or the short-row kernel for rows one warp holds.
+// row kernel, or the short-row kernel for rows one warp holds (from grid-rows on, with a block
+// per row where every row fits in registers, and the short kernel's groups from the grid). The
+// cluster path is not emulated: run.sh leaves the cluster kernel out.
 void dispatch(elem* X, elem* W, elem* B, elem* Y, int R, int N, int cu) {
   int rc[2] = {0, 0};
   std::vector<float> partial(3 * SPLITS * R + 1, 12345.0f);
@@ -71,8 +73,20 @@ void dispatch(elem* X, elem* W, elem* B, elem* Y, int R, int N, int cu) {
   const int resident = std::max(cu, 1) * BLOCKS_PER_CU;
   const int short_rows = SHORT_THREADS / 32;
   const dim3 sgrid{SPLITS, (unsigned)R, 1}, block{BLOCK, 1, 1};
+#if GRID_ROWS
+  // grid-rows: rows that all fit in the register path, and the short-row kernel's groups, come
+  // from the grid; only the looping path's rows from the counter.
+  const int from_grid = N <= ROW_CAPACITY;
+  const dim3 rgrid{(unsigned)(from_grid ? R : std::min(R, resident)), 1, 1};
+  const dim3 shgrid{(unsigned)((R + short_rows - 1) / short_rows), 1, 1};
+#define ROW_ARGS rc, from_grid
+#define SHORT_ARGS
+#else
   const dim3 rgrid{(unsigned)std::min(R, resident), 1, 1};
   const dim3 shgrid{(unsigned)std::min((R + short_rows - 1) / short_rows, resident), 1, 1};
+#define ROW_ARGS rc
+#define SHORT_ARGS rc,
+#endif
   const bool short_kernel = N <= SHORT_VECS * VEC * 32;
   (void)W, (void)B;
 #if FAMILY == 1
@@ -80,27 +94,27 @@ void dispatch(elem* X, elem* W, elem* B, elem* Y, int R, int N, int cu) {
     launch(sgrid, block, [&] { softmax_partials(X, p, R, N); });
     launch(sgrid, block, [&] { softmax_apply(X, Y, p, R, N); });
   } else if (!short_kernel) {
-    launch(rgrid, block, [&] { softmax(X, Y, rc, R, N); });
+    launch(rgrid, block, [&] { softmax(X, Y, ROW_ARGS, R, N); });
   } else {
-    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { softmax_short(X, Y, rc, R, N); });
+    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { softmax_short(X, Y, SHORT_ARGS R, N); });
   }
 #elif FAMILY == 2
   if (split) {
     launch(sgrid, block, [&] { rmsnorm_partials(X, p, R, N); });
     launch(sgrid, block, [&] { rmsnorm_apply(X, W, Y, p, R, N); });
   } else if (!short_kernel) {
-    launch(rgrid, block, [&] { rmsnorm(X, W, Y, rc, R, N); });
+    launch(rgrid, block, [&] { rmsnorm(X, W, Y, ROW_ARGS, R, N); });
   } else {
-    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { rmsnorm_short(X, W, Y, rc, R, N); });
+    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { rmsnorm_short(X, W, Y, SHORT_ARGS R, N); });
   }
 #else
   if (split) {
     launch(sgrid, block, [&] { layernorm_partials(X, p, R, N); });
     launch(sgrid, block, [&] { layernorm_apply(X, W, B, Y, p, R, N); });
   } else if (!short_kernel) {
-    launch(rgrid, block, [&] { layernorm(X, W, B, Y, rc, R, N); });
+    launch(rgrid, block, [&] { layernorm(X, W, B, Y, ROW_ARGS, R, N); });
   } else {
-    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { layernorm_short(X, W, B, Y, rc, R, N); });
+    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { layernorm_short(X, W, B, Y, SHORT_ARGS R, N); });
   }
 #endif
 }

@@ -200,10 +200,13 @@ std::vector<std::string> row_steps_aligned(bool softmax) {
   s.push_back("aligned-rows");
   return s;
 }
-// The CUDA sequences then hold long and few rows in a thread-block cluster (sm_90).
+// The CUDA sequences then hold long and few rows in a thread-block cluster (sm_90), take the
+// rows that fit in registers from the grid again, split the cluster's last barrier, and keep
+// several loads in flight per thread in the loops over long rows.
 std::vector<std::string> row_steps_cuda(bool softmax) {
   std::vector<std::string> s = row_steps_aligned(softmax);
-  s.push_back("cluster-rows");
+  for (const char* step : {"cluster-rows", "grid-rows", "cluster-arrive", "vectors-in-flight"})
+    s.push_back(step);
   return s;
 }
 

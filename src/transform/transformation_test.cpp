@@ -718,6 +718,9 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"persistent-rows", {d, h}},
       {"aligned-rows", {m, d}},
       {"cluster-rows", {m, d, h}},
+      {"grid-rows", {d, h}},
+      {"cluster-arrive", {d}},
+      {"vectors-in-flight", {d}},
       // Attention, from the naive three-kernel seed.
       {"fused-attention", {m, d, h}},
       {"split-kv", {m, d, h}},
@@ -734,11 +737,11 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "launch-bounds", "stream-k",        "tensor-core",       "small-m",
       "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
   const std::set<std::string> cuda_only = {
-      "tensor-tiling",       "tensor-pipelining",  "tma-loads",      "wgmma",
-      "warp-specialization", "persistent",         "cluster",        "tensor-split-k",
-      "padded-operands",     "fp8-tensor-core",    "fp8-pipelining", "fp8-wgmma",
-      "wgmma-overlap",       "tma-store-epilogue", "cluster-rows",   "tensor-core-attention",
-      "pipelined-kv",        "wgmma-attention",    "tensor-stream-k"};
+      "tensor-tiling",         "tensor-pipelining",  "tma-loads",       "wgmma",
+      "warp-specialization",   "persistent",         "cluster",         "tensor-split-k",
+      "padded-operands",       "fp8-tensor-core",    "fp8-pipelining",  "fp8-wgmma",
+      "wgmma-overlap",         "tma-store-epilogue", "cluster-rows",    "cluster-arrive",
+      "tensor-core-attention", "pipelined-kv",       "wgmma-attention", "tensor-stream-k"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
