@@ -117,6 +117,8 @@ void dispatch(elem* X, elem* W, elem* B, elem* Y, int R, int N, int cu) {
     launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { layernorm_short(X, W, B, Y, SHORT_ARGS R, N); });
   }
 #endif
+#undef ROW_ARGS
+#undef SHORT_ARGS
 }
 
 // One shape with `cu` compute units (2: R < cu rarely, no split; 64: the split path for few
