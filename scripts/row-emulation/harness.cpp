@@ -89,36 +89,74 @@ void dispatch(elem* X, elem* W, elem* B, elem* Y, int R, int N, int cu) {
 #endif
   const bool short_kernel = N <= SHORT_VECS * VEC * 32;
   (void)W, (void)B;
+#if SIZED
+  // sized-instances: the smallest instance of each register-path kernel that holds the row, or
+  // the looping instance (0) for rows longer than ITEMS vectors per thread hold, as the plan's
+  // row_items and short_items choose them.
+  const int row_items = N > ROW_CAPACITY       ? 0
+                        : N <= BLOCK * VEC     ? 1
+                        : N <= 2 * BLOCK * VEC ? 2
+                        : N <= 4 * BLOCK * VEC ? 4
+                                               : 8;
+  const int short_items = N <= VEC * 32 ? 1 : N <= 2 * VEC * 32 ? 2 : N <= 4 * VEC * 32 ? 4 : 8;
+#define ROW_KERNEL(name, ...)              \
+  if (row_items == 0) {                    \
+    name##_loop(__VA_ARGS__);              \
+  } else {                                 \
+    INSTANCE(row_items, name, __VA_ARGS__) \
+  }
+#define SHORT_KERNEL(name, ...) INSTANCE(short_items, name##_short, __VA_ARGS__)
+#define INSTANCE(k, name, ...) \
+  switch (k) {                 \
+    case 1:                    \
+      name##_1(__VA_ARGS__);   \
+      break;                   \
+    case 2:                    \
+      name##_2(__VA_ARGS__);   \
+      break;                   \
+    case 4:                    \
+      name##_4(__VA_ARGS__);   \
+      break;                   \
+    default:                   \
+      name##_8(__VA_ARGS__);   \
+  }
+#else
+#define ROW_KERNEL(name, ...) name(__VA_ARGS__)
+#define SHORT_KERNEL(name, ...) name##_short(__VA_ARGS__)
+#endif
 #if FAMILY == 1
   if (split) {
     launch(sgrid, block, [&] { softmax_partials(X, p, R, N); });
     launch(sgrid, block, [&] { softmax_apply(X, Y, p, R, N); });
   } else if (!short_kernel) {
-    launch(rgrid, block, [&] { softmax(X, Y, ROW_ARGS, R, N); });
+    launch(rgrid, block, [&] { ROW_KERNEL(softmax, X, Y, ROW_ARGS, R, N); });
   } else {
-    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { softmax_short(X, Y, SHORT_ARGS R, N); });
+    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { SHORT_KERNEL(softmax, X, Y, SHORT_ARGS R, N); });
   }
 #elif FAMILY == 2
   if (split) {
     launch(sgrid, block, [&] { rmsnorm_partials(X, p, R, N); });
     launch(sgrid, block, [&] { rmsnorm_apply(X, W, Y, p, R, N); });
   } else if (!short_kernel) {
-    launch(rgrid, block, [&] { rmsnorm(X, W, Y, ROW_ARGS, R, N); });
+    launch(rgrid, block, [&] { ROW_KERNEL(rmsnorm, X, W, Y, ROW_ARGS, R, N); });
   } else {
-    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { rmsnorm_short(X, W, Y, SHORT_ARGS R, N); });
+    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { SHORT_KERNEL(rmsnorm, X, W, Y, SHORT_ARGS R, N); });
   }
 #else
   if (split) {
     launch(sgrid, block, [&] { layernorm_partials(X, p, R, N); });
     launch(sgrid, block, [&] { layernorm_apply(X, W, B, Y, p, R, N); });
   } else if (!short_kernel) {
-    launch(rgrid, block, [&] { layernorm(X, W, B, Y, ROW_ARGS, R, N); });
+    launch(rgrid, block, [&] { ROW_KERNEL(layernorm, X, W, B, Y, ROW_ARGS, R, N); });
   } else {
-    launch(shgrid, {SHORT_THREADS, 1, 1}, [&] { layernorm_short(X, W, B, Y, SHORT_ARGS R, N); });
+    launch(shgrid, {SHORT_THREADS, 1, 1},
+           [&] { SHORT_KERNEL(layernorm, X, W, B, Y, SHORT_ARGS R, N); });
   }
 #endif
 #undef ROW_ARGS
 #undef SHORT_ARGS
+#undef ROW_KERNEL
+#undef SHORT_KERNEL
 }
 
 // One shape with `cu` compute units (2: R < cu rarely, no split; 64: the split path for few

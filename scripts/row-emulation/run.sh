@@ -20,9 +20,12 @@ if m:
     start = d.rfind("\n\n", 0, m.start()) + 2  # with the comment above it
     d = d[:start] + d[d.index("\n}\n", m.start()) + 3:]
 sys.stdout.write(d)' > "$dir/device.inc"
-# grid-rows (a from_grid parameter) changes the dispatch; vectors-in-flight adds LOOP_VECS.
+# grid-rows (a from_grid parameter) changes the dispatch; vectors-in-flight adds LOOP_VECS;
+# sized-instances dispatches to the instance that holds the row.
 grid=0; grep -q from_grid "$dir/device.inc" && grid=1
 loops=0; grep -q LOOP_VECS "$dir/device.inc" && loops=1
+# sized-instances compiles the register-path kernels per row length (NAME_1 ... NAME_8).
+sized=0; grep -q '_short_rows' "$dir/device.inc" && sized=1
 status=0
 # BLOCK ITEMS SHORT_THREADS SHORT_VECS SPLITS SPLIT_MIN_N BLOCKS_PER_CU LOOP_VECS
 for cfg in "256 1 64 1 8 1024 4 1" "128 4 128 4 32 4096 1 2" "64 8 256 2 128 1024 2 8" \
@@ -30,7 +33,7 @@ for cfg in "256 1 64 1 8 1024 4 1" "128 4 128 4 32 4096 1 2" "64 8 256 2 128 102
   set -- $cfg
   lv=(); [ $loops = 1 ] && lv=(-DLOOP_VECS=$8)
   g++ -std=c++20 -O1 -w -DFAMILY=$f -DBLOCK=$1 -DITEMS=$2 -DSHORT_THREADS=$3 -DSHORT_VECS=$4 \
-    -DSPLITS=$5 -DSPLIT_MIN_N=$6 -DBLOCKS_PER_CU=$7 -DGRID_ROWS=$grid "${lv[@]}" -I"$here" \
+    -DSPLITS=$5 -DSPLIT_MIN_N=$6 -DBLOCKS_PER_CU=$7 -DGRID_ROWS=$grid -DSIZED=$sized "${lv[@]}" -I"$here" \
     -I"$dir" "$here/harness.cpp" -o "$dir/h" -lpthread
   rc=0
   out=$("$dir/h") || rc=$?

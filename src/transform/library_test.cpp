@@ -151,9 +151,13 @@ TEST(ShippedLibrary, EachFolderNamesItsFamilies) {
     ++row_count;
     for (const auto& f : t.families) EXPECT_TRUE(rows.count(f)) << f;
     // Written for every backend, but for a step that needs an architecture's feature
-    // (`requires`: thread-block clusters), which is CUDA's alone.
+    // (`requires`: thread-block clusters), which is CUDA's alone, and one that compiles a kernel
+    // per row length from a function template, which glslang's HLSL front end does not compile.
+    const bool templates = t.name == "sized-instances";
     for (const std::string backend : {"cuda", "hip", "hlsl"})
-      EXPECT_EQ(t.supports(backend), t.required_arch.empty() || backend == "cuda") << backend;
+      EXPECT_EQ(t.supports(backend),
+                (t.required_arch.empty() || backend == "cuda") && !(templates && backend == "hlsl"))
+          << backend;
   }
   EXPECT_GE(row_count, 8u);
 }

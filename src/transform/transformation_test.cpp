@@ -721,6 +721,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"grid-rows", {d, h}},
       {"cluster-arrive", {d}},
       {"vectors-in-flight", {d}},
+      {"sized-instances", {d, h}},
       // Attention, from the naive three-kernel seed.
       {"fused-attention", {m, d, h}},
       {"split-kv", {m, d, h}},
@@ -730,12 +731,14 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
   };
   // Launch bounds are a CUDA/HIP attribute, and Stream-K's owners wait for other blocks, which
   // Vulkan does not promise to run; tensor-core is CUDA's and HIP's (matrix cores on gfx90a),
-  // and so is the small-M path (its block shape is the launch's) and what builds on them; the
+  // and so is the small-M path (its block shape is the launch's) and what builds on them, and the
+  // row kernels' instances per row length (the HLSL sequence has no function templates); the
   // steps that need an NVIDIA architecture (mma.sync and ldmatrix in inline PTX, TMA, wgmma,
   // clusters) are CUDA's alone; every other step is written for all three.
   const std::set<std::string> cuda_and_hip_only = {
-      "launch-bounds", "stream-k",        "tensor-core",       "small-m",
-      "small-m-loads", "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel"};
+      "launch-bounds",  "stream-k",        "tensor-core",       "small-m",
+      "small-m-loads",  "stream-k-hybrid", "stream-k-dispatch", "data-parallel-kernel",
+      "sized-instances"};
   const std::set<std::string> cuda_only = {
       "tensor-tiling",         "tensor-pipelining",  "tma-loads",       "wgmma",
       "warp-specialization",   "persistent",         "cluster",         "tensor-split-k",

@@ -8,7 +8,7 @@ tar xJf .dev/gpubin.tar.xz
 export PEAK_DATA_DIR=$R BIN=$R/build
 source scripts/gpu/env.sh
 O=$OUT/c3; mkdir -p $O
-ws=$(mktemp -d)/ws && mkdir -p "$ws" && tar -xzf results/tensor-h200/call15/ws.tar.gz -C "$ws"
+ws=$(mktemp -d)/ws && mkdir -p "$ws" && tar -xf results/tensor-h200/call15/ws.tar.xz -C "$ws"
 cd "$ws" || exit 4
 stamp() { python3 "$R/scripts/stamp-lines.py"; }
 start=$(date +%s)
@@ -22,5 +22,5 @@ timeout 150 "$BIN/peak" --json bench --full -o $O/suite.json > $O/bench.json 2> 
 echo "bench exit $? after $(( $(date +%s) - start )) s" | tee -a $O/times.txt
 python3 "$R/scripts/suite-summary.py" $O/suite.json > $O/suite.md 2>&1; cat $O/suite.md
 "$BIN/peak" report --format markdown -o $O/report.md > /dev/null 2>&1
-tar -czf $O/ws.tar.gz --exclude=./.peak/cache -C "$ws" .
+tar -cJf $O/ws.tar.xz --exclude=./.peak/cache -C "$ws" .
 cd $OUT && tar czf c3.tar.gz c3 && rm -rf c3

@@ -28,5 +28,5 @@ timeout 110 "$BIN/peak" --json bench --full -o $O/suite-head.json > $O/bench-hea
 echo "bench head exit $? after $(( $(date +%s) - start )) s" | tee -a $O/times.txt
 python3 "$R/scripts/suite-summary.py" $O/suite-head.json > $O/suite-head.md 2>&1; cat $O/suite-head.md
 "$BIN/peak" report --format markdown -o $O/report.md > /dev/null 2>&1
-tar -czf $O/ws.tar.gz --exclude=./.peak/cache -C "$ws" .
+tar -cJf $O/ws.tar.xz --exclude=./.peak/cache -C "$ws" .
 cd $OUT && tar czf c4.tar.gz c4 && rm -rf c4

@@ -9,7 +9,7 @@ source scripts/gpu/env.sh
 stamp() { python3 "$R/scripts/stamp-lines.py"; }
 for v in fp16:call16 bf16:call17; do
   n=${v%%:*}; O=$OUT/c5-$n; mkdir -p $O
-  ws=$(mktemp -d)/ws && mkdir -p "$ws" && tar -xzf results/tensor-h200/${v#*:}/ws.tar.gz -C "$ws"
+  ws=$(mktemp -d)/ws && mkdir -p "$ws" && tar -xf results/tensor-h200/${v#*:}/ws.tar.xz -C "$ws"
   cd "$ws" || exit 4
   start=$(date +%s)
   timeout 170 "$BIN/peak" --json tune --classes --class irregular --full --strategy exhaustive \
@@ -19,7 +19,7 @@ for v in fp16:call16 bf16:call17; do
   timeout 100 "$BIN/peak" --json bench --full -o $O/suite.json > $O/bench.json 2> $O/bench.log
   echo "$n bench exit $? after $(( $(date +%s) - start )) s" | tee -a $O/times.txt
   python3 "$R/scripts/suite-summary.py" $O/suite.json > $O/suite.md 2>&1; cat $O/suite.md
-  tar -czf $O/ws.tar.gz --exclude=./.peak/cache -C "$ws" .
+  tar -cJf $O/ws.tar.xz --exclude=./.peak/cache -C "$ws" .
   cd $OUT && tar czf c5-$n.tar.gz c5-$n && rm -rf c5-$n
   cd "$R"
 done

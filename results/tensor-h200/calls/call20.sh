@@ -21,7 +21,7 @@ if [ "${FP8:-1}" = 1 ]; then
   OUT=$O/fp8 NAME=cuda-fp8 LIMIT=100 WS_TAR=$R/results/fp8-h200/call6/cuda-fp8-ws.tar.gz \
     bash scripts/gpu/campaign.sh matmul-cuda-fp8 cuda-fp8 cuda-fp8 --from 8 > $O/fp8/campaign.txt 2>&1
   lap "fp8 campaign" $?
-  ws=$(mktemp -d)/ws; mkdir -p $ws; tar xzf $O/fp8/cuda-fp8-ws.tar.gz -C $ws
+  ws=$(mktemp -d)/ws; mkdir -p $ws; tar xf $O/fp8/cuda-fp8-ws.tar.gz -C $ws
   start=$(date +%s)
   (cd $ws && timeout 70 "$BIN/peak" --json bench --full -o $O/fp8/suite.json > $O/fp8/bench.json \
     2> >(stamp > $O/fp8/bench.log))
@@ -33,7 +33,7 @@ for v in ${PRECISIONS:-fp16}; do
   OUT=$O/$v NAME=cuda-$v LIMIT=150 bash scripts/gpu/campaign.sh matmul-cuda-$v cuda-fp16 \
     cuda-$v-full --strategy-budget 6 > $O/$v/campaign.txt 2>&1
   lap "$v campaign" $?
-  ws=$(mktemp -d)/ws; mkdir -p $ws; tar xzf $O/$v/cuda-$v-ws.tar.gz -C $ws; cd $ws
+  ws=$(mktemp -d)/ws; mkdir -p $ws; tar xf $O/$v/cuda-$v-ws.tar.gz -C $ws; cd $ws
   start=$(date +%s)
   timeout 60 "$BIN/peak" --json tune --full --strategy exhaustive > $O/$v/tune.json \
     2> >(stamp > $O/$v/tune.log)
@@ -44,7 +44,7 @@ for v in ${PRECISIONS:-fp16}; do
   lap "$v bench" $?
   python3 "$R/scripts/suite-summary.py" $O/$v/suite.json > $O/$v/suite.md 2>&1
   "$BIN/peak" report --format markdown -o $O/$v/report.md > /dev/null 2>&1
-  tar -czf $O/$v/ws.tar.gz --exclude=./.peak/cache -C $ws . ; rm -f $O/$v/cuda-$v-ws.tar.gz
+  tar -cJf $O/$v/ws.tar.xz --exclude=./.peak/cache -C $ws . ; rm -f $O/$v/cuda-$v-ws.tar.gz
   cd $R
 done
 cd $OUT && tar czf ${CALL:-call20}.tar.gz ${CALL:-call20}

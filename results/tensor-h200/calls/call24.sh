@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../../.."  # the repository root
 source scripts/gpu/call-env.sh
 CALL=${CALL:-call24}
 O=$OUT/$CALL; mkdir -p $O
-ws=$(mktemp -d)/ws; mkdir -p $ws; tar xzf $R/results/tensor-h200/${WS:-call22-fp16}/ws.tar.gz -C $ws; cd $ws
+ws=$(mktemp -d)/ws; mkdir -p $ws; tar xf $R/results/tensor-h200/${WS:-call22-fp16}/ws.tar.xz -C $ws; cd $ws
 for c in square irregular small-m; do
   start=$(date +%s)
   timeout 75 "$BIN/peak" --json tune --classes --full --class $c --budget 12,40s \
@@ -19,5 +19,5 @@ start=$(date +%s)
 timeout 110 "$BIN/peak" --json bench --full -o $O/suite.json > $O/bench.json 2> >(stamp > $O/bench.log)
 lap bench $?
 python3 "$R/scripts/suite-summary.py" $O/suite.json > $O/suite.md 2>&1
-tar -czf $O/ws.tar.gz --exclude=./.peak/cache -C $ws .
+tar -cJf $O/ws.tar.xz --exclude=./.peak/cache -C $ws .
 cd $OUT && tar czf $CALL.tar.gz $CALL && cat $CALL/times.txt && cat $CALL/suite.md

@@ -19,7 +19,7 @@ CALL=${CALL:-call27}
 V=${V:-fp16}
 O=$OUT/$CALL; mkdir -p $O
 ws=$(mktemp -d)/ws; mkdir -p $ws
-tar xzf $R/results/tensor-h200/${WS:-call24-fp16}/ws.tar.gz -C $ws; cd $ws
+tar xf $R/results/tensor-h200/${WS:-call24-fp16}/ws.tar.xz -C $ws; cd $ws
 python3 - <<'PY'
 p = 'kernel.toml'
 s = open(p).read()
@@ -50,6 +50,6 @@ lap bench $?
 python3 "$R/scripts/suite-summary.py" $O/suite.json > $O/suite.md 2>&1
 "$BIN/peak" report --format markdown -o $O/report.md > /dev/null 2>&1
 "$BIN/peak" log > $O/log.txt 2>&1
-tar -czf $O/ws.tar.gz --exclude=./.peak/cache -C $ws .
+tar -cJf $O/ws.tar.xz --exclude=./.peak/cache -C $ws .
 cd $OUT && tar czf $CALL.tar.gz $CALL && cat $CALL/times.txt && tail -3 $CALL/commit.log 2>/dev/null
 tail -4 $CALL/step.log 2>/dev/null; cat $CALL/suite.md

@@ -11,7 +11,7 @@ fixed="--tune NUM_STAGES=4 --tune DP_TAIL_IDLE=2"
 for run in "bf16 call28-bf16 irregular small-m" "fp16 call27-fp16 small-m"; do
   set -- $run; v=$1; from=$2; shift 2
   mkdir -p $O/$v; ws=$(mktemp -d)/ws; mkdir -p $ws
-  tar xzf $R/results/tensor-h200/$from/ws.tar.gz -C $ws; cd $ws
+  tar xf $R/results/tensor-h200/$from/ws.tar.xz -C $ws; cd $ws
   for c in "$@"; do
     if [ $c = small-m ]; then space="--tune WG_M=1 --tune WG_N=128,256 --tune GROUP_M=8"
     else space="--tune WG_M=2 --tune WG_N=128 --tune GROUP_M=8,16"; fi
@@ -25,7 +25,7 @@ for run in "bf16 call28-bf16 irregular small-m" "fp16 call27-fp16 small-m"; do
     2> >(stamp > $O/$v/bench.log)
   lap "$v bench" $?
   python3 "$R/scripts/suite-summary.py" $O/$v/suite.json > $O/$v/suite.md 2>&1
-  tar -czf $O/$v/ws.tar.gz --exclude=./.peak/cache -C $ws .
+  tar -cJf $O/$v/ws.tar.xz --exclude=./.peak/cache -C $ws .
   cd $R
 done
 cd $OUT && tar czf call29.tar.gz call29 && cat call29/times.txt && cat call29/*/suite.md

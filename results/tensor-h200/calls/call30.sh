@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The squares measured outside peak: the exports of checkpoint 17 of call 29's fp16 workspace
-# (WS: call29-fp16/ws.tar.gz unpacked), patched into variants (prototypes/square/prepare.py says
+# (WS: call29-fp16/ws.tar.xz unpacked), patched into variants (prototypes/square/prepare.py says
 # what each is), timed beside cublasGemmEx in one process (prototypes/square/bench.cu), then one
 # launch of each under Nsight Compute (NCU=0: none). Call 30 (Stream-K and the epilogue), built
 # here first:

@@ -4,7 +4,7 @@
 # instruction, (2) the SASS with its warp-stall samples per instruction. Built here first:
 #   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto10 whole pingpong
 #   strip -o .dev/proto/bench /tmp/proto10/bench
-# (WS: call29-fp16/ws.tar.gz unpacked), then this script, carrying .dev/proto.
+# (WS: call29-fp16/ws.tar.xz unpacked), then this script, carrying .dev/proto.
 # Call 44: the same with call 43's build (whole pingpong pps3e2 pps4e1 pps5e1, /tmp/proto11):
 #   CALL=call44 bash results/tensor-h200/calls/call42.sh
 # Call 46: the same with call 45's build (whole pingpong pp128 pp128s5e2 pp128s6e2, /tmp/proto12):

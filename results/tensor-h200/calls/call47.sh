@@ -5,7 +5,7 @@
 #   bash results/tensor-h200/prototypes/square/build.sh build/peak WS 17 /tmp/proto16 whole clcta \
 #     clctag8 clsk clskg8 wstore
 #   strip -o .dev/proto/bench /tmp/proto16/bench
-# (WS: call29-fp16/ws.tar.gz unpacked), then this script, carrying .dev/proto.
+# (WS: call29-fp16/ws.tar.xz unpacked), then this script, carrying .dev/proto.
 cd "$(dirname "$0")/../../.."  # the repository root
 O=$OUT/${CALL:-call47}; mkdir -p $O
 source results/tensor-h200/prototypes/square/gpu-env.sh
