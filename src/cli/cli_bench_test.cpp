@@ -166,6 +166,15 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
   }
   EXPECT_EQ(t["evaluations"], evaluations);
   EXPECT_EQ(t["variants"][4]["shapes"], json({"square-128", "square-256"}));
+  // Every class's search starts from the checkpoint's best configuration and validates on the
+  // hidden shapes of one seed: the first class validates what it evaluates, the other five
+  // validate nothing it validated (no validation seconds), but screen it on their own shapes.
+  const std::string first = "(select min(run_id) from tuning_configs)";
+  EXPECT_NE(sql_value(ws, "select min(validate_s) from tuning_configs where run_id = " + first),
+            "0.0");
+  EXPECT_GE(std::stoi(sql_value(ws, "select count(*) from tuning_configs where run_id > " + first +
+                                        " and validate_s = 0 and time_s > 0")),
+            5);
 
   Out b = peak({"-q", "--json", "bench"}, ws);
   ASSERT_EQ(b.code, 0) << b.out << b.err;

@@ -19,24 +19,6 @@ namespace {
 
 using namespace peak::testing;
 
-std::string sql_value(const fs::path& ws, const std::string& sql) {
-  sqlite3* db = nullptr;
-  std::string uri = "file:" + (ws / ".peak" / "peak.db").string() + "?mode=ro";
-  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
-      SQLITE_OK)
-    return "cannot open";
-  std::string out;
-  sqlite3_exec(
-      db, sql.c_str(),
-      [](void* o, int, char** v, char**) {
-        *static_cast<std::string*>(o) = v[0] ? v[0] : "";
-        return 0;
-      },
-      &out, nullptr);
-  sqlite3_close(db);
-  return out;
-}
-
 std::string integrity(const fs::path& ws) { return sql_value(ws, "PRAGMA integrity_check"); }
 
 TEST_F(Cli, GlobalOptionsGoAnywhereAndTyposGetASuggestion) {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
 #include "engine/testing.h"
@@ -33,6 +34,25 @@ struct Out {
   int code = -1;
   std::string out, err;
 };
+
+// The first column of the first row `sql` reads from the workspace's store (read-only).
+inline std::string sql_value(const fs::path& ws, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string uri = "file:" + (ws / ".peak" / "peak.db").string() + "?mode=ro";
+  if (sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
+      SQLITE_OK)
+    return "cannot open";
+  std::string out;
+  sqlite3_exec(
+      db, sql.c_str(),
+      [](void* o, int, char** v, char**) {
+        *static_cast<std::string*>(o) = v[0] ? v[0] : "";
+        return 0;
+      },
+      &out, nullptr);
+  sqlite3_close(db);
+  return out;
+}
 
 inline std::string added_reply() { return std::string("```hlsl\n") + kAddedDevice + "```\n"; }
 

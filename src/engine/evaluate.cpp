@@ -579,6 +579,7 @@ bool Workspace::EvalRun::plan_search() {
   to.validation.shape_seed =
       opts.validation_seed != 0 ? opts.validation_seed : random_validation_seed();
   sum.validation_seed = to.validation.shape_seed;
+  to.validation_memo = opts.validation_memo;
   to.validation.sanitize = opts.sanitize;
   to.validation.task_timeout_s = validate_budget.timeout_s;
   to.validation.reference_task_s = validate_budget.reference_s;

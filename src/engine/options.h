@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "util/result.h"
 
 namespace peak {
+
+class ValidationMemo;  // tune/tuner.h
 
 // The default time bound of one step's search on a GPU (`--budget` replaces it).
 inline constexpr double kDefaultGpuTuningSeconds = 600;
@@ -70,7 +73,8 @@ Status check_eval_choices(EvalChoices& c, const std::string& budget_spec = {},
 // `--budget` as written: "N" configurations, a time ("10m", "600s", "1h") or both ("24,10m"),
 // read into c.budget and c.budget_seconds; "" leaves them. A percentage belongs to
 // --strategy-budget, and the error says so.
-Status read_budget_option(std::string_view text, EvalChoices& c, std::string_view name = "--budget");
+Status read_budget_option(std::string_view text, EvalChoices& c,
+                          std::string_view name = "--budget");
 
 // The device(s) an evaluation's choices name, resolved once per command
 // (Workspace::resolve_devices).
@@ -111,6 +115,9 @@ struct EvalOptions {
   // The seed of the hidden validation shapes drawn for this evaluation (docs/validation.md); 0: a
   // fresh one. The evaluation's summary records the one used (`validation_seed`).
   uint64_t validation_seed = 0;
+  // Passed validations shared with other evaluations of this process on the same shapes (one
+  // validation_seed): `peak tune --classes` validates a binary once for all its class searches.
+  std::shared_ptr<ValidationMemo> validation_memo;
   TimingPolicy policy;     // final timing of the best configuration
   TimingPolicy screening;  // ranking of configurations
   bool baseline = true;    // time the vendor baseline interleaved (when the backend has one)

@@ -14,9 +14,11 @@
 #include "family/family.h"
 #include "peak/version.h"
 #include "tune/measure.h"
+#include "tune/tuner.h"
 #include "util/fault.h"
 #include "util/fs.h"
 #include "util/sandbox.h"
+#include "validate/path_shapes.h"
 #include "validate/task_timeout.h"
 
 namespace peak {
@@ -614,6 +616,10 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   // configuration for first from that one: tuning again refines the table instead of starting
   // over.
   EvalOptions co = opts;
+  // Every class's search validates on the same hidden shapes (one seed, recorded with each), so
+  // that a binary one search validated is only screened by the others.
+  if (co.validation_seed == 0) co.validation_seed = random_validation_seed();
+  co.validation_memo = std::make_shared<ValidationMemo>();
   co.must_include = {t.fallback};
   for (const Config& c : detail::top_configs(result, ctx)) co.must_include.push_back(c);
   std::optional<DispatchTable> earlier = latest_dispatch(*store_, id);

@@ -28,6 +28,25 @@ double elapsed(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
+std::optional<ValidationOutcome> ValidationMemo::find(const std::string& key) const {
+  if (key.empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = passed_.find(key);
+  if (it == passed_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ValidationMemo::keep(const std::string& key, const ValidationOutcome& passed) {
+  if (key.empty() || passed.disposition != Disposition::passed) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  passed_.emplace(key, passed);
+}
+
+size_t ValidationMemo::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return passed_.size();
+}
+
 BackendRunner::BackendRunner(Backend& backend, const DeviceFacts& device,
                              const RunnerOptions& runner, Validator& validator,
                              const KernelContext& ctx, const SourceRegions& source,
@@ -66,6 +85,7 @@ namespace {
 // tasks begin among the job's.
 struct JobPart {
   std::shared_ptr<PreparedValidation> validation;
+  std::optional<ValidationOutcome> known;  // ConfigJob::validated: no validation task
   std::shared_ptr<PreparedTiming> timing;
   ValidationOptions options;
   size_t from = 0;  // its first task in the job
@@ -108,8 +128,19 @@ std::vector<PendingEvaluation> BackendRunner::begin_on(size_t lane,
     const ConfigOutcome& o = *group[g].outcome;
     JobPart part;
     part.options = group[g].validation;
-    part.validation = std::make_shared<PreparedValidation>(
-        d.validator->prepare(ctx_, source_, o.build, o.config, part.options));
+    if (group[g].validated) {  // an earlier search's verdict on this binary: screened only
+      part.known = group[g].validated;
+      part.validation = std::make_shared<PreparedValidation>();
+      if (opts_.tune_shapes.empty()) {
+        ConfigEvaluation e;
+        e.validation = *part.known;
+        out[g] = PendingEvaluation{[e] { return e; }};
+        continue;
+      }
+    } else {
+      part.validation = std::make_shared<PreparedValidation>(
+          d.validator->prepare(ctx_, source_, o.build, o.config, part.options));
+    }
     if (part.validation->ended) {
       ConfigEvaluation e;
       e.validation = *part.validation->ended;
@@ -169,10 +200,14 @@ std::vector<PendingEvaluation> BackendRunner::begin_on(size_t lane,
     auto finish = [this, validator, part, results, mo, job_seconds, nv, n] {
       ConfigEvaluation e;
       auto c0 = std::chrono::steady_clock::now();
-      e.validation = validator->finish(ctx_, *part->validation,
-                                       slice(*results, part->validation->tasks, part->from, nv),
-                                       part->options);
-      e.validate_seconds = job_seconds + elapsed(c0);
+      if (part->known) {
+        e.validation = *part->known;
+      } else {
+        e.validation = validator->finish(ctx_, *part->validation,
+                                         slice(*results, part->validation->tasks, part->from, nv),
+                                         part->options);
+        e.validate_seconds = job_seconds + elapsed(c0);
+      }
       auto t0 = std::chrono::steady_clock::now();
       if (e.validation.disposition == Disposition::passed) {
         e.measurements =
@@ -356,7 +391,15 @@ std::vector<std::pair<size_t, PendingEvaluation>> BackendRunner::begin(
     // The sanitizer is slow: it checks one configuration (the first evaluated: the defaults).
     vo.sanitize = vo.sanitize && !sanitized_.exchange(true);
     going.push_back(i);
-    group.push_back(ConfigJob{&out[i], vo});
+    group.push_back(ConfigJob{&out[i], vo, std::nullopt});
+    if (!opts_.validation_memo || vo.sanitize) continue;
+    if (auto v = opts_.validation_memo->find(validation_key(out[i], vo))) {
+      v->message = fmt::format(
+          "validated by an earlier search (the same binary, launch plan and "
+          "shapes){}",
+          v->message.empty() ? "" : ": " + v->message);
+      group.back().validated = std::move(v);
+    }
   }
   std::vector<std::pair<size_t, PendingEvaluation>> started;
   if (group.empty()) return started;
@@ -401,6 +444,18 @@ std::string BackendRunner::binary_key(const ConfigOutcome& o) const {
   return key;
 }
 
+std::string BackendRunner::validation_key(const ConfigOutcome& o,
+                                          const ValidationOptions& vo) const {
+  if (vo.shape_seed == 0 || !vo.shapes.empty()) return "";
+  const std::string binary = binary_key(o);
+  if (binary.empty()) return "";
+  return fmt::format(
+      "{}| seeds {} hidden {} sampled {} shape seed {} input seed {} checks {} {} "
+      "vendor {}",
+      binary, vo.seeds, vo.include_hidden, vo.sampled_hidden_shapes, vo.shape_seed, vo.base_seed,
+      vo.full_check_limit, vo.sampled_elements, vo.vendor_reference);
+}
+
 void BackendRunner::share(ConfigOutcome& o, const ConfigOutcome& from) {
   o.disposition = from.disposition;
   o.score_ms = from.score_ms;
@@ -428,6 +483,8 @@ void BackendRunner::conclude(size_t lane, ConfigOutcome& o, ConfigEvaluation e, 
   o.stage = Stage::validate;
   o.message = o.validation.message;
   o.device = lane;
+  if (opts_.validation_memo && o.disposition == Disposition::passed)
+    opts_.validation_memo->keep(validation_key(o, opts_.validation), o.validation);
   {
     std::lock_guard<std::mutex> lock(progress.mu);
     ++progress.validated;

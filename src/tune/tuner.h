@@ -7,7 +7,10 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,6 +27,22 @@
 namespace peak {
 
 struct DeviceLimits;  // tune/prune.h
+
+// The passed validations of the searches of one process that validate the same candidate on the
+// same shapes (`peak tune --classes`: one search per shape class, every one on the context's
+// validation shapes and the hidden shapes of one seed): a configuration whose binary and launch
+// plan an earlier search validated is screened on its own search's shapes without being
+// validated again. Shared by those searches' TuneOptions; safe across their threads.
+class ValidationMemo {
+ public:
+  std::optional<ValidationOutcome> find(const std::string& key) const;
+  void keep(const std::string& key, const ValidationOutcome& passed);
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, ValidationOutcome> passed_;
+};
 
 struct TuneOptions {
   std::string strategy = std::string(kDefaultStrategy);
@@ -54,6 +73,10 @@ struct TuneOptions {
   // Outcomes measured before for this very source, tuning shape and device (record.h,
   // recorded_outcomes): configurations found there are not run again.
   const TuningCache* reuse = nullptr;
+  // Validations of earlier searches to take instead of validating again (ValidationMemo); used
+  // only when the hidden shapes come from a fixed seed (validation.shape_seed), and never for the
+  // configuration the sanitizer checks.
+  std::shared_ptr<ValidationMemo> validation_memo;
   // Polled before each configuration's compile, validation and timing and before each batch;
   // when it returns true the remaining configurations are skipped (left not_run) and the search
   // ends ("cancelled").
@@ -101,6 +124,9 @@ struct ConfigEvaluation {
 struct ConfigJob {
   const ConfigOutcome* outcome = nullptr;
   ValidationOptions validation;
+  // The passed validation an earlier search made of the same binary on the same shapes
+  // (TuneOptions::validation_memo): the job screens the configuration without validating it.
+  std::optional<ValidationOutcome> validated;
 };
 // An evaluation whose runner job has run: `finish` judges its outputs (on another thread, while
 // the device runs the next job); `hung` when a task of the job was charged `timeout`.
@@ -182,6 +208,10 @@ class BackendRunner : public TuningRunner {
   // the tuning parameters the launch plan may read (plan_words_), with their values. Empty when a
   // module cannot be read (never shared).
   std::string binary_key(const ConfigOutcome& o) const;
+  // What makes the validation of a built configuration the same in another search: its
+  // binary_key and the validation options that choose the shapes and inputs. Empty when the
+  // hidden shapes are drawn afresh (no shape_seed) or the binary cannot be read.
+  std::string validation_key(const ConfigOutcome& o, const ValidationOptions& vo) const;
   // `o` takes the evaluation of `from`, whose key it shares, instead of running its own.
   static void share(ConfigOutcome& o, const ConfigOutcome& from);
   void score(ConfigOutcome& o);

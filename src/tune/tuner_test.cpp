@@ -165,7 +165,7 @@ class FakeDevicesRunner : public BackendRunner {
       }
       const ConfigOutcome& o = *job.outcome;
       ConfigEvaluation e;
-      e.validation = validate_on(lane, o, job.validation);
+      e.validation = job.validated ? *job.validated : validate_on(lane, o, job.validation);
       if (e.validation.disposition == Disposition::passed) e.measurements = time_on(lane, o, mo);
       hung = e.validation.disposition == Disposition::timeout;
       out.push_back({[e] { return e; }, hung});
@@ -843,6 +843,58 @@ TEST(Tuner, ConfigurationsWithTheSameBinaryShareOneEvaluation) {
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].disposition, Disposition::passed);
   EXPECT_EQ(again[0].score_ms, 5.0);
+  std::error_code ec;
+  fs::remove_all(*dir, ec);
+}
+
+// Searches that validate on the same shapes (one shape seed: `peak tune --classes`, a search per
+// class) share their passed validations through a ValidationMemo: a binary that one search
+// validated is only screened by the next, on that search's own tuning shapes. A failed
+// validation is not shared, and without a fixed seed (hidden shapes drawn afresh) nothing is.
+TEST(Tuner, SearchesSharingAValidationMemoValidateABinaryOnce) {
+  auto dir = make_temp_dir("peak-tuner-memo-");
+  ASSERT_TRUE(dir) << dir.error();
+  OneFakeDevice f;
+  auto& [ctx, dev, unused, ro, v, o, src] = f;
+  SameBinaryBackend be(*dir);
+  src.host = "launch k\n  grid = (X, Y)\n  block = (1)\n";  // every configuration its own binary
+  o.validation.shape_seed = 42;
+  o.validation_memo = std::make_shared<ValidationMemo>();
+  const std::vector<Config> batch = xy_batch();
+  FakeDevicesRunner first(be, dev, ro, v, ctx, src, o);
+  first.devices = 1;
+  auto one = first.run(batch, nullptr);
+  EXPECT_EQ(first.validated.size(), batch.size());
+  EXPECT_EQ(o.validation_memo->size(), 4u);  // Y = 1 passes validation, Y = 2 does not
+
+  TuneOptions o2 = o;  // the next class: other tuning shapes, the same memo and seed
+  o2.tune_shapes = {Shape{{{"N", 128}}}};
+  FakeDevicesRunner second(be, dev, ro, v, ctx, src, o2);
+  second.devices = 1;
+  auto two = second.run(batch, nullptr);
+  ASSERT_EQ(two.size(), batch.size());
+  std::vector<Config> revalidated, failed;
+  for (const auto& [c, lane] : second.validated) revalidated.push_back(c);
+  for (const auto& c : batch)
+    if (c.at("Y") == 2) failed.push_back(c);
+  EXPECT_EQ(revalidated, failed);
+  EXPECT_EQ(second.timed, first.timed);  // every configuration that passed is screened again
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(two[i].disposition, one[i].disposition) << config_text(batch[i]);
+    if (batch[i].at("Y") == 1 && batch[i].at("X") != 2) {  // X = 2 crashes when timed
+      EXPECT_EQ(two[i].message.rfind("validated by an earlier search", 0), 0u) << two[i].message;
+    }
+  }
+
+  TuneOptions fresh = o2;  // hidden shapes drawn afresh by every search
+  fresh.validation.shape_seed = 0;
+  fresh.validation_memo = std::make_shared<ValidationMemo>();
+  FakeDevicesRunner a(be, dev, ro, v, ctx, src, fresh), b(be, dev, ro, v, ctx, src, fresh);
+  a.devices = b.devices = 1;
+  a.run(batch, nullptr);
+  b.run(batch, nullptr);
+  EXPECT_EQ(fresh.validation_memo->size(), 0u);
+  EXPECT_EQ(b.validated.size(), batch.size());
   std::error_code ec;
   fs::remove_all(*dir, ec);
 }
