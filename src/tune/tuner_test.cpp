@@ -806,18 +806,34 @@ class SameBinaryBackend : public FakeBackend {
   fs::path dir_;
 };
 
+// One fake device whose builds write their modules into a folder of their own (SameBinaryBackend),
+// removed at the end, under the launch plan `host`; its runners use that one device.
+struct SameBinaryDevice : OneFakeDevice {
+  explicit SameBinaryDevice(const std::string& host)
+      : made(make_temp_dir("peak-tuner-binaries-")), binaries(made ? *made : fs::path()) {
+    src.host = host;
+  }
+  ~SameBinaryDevice() {
+    std::error_code ec;
+    if (made) fs::remove_all(*made, ec);
+  }
+  std::unique_ptr<FakeDevicesRunner> runner(const TuneOptions& opts) {
+    auto r = std::make_unique<FakeDevicesRunner>(binaries, dev, ro, v, ctx, src, opts);
+    r->devices = 1;
+    return r;
+  }
+  Result<fs::path> made;
+  SameBinaryBackend binaries;
+};
+
 // Configurations that build the same module and launch it alike (a launch plan reading X alone)
 // are evaluated once: in one batch, and across batches. Y = 2 would fail validation on its own;
 // sharing the evaluation of its Y = 1 twin, it passes with it.
 TEST(Tuner, ConfigurationsWithTheSameBinaryShareOneEvaluation) {
-  auto dir = make_temp_dir("peak-tuner-twins-");
-  ASSERT_TRUE(dir) << dir.error();
-  OneFakeDevice f;
-  auto& [ctx, dev, unused, ro, v, o, src] = f;
-  SameBinaryBackend be(*dir);
-  src.host = "launch k\n  grid = (X)\n  block = (1)\n";
-  FakeDevicesRunner run(be, dev, ro, v, ctx, src, o);
-  run.devices = 1;
+  SameBinaryDevice f("launch k\n  grid = (X)\n  block = (1)\n");
+  ASSERT_TRUE(f.made) << f.made.error();
+  auto runner = f.runner(f.o);
+  FakeDevicesRunner& run = *runner;
   const std::vector<Config> batch = xy_batch();
   auto out = run.run(batch, nullptr);
   ASSERT_EQ(out.size(), batch.size());
@@ -843,8 +859,6 @@ TEST(Tuner, ConfigurationsWithTheSameBinaryShareOneEvaluation) {
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].disposition, Disposition::passed);
   EXPECT_EQ(again[0].score_ms, 5.0);
-  std::error_code ec;
-  fs::remove_all(*dir, ec);
 }
 
 // Searches that validate on the same shapes (one shape seed: `peak tune --classes`, a search per
@@ -852,25 +866,23 @@ TEST(Tuner, ConfigurationsWithTheSameBinaryShareOneEvaluation) {
 // validated is only screened by the next, on that search's own tuning shapes. A failed
 // validation is not shared, and without a fixed seed (hidden shapes drawn afresh) nothing is.
 TEST(Tuner, SearchesSharingAValidationMemoValidateABinaryOnce) {
-  auto dir = make_temp_dir("peak-tuner-memo-");
-  ASSERT_TRUE(dir) << dir.error();
-  OneFakeDevice f;
-  auto& [ctx, dev, unused, ro, v, o, src] = f;
-  SameBinaryBackend be(*dir);
-  src.host = "launch k\n  grid = (X, Y)\n  block = (1)\n";  // every configuration its own binary
+  // Every configuration its own binary: the plan reads both parameters.
+  SameBinaryDevice f("launch k\n  grid = (X, Y)\n  block = (1)\n");
+  ASSERT_TRUE(f.made) << f.made.error();
+  TuneOptions& o = f.o;
   o.validation.shape_seed = 42;
   o.validation_memo = std::make_shared<ValidationMemo>();
   const std::vector<Config> batch = xy_batch();
-  FakeDevicesRunner first(be, dev, ro, v, ctx, src, o);
-  first.devices = 1;
+  auto first_runner = f.runner(o);
+  FakeDevicesRunner& first = *first_runner;
   auto one = first.run(batch, nullptr);
   EXPECT_EQ(first.validated.size(), batch.size());
   EXPECT_EQ(o.validation_memo->size(), 4u);  // Y = 1 passes validation, Y = 2 does not
 
   TuneOptions o2 = o;  // the next class: other tuning shapes, the same memo and seed
   o2.tune_shapes = {Shape{{{"N", 128}}}};
-  FakeDevicesRunner second(be, dev, ro, v, ctx, src, o2);
-  second.devices = 1;
+  auto second_runner = f.runner(o2);
+  FakeDevicesRunner& second = *second_runner;
   auto two = second.run(batch, nullptr);
   ASSERT_EQ(two.size(), batch.size());
   std::vector<Config> revalidated, failed;
@@ -889,14 +901,11 @@ TEST(Tuner, SearchesSharingAValidationMemoValidateABinaryOnce) {
   TuneOptions fresh = o2;  // hidden shapes drawn afresh by every search
   fresh.validation.shape_seed = 0;
   fresh.validation_memo = std::make_shared<ValidationMemo>();
-  FakeDevicesRunner a(be, dev, ro, v, ctx, src, fresh), b(be, dev, ro, v, ctx, src, fresh);
-  a.devices = b.devices = 1;
-  a.run(batch, nullptr);
-  b.run(batch, nullptr);
+  auto a = f.runner(fresh), b = f.runner(fresh);
+  a->run(batch, nullptr);
+  b->run(batch, nullptr);
   EXPECT_EQ(fresh.validation_memo->size(), 0u);
-  EXPECT_EQ(b.validated.size(), batch.size());
-  std::error_code ec;
-  fs::remove_all(*dir, ec);
+  EXPECT_EQ(b->validated.size(), batch.size());
 }
 
 // An adaptive strategy is told each batch's outcomes before it proposes the next: nothing is
