@@ -35,6 +35,9 @@ struct ConfigOutcome {
   double score_ms = 0;  // time on the tuning shape (lower is better): the median of the
                         // samples, their minimum on a CPU device (tune/tuner.cpp)
   nlohmann::json launch = nlohmann::json::object();  // the launch plan of the tuning shape
+  // What its build and launch plan hash to (tune/tuner.h, BackendRunner::binary_key), taken once
+  // it is built; empty before, or when a module cannot be read.
+  std::string binary;
   double compile_seconds = 0, validate_seconds = 0, time_seconds = 0;
   // The device that validated and timed it: an index into the runner's devices (tune/tuner.h,
   // DeviceLane), 0 with one device. Its measurements were taken there.

@@ -394,10 +394,9 @@ std::vector<std::pair<size_t, PendingEvaluation>> BackendRunner::begin(
     group.push_back(ConfigJob{&out[i], vo, std::nullopt});
     if (!opts_.validation_memo || vo.sanitize) continue;
     if (auto v = opts_.validation_memo->find(validation_key(out[i], vo))) {
-      v->message = fmt::format(
-          "validated by an earlier search (the same binary, launch plan and "
-          "shapes){}",
-          v->message.empty() ? "" : ": " + v->message);
+      v->message =
+          fmt::format("validated by an earlier search (the same binary, launch plan and shapes){}",
+                      v->message.empty() ? "" : ": " + v->message);
       group.back().validated = std::move(v);
     }
   }
@@ -446,13 +445,10 @@ std::string BackendRunner::binary_key(const ConfigOutcome& o) const {
 
 std::string BackendRunner::validation_key(const ConfigOutcome& o,
                                           const ValidationOptions& vo) const {
-  if (vo.shape_seed == 0 || !vo.shapes.empty()) return "";
-  const std::string binary = binary_key(o);
-  if (binary.empty()) return "";
+  if (vo.shape_seed == 0 || !vo.shapes.empty() || o.binary.empty()) return "";
   return fmt::format(
-      "{}| seeds {} hidden {} sampled {} shape seed {} input seed {} checks {} {} "
-      "vendor {}",
-      binary, vo.seeds, vo.include_hidden, vo.sampled_hidden_shapes, vo.shape_seed, vo.base_seed,
+      "{}| seeds {} hidden {} sampled {} shape seed {} input seed {} checks {} {} vendor {}",
+      o.binary, vo.seeds, vo.include_hidden, vo.sampled_hidden_shapes, vo.shape_seed, vo.base_seed,
       vo.full_check_limit, vo.sampled_elements, vo.vendor_reference);
 }
 
@@ -593,6 +589,7 @@ std::vector<ConfigOutcome> BackendRunner::run(const std::vector<Config>& batch,
     ConfigOutcome& o = out[todo[k]];
     const bool runs = check_built(o, limits);
     const std::string key = runs ? binary_key(o) : std::string();
+    o.binary = key;
     std::lock_guard<std::mutex> lock(progress.mu);
     ++settled;
     if (observer) observer->on_phase("compile", settled, todo.size());

@@ -208,9 +208,10 @@ class BackendRunner : public TuningRunner {
   // the tuning parameters the launch plan may read (plan_words_), with their values. Empty when a
   // module cannot be read (never shared).
   std::string binary_key(const ConfigOutcome& o) const;
-  // What makes the validation of a built configuration the same in another search: its
-  // binary_key and the validation options that choose the shapes and inputs. Empty when the
-  // hidden shapes are drawn afresh (no shape_seed) or the binary cannot be read.
+  // What makes the validation of a built configuration the same in another search: its binary
+  // (ConfigOutcome::binary, the binary_key taken when it was built) and the validation options
+  // that choose the shapes and inputs. Empty when the hidden shapes are drawn afresh (no
+  // shape_seed) or the binary could not be read.
   std::string validation_key(const ConfigOutcome& o, const ValidationOptions& vo) const;
   // `o` takes the evaluation of `from`, whose key it shares, instead of running its own.
   static void share(ConfigOutcome& o, const ConfigOutcome& from);
