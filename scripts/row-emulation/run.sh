@@ -9,15 +9,17 @@ kernel=${2:?kernel.cu}
 case $family in softmax) f=1 ;; rmsnorm) f=2 ;; layernorm) f=3 ;; *) echo "unknown family $family" >&2; exit 2 ;; esac
 dir=$(mktemp -d)
 awk '/peak:begin macros/{f=1;next}/peak:end macros/{f=0}f' "$kernel" > "$dir/macros.h"
-# The emulation has no thread-block clusters: the cluster kernel (cluster-rows on) and its
-# cooperative-groups header are left out, and the dispatch never takes the cluster path.
+# The emulation has no thread-block clusters: the cluster kernel (cluster-rows on; its template and
+# instances from sized-cluster on) and its cooperative-groups header are left out, and the
+# dispatch never takes the cluster path.
 awk '/peak:begin device/{f=1;next}/peak:end device/{f=0}f' "$kernel" | python3 -c '
 import re, sys
 d = sys.stdin.read()
 d = re.sub(r"#include <cooperative_groups.h>\n|namespace cg = cooperative_groups;\n", "", d)
-m = re.search(r"__global__ void(?: __launch_bounds__\(BLOCK\))?\s+\w+_cluster\(", d)
-if m:
-    start = d.rfind("\n\n", 0, m.start()) + 2  # with the comment above it
+# The cluster kernel, or (sized-cluster) its template NAME_cluster_rows and instances NAME_cluster_K.
+pat = r"(?:__global__|__device__)[^;{]*?\s\w+_cluster(?:_rows|_\d+)?\("
+while (m := re.search(pat, d)):
+    start = d.rfind("\n\n", 0, m.start()) + 2  # with the comment (or template line) above it
     d = d[:start] + d[d.index("\n}\n", m.start()) + 3:]
 sys.stdout.write(d)' > "$dir/device.inc"
 # grid-rows (a from_grid parameter) changes the dispatch; vectors-in-flight adds LOOP_VECS;

@@ -722,6 +722,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"cluster-arrive", {d}},
       {"vectors-in-flight", {d}},
       {"sized-instances", {d, h}},
+      {"sized-cluster", {m, d, h}},
       // Attention, from the naive three-kernel seed.
       {"fused-attention", {m, d, h}},
       {"split-kv", {m, d, h}},
@@ -744,7 +745,8 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "warp-specialization",   "persistent",         "cluster",         "tensor-split-k",
       "padded-operands",       "fp8-tensor-core",    "fp8-pipelining",  "fp8-wgmma",
       "wgmma-overlap",         "tma-store-epilogue", "cluster-rows",    "cluster-arrive",
-      "tensor-core-attention", "pipelined-kv",       "wgmma-attention", "tensor-stream-k"};
+      "tensor-core-attention", "pipelined-kv",       "wgmma-attention", "tensor-stream-k",
+      "sized-cluster"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
