@@ -203,11 +203,12 @@ std::vector<std::string> row_steps_aligned(bool softmax) {
 // The CUDA sequences then hold long and few rows in a thread-block cluster (sm_90), take the
 // rows that fit in registers from the grid again, split the cluster's last barrier, and keep
 // several loads in flight per thread in the loops over long rows, compile the register paths for
-// each row length they launch, and the cluster kernel for each slice length.
+// each row length they launch and the cluster kernel for each slice length, and let the plan
+// choose the cluster's size for each shape.
 std::vector<std::string> row_steps_cuda(bool softmax) {
   std::vector<std::string> s = row_steps_aligned(softmax);
   for (const char* step : {"cluster-rows", "grid-rows", "cluster-arrive", "vectors-in-flight",
-                           "sized-instances", "sized-cluster"})
+                           "sized-instances", "sized-cluster", "cluster-blocks"})
     s.push_back(step);
   return s;
 }

@@ -723,6 +723,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       {"vectors-in-flight", {d}},
       {"sized-instances", {d, h}},
       {"sized-cluster", {m, d, h}},
+      {"cluster-blocks", {d, h}},
       // Attention, from the naive three-kernel seed.
       {"fused-attention", {m, d, h}},
       {"split-kv", {m, d, h}},
@@ -746,7 +747,7 @@ TEST(RealLibrary, LoadsAndIsConsistent) {
       "padded-operands",       "fp8-tensor-core",    "fp8-pipelining",  "fp8-wgmma",
       "wgmma-overlap",         "tma-store-epilogue", "cluster-rows",    "cluster-arrive",
       "tensor-core-attention", "pipelined-kv",       "wgmma-attention", "tensor-stream-k",
-      "sized-cluster"};
+      "sized-cluster",         "cluster-blocks"};
   EXPECT_EQ(lib->size(), expected_passes.size()) << "a transformation without an entry here";
   for (const auto& [name, regions] : expected_passes) {
     auto t = find_transformation(*lib, name);
