@@ -530,7 +530,7 @@ static int pk_check_launch(const pk_step* t, const pk_dev* d) {{
   if (t->shared < 0 || (d->shared_memory_optin > 0 && t->shared > d->shared_memory_optin)) return 1;
   if (t->block[0] > 0 && d->max_threads > 0 &&
       t->block[0] * t->block[1] * t->block[2] > d->max_threads) return 1;
-  if (t->cluster[0] * t->cluster[1] * t->cluster[2] > 8) return 1;
+  if (t->cluster[0] * t->cluster[1] * t->cluster[2] > 16) return 1;
   return 0;
 }}
 )C",

@@ -696,18 +696,21 @@ TEST(PlanCode, RowPlansMatchPeaksEvaluator) {
   EXPECT_EQ(r.cases[key(1, 5, 0)].status, kStatusOk);
 }
 
-// A cluster of more than 8 blocks is refused as over the device's limits (peak's CUDA runner
-// refuses it as invalid_config before it runs).
-TEST(PlanCode, ClustersOfMoreThanEightBlocksExceedTheLimits) {
+// A cluster of more than 16 blocks, sm_90's largest (non-portable) size, is refused as over the
+// device's limits (peak's CUDA runner refuses it as invalid_config before it runs); 16 passes the
+// check, as there.
+TEST(PlanCode, ClustersOfMoreThanSixteenBlocksExceedTheLimits) {
   SKIP_WITHOUT_COMPILER();
   PlanCase pc = tma_case();
-  pc.configs = {pc.configs[0], pc.configs[0]};
+  pc.configs = {pc.configs[0], pc.configs[0], pc.configs[0]};
   pc.configs[1]["CX"] = 16;
+  pc.configs[2]["CX"] = 32;
   pc.shapes = {{128, 128, 64}};
   auto r = run_export(pc);
   ASSERT_TRUE(r) << r.error();
   EXPECT_EQ(r->cases[key(0, 0, 0)].status, kStatusOk);
-  EXPECT_EQ(r->cases[key(1, 0, 0)].status, kStatusDeviceLimits);
+  EXPECT_EQ(r->cases[key(1, 0, 0)].status, kStatusOk);
+  EXPECT_EQ(r->cases[key(2, 0, 0)].status, kStatusDeviceLimits);
 }
 
 // A launch whose block has no threads in a dimension cannot run: peak's evaluator refuses it

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # softmax-cuda, rmsnorm-cuda or layernorm-cuda ($1): cluster-blocks replayed from the recording on
 # call 23's committed workspace (HEAD sized-cluster), then the long-rows and decode classes
-# searched over CLUSTER_TARGET (the plan's cluster size per shape) with call 23's best BLOCK and
-# CLUSTER_VECS, short-rows and regular in one `peak tune --classes` with one configuration, then
-# the suite with that dispatch table.
+# searched over CLUSTER_TARGET (the plan's cluster size per shape) and CLUSTER 8 or 16 (16: a
+# non-portable cluster, which the runner allows) with call 23's best BLOCK and CLUSTER_VECS,
+# short-rows and regular in one `peak tune --classes` with one configuration, then the suite with
+# that dispatch table.
 # SEARCH_LIMIT (default 400) and LIMIT (570): the seconds after which no class search, and no
 # suite, starts.
 cd "$(dirname "$0")/../../.."  # the repository root
@@ -39,8 +40,8 @@ search() {  # NAME CLASS... -- TUNE...
     2> >(python3 $R/scripts/stamp-lines.py > $d/classes-$name.txt)
   echo "tune --classes ${cls[*]} exit $? after $(( $(date +%s) - s )) s" | tee -a $d/times.txt
 }
-search long-rows long-rows -- BLOCK=$lb CLUSTER_VECS=$lv CLUSTER=8 CLUSTER_TARGET=1,2,4 SPLITS=128
-search decode decode -- BLOCK=256 CLUSTER_VECS=$dv CLUSTER=8 CLUSTER_TARGET=1,2,4 SPLITS=64
+search long-rows long-rows -- BLOCK=$lb CLUSTER_VECS=$lv CLUSTER=8,16 CLUSTER_TARGET=2,4 SPLITS=128
+search decode decode -- BLOCK=256 CLUSTER_VECS=$dv CLUSTER=8,16 CLUSTER_TARGET=1,2,4 SPLITS=64
 search short-regular short-rows regular -- BLOCK=256 CLUSTER_VECS=8 CLUSTER=8 CLUSTER_TARGET=1 SPLITS=64
 s=$(date +%s)
 timeout $(left ${LIMIT:-570}) $BIN/peak --json bench $ck --full -o $d/suite-ckpt$ck.json 2>&1 | python3 $R/scripts/stamp-lines.py > $d/suite-ckpt$ck.txt

@@ -302,6 +302,25 @@ TEST_F(CudaGpuTest, RequireFalseIsInvalidConfig) {
   EXPECT_EQ(v.disposition, Disposition::invalid_config) << describe_checks(v);
 }
 
+// sm_90 runs a cluster of 16 blocks, more than the portable 8, for a kernel that allows the
+// non-portable size: the runner allows it for a launch that asks for one, and the naive kernel
+// (its grid rounded up to whole clusters, the extra blocks writing nothing) still validates.
+TEST_F(CudaGpuTest, AClusterOfSixteenBlocksRunsOnSm90) {
+  if (cuda_arch_number(gpu().facts.arch) < 90) GTEST_SKIP() << "clusters need sm_90";
+  KernelContext ctx = load("matmul-cuda-fp32");
+  auto text = read_file(ctx.dir / ctx.source_file);
+  ASSERT_TRUE(text);
+  std::string src = replace_all(*text, "  grid = (ceil_div(N, BLOCK_X), ceil_div(M, BLOCK_Y))\n",
+                                "  grid = (round_up(ceil_div(N, BLOCK_X), 16), ceil_div(M, "
+                                "BLOCK_Y))\n  cluster = (16, 1, 1)\n");
+  ASSERT_NE(src, *text);
+  Config config = {{"BLOCK_X", 16}, {"BLOCK_Y", 16}};
+  Built b = build_source(ctx, src, config);
+  ASSERT_EQ(b.build.disposition, Disposition::passed) << b.build.log;
+  ValidationOutcome v = validate(ctx, b, config);
+  EXPECT_EQ(v.disposition, Disposition::passed) << v.message << describe_checks(v);
+}
+
 // A plan's steps are timed together: one sample spans every launch, from the start event before
 // the first to the end event after the last. Each launch here waits 10 ms (by the global timer),
 // so every sample holds at least 20 ms.

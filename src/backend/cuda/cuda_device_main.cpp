@@ -772,10 +772,15 @@ Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, c
     return load_error(Disposition::launch_failed,
                       fmt::format("cannot load the cubin {}: {}", task.artifact, cu_text(r)));
   auto k = std::make_unique<CudaKernel>(module, &lost_);
-  // Dynamic shared memory each function needs at most (its limit is raised to that).
-  std::map<std::string, int64_t> shared;
+  // Dynamic shared memory each function needs at most (its limit is raised to that), and its
+  // largest cluster (more than 8 blocks, the portable limit, is allowed for the function).
+  std::map<std::string, int64_t> shared, cluster;
   for (const PlanStep& st : plan.steps)
-    if (st.op == PlanStep::Op::launch) shared[st.symbol] = std::max(shared[st.symbol], st.shared);
+    if (st.op == PlanStep::Op::launch) {
+      shared[st.symbol] = std::max(shared[st.symbol], st.shared);
+      cluster[st.symbol] =
+          std::max(cluster[st.symbol], st.cluster[0] * st.cluster[1] * st.cluster[2]);
+    }
   for (const auto& [symbol, bytes] : shared) {
     CudaKernel::Function f;
     if (CUresult r = g_cu.ModuleGetFunction(&f.fn, module, symbol.c_str()); r != CUDA_SUCCESS)
@@ -789,6 +794,15 @@ Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, c
             is_config_result(r) ? Disposition::invalid_config : Disposition::launch_failed,
             fmt::format("cannot allow {} bytes of dynamic shared memory for {}: {}", bytes, symbol,
                         cu_text(r)));
+    }
+    if (cluster[symbol] > 8) {
+      CUresult r =
+          g_cu.FuncSetAttribute(f.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      if (r != CUDA_SUCCESS)
+        return load_error(
+            is_config_result(r) ? Disposition::invalid_config : Disposition::launch_failed,
+            fmt::format("cannot allow clusters of {} blocks (non-portable) for {}: {}",
+                        cluster[symbol], symbol, cu_text(r)));
     }
     if (g_cu.FuncGetParamInfo) {
       f.param_info = true;
