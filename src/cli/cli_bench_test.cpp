@@ -166,6 +166,30 @@ TEST_F(Cli, TuneClassesRecordsADispatchTableThatBenchRuns) {
   }
   EXPECT_EQ(t["evaluations"], evaluations);
   EXPECT_EQ(t["variants"][4]["shapes"], json({"square-128", "square-256"}));
+  // After each search but the last, the table so far is recorded too (an interrupted call keeps
+  // the classes it searched): the first of them has the first class and the rest not yet.
+  Out hist = peak({"--json", "show", "--all"}, ws);
+  ASSERT_EQ(hist.code, 0) << hist.err;
+  json hj = json::parse(hist.out, nullptr, false);
+  std::vector<json> tables;
+  for (const auto& e : hj["evaluations"])
+    if (e["kind"] == "dispatch") tables.push_back(e);
+  ASSERT_EQ(tables.size(), order.size()) << hist.out;
+  std::sort(tables.begin(), tables.end(),
+            [](const json& a, const json& b) { return a["id"].get<int>() < b["id"].get<int>(); });
+  EXPECT_EQ(tables.back()["id"], t["evaluation"]);
+  const json& first_table = tables.front()["summary"];
+  EXPECT_EQ(first_table["message"].get<std::string>().rfind("after 1 of 6 searches: ", 0), 0u)
+      << first_table.dump();
+  const json& partial = first_table["dispatch"]["variants"];
+  ASSERT_EQ(partial.size(), order.size()) << first_table.dump();
+  EXPECT_EQ(partial[0]["disposition"], "passed") << partial.dump();
+  EXPECT_EQ(partial[0]["config"], t["variants"][0]["config"]) << partial.dump();
+  for (size_t i = 1; i < order.size(); ++i) {
+    EXPECT_EQ(partial[i]["class"], order[i]) << partial.dump();
+    EXPECT_EQ(partial[i]["message"], "not searched yet when this table was recorded")
+        << partial.dump();
+  }
   // Every class's search starts from the checkpoint's best configuration and validates on the
   // hidden shapes of one seed: the first class validates what it evaluates, the other five
   // validate nothing it validated (no validation seconds), but screen it on their own shapes.

@@ -637,29 +637,60 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   const size_t n_classes =
       static_cast<size_t>(std::count_if(by_class->begin(), by_class->end(),
                                         [&](const auto& kv) { return searched_class(kv.first); }));
-  size_t done = 0;
-  std::set<std::string> tuned;
+  // The table's classes in rule order, each once: a variant with its rule and shapes, and what
+  // the newest table found for it, where that is not the best configuration.
+  struct Entry {
+    DispatchVariant v;
+    const std::vector<const SuiteShape*>* shapes;
+    const DispatchVariant* before;
+  };
+  std::vector<Entry> entries;
   for (const auto& rule : *rules) {
     const std::string cls(to_string(rule.cls));
     auto it = by_class->find(cls);
-    if (it == by_class->end() || !tuned.insert(cls).second) continue;
-    DispatchVariant v;
-    v.cls = cls;
-    v.when = rule.when;
-    for (const SuiteShape* ss : it->second) v.shapes.push_back(ss->name);
-    // What the newest table found for this class, where that is not the best configuration.
-    const DispatchVariant* before = earlier ? dispatch_variant(*earlier, cls) : nullptr;
-    if (before && before->config == t.fallback) before = nullptr;
-    if (!searched_class(cls)) {
-      leave_unsearched(v, before, earlier, t, progress_);
-    } else {
-      progress_.print(fmt::format("class {} ({}/{}): tuning on {}", cls, ++done, n_classes,
-                                  join(v.shapes, ", ")));
-      auto cj = search_class(*this, id, ctx, source, co, it->second, before, earlier, v);
-      if (!cj) return cj.status();
-      classes.push_back(std::move(*cj));
+    if (it == by_class->end() ||
+        std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.v.cls == cls; }))
+      continue;
+    Entry e{DispatchVariant{}, &it->second, earlier ? dispatch_variant(*earlier, cls) : nullptr};
+    e.v.cls = cls;
+    e.v.when = rule.when;
+    for (const SuiteShape* ss : it->second) e.v.shapes.push_back(ss->name);
+    if (e.before && e.before->config == t.fallback) e.before = nullptr;
+    entries.push_back(std::move(e));
+  }
+  size_t done = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry& e = entries[i];
+    if (!searched_class(e.v.cls)) {
+      leave_unsearched(e.v, e.before, earlier, t, progress_);
+      t.variants.push_back(std::move(e.v));
+      continue;
     }
-    t.variants.push_back(std::move(v));
+    progress_.print(fmt::format("class {} ({}/{}): tuning on {}", e.v.cls, ++done, n_classes,
+                                join(e.v.shapes, ", ")));
+    auto cj = search_class(*this, id, ctx, source, co, *e.shapes, e.before, earlier, e.v);
+    if (!cj) return cj.status();
+    classes.push_back(std::move(*cj));
+    t.variants.push_back(std::move(e.v));
+    // Searches remain: the table so far is recorded too (the classes not searched yet as the
+    // newest table had them), so that a call interrupted in a later search keeps this one.
+    if (done < n_classes) {
+      DispatchTable partial = t;
+      Progress quiet;  // the classes left are printed once, when they are reached
+      quiet.set_quiet(true);
+      for (size_t j = i + 1; j < entries.size(); ++j) {
+        DispatchVariant v = entries[j].v;
+        leave_unsearched(v, entries[j].before, earlier, partial, quiet);
+        if (searched_class(v.cls) && !entries[j].before)
+          v.message = "not searched yet when this table was recorded";
+        partial.variants.push_back(std::move(v));
+      }
+      auto pd = dispatch_summary(partial, *dev, suite_from, left_out, classes, t0);
+      if (!pd) return pd.status();
+      pd->summary["message"] = fmt::format("after {} of {} searches: {}", done, n_classes,
+                                           pd->summary.value("message", std::string()));
+      record_evaluation(id, std::nullopt, kDispatchKind, opts, pd->summary);
+    }
   }
   auto d = dispatch_summary(t, *dev, suite_from, left_out, classes, t0);
   if (!d) return d.status();
