@@ -578,6 +578,56 @@ Result<DispatchSummary> dispatch_summary(const DispatchTable& t, const DeviceFac
   return d;
 }
 
+// A class of the table, in rule order: its variant (rule and shapes), its suite shapes, and what
+// the newest table found for it where that is not the best configuration.
+struct ClassPlan {
+  DispatchVariant v;
+  const std::vector<const SuiteShape*>* shapes = nullptr;
+  const DispatchVariant* before = nullptr;
+};
+
+std::vector<ClassPlan> class_plans(const std::vector<ClassRule>& rules,
+                                   const ShapesByClass& by_class,
+                                   const std::optional<DispatchTable>& earlier,
+                                   const Config& fallback) {
+  std::vector<ClassPlan> plans;
+  for (const auto& rule : rules) {
+    const std::string cls(to_string(rule.cls));
+    auto it = by_class.find(cls);
+    if (it == by_class.end() ||
+        std::any_of(plans.begin(), plans.end(), [&](const ClassPlan& p) { return p.v.cls == cls; }))
+      continue;
+    ClassPlan p;
+    p.v.cls = cls;
+    p.v.when = rule.when;
+    for (const SuiteShape* ss : it->second) p.v.shapes.push_back(ss->name);
+    p.shapes = &it->second;
+    p.before = earlier ? dispatch_variant(*earlier, cls) : nullptr;
+    if (p.before && p.before->config == fallback) p.before = nullptr;
+    plans.push_back(std::move(p));
+  }
+  return plans;
+}
+
+// The table while searches remain (the classes from `next` on not searched yet, as the newest
+// table had them), recorded so that a call interrupted in a later search keeps the earlier ones.
+// `only`: the classes this call searches (empty: all).
+DispatchTable partial_table(const DispatchTable& t, const std::vector<ClassPlan>& plans,
+                            size_t next, const std::optional<DispatchTable>& earlier,
+                            const std::vector<std::string>& only) {
+  DispatchTable partial = t;
+  Progress quiet;  // the classes left are printed once, when they are reached
+  quiet.set_quiet(true);
+  for (size_t j = next; j < plans.size(); ++j) {
+    DispatchVariant v = plans[j].v;
+    leave_unsearched(v, plans[j].before, earlier, partial, quiet);
+    const bool later = only.empty() || std::find(only.begin(), only.end(), v.cls) != only.end();
+    if (later && !plans[j].before) v.message = "not searched yet when this table was recorded";
+    partial.variants.push_back(std::move(v));
+  }
+  return partial;
+}
+
 }  // namespace
 
 Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& choices,
@@ -637,60 +687,28 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   const size_t n_classes =
       static_cast<size_t>(std::count_if(by_class->begin(), by_class->end(),
                                         [&](const auto& kv) { return searched_class(kv.first); }));
-  // The table's classes in rule order, each once: a variant with its rule and shapes, and what
-  // the newest table found for it, where that is not the best configuration.
-  struct Entry {
-    DispatchVariant v;
-    const std::vector<const SuiteShape*>* shapes;
-    const DispatchVariant* before;
-  };
-  std::vector<Entry> entries;
-  for (const auto& rule : *rules) {
-    const std::string cls(to_string(rule.cls));
-    auto it = by_class->find(cls);
-    if (it == by_class->end() ||
-        std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.v.cls == cls; }))
-      continue;
-    Entry e{DispatchVariant{}, &it->second, earlier ? dispatch_variant(*earlier, cls) : nullptr};
-    e.v.cls = cls;
-    e.v.when = rule.when;
-    for (const SuiteShape* ss : it->second) e.v.shapes.push_back(ss->name);
-    if (e.before && e.before->config == t.fallback) e.before = nullptr;
-    entries.push_back(std::move(e));
-  }
+  std::vector<ClassPlan> plans = class_plans(*rules, *by_class, earlier, t.fallback);
   size_t done = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    Entry& e = entries[i];
-    if (!searched_class(e.v.cls)) {
-      leave_unsearched(e.v, e.before, earlier, t, progress_);
-      t.variants.push_back(std::move(e.v));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    ClassPlan& p = plans[i];
+    if (!searched_class(p.v.cls)) {
+      leave_unsearched(p.v, p.before, earlier, t, progress_);
+      t.variants.push_back(std::move(p.v));
       continue;
     }
-    progress_.print(fmt::format("class {} ({}/{}): tuning on {}", e.v.cls, ++done, n_classes,
-                                join(e.v.shapes, ", ")));
-    auto cj = search_class(*this, id, ctx, source, co, *e.shapes, e.before, earlier, e.v);
+    progress_.print(fmt::format("class {} ({}/{}): tuning on {}", p.v.cls, ++done, n_classes,
+                                join(p.v.shapes, ", ")));
+    auto cj = search_class(*this, id, ctx, source, co, *p.shapes, p.before, earlier, p.v);
     if (!cj) return cj.status();
     classes.push_back(std::move(*cj));
-    t.variants.push_back(std::move(e.v));
-    // Searches remain: the table so far is recorded too (the classes not searched yet as the
-    // newest table had them), so that a call interrupted in a later search keeps this one.
-    if (done < n_classes) {
-      DispatchTable partial = t;
-      Progress quiet;  // the classes left are printed once, when they are reached
-      quiet.set_quiet(true);
-      for (size_t j = i + 1; j < entries.size(); ++j) {
-        DispatchVariant v = entries[j].v;
-        leave_unsearched(v, entries[j].before, earlier, partial, quiet);
-        if (searched_class(v.cls) && !entries[j].before)
-          v.message = "not searched yet when this table was recorded";
-        partial.variants.push_back(std::move(v));
-      }
-      auto pd = dispatch_summary(partial, *dev, suite_from, left_out, classes, t0);
-      if (!pd) return pd.status();
-      pd->summary["message"] = fmt::format("after {} of {} searches: {}", done, n_classes,
-                                           pd->summary.value("message", std::string()));
-      record_evaluation(id, std::nullopt, kDispatchKind, opts, pd->summary);
-    }
+    t.variants.push_back(std::move(p.v));
+    if (done == n_classes) continue;
+    auto pd = dispatch_summary(partial_table(t, plans, i + 1, earlier, only), *dev, suite_from,
+                               left_out, classes, t0);
+    if (!pd) return pd.status();
+    pd->summary["message"] = fmt::format("after {} of {} searches: {}", done, n_classes,
+                                         pd->summary.value("message", std::string()));
+    record_evaluation(id, std::nullopt, kDispatchKind, opts, pd->summary);
   }
   auto d = dispatch_summary(t, *dev, suite_from, left_out, classes, t0);
   if (!d) return d.status();
