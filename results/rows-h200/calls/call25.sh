@@ -20,6 +20,12 @@ case $c0 in
   layernorm) from=14; sv=8; lb=256; lv=16; dv=16 ;;
 esac
 w=$c0-call23
+# The runner's 16-block clusters, where the carried binaries include the CUDA GPU tests (pack.sh
+# without SKIP of backend_cuda_gpu_tests).
+if [ -x build/backend_cuda_gpu_tests ]; then
+  timeout 120 build/backend_cuda_gpu_tests --gtest_filter='CudaGpuTest.AClusterOfSixteenBlocksRunsOnSm90' \
+    > $d/cluster16-test.txt 2>&1; echo "cluster-16 GPU test exit $?" | tee -a $d/times.txt
+fi
 tar xf results/rows-h200/cluster/$w/ws.tar.xz -C $ws; cd $ws
 s=$(date +%s)
 timeout 200 $BIN/peak run $c0-cuda --llm replay:$R/recordings/$c0-cuda --full --from $from \
