@@ -441,10 +441,10 @@ Result<ShapesByClass> shapes_by_class(const KernelContext& ctx,
 
 // A class left out by the caller: the configuration the newest table (`earlier`) found for it
 // stays (so that searching one class at a time builds up the table); without one (`before`), its
-// shapes run the checkpoint's best configuration.
+// shapes run the checkpoint's best configuration. Says so on `progress` (none: silently).
 void leave_unsearched(DispatchVariant& v, const DispatchVariant* before,
                       const std::optional<DispatchTable>& earlier, const DispatchTable& t,
-                      Progress& progress) {
+                      Progress* progress) {
   if (before) {
     v.config = before->config;
     v.config_text = before->config_text;
@@ -457,12 +457,14 @@ void leave_unsearched(DispatchVariant& v, const DispatchVariant* before,
     v.pct_of_copy = before->pct_of_copy;
     v.disposition = disposition_text(ClassEntry::kept);
     v.message = fmt::format("not searched; kept from dispatch table {}", earlier->evaluation);
-    progress.print(fmt::format("class {}: not searched, keeps dispatch table {}'s {}", v.cls,
-                               earlier->evaluation, v.config_text));
+    if (progress)
+      progress->print(fmt::format("class {}: not searched, keeps dispatch table {}'s {}", v.cls,
+                                  earlier->evaluation, v.config_text));
   } else {
     v.disposition = disposition_text(ClassEntry::not_searched);
     v.message = "not searched (peak tune --classes --class names the classes searched)";
-    progress.print(fmt::format("class {}: not searched, runs {}", v.cls, t.fallback_text));
+    if (progress)
+      progress->print(fmt::format("class {}: not searched, runs {}", v.cls, t.fallback_text));
   }
 }
 
@@ -578,18 +580,20 @@ Result<DispatchSummary> dispatch_summary(const DispatchTable& t, const DeviceFac
   return d;
 }
 
-// A class of the table, in rule order: its variant (rule and shapes), its suite shapes, and what
-// the newest table found for it where that is not the best configuration.
+// A class of the table, in rule order: its variant (rule and shapes), its suite shapes, what
+// the newest table found for it where that is not the best configuration, and whether this call
+// searches it (`only` names it, or is empty).
 struct ClassPlan {
   DispatchVariant v;
   const std::vector<const SuiteShape*>* shapes = nullptr;
   const DispatchVariant* before = nullptr;
+  bool searched = false;
 };
 
 std::vector<ClassPlan> class_plans(const std::vector<ClassRule>& rules,
                                    const ShapesByClass& by_class,
                                    const std::optional<DispatchTable>& earlier,
-                                   const Config& fallback) {
+                                   const Config& fallback, const std::vector<std::string>& only) {
   std::vector<ClassPlan> plans;
   for (const auto& rule : rules) {
     const std::string cls(to_string(rule.cls));
@@ -604,6 +608,7 @@ std::vector<ClassPlan> class_plans(const std::vector<ClassRule>& rules,
     p.shapes = &it->second;
     p.before = earlier ? dispatch_variant(*earlier, cls) : nullptr;
     if (p.before && p.before->config == fallback) p.before = nullptr;
+    p.searched = only.empty() || std::find(only.begin(), only.end(), cls) != only.end();
     plans.push_back(std::move(p));
   }
   return plans;
@@ -611,18 +616,15 @@ std::vector<ClassPlan> class_plans(const std::vector<ClassRule>& rules,
 
 // The table while searches remain (the classes from `next` on not searched yet, as the newest
 // table had them), recorded so that a call interrupted in a later search keeps the earlier ones.
-// `only`: the classes this call searches (empty: all).
 DispatchTable partial_table(const DispatchTable& t, const std::vector<ClassPlan>& plans,
-                            size_t next, const std::optional<DispatchTable>& earlier,
-                            const std::vector<std::string>& only) {
+                            size_t next, const std::optional<DispatchTable>& earlier) {
   DispatchTable partial = t;
-  Progress quiet;  // the classes left are printed once, when they are reached
-  quiet.set_quiet(true);
   for (size_t j = next; j < plans.size(); ++j) {
     DispatchVariant v = plans[j].v;
-    leave_unsearched(v, plans[j].before, earlier, partial, quiet);
-    const bool later = only.empty() || std::find(only.begin(), only.end(), v.cls) != only.end();
-    if (later && !plans[j].before) v.message = "not searched yet when this table was recorded";
+    // Silently: the classes left are printed once, when they are reached.
+    leave_unsearched(v, plans[j].before, earlier, partial, nullptr);
+    if (plans[j].searched && !plans[j].before)
+      v.message = "not searched yet when this table was recorded";
     partial.variants.push_back(std::move(v));
   }
   return partial;
@@ -681,18 +683,14 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
   json classes = json::array();
   auto t0 = std::chrono::steady_clock::now();
   // Every class there came from a rule; `only` names known classes.
-  auto searched_class = [&](const std::string& cls) {
-    return only.empty() || std::find(only.begin(), only.end(), cls) != only.end();
-  };
-  const size_t n_classes =
-      static_cast<size_t>(std::count_if(by_class->begin(), by_class->end(),
-                                        [&](const auto& kv) { return searched_class(kv.first); }));
-  std::vector<ClassPlan> plans = class_plans(*rules, *by_class, earlier, t.fallback);
+  std::vector<ClassPlan> plans = class_plans(*rules, *by_class, earlier, t.fallback, only);
+  const size_t n_classes = static_cast<size_t>(
+      std::count_if(plans.begin(), plans.end(), [](const ClassPlan& p) { return p.searched; }));
   size_t done = 0;
   for (size_t i = 0; i < plans.size(); ++i) {
     ClassPlan& p = plans[i];
-    if (!searched_class(p.v.cls)) {
-      leave_unsearched(p.v, p.before, earlier, t, progress_);
+    if (!p.searched) {
+      leave_unsearched(p.v, p.before, earlier, t, &progress_);
       t.variants.push_back(std::move(p.v));
       continue;
     }
@@ -703,8 +701,8 @@ Result<DispatchTable> Workspace::tune_classes(int64_t id, const EvalChoices& cho
     classes.push_back(std::move(*cj));
     t.variants.push_back(std::move(p.v));
     if (done == n_classes) continue;
-    auto pd = dispatch_summary(partial_table(t, plans, i + 1, earlier, only), *dev, suite_from,
-                               left_out, classes, t0);
+    auto pd = dispatch_summary(partial_table(t, plans, i + 1, earlier), *dev, suite_from, left_out,
+                               classes, t0);
     if (!pd) return pd.status();
     pd->summary["message"] = fmt::format("after {} of {} searches: {}", done, n_classes,
                                          pd->summary.value("message", std::string()));

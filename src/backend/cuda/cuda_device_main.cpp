@@ -786,23 +786,25 @@ Result<std::unique_ptr<LoadedKernel>> CudaDevice::load(const RunnerTask& task, c
     if (CUresult r = g_cu.ModuleGetFunction(&f.fn, module, symbol.c_str()); r != CUDA_SUCCESS)
       return load_error(Disposition::launch_failed,
                         fmt::format("the cubin has no kernel {}: {}", symbol, cu_text(r)));
-    if (bytes > 48 * 1024) {
-      CUresult r = g_cu.FuncSetAttribute(f.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         static_cast<int>(bytes));
-      if (r != CUDA_SUCCESS)
+    // The attributes its launches need: more than 48 KiB of dynamic shared memory, clusters
+    // past the portable 8 blocks.
+    struct Raise {
+      bool needed;
+      CUfunction_attribute attr;
+      int value;
+      std::string what;
+    };
+    const Raise raises[] = {
+        {bytes > 48 * 1024, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+         static_cast<int>(bytes), fmt::format("{} bytes of dynamic shared memory", bytes)},
+        {cluster[symbol] > 8, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1,
+         fmt::format("clusters of {} blocks (non-portable)", cluster[symbol])}};
+    for (const Raise& a : raises) {
+      if (!a.needed) continue;
+      if (CUresult r = g_cu.FuncSetAttribute(f.fn, a.attr, a.value); r != CUDA_SUCCESS)
         return load_error(
             is_config_result(r) ? Disposition::invalid_config : Disposition::launch_failed,
-            fmt::format("cannot allow {} bytes of dynamic shared memory for {}: {}", bytes, symbol,
-                        cu_text(r)));
-    }
-    if (cluster[symbol] > 8) {
-      CUresult r =
-          g_cu.FuncSetAttribute(f.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-      if (r != CUDA_SUCCESS)
-        return load_error(
-            is_config_result(r) ? Disposition::invalid_config : Disposition::launch_failed,
-            fmt::format("cannot allow clusters of {} blocks (non-portable) for {}: {}",
-                        cluster[symbol], symbol, cu_text(r)));
+            fmt::format("cannot allow {} for {}: {}", a.what, symbol, cu_text(r)));
     }
     if (g_cu.FuncGetParamInfo) {
       f.param_info = true;
